@@ -1,0 +1,170 @@
+package compute
+
+// F32 is a vector of float32 owned by one Backend, counted in elements.
+type F32 interface {
+	// Len returns the number of elements.
+	Len() int
+	// Slice returns the view of elements [off, off+n), sharing storage.
+	// It panics if the range is out of bounds.
+	Slice(off, n int) F32
+	// Free releases the storage. Freeing twice, or freeing a view, does
+	// nothing. Using a freed buffer is a caller bug.
+	Free()
+}
+
+// I32 is a vector of int32 owned by one Backend, counted in elements. Alias
+// thresholds are stored in I32 buffers as the bit patterns of uint32 values.
+type I32 interface {
+	Len() int
+	Slice(off, n int) I32
+	Free()
+}
+
+// Layout says how Gather and ScatterRows lay out the N embedding rows of one
+// cell in its row of the batch matrix.
+type Layout int
+
+const (
+	// ModeMajor concatenates the rows: x[b, n·E+e] (the MLP of DAIN eq. 4).
+	ModeMajor Layout = iota
+	// RankMajor interleaves them: x[b, e·N+n], the E×N matrix of CoSTCo.
+	RankMajor
+)
+
+// AdamStep holds the hyper-parameters of one Adam step (Kingma & Ba, ICLR
+// 2015) in PyTorch's formulation. T is the 1-based step count.
+type AdamStep struct {
+	LR, Beta1, Beta2, Eps float64
+	T                     int
+}
+
+// Backend is the set of operations DAIN runs on. See the package
+// documentation for notation, layout, error and aliasing policy. The float64
+// reference loop of each operation is the function of the same name in
+// package compute/ref.
+type Backend interface {
+	// Name returns "cpu" or "cuda".
+	Name() string
+	// Device describes the hardware in words, e.g. "2 cores, gonum blas32".
+	Device() string
+
+	// Alloc returns a zeroed F32 of n elements. It panics if n < 0.
+	Alloc(n int) F32
+	// AllocI32 returns a zeroed I32 of n elements. It panics if n < 0.
+	AllocI32(n int) I32
+	// Upload copies src into dst. It panics if the lengths differ.
+	Upload(dst F32, src []float32)
+	// UploadI32 copies src into dst. It panics if the lengths differ.
+	UploadI32(dst I32, src []int32)
+	// Download copies src into dst, waiting for pending work, and returns
+	// the backend's sticky error. It panics if the lengths differ.
+	Download(dst []float32, src F32) error
+	// DownloadI32 is Download for I32.
+	DownloadI32(dst []int32, src I32) error
+	// Fill sets every element of dst to v (=).
+	Fill(dst F32, v float32)
+	// Copy copies src into dst (=). It panics if the lengths differ.
+	Copy(dst, src F32)
+	// Sync waits for pending work and returns the sticky error, if any.
+	Sync() error
+	// Close releases the backend's resources and returns the sticky error.
+	Close() error
+
+	// Gather computes the batch input of an embedding model:
+	//
+	//	ModeMajor: x[b, n·E+e] = table[cells[b,n]·E + e]
+	//	RankMajor: x[b, e·N+n] = table[cells[b,n]·E + e]
+	//
+	// with N = order, E = width, cells B×N global rows, table R×E,
+	// x B×(N·E) (=). It panics if the lengths do not fit or order or width
+	// ≤ 0. A row outside the table is a caller bug (the CPU backend panics;
+	// CUDA's result is undefined).
+	Gather(x, table F32, cells I32, order, width int, layout Layout)
+
+	// ScatterRows adds a batch gradient back into the embedding table, the
+	// adjoint of Gather:
+	//
+	//	dtable[cells[b,n]·E + e] += dx[b, n·E+e]   (ModeMajor)
+	//
+	// (+=, duplicates accumulate; RankMajor reads dx[b, e·N+n]). Shapes as
+	// Gather.
+	ScatterRows(dtable, dx F32, cells I32, order, width int, layout Layout)
+
+	// LinearForward computes a fused Linear layer, optionally with ReLU:
+	//
+	//	y[b,o] = φ(Σᵢ x[b,i]·w[o,i] + bias[o]),  φ = ReLU or identity
+	//
+	// with x B×in, w out×in, bias out, y B×out (=); B = x.Len()/in. It
+	// panics if in or out ≤ 0 or a length does not fit. DAIN eq. 4.
+	LinearForward(y, x, w, bias F32, in, out int, relu bool)
+
+	// LinearBackward computes the gradients of a Linear layer given
+	// dy = ∂L/∂(x·wᵀ+b), the gradient at its pre-activation output:
+	//
+	//	dw[o,i] (=|+=) Σ_b dy[b,o]·x[b,i]
+	//	db[o]   (=|+=) Σ_b dy[b,o]
+	//	dx[b,i]  =     (Σ_o dy[b,o]·w[o,i]) · m[b,i]
+	//
+	// where m[b,i] = [x[b,i] > 0] if maskX (x is the output of a ReLU, so dx
+	// becomes the next dy) and 1 otherwise. accumulate selects += for dw and
+	// db; dx is always overwritten. dx, dw or db may be nil to skip it.
+	// Shapes as LinearForward.
+	LinearBackward(dx, dw, db, dy, x, w F32, in, out int, maskX, accumulate bool)
+
+	// MSEGrad computes the residual gradient and squared error of a batch:
+	//
+	//	delta[b] = scale·(pred[b] − y[b])      (=)
+	//	sq[0]    = Σ_b (pred[b] − y[b])²        (=)
+	//
+	// For the batch-mean MSE loss use scale = 2/B; for per-cell TracIn
+	// gradients (ℓ_z = e_z²) scale = 2. sq has length 1 and may be nil.
+	MSEGrad(delta, sq, pred, y F32, scale float32)
+
+	// Adam applies one fused Adam step to every element (PyTorch's
+	// formulation, bias correction c₁ = 1−β₁ᵗ, c₂ = 1−β₂ᵗ):
+	//
+	//	m = β₁m + (1−β₁)g;  v = β₂v + (1−β₂)g²
+	//	p -= (lr/c₁)·m / (√v/√c₂ + ε)
+	//
+	// p, m, v are updated in place; all four lengths must match.
+	Adam(p, g, m, v F32, s AdamStep)
+
+	// InfluenceDot accumulates the TracIn score of each cell against a
+	// precomputed gradient sum G = (gw, gb) of a Linear layer, never forming
+	// the per-cell gradient ∇w ℓ_z = dy_zᵀ x_z:
+	//
+	//	score[b] += eta · Σ_o dy[b,o]·(Σᵢ gw[o,i]·x[b,i] + gb[o])
+	//
+	// (+=) with dy B×out, x B×in, gw out×in, gb out, score B. With out = 1,
+	// dy = 2e and x the last hidden activation this is DAIN eq. 6 for the
+	// last layer. References: Pruthi et al., TracIn, NeurIPS 2020, eq. 3.
+	InfluenceDot(score, dy, x, gw, gb F32, in, out int, eta float32)
+
+	// EmbeddingInfluence accumulates the embedding part of the TracIn score:
+	//
+	//	score[b] += eta · Σ_n Σ_e dx[b, n·E+e]·gtable[cells[b,n]·E + e]
+	//
+	// (+=) where dx is the gradient at the gathered input (ModeMajor, or
+	// RankMajor by layout) and gtable the R×E gradient sum of the table.
+	EmbeddingInfluence(score, dx F32, cells I32, gtable F32, width int, layout Layout, eta float32)
+
+	// EntityImportance aggregates cell importance into entity importance,
+	// DAIN eq. 7 applied to α_z = |score_z| (eq. 6):
+	//
+	//	imp[cells[t,n]] += |score[t]|   for every t and n
+	//
+	// (+=) with cells T×N global rows, score T, imp R.
+	EntityImportance(imp, score F32, cells I32)
+
+	// SampleAlias draws one entity per row from a Vose alias table, writing
+	// column col of the M×order matrix out (= for that column only):
+	//
+	//	(r₀,r₁,_,_) = Philox4x32-10(counter (lo(c), hi(c), col, 0), key)
+	//	j = ⌊r₀·I / 2³²⌋;  out[m·order+col] = j if r₁ < thresh[j] else alias[j]
+	//
+	// with c = ctr+m, I = thresh.Len() = alias.Len() and thresh holding the
+	// uint32 bit patterns. The result depends only on (key, ctr, m, col),
+	// never on launch shape or backend. See Philox and AliasDraw.
+	// References: Vose, IEEE TSE 17(9), 1991; Salmon et al., SC 2011.
+	SampleAlias(out I32, order, col int, thresh, alias I32, key, ctr uint64)
+}

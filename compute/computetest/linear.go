@@ -1,0 +1,282 @@
+package computetest
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/compute/ref"
+)
+
+// linearCases calls f for every (in, out) of linearShapes and every batch
+// size.
+func linearCases(f func(batch, in, out int)) {
+	for _, io := range linearShapes {
+		for _, batch := range batches {
+			f(batch, io[0], io[1])
+		}
+	}
+}
+
+// testLinearForward: y[b,o] is a dot product of in terms plus the bias, so
+// K = in + 1. y starts as NaN and must be overwritten. One extra case puts a
+// NaN in x, which must reach every output of its row, with and without ReLU.
+func testLinearForward(s *suite) {
+	run := func(desc string, batch, in, out int, relu bool, xv []float32) {
+		x := s.f32("x", xv)
+		w := s.f32("w", s.uniform(out*in))
+		bias := s.f32("bias", s.uniform(out))
+		y := newOut(s.f32("y", nans(batch*out)), NewShape("y", "b,o", batch, out), in+1, in+1).withSq()
+		s.exercise(desc, []*result{y}, []*fbuf{x, w, bias}, nil,
+			func() { s.be.LinearForward(y.b.view, x.view, w.view, bias.view, in, out, relu) },
+			func() {
+				ref.LinearForward(y.want, f64(x.init), f64(w.init), f64(bias.init), in, out, relu)
+				ref.LinearForward(y.sq, squares(x.init), squares(w.init), squares(bias.init), in, out, false)
+			})
+		s.freeAll()
+	}
+	linearCases(func(batch, in, out int) {
+		for _, relu := range []bool{false, true} {
+			run(fmt.Sprintf("B=%d in=%d out=%d relu=%v", batch, in, out, relu), batch, in, out, relu, s.uniform(batch*in))
+		}
+	})
+	const batch, in, out = 33, 17, 33
+	for _, relu := range []bool{false, true} {
+		xv := s.uniform(batch * in)
+		xv[5*in+3] = float32(math.NaN())
+		run(fmt.Sprintf("B=%d in=%d out=%d relu=%v with x[b=5,i=3]=NaN", batch, in, out, relu), batch, in, out, relu, xv)
+	}
+}
+
+// reluInput returns activations as a ReLU layer leaves them: one in four
+// is exactly zero, the rest of both signs (a negative value must be masked
+// like a zero).
+func (s *suite) reluInput(n int) []float32 {
+	v := s.uniform(n)
+	for i := range v {
+		if s.rng.IntN(4) == 0 {
+			v[i] = 0
+		}
+	}
+	return v
+}
+
+// testLinearBackward covers maskX and accumulate on and off with every
+// output present, then each of dx, dw, db nil. Reductions: dw[o,i] and
+// db[o] sum over the batch (K = B, plus 1 with accumulate, doubled after
+// two applications); dx[b,i] sums over out (K = out, overwritten, so the
+// same after two applications). Outputs that are overwritten start as NaN.
+func testLinearBackward(s *suite) {
+	type variant struct {
+		maskX, acc       bool
+		noDX, noDW, noDB bool
+	}
+	variants := []variant{
+		{false, false, false, false, false},
+		{true, false, false, false, false},
+		{false, true, false, false, false},
+		{true, true, false, false, false},
+		{true, true, true, false, false},
+		{true, true, false, true, false},
+		{false, false, false, false, true},
+	}
+	linearCases(func(batch, in, out int) {
+		for _, v := range variants {
+			desc := fmt.Sprintf("B=%d in=%d out=%d maskX=%v accumulate=%v", batch, in, out, v.maskX, v.acc)
+			x := s.f32("x", s.reluInput(batch*in))
+			w := s.f32("w", s.uniform(out*in))
+			dy := s.f32("dy", s.uniform(batch*out))
+			fresh := nans
+			kb1, kb2 := batch, batch
+			if v.acc {
+				fresh = s.uniform
+				kb1, kb2 = batch+1, 2*batch+1
+			}
+			var outs []*result
+			var dx, dw, db *result
+			if v.noDX {
+				desc += " dx=nil"
+			} else {
+				dx = newOut(s.f32("dx", nans(batch*in)), NewShape("dx", "b,i", batch, in), out, out).withSq()
+				outs = append(outs, dx)
+			}
+			if v.noDW {
+				desc += " dw=nil"
+			} else {
+				dw = newOut(s.f32("dw", fresh(out*in)), NewShape("dw", "o,i", out, in), kb1, kb2).withSq()
+				outs = append(outs, dw)
+			}
+			if v.noDB {
+				desc += " db=nil"
+			} else {
+				db = newOut(s.f32("db", fresh(out)), NewShape("db", "o", out), kb1, kb2).withSq()
+				outs = append(outs, db)
+			}
+			s.exercise(desc, outs, []*fbuf{x, w, dy}, nil,
+				func() {
+					s.be.LinearBackward(view(dx.buf()), view(dw.buf()), view(db.buf()), dy.view, x.view, w.view, in, out, v.maskX, v.acc)
+				},
+				func() {
+					ref.LinearBackward(dx.ref(), dw.ref(), db.ref(), f64(dy.init), f64(x.init), f64(w.init), in, out, v.maskX, v.acc)
+					ref.LinearBackward(sqr(dx), sqr(dw), sqr(db), squares(dy.init), squares(x.init), squares(w.init), in, out, false, v.acc)
+				})
+			s.freeAll()
+		}
+	})
+}
+
+// newOut is out, named so as not to clash with the width variables of the
+// Linear tests.
+func newOut(b *fbuf, sh Shape, k1, k2 int) *result { return out(b, sh, k1, k2) }
+
+// buf returns the buffer of r, nil for a nil r.
+func (r *result) buf() *fbuf {
+	if r == nil {
+		return nil
+	}
+	return r.b
+}
+
+// ref returns the reference state of r, nil for a nil r.
+func (r *result) ref() []float64 {
+	if r == nil {
+		return nil
+	}
+	return r.want
+}
+
+// testMSEGrad: delta[b] is one difference times scale (K = 1, two
+// roundings, within C·u); sq sums B squares (K = B). Both overwrite and
+// start as NaN. scale is 2/B (batch-mean loss) and 2 (per-cell gradients).
+func testMSEGrad(s *suite) {
+	for _, batch := range append(slices.Clone(batches), 1000) {
+		for _, withSq := range []bool{true, false} {
+			for _, scale := range []float32{2, 2 / float32(max(batch, 1))} {
+				pred := s.f32("pred", s.uniform(batch))
+				y := s.f32("y", s.uniform(batch))
+				delta := newOut(s.f32("delta", nans(batch)), NewShape("delta", "b", batch), 1, 1)
+				outs := []*result{delta}
+				var sq *result
+				if withSq {
+					sq = newOut(s.f32("sq", nans(1)), NewShape("sq", ""), batch, batch)
+					outs = append(outs, sq)
+				}
+				s.exercise(fmt.Sprintf("B=%d scale=%v sq=%v", batch, scale, withSq), outs, []*fbuf{pred, y}, nil,
+					func() { s.be.MSEGrad(delta.b.view, view(sq.buf()), pred.view, y.view, scale) },
+					func() { ref.MSEGrad(delta.want, sq.ref(), f64(pred.init), f64(y.init), float64(scale)) })
+				s.freeAll()
+			}
+		}
+	}
+}
+
+// testInfluenceDot: score[b] += eta·Σ_o dy[b,o]·(Σ_i gw[o,i]·x[b,i] + gb[o]),
+// a reduction over in nested in one over out, so K = in + out + 1 (the
+// nested sums, plus the add to score), doubled after two applications.
+func testInfluenceDot(s *suite) {
+	const eta = float32(0.7)
+	linearCases(func(batch, in, out int) {
+		dy := s.f32("dy", s.uniform(batch*out))
+		x := s.f32("x", s.reluInput(batch*in))
+		gw := s.f32("gw", s.uniform(out*in))
+		gb := s.f32("gb", s.uniform(out))
+		k := in + out + 1
+		score := newOut(s.f32("score", s.uniform(batch)), NewShape("score", "b", batch), k, 2*k).withSq()
+		s.exercise(fmt.Sprintf("B=%d in=%d out=%d", batch, in, out), []*result{score}, []*fbuf{dy, x, gw, gb}, nil,
+			func() { s.be.InfluenceDot(score.b.view, dy.view, x.view, gw.view, gb.view, in, out, eta) },
+			func() {
+				ref.InfluenceDot(score.want, f64(dy.init), f64(x.init), f64(gw.init), f64(gb.init), in, out, float64(eta))
+				ref.InfluenceDot(score.sq, squares(dy.init), squares(x.init), squares(gw.init), squares(gb.init), in, out, float64(eta)*float64(eta))
+			})
+		s.freeAll()
+	})
+}
+
+// Adam reduction lengths. Adam is elementwise, so K counts the rounded
+// float32 operations on the longest path to an output, the rounding of the
+// float64 hyper-parameters to float32 included: m and v are a sum of two
+// products, one of them of g·g, with rounded coefficients (5); p adds the
+// square root, the bias corrections, ε, the division, the step size and the
+// subtraction (8).
+const (
+	adamKMV = 5
+	adamKP  = 8
+)
+
+// testAdam runs three steps (T = 1, 2, 3) from m = v = 0 with a new gradient
+// each step. Each step is checked from the backend's own state after the
+// previous step (downloaded, so both sides start every step from identical
+// float32 values). Two settings: PyTorch's defaults, and a large step with
+// a large ε so that the update is as big as p and an error in it shows.
+func testAdam(s *suite) {
+	settings := []compute.AdamStep{
+		{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
+		{LR: 0.5, Beta1: 0.8, Beta2: 0.99, Eps: 1e-3},
+	}
+	for _, n := range append(slices.Clone(batches), 1000) {
+		for _, hp := range settings {
+			p := s.f32("p", s.uniform(n))
+			m := s.f32("m", make([]float32, n))
+			v := s.f32("v", make([]float32, n))
+			grads := [][]float32{s.uniform(n), s.uniform(n), s.uniform(n)}
+			g := s.f32("g", grads[0])
+			var final [3][]float32
+			for step := 1; step <= 3; step++ {
+				st := hp
+				st.T = step
+				desc := fmt.Sprintf("Adam n=%d lr=%g β₁=%g β₂=%g ε=%g T=%d", n, st.LR, st.Beta1, st.Beta2, st.Eps, st.T)
+				g.init = grads[step-1]
+				s.reset(g)
+				wp := f64(s.read(desc, p))
+				wm := f64(s.read(desc, m))
+				wv := f64(s.read(desc, v))
+				// Sizes of the terms each output sums: β₁m and (1−β₁)g,
+				// β₂v and (1−β₂)g², p and the update.
+				gd := f64(g.init)
+				p0 := slices.Clone(wp)
+				magM := termSize(n, func(i int) (float64, float64) { return st.Beta1 * wm[i], (1 - st.Beta1) * gd[i] })
+				magV := termSize(n, func(i int) (float64, float64) { return st.Beta2 * wv[i], (1 - st.Beta2) * gd[i] * gd[i] })
+				s.be.Adam(p.view, g.view, m.view, v.view, st)
+				ref.Adam(wp, gd, wm, wv, st)
+				magP := termSize(n, func(i int) (float64, float64) { return p0[i], p0[i] - wp[i] })
+				final[0] = slices.Clone(s.read(desc, p))
+				final[1] = slices.Clone(s.read(desc, m))
+				final[2] = slices.Clone(s.read(desc, v))
+				s.close(desc, NewShape("m", "i", n), final[1], wm, adamKMV, max(magM, RMS(wm)))
+				s.close(desc, NewShape("v", "i", n), final[2], wv, adamKMV, max(magV, RMS(wv)))
+				s.close(desc, NewShape("p", "i", n), final[0], wp, adamKP, max(magP, RMS(wp)))
+				s.unchanged(desc, []*fbuf{g}, nil)
+			}
+			// Determinism: the same three steps from the same start.
+			desc := fmt.Sprintf("Adam n=%d lr=%g rerun", n, hp.LR)
+			s.reset(p)
+			s.reset(m)
+			s.reset(v)
+			for step := 1; step <= 3; step++ {
+				st := hp
+				st.T = step
+				s.be.Upload(g.view, grads[step-1])
+				s.be.Adam(p.view, g.view, m.view, v.view, st)
+			}
+			s.sameBits(desc, "p", final[0], s.read(desc, p))
+			s.sameBits(desc, "m", final[1], s.read(desc, m))
+			s.sameBits(desc, "v", final[2], s.read(desc, v))
+			s.freeAll()
+		}
+	}
+}
+
+// termSize returns √(mean over i of a² + b²) for the two terms (a, b) that
+// output i combines: the size of the terms for CloseMag.
+func termSize(n int, terms func(i int) (a, b float64)) float64 {
+	if n == 0 {
+		return 0
+	}
+	s := 0.0
+	for i := range n {
+		a, b := terms(i)
+		s += a*a + b*b
+	}
+	return math.Sqrt(s / float64(n))
+}

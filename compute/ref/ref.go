@@ -1,0 +1,191 @@
+// Package ref holds the float64 reference loops that define every operation
+// of compute.Backend. They are written to be read, not to be fast: the
+// conformance suite (compute/computetest) runs each backend operation in
+// float32 and compares it with the loop of the same name here, computed in
+// float64 on the same float32-rounded inputs.
+//
+// Shapes, layout and the meaning of each argument are those of the Backend
+// method of the same name; these functions do not check lengths beyond what
+// indexing checks.
+package ref
+
+import (
+	"math"
+
+	"github.com/dainx/dainx/compute"
+)
+
+// Gather is compute.Backend.Gather (=).
+func Gather(x, table []float64, cells []int32, order, width int, layout compute.Layout) {
+	batch := len(cells) / order
+	for b := 0; b < batch; b++ {
+		for n := 0; n < order; n++ {
+			row := int(cells[b*order+n])
+			for e := 0; e < width; e++ {
+				x[b*order*width+pos(n, e, width, order, layout)] = table[row*width+e]
+			}
+		}
+	}
+}
+
+// ScatterRows is compute.Backend.ScatterRows (+=).
+func ScatterRows(dtable, dx []float64, cells []int32, order, width int, layout compute.Layout) {
+	batch := len(cells) / order
+	for b := 0; b < batch; b++ {
+		for n := 0; n < order; n++ {
+			row := int(cells[b*order+n])
+			for e := 0; e < width; e++ {
+				dtable[row*width+e] += dx[b*order*width+pos(n, e, width, order, layout)]
+			}
+		}
+	}
+}
+
+// pos is the offset of embedding element e of mode n within a batch row.
+func pos(n, e, width, order int, layout compute.Layout) int {
+	if layout == compute.RankMajor {
+		return e*order + n
+	}
+	return n*width + e
+}
+
+// LinearForward is compute.Backend.LinearForward (=).
+func LinearForward(y, x, w, bias []float64, in, out int, relu bool) {
+	batch := len(x) / in
+	for b := 0; b < batch; b++ {
+		for o := 0; o < out; o++ {
+			s := bias[o]
+			for i := 0; i < in; i++ {
+				s += x[b*in+i] * w[o*in+i]
+			}
+			if relu && s < 0 {
+				s = 0
+			}
+			y[b*out+o] = s
+		}
+	}
+}
+
+// LinearBackward is compute.Backend.LinearBackward; nil outputs are skipped.
+func LinearBackward(dx, dw, db, dy, x, w []float64, in, out int, maskX, accumulate bool) {
+	batch := len(x) / in
+	if dw != nil {
+		for o := 0; o < out; o++ {
+			for i := 0; i < in; i++ {
+				s := 0.0
+				for b := 0; b < batch; b++ {
+					s += dy[b*out+o] * x[b*in+i]
+				}
+				if accumulate {
+					dw[o*in+i] += s
+				} else {
+					dw[o*in+i] = s
+				}
+			}
+		}
+	}
+	if db != nil {
+		for o := 0; o < out; o++ {
+			s := 0.0
+			for b := 0; b < batch; b++ {
+				s += dy[b*out+o]
+			}
+			if accumulate {
+				db[o] += s
+			} else {
+				db[o] = s
+			}
+		}
+	}
+	if dx != nil {
+		for b := 0; b < batch; b++ {
+			for i := 0; i < in; i++ {
+				s := 0.0
+				for o := 0; o < out; o++ {
+					s += dy[b*out+o] * w[o*in+i]
+				}
+				if maskX && !(x[b*in+i] > 0) {
+					s = 0
+				}
+				dx[b*in+i] = s
+			}
+		}
+	}
+}
+
+// MSEGrad is compute.Backend.MSEGrad (=); sq may be nil.
+func MSEGrad(delta, sq, pred, y []float64, scale float64) {
+	s := 0.0
+	for b := range pred {
+		e := pred[b] - y[b]
+		delta[b] = scale * e
+		s += e * e
+	}
+	if sq != nil {
+		sq[0] = s
+	}
+}
+
+// Adam is compute.Backend.Adam (in place).
+func Adam(p, g, m, v []float64, s compute.AdamStep) {
+	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
+	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
+	for i := range p {
+		m[i] = s.Beta1*m[i] + (1-s.Beta1)*g[i]
+		v[i] = s.Beta2*v[i] + (1-s.Beta2)*g[i]*g[i]
+		p[i] -= s.LR / c1 * m[i] / (math.Sqrt(v[i])/math.Sqrt(c2) + s.Eps)
+	}
+}
+
+// InfluenceDot is compute.Backend.InfluenceDot (+=).
+func InfluenceDot(score, dy, x, gw, gb []float64, in, out int, eta float64) {
+	for b := range score {
+		t := 0.0
+		for o := 0; o < out; o++ {
+			s := gb[o]
+			for i := 0; i < in; i++ {
+				s += gw[o*in+i] * x[b*in+i]
+			}
+			t += dy[b*out+o] * s
+		}
+		score[b] += eta * t
+	}
+}
+
+// EmbeddingInfluence is compute.Backend.EmbeddingInfluence (+=).
+func EmbeddingInfluence(score, dx []float64, cells []int32, gtable []float64, width int, layout compute.Layout, eta float64) {
+	if len(score) == 0 {
+		return
+	}
+	order := len(cells) / len(score)
+	for b := range score {
+		t := 0.0
+		for n := 0; n < order; n++ {
+			row := int(cells[b*order+n])
+			for e := 0; e < width; e++ {
+				t += dx[b*order*width+pos(n, e, width, order, layout)] * gtable[row*width+e]
+			}
+		}
+		score[b] += eta * t
+	}
+}
+
+// EntityImportance is compute.Backend.EntityImportance (+=).
+func EntityImportance(imp, score []float64, cells []int32) {
+	if len(score) == 0 {
+		return
+	}
+	order := len(cells) / len(score)
+	for t := range score {
+		for n := 0; n < order; n++ {
+			imp[cells[t*order+n]] += math.Abs(score[t])
+		}
+	}
+}
+
+// SampleAlias is compute.Backend.SampleAlias (= for column col).
+func SampleAlias(out []int32, order, col int, thresh []uint32, alias []int32, key, ctr uint64) {
+	for m := 0; m < len(out)/order; m++ {
+		out[m*order+col] = compute.AliasDraw(thresh, alias, col, key, ctr, m)
+	}
+}

@@ -1,0 +1,7 @@
+module github.com/dainx/dainx
+
+go 1.25.0
+
+require gonum.org/v1/gonum v0.17.0
+
+require github.com/ebitengine/purego v0.11.3 // indirect

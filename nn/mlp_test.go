@@ -1,0 +1,308 @@
+package nn
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/compute/ref"
+)
+
+// refLoss computes the batch-mean MSE of the MLP in float64 with parameters
+// p laid out as the package documentation says, using compute/ref loops.
+func refLoss(m *MLP, p []float64, rows []int32, y []float64) float64 {
+	order, batch := m.Order(), len(y)
+	rowsTotal := 0
+	for _, d := range m.dims {
+		rowsTotal += d
+	}
+	off := rowsTotal * m.width
+	x := make([]float64, batch*order*m.width)
+	ref.Gather(x, p[:off], rows, order, m.width, compute.ModeMajor)
+	last := len(m.widths) - 1
+	for l := 1; l <= last; l++ {
+		in, out := m.widths[l-1], m.widths[l]
+		w := p[off : off+in*out]
+		b := p[off+in*out : off+in*out+out]
+		off += in*out + out
+		next := make([]float64, batch*out)
+		ref.LinearForward(next, x, w, b, in, out, l < last)
+		x = next
+	}
+	var s float64
+	for i, v := range x {
+		s += (v - y[i]) * (v - y[i])
+	}
+	return s / float64(batch)
+}
+
+// TestGradientCheck compares the backend's gradient of the batch-mean MSE
+// with respect to every parameter, embeddings included, against float64
+// central differences of the reference forward pass.
+func TestGradientCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		dims   []int
+		layers []int
+	}{
+		{"paper-shaped", []int{5, 4, 3}, []int{9, 8, 6}},
+		{"one-hidden", []int{7, 2}, []int{8, 5}},
+		{"no-hidden", []int{3, 3, 3, 2}, []int{8}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			be := cpu.New()
+			rng := rand.New(rand.NewPCG(7, 7))
+			const batch = 6
+			m, err := NewMLP(be, Config{Dims: tc.dims, Layers: tc.layers, Capacity: batch}, rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Cells with repeated entities, so the scatter must accumulate.
+			cells := make([]int32, batch*len(tc.dims))
+			for k := range cells {
+				cells[k] = int32(rng.IntN(tc.dims[k%len(tc.dims)]))
+			}
+			copy(cells[len(tc.dims):2*len(tc.dims)], cells[:len(tc.dims)])
+			y := make([]float64, batch)
+			for i := range y {
+				y[i] = float64(float32(rng.NormFloat64()))
+			}
+			s := m.NewSet(cells, y)
+			pred := m.Forward(s.Rows)
+			delta := be.Alloc(batch)
+			be.MSEGrad(delta, nil, pred, s.Vals, 2/float32(batch))
+			m.Backward(s.Rows, delta)
+			g32 := make([]float32, m.NumParams())
+			p32 := make([]float32, m.NumParams())
+			be.Download(g32, m.Grads())
+			be.Download(p32, m.Params())
+			p := make([]float64, len(p32))
+			for i, v := range p32 {
+				p[i] = float64(v)
+			}
+			rows := make([]int32, len(cells))
+			m.Rows(rows, cells)
+			const h = 1e-6
+			fd := make([]float64, len(p))
+			var rms float64
+			for i := range p {
+				save := p[i]
+				p[i] = save + h
+				lp := refLoss(m, p, rows, y)
+				p[i] = save - h
+				lm := refLoss(m, p, rows, y)
+				p[i] = save
+				fd[i] = (lp - lm) / (2 * h)
+				rms += fd[i] * fd[i]
+			}
+			rms = math.Sqrt(rms / float64(len(p)))
+			bad := 0
+			for i := range p {
+				// float32 gradient against float64 differences: a relative
+				// error of a few float32 ulps per reduction step.
+				tol := 1e-4 * (math.Abs(fd[i]) + rms)
+				if d := math.Abs(float64(g32[i]) - fd[i]); d > tol {
+					if bad++; bad <= 5 {
+						t.Errorf("parameter %d: gradient %g, central difference %g (|Δ| %g > %g)", i, g32[i], fd[i], d, tol)
+					}
+				}
+			}
+			if rms == 0 {
+				t.Fatal("all central differences are zero: the check cannot fail")
+			}
+		})
+	}
+}
+
+// TestInit checks PyTorch's default initialisation: embeddings N(0,1),
+// Linear weights and biases U(−1/√fan_in, 1/√fan_in).
+func TestInit(t *testing.T) {
+	be := cpu.New()
+	m, err := NewMLP(be, Config{Dims: []int{300, 200, 100}, Layers: []int{150, 64, 16}, Capacity: 1}, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := func(b compute.F32) []float32 {
+		h := make([]float32, b.Len())
+		be.Download(h, b)
+		return h
+	}
+	tab := down(m.table)
+	var mean, sq float64
+	for _, v := range tab {
+		mean += float64(v)
+		sq += float64(v) * float64(v)
+	}
+	n := float64(len(tab))
+	mean /= n
+	vr := sq/n - mean*mean
+	// 30000 N(0,1) draws: the mean's standard error is 0.0058.
+	if math.Abs(mean) > 0.03 || math.Abs(vr-1) > 0.05 {
+		t.Errorf("embedding mean %.4f, variance %.4f; want ≈ 0 and 1", mean, vr)
+	}
+	for l := range m.w {
+		bound := 1 / math.Sqrt(float64(m.widths[l]))
+		for _, b := range []compute.F32{m.w[l], m.b[l]} {
+			vals := down(b)
+			lo, hi := 0.0, 0.0
+			for _, v := range vals {
+				lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
+			}
+			if lo < -bound || hi > bound {
+				t.Errorf("layer %d: values in [%g, %g] outside ±%g", l+1, lo, hi, bound)
+			}
+			if len(vals) > 100 && (hi < 0.9*bound || lo > -0.9*bound) {
+				t.Errorf("layer %d: values in [%g, %g] do not fill ±%g", l+1, lo, hi, bound)
+			}
+		}
+	}
+}
+
+func TestNewMLPErrors(t *testing.T) {
+	be := cpu.New()
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, c := range []Config{
+		{Dims: []int{3, 3}, Layers: []int{5, 4}, Capacity: 1},          // 5 % 2 ≠ 0
+		{Dims: []int{3, 3}, Layers: nil, Capacity: 1},                  // no layers
+		{Dims: []int{3, 0}, Layers: []int{4}, Capacity: 1},             // empty mode
+		{Dims: []int{3, 3}, Layers: []int{4, 0}, Capacity: 1},          // zero width
+		{Dims: []int{math.MaxInt32, 5}, Layers: []int{2}, Capacity: 1}, // rows overflow int32
+		{Dims: nil, Layers: []int{4}, Capacity: 1},                     // order 0
+		{Dims: []int{3, 3}, Layers: []int{4}, Capacity: 0},             // capacity
+	} {
+		if _, err := NewMLP(be, c, rng); err == nil {
+			t.Errorf("NewMLP(%+v) succeeded; want an error", c)
+		}
+	}
+}
+
+// lowRank returns cells of a random rank-2 tensor with values Σ_r Πₙ Aₙ[iₙ,r].
+func lowRank(rng *rand.Rand, dims []int, n int) ([]int32, []float64) {
+	const rank = 2
+	f := make([][]float64, len(dims))
+	for m, d := range dims {
+		f[m] = make([]float64, d*rank)
+		for i := range f[m] {
+			f[m][i] = rng.Float64()
+		}
+	}
+	cells := make([]int32, 0, n*len(dims))
+	vals := make([]float64, 0, n)
+	for len(vals) < n {
+		v := 0.0
+		cell := make([]int32, len(dims))
+		for m, d := range dims {
+			cell[m] = int32(rng.IntN(d))
+		}
+		for r := 0; r < rank; r++ {
+			p := 1.0
+			for m := range dims {
+				p *= f[m][int(cell[m])*rank+r]
+			}
+			v += p
+		}
+		cells = append(cells, cell...)
+		vals = append(vals, v)
+	}
+	return cells, vals
+}
+
+// TestTrainRestoresBest checks that training lowers the validation MSE and
+// leaves the best checkpoint in the model: evaluating after Train gives
+// exactly the best epoch's validation MSE.
+func TestTrainRestoresBest(t *testing.T) {
+	be := cpu.New()
+	rng := rand.New(rand.NewPCG(3, 4))
+	dims := []int{20, 15, 10}
+	cells, vals := lowRank(rng, dims, 1500)
+	m, err := NewMLP(be, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 256}, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := m.NewSet(cells[:1200*3], vals[:1200])
+	val := m.NewSet(cells[1200*3:], vals[1200:])
+	before, err := m.Evaluate(val)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	res, err := Train(context.Background(), m, train, val, TrainConfig{
+		Epochs: 40, Batch: 64, Patience: 3, LR: 1e-2, Shuffle: rand.New(rand.NewPCG(5, 6)),
+		AfterEpoch: func(Epoch) error { calls++; return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != len(res.Epochs) {
+		t.Errorf("AfterEpoch ran %d times for %d epochs", calls, len(res.Epochs))
+	}
+	after, err := m.Evaluate(val)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != res.BestValMSE {
+		t.Errorf("validation MSE after Train %v, best epoch's %v: the best checkpoint was not restored", after, res.BestValMSE)
+	}
+	if !(after < before/4) {
+		t.Errorf("validation MSE %v → %v: training did not learn a rank-2 tensor", before, after)
+	}
+	last := res.Epochs[len(res.Epochs)-1].N
+	if last != 40 && last-res.BestEpoch != 3 {
+		t.Errorf("stopped at epoch %d with best %d and patience 3", last, res.BestEpoch)
+	}
+	for _, e := range res.Epochs {
+		if e.Best != (e.ValMSE <= res.BestValMSE && e.N == res.BestEpoch) && e.N == res.BestEpoch {
+			t.Errorf("epoch %d: Best flag %v", e.N, e.Best)
+		}
+	}
+}
+
+// TestEvaluateGrad checks the validation gradient sum against per-cell
+// gradients from Backward with batch 1 and delta 2e.
+func TestEvaluateGrad(t *testing.T) {
+	be := cpu.New()
+	rng := rand.New(rand.NewPCG(8, 9))
+	dims := []int{6, 5, 4}
+	cells, vals := lowRank(rng, dims, 40)
+	m, err := NewMLP(be, Config{Dims: dims, Layers: []int{12, 10, 7}, Capacity: 16}, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.NewSet(cells, vals)
+	d := m.LastHidden()
+	g := be.Alloc(d + 1)
+	mse, err := m.EvaluateGrad(s, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, d+1)
+	be.Download(got, g)
+	want := make([]float64, d+1)
+	var sq float64
+	for z := 0; z < s.Len(); z++ {
+		one := m.NewSet(cells[z*3:z*3+3], vals[z:z+1])
+		pred := m.Forward(one.Rows)
+		delta := be.Alloc(1)
+		be.MSEGrad(delta, nil, pred, one.Vals, 2)
+		p := make([]float32, 1)
+		be.Download(p, pred)
+		sq += (float64(p[0]) - float64(float32(vals[z]))) * (float64(p[0]) - float64(float32(vals[z])))
+		m.Backward(one.Rows, delta)
+		gz := make([]float32, d+1)
+		be.Download(gz, m.OutputGrad())
+		for i, v := range gz {
+			want[i] += float64(v)
+		}
+	}
+	for i := range want {
+		if math.Abs(float64(got[i])-want[i]) > 1e-5*(1+math.Abs(want[i])) {
+			t.Errorf("G[%d] = %g, Σ per-cell gradients %g", i, got[i], want[i])
+		}
+	}
+	if math.Abs(mse-sq/40) > 1e-6*sq {
+		t.Errorf("MSE %g, per-cell %g", mse, sq/40)
+	}
+}

@@ -1,0 +1,248 @@
+package nn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dainx/dainx/compute"
+)
+
+// Set is a set of cells and their values resident on a backend, in global
+// rows (see MLP.Rows), ready for Forward.
+type Set struct {
+	Rows compute.I32 // T×N global rows
+	Vals compute.F32 // T values
+	rows []int32
+	vals []float32
+}
+
+// NewSet uploads cells (T×N entity indices, 0-based per mode) and their
+// values (T) for use with m. It panics if the lengths do not match or an
+// index is outside its mode.
+func (m *MLP) NewSet(cells []int32, vals []float64) *Set {
+	if len(cells) != len(vals)*m.Order() {
+		panic(fmt.Sprintf("nn: NewSet: %d indices and %d values for order %d", len(cells), len(vals), m.Order()))
+	}
+	s := &Set{rows: make([]int32, len(cells)), vals: make([]float32, len(vals))}
+	m.Rows(s.rows, cells)
+	for i, v := range vals {
+		s.vals[i] = float32(v)
+	}
+	s.Rows, s.Vals = m.be.AllocI32(len(s.rows)), m.be.Alloc(len(s.vals))
+	m.be.UploadI32(s.Rows, s.rows)
+	m.be.Upload(s.Vals, s.vals)
+	return s
+}
+
+// Len returns the number of cells T.
+func (s *Set) Len() int { return len(s.vals) }
+
+// Free releases the device copies.
+func (s *Set) Free() { s.Rows.Free(); s.Vals.Free() }
+
+// batch returns the rows and values of cells [lo, hi).
+func (s *Set) batch(order, lo, hi int) (compute.I32, compute.F32) {
+	return s.Rows.Slice(lo*order, (hi-lo)*order), s.Vals.Slice(lo, hi-lo)
+}
+
+// TrainConfig holds the training hyper-parameters (SPEC step 1).
+type TrainConfig struct {
+	Epochs   int     // at most this many epochs (50)
+	Batch    int     // cells per step (1024)
+	Patience int     // stop after this many epochs without a better validation MSE (10)
+	LR       float64 // Adam learning rate (1e-3); β₁ .9, β₂ .999, ε 1e-8
+	// Shuffle orders the training cells anew every epoch.
+	Shuffle *rand.Rand
+	// ValGradSum, if not nil (D+1 elements), receives at each epoch's
+	// validation pass G = Σ_{z∈val} ∇_{W_out,b_out} ℓ(Θ_k, z) with
+	// ℓ = (x̂−x)², the validation gradient sum of TracIn-CP (=).
+	ValGradSum compute.F32
+	// AfterEpoch, if not nil, runs after each epoch's validation pass with
+	// the model at that epoch's parameters Θ_k. An error stops training.
+	AfterEpoch func(Epoch) error
+}
+
+// Epoch reports one finished epoch.
+type Epoch struct {
+	N        int     // 1-based epoch number k
+	TrainMSE float64 // mean over the epoch's steps of the batch MSE
+	ValMSE   float64 // validation MSE of Θ_k
+	Best     bool    // ValMSE is the lowest so far: Θ_k is the best checkpoint
+	Seconds  float64 // wall time of the epoch's steps and validation pass
+}
+
+// Result summarises a training run.
+type Result struct {
+	BestEpoch  int // k of the best checkpoint, restored into the model
+	BestValMSE float64
+	Epochs     []Epoch
+}
+
+// Train fits m to train by Adam on the batch-mean MSE (paper eq. 5) with
+// shuffled mini-batches, evaluates on val after every epoch, stops after
+// Patience epochs without improvement (or Epochs epochs), and leaves the
+// best checkpoint's parameters in m. It returns ctx's error if cancelled
+// and the backend's sticky error if the device failed.
+func Train(ctx context.Context, m *MLP, train, val *Set, cfg TrainConfig) (Result, error) {
+	var res Result
+	if cfg.Epochs <= 0 || cfg.Batch <= 0 || cfg.Patience <= 0 || !(cfg.LR > 0) {
+		return res, fmt.Errorf("nn: epochs %d, batch %d, patience %d, lr %g: all must be positive", cfg.Epochs, cfg.Batch, cfg.Patience, cfg.LR)
+	}
+	if cfg.Batch > m.capacity {
+		return res, fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
+	}
+	if train.Len() == 0 || val.Len() == 0 {
+		return res, fmt.Errorf("nn: %d training and %d validation cells; both must be non-empty", train.Len(), val.Len())
+	}
+	be, order, T := m.be, m.Order(), train.Len()
+	steps := (T + cfg.Batch - 1) / cfg.Batch
+	shufRows, shufVals := be.AllocI32(T*order), be.Alloc(T)
+	adamM, adamV := be.Alloc(m.params.Len()), be.Alloc(m.params.Len())
+	best := be.Alloc(m.params.Len())
+	delta, sq := be.Alloc(m.capacity), be.Alloc(steps)
+	defer func() {
+		for _, b := range []compute.F32{shufVals, adamM, adamV, best, delta, sq} {
+			b.Free()
+		}
+		shufRows.Free()
+	}()
+	perm := make([]int, T)
+	for i := range perm {
+		perm[i] = i
+	}
+	hostRows, hostVals := make([]int32, T*order), make([]float32, T)
+	sqHost := make([]float32, steps)
+	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	res.BestValMSE = math.Inf(1)
+	for k := 1; k <= cfg.Epochs; k++ {
+		start := time.Now()
+		if cfg.Shuffle != nil {
+			cfg.Shuffle.Shuffle(T, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		}
+		for i, p := range perm {
+			copy(hostRows[i*order:(i+1)*order], train.rows[p*order:(p+1)*order])
+			hostVals[i] = train.vals[p]
+		}
+		be.UploadI32(shufRows, hostRows)
+		be.Upload(shufVals, hostVals)
+		for s := 0; s < steps; s++ {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
+			rows, y := shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
+			pred := m.Forward(rows)
+			d := delta.Slice(0, hi-lo)
+			be.MSEGrad(d, sq.Slice(s, 1), pred, y, float32(2/float64(hi-lo)))
+			m.Backward(rows, d)
+			adam.T++
+			be.Adam(m.params, m.grads, adamM, adamV, adam)
+		}
+		if err := be.Download(sqHost, sq); err != nil {
+			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
+		}
+		ep := Epoch{N: k}
+		for s, v := range sqHost {
+			ep.TrainMSE += float64(v) / float64(min((s+1)*cfg.Batch, T)-s*cfg.Batch)
+		}
+		ep.TrainMSE /= float64(steps)
+		var err error
+		if ep.ValMSE, err = m.evaluate(val, cfg.ValGradSum); err != nil {
+			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
+		}
+		if ep.ValMSE < res.BestValMSE {
+			ep.Best = true
+			res.BestEpoch, res.BestValMSE = k, ep.ValMSE
+			be.Copy(best, m.params)
+		}
+		ep.Seconds = time.Since(start).Seconds()
+		res.Epochs = append(res.Epochs, ep)
+		if cfg.AfterEpoch != nil {
+			if err := cfg.AfterEpoch(ep); err != nil {
+				return res, err
+			}
+		}
+		if k-res.BestEpoch >= cfg.Patience {
+			break
+		}
+	}
+	be.Copy(m.params, best)
+	return res, be.Sync()
+}
+
+// Evaluate returns the mean squared error of m over s, Σ(x̂−x)²/T, summed in
+// float64 over batches of the model's capacity. It returns the backend's
+// sticky error if the device failed. The RMSE is its square root.
+func (m *MLP) Evaluate(s *Set) (float64, error) { return m.evaluate(s, nil) }
+
+// EvaluateGrad is Evaluate that also sets gsum (D+1 elements, =) to the sum
+// over s of the per-cell output-layer gradients of ℓ_z = (x̂_z−x_z)²,
+//
+//	gsum = Σ_{z∈s} 2e_z·[Z_M(z), 1],
+//
+// TracIn's G_k when s is the validation set. It panics if gsum has the wrong
+// length.
+func (m *MLP) EvaluateGrad(s *Set, gsum compute.F32) (float64, error) {
+	if gsum == nil {
+		panic("nn: EvaluateGrad: nil gradient sum")
+	}
+	return m.evaluate(s, gsum)
+}
+
+func (m *MLP) evaluate(s *Set, gsum compute.F32) (float64, error) {
+	be, order, T := m.be, m.Order(), s.Len()
+	if T == 0 {
+		return math.NaN(), nil
+	}
+	B := m.capacity
+	nb := (T + B - 1) / B
+	sq, delta := be.Alloc(nb), be.Alloc(B)
+	defer sq.Free()
+	defer delta.Free()
+	d := m.LastHidden()
+	var gw, gb, w compute.F32
+	if gsum != nil {
+		if gsum.Len() != d+1 {
+			panic(fmt.Sprintf("nn: validation gradient sum of %d elements, want %d", gsum.Len(), d+1))
+		}
+		be.Fill(gsum, 0)
+		gw, gb = gsum.Slice(0, d), gsum.Slice(d, 1)
+		w, _ = m.OutputLayer()
+	}
+	for i := 0; i < nb; i++ {
+		lo, hi := i*B, min((i+1)*B, T)
+		rows, y := s.batch(order, lo, hi)
+		pred := m.Forward(rows)
+		dl := delta.Slice(0, hi-lo)
+		be.MSEGrad(dl, sq.Slice(i, 1), pred, y, 2)
+		if gsum != nil {
+			be.LinearBackward(nil, gw, gb, dl, m.Hidden(hi-lo), w, d, 1, false, true)
+		}
+	}
+	host := make([]float32, nb)
+	if err := be.Download(host, sq); err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, v := range host {
+		sum += float64(v)
+	}
+	return sum / float64(T), nil
+}
+
+// Predict returns the model's prediction for every cell of s (T values).
+func (m *MLP) Predict(s *Set) ([]float32, error) {
+	out := make([]float32, s.Len())
+	order := m.Order()
+	for lo := 0; lo < s.Len(); lo += m.capacity {
+		hi := min(lo+m.capacity, s.Len())
+		rows, _ := s.batch(order, lo, hi)
+		if err := m.be.Download(out[lo:hi], m.Forward(rows)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

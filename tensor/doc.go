@@ -1,0 +1,41 @@
+// Package tensor owns dainx's sparse tensor data: the in-memory COO
+// (coordinate) representation, reading and writing tensor files, the
+// seeded train/validation/test split of observed cells (step 0 of DAIN) and
+// a cell set used for rejection sampling of unobserved cells.
+//
+// # Formats
+//
+// A tensor file holds one observed cell per line: N integer indices (one per
+// mode) followed by a float value. Two formats are supported:
+//
+//   - TSV, DAIN's own format: tab-separated 0-based indices, then the value,
+//     e.g. "290\t362\t407\t2.292604".
+//   - TNS, the FROSTT .tns format: whitespace-separated 1-based indices, then
+//     the value, e.g. "291 363 408 2.292604"; lines whose first non-blank
+//     character is '#' are comments.
+//
+// The reader is lenient in the same way for both: fields may be separated by
+// any run of spaces and tabs, blank lines and '#' comment lines are skipped,
+// and a trailing '\r' is ignored. The two formats therefore differ only in
+// their default index base (TSV 0, TNS 1) and in the separator Write uses.
+// Input compressed with gzip is detected by its content (magic bytes), not by
+// the file name; WriteFile compresses when the path ends in ".gz".
+//
+// The order N is fixed by the first data line. The mode sizes are not stored
+// in the file: Dims[n] is the largest index of mode n plus one, exactly as
+// DAIN's loader computes it. Every index must fit in int32 (at most 2^31-2,
+// so that Dims fits in int32 as well).
+//
+// # Errors
+//
+// Bad input (a malformed line, a non-integer or negative index, a NaN or
+// infinite value, a duplicate cell, an empty tensor, a corrupt gzip stream)
+// is reported as a *ParseError naming the file and, when the problem is on a
+// line, its 1-based line number (an empty tensor or a corrupt gzip stream has
+// line 0); reading never panics on bad input. A file that cannot be opened
+// gives the *fs.PathError from os.Open. Writing refuses an invalid COO (see
+// COO.Validate) before writing anything, and WriteFile never leaves a
+// partially written file behind. Misuse by the caller (a row number out of
+// range, a cell of the wrong order or outside the dims passed to a CellSet,
+// split fractions outside [0, 1]) is a programming error and panics.
+package tensor

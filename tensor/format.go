@@ -1,0 +1,76 @@
+package tensor
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Format is a tensor file format. It decides the default index base and the
+// field separator used when writing; reading accepts spaces, tabs and '#'
+// comment lines in either format.
+type Format int
+
+const (
+	// TSV is DAIN's format: tab-separated 0-based indices, then the value.
+	TSV Format = iota
+	// TNS is the FROSTT .tns format: space-separated 1-based indices, then
+	// the value; '#' starts a comment line.
+	TNS
+)
+
+// String returns "tsv" or "tns" (or "Format(k)" for an unknown value).
+func (f Format) String() string {
+	switch f {
+	case TSV:
+		return "tsv"
+	case TNS:
+		return "tns"
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// DefaultIndexBase returns the index base of the format: 0 for TSV, 1 for TNS.
+func (f Format) DefaultIndexBase() int {
+	if f == TNS {
+		return 1
+	}
+	return 0
+}
+
+// ParseFormat parses a format name, "tsv" or "tns" (case-insensitive).
+func ParseFormat(s string) (Format, error) {
+	switch strings.ToLower(s) {
+	case "tsv":
+		return TSV, nil
+	case "tns":
+		return TNS, nil
+	}
+	return 0, fmt.Errorf("tensor: unknown format %q (want tsv or tns)", s)
+}
+
+// FormatOf guesses the format from a file name: after stripping a ".gz"
+// suffix, the extension ".tns" (case-insensitive) means TNS and anything
+// else TSV.
+func FormatOf(path string) Format {
+	p := path
+	if strings.HasSuffix(strings.ToLower(p), ".gz") {
+		p = p[:len(p)-3]
+	}
+	if strings.EqualFold(filepath.Ext(p), ".tns") {
+		return TNS
+	}
+	return TSV
+}
+
+// resolveBase returns the index base to use for format f and the requested
+// base (-1 = the format's default).
+func resolveBase(f Format, base int) (int64, error) {
+	switch {
+	case base == -1:
+		return int64(f.DefaultIndexBase()), nil
+	case base < 0 || base > MaxDim:
+		return 0, fmt.Errorf("tensor: invalid index base %d (want -1 for the default, or 0..%d)", base, MaxDim)
+	}
+	return int64(base), nil
+}

@@ -1,0 +1,152 @@
+package tensor
+
+import (
+	"bufio"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// WriteOptions controls Write and WriteFile.
+type WriteOptions struct {
+	// Format decides the separator (TSV '\t', TNS ' ') and the default index
+	// base.
+	Format Format
+	// IndexBase is added to every index written: -1 means the format's
+	// default (TSV 0, TNS 1); otherwise any value in 0..MaxDim.
+	IndexBase int
+}
+
+// Write writes t as plain text to w: one cell per line, its indices plus the
+// index base separated by the format's separator, then the value formatted
+// with strconv.FormatFloat(v, 'g', -1, 64), then '\n'. Reading the output
+// back with the same format and base gives the same COO, except that Dims
+// are recomputed from the largest indices (Dims are not stored in the file).
+//
+// t is checked with Validate first; an invalid t (or an invalid IndexBase)
+// is an error and nothing is written. Write errors from w are returned.
+func Write(w io.Writer, t *COO, opt WriteOptions) error {
+	base, err := resolveBase(opt.Format, opt.IndexBase)
+	if err != nil {
+		return err
+	}
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	return write(w, t, opt.Format, base)
+}
+
+func write(w io.Writer, t *COO, f Format, base int64) error {
+	sep := byte('\t')
+	if f == TNS {
+		sep = ' '
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	n := t.Order()
+	buf := make([]byte, 0, 256)
+	for k := range t.NNZ() {
+		buf = buf[:0]
+		for _, x := range t.Idx[k*n : (k+1)*n] {
+			buf = strconv.AppendInt(buf, int64(x)+base, 10)
+			buf = append(buf, sep)
+		}
+		buf = strconv.AppendFloat(buf, t.Val[k], 'g', -1, 64)
+		buf = append(buf, '\n')
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// WriteFile writes t to path as Write does, gzip-compressed when path ends
+// in ".gz" (case-insensitive). It is atomic: it writes a temporary file in
+// the same directory, syncs it and renames it over path, so on any error no
+// file at path is created or changed and the temporary file is removed. The
+// new file gets mode 0644 (the umask is not applied). t is checked with
+// Validate before any file is created.
+func WriteFile(path string, t *COO, opt WriteOptions) error {
+	return writeFile(path, t, opt, nil)
+}
+
+// writeFile is WriteFile with an optional wrapper around the file writer
+// (tests use it to inject write failures).
+func writeFile(path string, t *COO, opt WriteOptions, wrap func(io.Writer) io.Writer) error {
+	base, err := resolveBase(opt.Format, opt.IndexBase)
+	if err != nil {
+		return err
+	}
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	return AtomicWrite(path, func(w io.Writer) error {
+		if wrap != nil {
+			w = wrap(w)
+		}
+		var zw *gzip.Writer
+		if strings.HasSuffix(strings.ToLower(path), ".gz") {
+			zw = gzip.NewWriter(w) // header: no name, mtime 0, so output is reproducible
+			w = zw
+		}
+		if err := write(w, t, opt.Format, base); err != nil {
+			return err
+		}
+		if zw != nil {
+			return zw.Close()
+		}
+		return nil
+	})
+}
+
+// AtomicWrite creates path with the bytes that fill writes, atomically: it
+// writes a temporary file in the same directory, syncs it and renames it
+// over path, so on any error (fill's included) no file at path is created
+// or changed and the temporary file is removed. The new file gets mode 0644
+// (the umask is not applied).
+func AtomicWrite(path string, fill func(w io.Writer) error) (err error) {
+	dir, file := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+file+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := fill(tmp); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	syncDir(dir)
+	return nil
+}
+
+// syncDir makes a rename in dir durable where the OS supports it; failures
+// are ignored (the rename itself already succeeded).
+func syncDir(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	d.Close()
+}

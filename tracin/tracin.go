@@ -1,0 +1,147 @@
+// Package tracin computes DAIN's cell importance with TracIn-CP (paper
+// eq. 6) and aggregates it into entity importance (eq. 7).
+//
+// For each checkpoint Θ_k (the end of epoch k = 1…K, K the best epoch) and
+// step size η_k, the importance of a training cell z is
+//
+//	α_z = | Σ_k η_k ∇ℓ(Θ_k, z) · G_k |,   G_k = Σ_{z'∈val} ∇ℓ(Θ_k, z')
+//
+// with gradients taken with respect to the output Linear layer (weights and
+// bias). With h_z the last hidden activation and e_z = x̂_z − x_z,
+// ∇_w ℓ = 2e_z h_z and ∇_b ℓ = 2e_z, so each checkpoint costs one forward
+// pass over the validation cells (to form the (D+1)-vector G_k) and one over
+// the training cells with a fused dot product per cell
+// (compute.Backend.InfluenceDot). Per-cell gradients are never stored:
+// memory is O(|train|), two float32 vectors.
+//
+// Checkpoints are consumed online, right after each epoch, so no checkpoint
+// is kept: the running sum S = Σ_{k≤current} is copied aside whenever the
+// epoch is the best so far, and that copy, S_K, is the result once training
+// ends.
+//
+// References: G. Pruthi, F. Liu, S. Kale, M. Sundararajan, "Estimating
+// training data influence by tracing gradient descent", NeurIPS 2020 (eq. 3,
+// TracIn-CP); S. Oh, S. Kim, R. A. Rossi, S. Kumar, "Influence-guided data
+// augmentation for neural tensor completion", CIKM 2021 (eqs. 6 and 7).
+package tracin
+
+import (
+	"fmt"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/nn"
+)
+
+// LastLayer accumulates TracIn-CP cell importance over the output layer of
+// an MLP. Use it as
+//
+//	acc := NewLastLayer(m, train, lr)
+//	cfg.ValGradSum = acc.ValGradSum()
+//	cfg.AfterEpoch = func(e nn.Epoch) error { return acc.Checkpoint(e.Best) }
+//	nn.Train(ctx, m, train, val, cfg)
+//	scores := acc.Scores() // S_K, one signed value per training cell
+type LastLayer struct {
+	m     *nn.MLP
+	train *nn.Set
+	eta   float32
+	gsum  compute.F32 // G_k: D+1
+	run   compute.F32 // S over checkpoints so far: |train|
+	best  compute.F32 // S at the best checkpoint: |train|
+	delta compute.F32 // 2e of a batch
+	k     int
+}
+
+// NewLastLayer prepares the accumulator for the cells of train, with step
+// size eta (the learning rate) at every checkpoint.
+func NewLastLayer(m *nn.MLP, train *nn.Set, eta float64) *LastLayer {
+	be := m.Backend()
+	return &LastLayer{
+		m: m, train: train, eta: float32(eta),
+		gsum:  be.Alloc(m.LastHidden() + 1),
+		run:   be.Alloc(train.Len()),
+		best:  be.Alloc(train.Len()),
+		delta: be.Alloc(m.Capacity()),
+	}
+}
+
+// Free releases the accumulator's buffers (Scores' result included).
+func (a *LastLayer) Free() {
+	for _, b := range []compute.F32{a.gsum, a.run, a.best, a.delta} {
+		b.Free()
+	}
+}
+
+// ValGradSum returns the buffer in which nn.Train must leave G_k at each
+// epoch's validation pass (nn.TrainConfig.ValGradSum).
+func (a *LastLayer) ValGradSum() compute.F32 { return a.gsum }
+
+// Checkpoint adds checkpoint k's term η·∇ℓ(Θ_k, z)·G_k to every training
+// cell's running score, with the model holding Θ_k and ValGradSum holding
+// G_k; best says Θ_k is the best checkpoint so far, whose running scores
+// are then kept. It returns the backend's sticky error.
+func (a *LastLayer) Checkpoint(best bool) error {
+	a.k++
+	m, be := a.m, a.m.Backend()
+	order, d, T, B := m.Order(), m.LastHidden(), a.train.Len(), m.Capacity()
+	gw, gb := a.gsum.Slice(0, d), a.gsum.Slice(d, 1)
+	for lo := 0; lo < T; lo += B {
+		hi := min(lo+B, T)
+		rows := a.train.Rows.Slice(lo*order, (hi-lo)*order)
+		pred := m.Forward(rows)
+		dl := a.delta.Slice(0, hi-lo)
+		be.MSEGrad(dl, nil, pred, a.train.Vals.Slice(lo, hi-lo), 2)
+		be.InfluenceDot(a.run.Slice(lo, hi-lo), dl, m.Hidden(hi-lo), gw, gb, d, 1, a.eta)
+	}
+	if best {
+		be.Copy(a.best, a.run)
+	}
+	if err := be.Sync(); err != nil {
+		return fmt.Errorf("tracin: checkpoint %d: %w", a.k, err)
+	}
+	return nil
+}
+
+// Scores returns S_K, the signed TracIn sum of every training cell at the
+// best checkpoint (|train| elements on the backend, valid until Free);
+// α_z = |S_K[z]|.
+func (a *LastLayer) Scores() compute.F32 { return a.best }
+
+// EntityImportance aggregates cell importance into per-mode entity
+// importance (paper eq. 7) and normalises each mode to sum 1:
+//
+//	α⁽ⁿ⁾_i = Σ_{z∈train, zₙ=i} |score_z|  /  Σ_j α⁽ⁿ⁾_j
+//
+// rows are the training cells' global rows (train.Rows of the model), dims
+// the mode sizes. It returns one slice per mode, and an error if a mode's
+// importance sums to zero (every score is zero) or the backend failed.
+func EntityImportance(be compute.Backend, score compute.F32, rows compute.I32, dims []int) ([][]float64, error) {
+	total := 0
+	for _, d := range dims {
+		total += d
+	}
+	imp := be.Alloc(total)
+	defer imp.Free()
+	be.EntityImportance(imp, score, rows)
+	host := make([]float32, total)
+	if err := be.Download(host, imp); err != nil {
+		return nil, fmt.Errorf("tracin: %w", err)
+	}
+	out := make([][]float64, len(dims))
+	off := 0
+	for n, d := range dims {
+		out[n] = make([]float64, d)
+		var sum float64
+		for i := range out[n] {
+			out[n][i] = float64(host[off+i])
+			sum += out[n][i]
+		}
+		if !(sum > 0) {
+			return nil, fmt.Errorf("tracin: every cell importance is zero, so mode %d has no important entity", n+1)
+		}
+		for i := range out[n] {
+			out[n][i] /= sum
+		}
+		off += d
+	}
+	return out, nil
+}
