@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dainx/dainx/tensor"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// tiny are flags that make a run take well under a second.
+var tiny = []string{"-layers", "12,8", "-epochs", "2", "-batch", "64", "-quiet"}
+
+// sparseCell returns the i-th of distinct cells spread over a 40×30×20 grid.
+func sparseCell(i int) (int, int, int) {
+	k := (i * 7919) % (40 * 30 * 20)
+	return k % 40, (k / 40) % 30, k / 1200
+}
+
+func writeTSV(t *testing.T, dir, name string, lines int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < lines; i++ {
+		x, y, z := sparseCell(i)
+		fmt.Fprintf(&b, "%d\t%d\t%d\t%d.5\n", x, y, z, 1+i%5)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAugmentWritesOutputAndReport(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTSV(t, dir, "x.tsv", 1500)
+	out, rep := filepath.Join(dir, "aug.tsv"), filepath.Join(dir, "report.json")
+	args := append([]string{"augment", "-input", in, "-output", out, "-report", rep, "-backend", "cpu", "-ratio", "0.3"}, tiny...)
+	code, stdout, stderr := runCLI(args...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout)
+	}
+	for _, k := range []string{"rmse_before", "rmse_after", "n_train", "n_val", "n_test", "n_aug", "best_epoch", "backend", "seed", "seconds"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("report lacks %q", k)
+		}
+	}
+	for _, k := range []string{"train", "influence", "entity", "sample", "predict", "retrain", "total"} {
+		if _, ok := r["seconds"].(map[string]any)[k]; !ok {
+			t.Errorf("report seconds lack %q", k)
+		}
+	}
+	saved, err := os.ReadFile(rep)
+	if err != nil || !bytes.Equal(saved, []byte(stdout)) {
+		t.Errorf("-report file differs from standard output (%v)", err)
+	}
+	aug, err := tensor.ReadFile(out, tensor.ReadOptions{Format: tensor.TSV, IndexBase: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := int(r["n_aug"].(float64)); aug.NNZ() != n || n != int(0.3*r["n_train"].(float64)) {
+		t.Errorf("output holds %d cells, report n_aug %d", aug.NNZ(), n)
+	}
+	// Deterministic: the same command writes the same file.
+	out2 := filepath.Join(dir, "aug2.tsv")
+	args[4] = out2
+	if code, _, stderr := runCLI(args...); code != exitOK {
+		t.Fatal(stderr)
+	}
+	a, _ := os.ReadFile(out)
+	b, _ := os.ReadFile(out2)
+	if !bytes.Equal(a, b) {
+		t.Error("same seed, different output files")
+	}
+}
+
+func TestAugmentTNSKeepsBase(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "x.tns")
+	var b strings.Builder
+	b.WriteString("# a FROSTT tensor, 1-based\n")
+	for i := 0; i < 1200; i++ {
+		x, y, z := sparseCell(i)
+		fmt.Fprintf(&b, "%d %d %d %d\n", x+1, y+1, z+1, 1+i%3)
+	}
+	os.WriteFile(in, []byte(b.String()), 0o644)
+	out := filepath.Join(dir, "aug.tns")
+	code, _, stderr := runCLI(append([]string{"augment", "-input", in, "-output", out, "-backend", "cpu"}, tiny...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	data, _ := os.ReadFile(out)
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 || f[0] == "0" || f[1] == "0" || f[2] == "0" {
+			t.Fatalf("output line %q is not a 1-based .tns cell", line)
+		}
+	}
+}
+
+func TestBadInputs(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.tsv")
+	os.WriteFile(bad, []byte("1\t2\t3\t4.0\n1\t2\t3.5\t1.0\n"), 0o644)
+	dup := filepath.Join(dir, "dup.tsv")
+	os.WriteFile(dup, []byte("1\t2\t3\t4.0\n0\t0\t0\t1\n1\t2\t3\t2.0\n"), 0o644)
+	out := filepath.Join(dir, "out.tsv")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"augment", "-input", bad, "-output", out}, exitFailure, "bad.tsv:2:"},
+		{[]string{"augment", "-input", dup, "-output", out}, exitFailure, "dup.tsv:3:"},
+		{[]string{"augment", "-input", filepath.Join(dir, "missing.tsv")}, exitFailure, "missing.tsv"},
+		{[]string{"augment", "-ratio", "-1"}, exitUsage, "ratio"},
+		{[]string{"augment", "-layers", "100,0"}, exitUsage, "positive integer"},
+		{[]string{"augment", "-layers", "100,10"}, exitUsage, "multiple of the tensor order 3"},
+		{[]string{"augment", "-backend", "tpu"}, exitUsage, "want auto, cpu or cuda"},
+		{[]string{"augment", "-predictor", "costco"}, exitUsage, "predictor"},
+		{[]string{"augment", "-output", filepath.Join(dir, "no", "such", "dir.tsv")}, exitFailure, "does not exist"},
+		{[]string{"augment", "stray"}, exitUsage, "unexpected argument"},
+		{[]string{"frobnicate"}, exitUsage, "unknown command"},
+		{nil, exitUsage, "Usage"},
+	} {
+		code, _, stderr := runCLI(c.args...)
+		if code != c.code || !strings.Contains(stderr, c.msg) {
+			t.Errorf("dainx %v: exit %d, stderr %q; want exit %d mentioning %q", c.args, code, stderr, c.code, c.msg)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a failed run left %s behind", out)
+	}
+}
+
+func TestBackendCUDAWithoutDevice(t *testing.T) {
+	if be, err := newCUDA(); err == nil {
+		be.Close()
+		t.Skip("a CUDA device is present")
+	}
+	code, _, stderr := runCLI("augment", "-backend", "cuda", "-quiet")
+	if code != exitFailure || !strings.Contains(stderr, "-backend cuda:") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestHelpListsEveryFlag(t *testing.T) {
+	code, _, stderr := runCLI("augment", "-h")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, f := range []string{"input", "output", "report", "ratio", "seed", "layers", "epochs", "batch", "lr", "patience", "test-frac", "val-frac", "backend", "index-base", "quiet", "predictor", "format"} {
+		if !strings.Contains(stderr, "-"+f) {
+			t.Errorf("augment -h does not mention -%s", f)
+		}
+	}
+}
