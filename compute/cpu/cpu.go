@@ -249,7 +249,7 @@ func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bo
 		row := ys[b*out : (b+1)*out]
 		for o, bo := range bs {
 			v := row[o] + bo
-			if relu && !(v > 0) {
+			if relu && v < 0 {
 				v = 0
 			}
 			row[o] = v
@@ -334,13 +334,16 @@ func (*Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 	}
 	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
 	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
+	// 1−β is rounded from float64: forming it from float32(β) would
+	// magnify β's rounding error (216 ulps for β₂ = .999).
 	b1, b2 := float32(s.Beta1), float32(s.Beta2)
+	omb1, omb2 := float32(1-s.Beta1), float32(1-s.Beta2)
 	step := float32(s.LR / c1)
 	rc2 := float32(1 / math.Sqrt(c2))
 	eps := float32(s.Eps)
 	for i, gi := range gs {
-		mi := b1*ms[i] + (1-b1)*gi
-		vi := b2*vs[i] + (1-b2)*gi*gi
+		mi := b1*ms[i] + omb1*gi
+		vi := b2*vs[i] + omb2*gi*gi
 		ms[i], vs[i] = mi, vi
 		ps[i] -= step * mi / (float32(math.Sqrt(float64(vi)))*rc2 + eps)
 	}

@@ -1,0 +1,40 @@
+# dainx — make targets. `make help` lists them.
+
+GO      ?= go
+PKGS    := ./...
+BENCH   ?= .
+
+.PHONY: help build test test-short vet fmt-check bench clean
+
+help:
+	@echo "make build          build ./dainx"
+	@echo "make test           vet, gofmt check and the full test suite (what CI runs)"
+	@echo "make test-short     the suite without the end-to-end runs"
+	@echo "make bench          Go benchmarks of the backend ops and the pipeline"
+	@echo "make kernels        compile kernels/*.cu to committed PTX (needs nvcc)"
+	@echo "make check-kernels  check that every kernel compiles, ptxas accepts it and the PTX is current"
+	@echo "make device-bundle  build dainx and test binaries into .dev/ for the GPU machine"
+
+build:
+	$(GO) build -o dainx ./cmd/dainx
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+test: vet fmt-check
+	$(GO) test -count=1 $(PKGS)
+
+test-short: vet
+	$(GO) test -count=1 -short $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./bench/ ./compute/... ./sampling/
+
+clean:
+	rm -f dainx
+	rm -rf .dev
+
+-include kernels/kernels.mk

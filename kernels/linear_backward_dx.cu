@@ -1,0 +1,39 @@
+// linear_backward_dx: the input gradient of a Linear layer, with the ReLU
+// mask of the layer below.
+//
+//   dx[b,i] = (Σ_o dy[b,o]·w[o,i]) · m[b,i]                            (=)
+//   m[b,i] = (x[b,i] > 0) if mask_x ≠ 0 (x is a ReLU output), else 1
+//
+// Shapes: dy B×O, w O×I, x B×I (read only if mask_x ≠ 0), dx B×I.
+// Launch: block 256 threads (16×16); grid (⌈B/64⌉, ⌈I/64⌉, 1); static shared
+//   memory 17 408 bytes (common.cuh gemm_64x64). Any B, I, O ≥ 1; edges are
+//   guarded. 64-bit offsets.
+// Atomics: none; deterministic.
+// Reference: compute/ref.LinearBackward (dx); backpropagation through DAIN
+//   eq. 4.
+#include "common.cuh"
+
+extern "C" __global__ void __launch_bounds__(dainx::kGemmThreads)
+linear_backward_dx(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ w,
+                   const float* __restrict__ x, int32_t batch, int32_t in, int32_t out, int32_t mask_x) {
+    using namespace dainx;
+    const int m0 = blockIdx.x * kGemmBM, n0 = blockIdx.y * kGemmBN;
+    float acc[4][4];
+    // C(b,i) = Σ_o A(b,o)·B(o,i), A(b,o) = dy[b·O + o], B(o,i) = w[o·I + i].
+    gemm_64x64<kKContig, kRContig>(acc, dy, out, w, in, batch, in, m0, n0, 0, out);
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int m = m0 + ty * 4 + i;
+        if (m >= batch) break;  // guard
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int n = n0 + tx * 4 + j;
+            if (n >= in) break;  // guard
+            const int64_t off = (int64_t)m * in + n;
+            float v = acc[i][j];
+            if (mask_x && !(x[off] > 0.f)) v = 0.f;
+            dx[off] = v;
+        }
+    }
+}
