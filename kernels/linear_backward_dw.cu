@@ -32,11 +32,11 @@ linear_backward_dw(float* __restrict__ dw, float* __restrict__ part, const float
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const int m = m0 + ty * 4 + i;
-        if (m >= out) break;  // guard
+        if (m >= out) continue;  // guard
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int n = n0 + tx * 4 + j;
-            if (n >= in) break;  // guard
+            if (n >= in) continue;  // guard
             const int64_t off = (int64_t)m * in + n;
             dst[off] = (!split && accumulate) ? dst[off] + acc[i][j] : acc[i][j];
         }

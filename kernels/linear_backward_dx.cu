@@ -25,11 +25,11 @@ linear_backward_dx(float* __restrict__ dx, const float* __restrict__ dy, const f
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const int m = m0 + ty * 4 + i;
-        if (m >= batch) break;  // guard
+        if (m >= batch) continue;  // guard
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int n = n0 + tx * 4 + j;
-            if (n >= in) break;  // guard
+            if (n >= in) continue;  // guard
             const int64_t off = (int64_t)m * in + n;
             float v = acc[i][j];
             if (mask_x && !(x[off] > 0.f)) v = 0.f;

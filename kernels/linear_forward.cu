@@ -23,11 +23,11 @@ linear_forward(float* __restrict__ y, const float* __restrict__ x, const float* 
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const int m = m0 + ty * 4 + i;
-        if (m >= batch) break;  // guard
+        if (m >= batch) continue;  // guard
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int n = n0 + tx * 4 + j;
-            if (n >= out) break;  // guard
+            if (n >= out) continue;  // guard
             float v = acc[i][j] + bias[n];
             if (relu && !(v > 0.f)) v = 0.f;
             y[(int64_t)m * out + n] = v;
