@@ -66,7 +66,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				pred := m.Forward(s.Rows)
 				be.MSEGrad(delta, nil, pred, s.Vals, 2.0/batch)
-				m.Backward(s.Rows, delta)
+				m.Backward(s.Rows, delta, false)
 				be.Adam(m.Params(), m.Grads(), am, av, compute.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, T: i + 1})
 			}
 			be.Sync()

@@ -1,10 +1,12 @@
 // adam: one fused Adam step (Kingma & Ba, ICLR 2015) in PyTorch's
 // formulation, in place.
 //
-//   m[i] = β₁·m[i] + (1−β₁)·g[i]                                         (=)
-//   v[i] = β₂·v[i] + (1−β₂)·g[i]²                                        (=)
+//   m[i] = β₁·m[i] + omb1·g[i]                                           (=)
+//   v[i] = β₂·v[i] + omb2·g[i]²                                          (=)
 //   p[i] −= step·m[i] / (√v[i]·rc2 + ε)                                   (−=)
-//   step = lr/(1−β₁ᵗ), rc2 = 1/√(1−β₂ᵗ), computed in float64 on the host
+//   omb1 = 1−β₁, omb2 = 1−β₂, step = lr/(1−β₁ᵗ), rc2 = 1/√(1−β₂ᵗ), formed in
+//   float64 on the host and rounded once (1−float32(β₂) would carry 216 ulps
+//   of β₂'s rounding error)
 //
 // Shapes: p, m, v, g all n.
 // Launch: block 256 threads; 1-D grid of any size (grid-stride loop, 64-bit
@@ -15,11 +17,11 @@
 
 extern "C" __global__ void __launch_bounds__(256)
 adam(float* __restrict__ p, float* __restrict__ m, float* __restrict__ v, const float* __restrict__ g,
-     int32_t n, float beta1, float beta2, float step, float rc2, float eps) {
+     int32_t n, float beta1, float beta2, float omb1, float omb2, float step, float rc2, float eps) {
     for (int64_t i = dainx::global_index(); i < n; i += dainx::grid_stride()) {  // guard
         const float gi = g[i];
-        const float mi = beta1 * m[i] + (1.f - beta1) * gi;
-        const float vi = beta2 * v[i] + (1.f - beta2) * gi * gi;
+        const float mi = beta1 * m[i] + omb1 * gi;
+        const float vi = beta2 * v[i] + omb2 * gi * gi;
         m[i] = mi;
         v[i] = vi;
         p[i] -= step * mi / (sqrtf(vi) * rc2 + eps);

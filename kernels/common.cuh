@@ -5,7 +5,7 @@
 // Contents:
 //   - grid-stride index helpers with 64-bit offsets;
 //   - warp_sum, a butterfly warp reduction (every lane gets the same sum, in
-//     a fixed order: deterministic);
+//     a fixed order: deterministic), and atomic_add (float red.add);
 //   - philox4x32_10, identical to compute.Philox (Salmon et al., SC 2011);
 //   - gemm_64x64, the shared-memory SGEMM main loop used by linear_forward,
 //     linear_backward_dx and linear_backward_dw.
@@ -29,23 +29,57 @@ __device__ __forceinline__ int64_t grid_stride() {
 }
 
 // ---------------------------------------------------------------------------
-// Reductions
+// Warp shuffles, reductions and atomics
+//
+// These wrap PTX directly instead of calling __shfl_xor_sync and atomicAdd:
+// the CUDA headers declare those static, and nvcc names static functions in
+// the -lineinfo debug strings with a hash of the source file's absolute path,
+// which would make the committed PTX depend on where the repository is
+// checked out.
+
+// shfl_xor returns v of lane (lane ^ mask) of a full warp.
+__device__ __forceinline__ float shfl_xor(float v, int mask) {
+    float r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(mask));
+    return r;
+}
+
+// shfl_xor_d is shfl_xor for a double, moved as two 32-bit halves.
+__device__ __forceinline__ double shfl_xor_d(double v, int mask) {
+    uint32_t lo, hi;
+    asm("mov.b64 {%0, %1}, %2;" : "=r"(lo), "=r"(hi) : "d"(v));
+    asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 0x1f, 0xffffffff;" : "+r"(lo) : "r"(mask));
+    asm volatile("shfl.sync.bfly.b32 %0, %0, %1, 0x1f, 0xffffffff;" : "+r"(hi) : "r"(mask));
+    double r;
+    asm("mov.b64 %0, {%1, %2};" : "=d"(r) : "r"(lo), "r"(hi));
+    return r;
+}
 
 // warp_sum returns the sum of v over the 32 lanes of a full warp to every
 // lane. The butterfly order is fixed, so the result does not depend on
 // timing.
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1) v += shfl_xor(v, o);
     return v;
 }
 
 // warp_sum_d is warp_sum in double precision.
 __device__ __forceinline__ double warp_sum_d(double v) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1) v += shfl_xor_d(v, o);
     return v;
 }
+
+// atomic_add adds v to *p atomically (relaxed, GPU scope), discarding the
+// old value: PTX red.add.f32 on a generic address, what atomicAdd compiles
+// to when its result is unused.
+__device__ __forceinline__ void atomic_add(float* p, float v) {
+    asm volatile("red.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+}
+
+// min64 returns the smaller of a and b.
+__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // ---------------------------------------------------------------------------
 // Philox4x32-10 (Salmon, Moraes, Dror, Shaw, "Parallel random numbers: as
@@ -116,13 +150,13 @@ struct GemmStage {
             const int k = k0 + (tid & 3) * 4;
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-                v[j] = (r < R && k + j < kmax) ? __ldg(P + (int64_t)r * ld + (k + j)) : 0.f;  // guard
+                v[j] = (r < R && k + j < kmax) ? P[(int64_t)r * ld + (k + j)] : 0.f;  // guard
         } else {
             const int r = r0 + (tid & 63);
             const int k = k0 + (tid >> 6);
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-                v[j] = (r < R && k + 4 * j < kmax) ? __ldg(P + (int64_t)(k + 4 * j) * ld + r) : 0.f;  // guard
+                v[j] = (r < R && k + 4 * j < kmax) ? P[(int64_t)(k + 4 * j) * ld + r] : 0.f;  // guard
         }
     }
 

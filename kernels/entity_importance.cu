@@ -6,7 +6,7 @@
 // Guard: a row outside [0, R) is skipped.
 // Launch: block 256 threads; 1-D grid of any size (grid-stride loop over the
 //   T·N pairs, 64-bit offsets); no shared memory.
-// Atomics: atomicAdd on imp; the result depends on the order of additions
+// Atomics: red.add.f32 on imp; the result depends on the order of additions
 //   (float rounding only).
 // Reference: compute/ref.EntityImportance; DAIN eq. 6 (eq:entity_importance)
 //   applied to α_z = |score_z| of eq. 5.
@@ -19,6 +19,6 @@ entity_importance(float* __restrict__ imp, const float* __restrict__ score, cons
     for (int64_t k = dainx::global_index(); k < total; k += dainx::grid_stride()) {  // guard
         const int32_t row = cells[k];
         if (row < 0 || row >= rows) continue;  // guard
-        atomicAdd(&imp[row], fabsf(score[k / order]));
+        dainx::atomic_add(&imp[row], fabsf(score[k / order]));
     }
 }

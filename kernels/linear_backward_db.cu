@@ -20,8 +20,8 @@ linear_backward_db(float* __restrict__ db, float* __restrict__ part, const float
                    int32_t batch, int32_t out, int32_t kchunk, int32_t accumulate) {
     __shared__ float s[8][33];
     const int o = blockIdx.x * 32 + threadIdx.x;
-    const int64_t b_begin = min((int64_t)blockIdx.y * kchunk, (int64_t)batch);
-    const int64_t b_end = min(b_begin + kchunk, (int64_t)batch);
+    const int64_t b_begin = dainx::min64((int64_t)blockIdx.y * kchunk, (int64_t)batch);
+    const int64_t b_end = dainx::min64(b_begin + kchunk, (int64_t)batch);
     float acc = 0.f;
     if (o < out) {  // guard
         for (int64_t b = b_begin + threadIdx.y; b < b_end; b += 8) acc += dy[b * out + o];

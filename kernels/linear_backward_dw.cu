@@ -21,8 +21,8 @@ linear_backward_dw(float* __restrict__ dw, float* __restrict__ part, const float
                    int32_t accumulate) {
     using namespace dainx;
     const int m0 = blockIdx.x * kGemmBM, n0 = blockIdx.y * kGemmBN;
-    const int k_begin = (int)min((int64_t)blockIdx.z * kchunk, (int64_t)batch);
-    const int k_end = (int)min((int64_t)k_begin + kchunk, (int64_t)batch);
+    const int k_begin = (int)dainx::min64((int64_t)blockIdx.z * kchunk, (int64_t)batch);
+    const int k_end = (int)dainx::min64((int64_t)k_begin + kchunk, (int64_t)batch);
     float acc[4][4];
     // C(o,i) = Σ_b A(o,b)·B(b,i), A(o,b) = dy[b·O + o], B(b,i) = x[b·I + i].
     gemm_64x64<kRContig, kRContig>(acc, dy, out, x, in, out, in, m0, n0, k_begin, k_end);

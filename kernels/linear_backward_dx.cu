@@ -2,7 +2,8 @@
 // mask of the layer below.
 //
 //   dx[b,i] = (Σ_o dy[b,o]·w[o,i]) · m[b,i]                            (=)
-//   m[b,i] = (x[b,i] > 0) if mask_x ≠ 0 (x is a ReLU output), else 1
+//   m[b,i] = [x[b,i] > 0] if mask_x ≠ 0 (x is a ReLU output; NaN gives 0),
+//   else 1
 //
 // Shapes: dy B×O, w O×I, x B×I (read only if mask_x ≠ 0), dx B×I.
 // Launch: block 256 threads (16×16); grid (⌈B/64⌉, ⌈I/64⌉, 1); static shared

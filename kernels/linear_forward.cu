@@ -1,7 +1,8 @@
 // linear_forward: a fused Linear layer, GEMM + bias + optional ReLU.
 //
 //   y[b,o] = φ(Σ_i x[b,i]·w[o,i] + bias[o])                            (=)
-//   φ = ReLU (v > 0 ? v : 0, NaN → 0) if relu ≠ 0, else identity
+//   φ = ReLU (v < 0 ? 0 : v, so NaN and −0 pass through) if relu ≠ 0,
+//   else identity
 //
 // Shapes: x B×I, w O×I (PyTorch's nn.Linear layout), bias O, y B×O.
 // Launch: block 256 threads (16×16); grid (⌈B/64⌉, ⌈O/64⌉, 1); static shared
@@ -29,7 +30,7 @@ linear_forward(float* __restrict__ y, const float* __restrict__ x, const float* 
             const int n = n0 + tx * 4 + j;
             if (n >= out) continue;  // guard
             float v = acc[i][j] + bias[n];
-            if (relu && !(v > 0.f)) v = 0.f;
+            if (relu && v < 0.f) v = 0.f;
             y[(int64_t)m * out + n] = v;
         }
     }

@@ -8,7 +8,7 @@
 // Guard: a row outside [0, R) is skipped.
 // Launch: block 256 threads; 1-D grid of any size (grid-stride loop over the
 //   B·N·E elements, 64-bit offsets); no shared memory.
-// Atomics: atomicAdd on dtable; duplicate rows make the result depend on the
+// Atomics: red.add.f32 on dtable; duplicate rows make the result depend on the
 //   order of the additions (float rounding only).
 // Reference: compute/ref.ScatterRows; the embedding part of the gradient of
 //   DAIN eq. 1 through eq. 4.
@@ -29,6 +29,6 @@ scatter_rows(float* __restrict__ dtable, const float* __restrict__ dx, const int
             const int n = (int)(k - b * order);
             src = b * order * width + (int64_t)e * order + n;
         }
-        atomicAdd(&dtable[(int64_t)row * width + e], dx[src]);
+        dainx::atomic_add(&dtable[(int64_t)row * width + e], dx[src]);
     }
 }

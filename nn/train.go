@@ -22,7 +22,7 @@ type Set struct {
 // NewSet uploads cells (T×N entity indices, 0-based per mode) and their
 // values (T) for use with m. It panics if the lengths do not match or an
 // index is outside its mode.
-func (m *MLP) NewSet(cells []int32, vals []float64) *Set {
+func (m *Net) NewSet(cells []int32, vals []float64) *Set {
 	if len(cells) != len(vals)*m.Order() {
 		panic(fmt.Sprintf("nn: NewSet: %d indices and %d values for order %d", len(cells), len(vals), m.Order()))
 	}
@@ -86,7 +86,7 @@ type Result struct {
 // Patience epochs without improvement (or Epochs epochs), and leaves the
 // best checkpoint's parameters in m. It returns ctx's error if cancelled
 // and the backend's sticky error if the device failed.
-func Train(ctx context.Context, m *MLP, train, val *Set, cfg TrainConfig) (Result, error) {
+func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Result, error) {
 	var res Result
 	if cfg.Epochs <= 0 || cfg.Batch <= 0 || cfg.Patience <= 0 || !(cfg.LR > 0) {
 		return res, fmt.Errorf("nn: epochs %d, batch %d, patience %d, lr %g: all must be positive", cfg.Epochs, cfg.Batch, cfg.Patience, cfg.LR)
@@ -137,7 +137,7 @@ func Train(ctx context.Context, m *MLP, train, val *Set, cfg TrainConfig) (Resul
 			pred := m.Forward(rows)
 			d := delta.Slice(0, hi-lo)
 			be.MSEGrad(d, sq.Slice(s, 1), pred, y, float32(2/float64(hi-lo)))
-			m.Backward(rows, d)
+			m.Backward(rows, d, false)
 			adam.T++
 			be.Adam(m.params, m.grads, adamM, adamV, adam)
 		}
@@ -176,7 +176,7 @@ func Train(ctx context.Context, m *MLP, train, val *Set, cfg TrainConfig) (Resul
 // Evaluate returns the mean squared error of m over s, Σ(x̂−x)²/T, summed in
 // float64 over batches of the model's capacity. It returns the backend's
 // sticky error if the device failed. The RMSE is its square root.
-func (m *MLP) Evaluate(s *Set) (float64, error) { return m.evaluate(s, nil) }
+func (m *Net) Evaluate(s *Set) (float64, error) { return m.evaluate(s, nil) }
 
 // EvaluateGrad is Evaluate that also sets gsum (D+1 elements, =) to the sum
 // over s of the per-cell output-layer gradients of ℓ_z = (x̂_z−x_z)²,
@@ -185,14 +185,14 @@ func (m *MLP) Evaluate(s *Set) (float64, error) { return m.evaluate(s, nil) }
 //
 // TracIn's G_k when s is the validation set. It panics if gsum has the wrong
 // length.
-func (m *MLP) EvaluateGrad(s *Set, gsum compute.F32) (float64, error) {
+func (m *Net) EvaluateGrad(s *Set, gsum compute.F32) (float64, error) {
 	if gsum == nil {
 		panic("nn: EvaluateGrad: nil gradient sum")
 	}
 	return m.evaluate(s, gsum)
 }
 
-func (m *MLP) evaluate(s *Set, gsum compute.F32) (float64, error) {
+func (m *Net) evaluate(s *Set, gsum compute.F32) (float64, error) {
 	be, order, T := m.be, m.Order(), s.Len()
 	if T == 0 {
 		return math.NaN(), nil
@@ -234,7 +234,7 @@ func (m *MLP) evaluate(s *Set, gsum compute.F32) (float64, error) {
 }
 
 // Predict returns the model's prediction for every cell of s (T values).
-func (m *MLP) Predict(s *Set) ([]float32, error) {
+func (m *Net) Predict(s *Set) ([]float32, error) {
 	out := make([]float32, s.Len())
 	order := m.Order()
 	for lo := 0; lo < s.Len(); lo += m.capacity {

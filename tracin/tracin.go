@@ -41,7 +41,7 @@ import (
 //	nn.Train(ctx, m, train, val, cfg)
 //	scores := acc.Scores() // S_K, one signed value per training cell
 type LastLayer struct {
-	m     *nn.MLP
+	m     *nn.Net
 	train *nn.Set
 	eta   float32
 	gsum  compute.F32 // G_k: D+1
@@ -53,7 +53,7 @@ type LastLayer struct {
 
 // NewLastLayer prepares the accumulator for the cells of train, with step
 // size eta (the learning rate) at every checkpoint.
-func NewLastLayer(m *nn.MLP, train *nn.Set, eta float64) *LastLayer {
+func NewLastLayer(m *nn.Net, train *nn.Set, eta float64) *LastLayer {
 	be := m.Backend()
 	return &LastLayer{
 		m: m, train: train, eta: float32(eta),

@@ -14,7 +14,7 @@ import (
 
 type fixture struct {
 	be         compute.Backend
-	m          *nn.MLP
+	m          *nn.Net
 	train, val *nn.Set
 	cells      []int32 // train cells then val cells
 	vals       []float64
@@ -52,7 +52,7 @@ func (f *fixture) perCell(z int) []float64 {
 	pred := f.m.Forward(one.Rows)
 	delta := f.be.Alloc(1)
 	f.be.MSEGrad(delta, nil, pred, one.Vals, 2)
-	f.m.Backward(one.Rows, delta)
+	f.m.Backward(one.Rows, delta, false)
 	g := make([]float32, f.m.LastHidden()+1)
 	f.be.Download(g, f.m.OutputGrad())
 	out := make([]float64, len(g))

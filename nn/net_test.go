@@ -11,9 +11,10 @@ import (
 	"github.com/dainx/dainx/compute/ref"
 )
 
-// refLoss computes the batch-mean MSE of the MLP in float64 with parameters
-// p laid out as the package documentation says, using compute/ref loops.
-func refLoss(m *MLP, p []float64, rows []int32, y []float64) float64 {
+// refLoss computes the batch-mean MSE of the model in float64 with
+// parameters p laid out as the package documentation says, using compute/ref
+// loops.
+func refLoss(m *Net, p []float64, rows []int32, y []float64) float64 {
 	order, batch := m.Order(), len(y)
 	rowsTotal := 0
 	for _, d := range m.dims {
@@ -21,15 +22,13 @@ func refLoss(m *MLP, p []float64, rows []int32, y []float64) float64 {
 	}
 	off := rowsTotal * m.width
 	x := make([]float64, batch*order*m.width)
-	ref.Gather(x, p[:off], rows, order, m.width, compute.ModeMajor)
-	last := len(m.widths) - 1
-	for l := 1; l <= last; l++ {
-		in, out := m.widths[l-1], m.widths[l]
-		w := p[off : off+in*out]
-		b := p[off+in*out : off+in*out+out]
-		off += in*out + out
-		next := make([]float64, batch*out)
-		ref.LinearForward(next, x, w, b, in, out, l < last)
+	ref.Gather(x, p[:off], rows, order, m.width, m.layout)
+	for _, ly := range m.layers {
+		w := p[off : off+ly.In*ly.Out]
+		b := p[off+ly.In*ly.Out : off+ly.In*ly.Out+ly.Out]
+		off += ly.In*ly.Out + ly.Out
+		next := make([]float64, batch*ly.Rows*ly.Out)
+		ref.LinearForward(next, x, w, b, ly.In, ly.Out, ly.ReLU)
 		x = next
 	}
 	var s float64
@@ -43,23 +42,35 @@ func refLoss(m *MLP, p []float64, rows []int32, y []float64) float64 {
 // with respect to every parameter, embeddings included, against float64
 // central differences of the reference forward pass.
 func TestGradientCheck(t *testing.T) {
+	mlp := func(layers ...int) func([]int, *rand.Rand) (*Net, error) {
+		return func(dims []int, rng *rand.Rand) (*Net, error) {
+			return NewMLP(cpu.New(), Config{Dims: dims, Layers: layers, Capacity: 6}, rng)
+		}
+	}
+	costco := func(r, c int) func([]int, *rand.Rand) (*Net, error) {
+		return func(dims []int, rng *rand.Rand) (*Net, error) {
+			return NewCoSTCo(cpu.New(), CoSTCoConfig{Dims: dims, Rank: r, Channels: c, Capacity: 6}, rng)
+		}
+	}
 	for _, tc := range []struct {
-		name   string
-		dims   []int
-		layers []int
+		name  string
+		dims  []int
+		build func([]int, *rand.Rand) (*Net, error)
 	}{
-		{"paper-shaped", []int{5, 4, 3}, []int{9, 8, 6}},
-		{"one-hidden", []int{7, 2}, []int{8, 5}},
-		{"no-hidden", []int{3, 3, 3, 2}, []int{8}},
+		{"mlp-paper-shaped", []int{5, 4, 3}, mlp(9, 8, 6)},
+		{"mlp-one-hidden", []int{7, 2}, mlp(8, 5)},
+		{"mlp-no-hidden", []int{3, 3, 3, 2}, mlp(8)},
+		{"costco", []int{5, 4, 3}, costco(4, 3)},
+		{"costco-order4", []int{3, 2, 4, 2}, costco(3, 5)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			be := cpu.New()
 			rng := rand.New(rand.NewPCG(7, 7))
 			const batch = 6
-			m, err := NewMLP(be, Config{Dims: tc.dims, Layers: tc.layers, Capacity: batch}, rng)
+			m, err := tc.build(tc.dims, rng)
 			if err != nil {
 				t.Fatal(err)
 			}
+			be := m.Backend()
 			// Cells with repeated entities, so the scatter must accumulate.
 			cells := make([]int32, batch*len(tc.dims))
 			for k := range cells {
@@ -74,7 +85,7 @@ func TestGradientCheck(t *testing.T) {
 			pred := m.Forward(s.Rows)
 			delta := be.Alloc(batch)
 			be.MSEGrad(delta, nil, pred, s.Vals, 2/float32(batch))
-			m.Backward(s.Rows, delta)
+			m.Backward(s.Rows, delta, false)
 			g32 := make([]float32, m.NumParams())
 			p32 := make([]float32, m.NumParams())
 			be.Download(g32, m.Grads())
@@ -144,7 +155,7 @@ func TestInit(t *testing.T) {
 		t.Errorf("embedding mean %.4f, variance %.4f; want ≈ 0 and 1", mean, vr)
 	}
 	for l := range m.w {
-		bound := 1 / math.Sqrt(float64(m.widths[l]))
+		bound := 1 / math.Sqrt(float64(m.layers[l].In))
 		for _, b := range []compute.F32{m.w[l], m.b[l]} {
 			vals := down(b)
 			lo, hi := 0.0, 0.0
@@ -290,7 +301,7 @@ func TestEvaluateGrad(t *testing.T) {
 		p := make([]float32, 1)
 		be.Download(p, pred)
 		sq += (float64(p[0]) - float64(float32(vals[z]))) * (float64(p[0]) - float64(float32(vals[z])))
-		m.Backward(one.Rows, delta)
+		m.Backward(one.Rows, delta, false)
 		gz := make([]float32, d+1)
 		be.Download(gz, m.OutputGrad())
 		for i, v := range gz {

@@ -1,0 +1,51 @@
+package gemm
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// AVX2 is the 6×16 AVX2/FMA assembly kernel; nil when the CPU lacks AVX2 or
+// FMA (or the OS does not save the YMM registers, which cpu.X86 accounts
+// for).
+var AVX2 *Kernel
+
+func init() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		AVX2 = &Kernel{name: "avx2", mr: 6, nr: 16, micro: micro6x16}
+	}
+}
+
+func micro6x16(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm int) {
+	// The callers guarantee the lengths: a holds kc·6, b kc·16 values, c
+	// reaches 5·ldc+16, bias 16 and mask 5·ldm+16 when their flags are set.
+	var bp, mp *float32
+	if flags&flagBias != 0 {
+		bp = unsafe.SliceData(bias)
+	}
+	if flags&flagMask != 0 {
+		mp = unsafe.SliceData(mask)
+	}
+	kern6x16(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm)
+}
+
+//go:noescape
+func kern6x16(kc int, a, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
+
+//go:noescape
+func fmaPeak(n int) float32
+
+// peakFlopsPerCall is the number of flops of one fmaPeak iteration.
+const peakFlopsPerIter = 12 * 8 * 2
+
+// FMAPeak runs n iterations of a register-only loop of independent 8-wide
+// FMAs on the calling goroutine and returns the flops done (0 without
+// AVX2/FMA).
+func FMAPeak(n int) float64 {
+	if AVX2 == nil {
+		return 0
+	}
+	fmaPeak(n)
+	return float64(n) * peakFlopsPerIter
+}

@@ -1,0 +1,223 @@
+// AVX2/FMA single-precision GEMM micro-kernel for amd64.
+
+#include "textflag.h"
+
+// STEP is one rank-1 update of the 6×16 accumulator tile Y0–Y11: one row of
+// the packed B micro-panel (16 values, Y12:Y13) times one column of the packed
+// A micro-panel (6 values, broadcast into Y14/Y15 in turn). It advances SI by
+// 6 floats and DI by 16.
+#define STEP \
+	VMOVUPS (DI), Y12; \
+	VMOVUPS 32(DI), Y13; \
+	VBROADCASTSS (SI), Y14; \
+	VFMADD231PS Y12, Y14, Y0; \
+	VFMADD231PS Y13, Y14, Y1; \
+	VBROADCASTSS 4(SI), Y15; \
+	VFMADD231PS Y12, Y15, Y2; \
+	VFMADD231PS Y13, Y15, Y3; \
+	VBROADCASTSS 8(SI), Y14; \
+	VFMADD231PS Y12, Y14, Y4; \
+	VFMADD231PS Y13, Y14, Y5; \
+	VBROADCASTSS 12(SI), Y15; \
+	VFMADD231PS Y12, Y15, Y6; \
+	VFMADD231PS Y13, Y15, Y7; \
+	VBROADCASTSS 16(SI), Y14; \
+	VFMADD231PS Y12, Y14, Y8; \
+	VFMADD231PS Y13, Y14, Y9; \
+	VBROADCASTSS 20(SI), Y15; \
+	VFMADD231PS Y12, Y15, Y10; \
+	VFMADD231PS Y13, Y15, Y11; \
+	ADDQ $24, SI; \
+	ADDQ $64, DI
+
+// MASK2 zeroes the two accumulators of one row where the mask row at addr is
+// not > 0 (ordered: a NaN mask value zeroes too). Y14 must hold zeros.
+#define MASK2(addr, addr32, ra, rb) \
+	VMOVUPS addr, Y15; \
+	VCMPPS $0x1e, Y14, Y15, Y15; \
+	VANDPS Y15, ra, ra; \
+	VMOVUPS addr32, Y15; \
+	VCMPPS $0x1e, Y14, Y15, Y15; \
+	VANDPS Y15, rb, rb
+
+// func kern6x16(kc int, a, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
+TEXT ·kern6x16(SB), NOSPLIT, $0-72
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ CX, BX
+	SHRQ $2, BX
+	ANDQ $3, CX
+	TESTQ BX, BX
+	JZ tail
+
+loop4:
+	PREFETCHT0 384(SI)
+	STEP
+	STEP
+	PREFETCHT0 512(DI)
+	STEP
+	STEP
+	DECQ BX
+	JNZ loop4
+
+tail:
+	TESTQ CX, CX
+	JZ epilogue
+
+loop1:
+	STEP
+	DECQ CX
+	JNZ loop1
+
+epilogue:
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	ADDQ DX, R9
+	MOVQ flags+40(FP), AX
+
+	// flags&1: add the tile already in C.
+	TESTQ $1, AX
+	JZ nobeta
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS (DX)(R8*1), Y2, Y2
+	VADDPS 32(DX)(R8*1), Y3, Y3
+	VADDPS (DX)(R8*2), Y4, Y4
+	VADDPS 32(DX)(R8*2), Y5, Y5
+	VADDPS (R9), Y6, Y6
+	VADDPS 32(R9), Y7, Y7
+	VADDPS (R9)(R8*1), Y8, Y8
+	VADDPS 32(R9)(R8*1), Y9, Y9
+	VADDPS (R9)(R8*2), Y10, Y10
+	VADDPS 32(R9)(R8*2), Y11, Y11
+
+nobeta:
+	// flags&2: add bias[j] to column j.
+	TESTQ $2, AX
+	JZ nobias
+	MOVQ bias+48(FP), R10
+	VMOVUPS (R10), Y12
+	VMOVUPS 32(R10), Y13
+	VADDPS Y12, Y0, Y0
+	VADDPS Y13, Y1, Y1
+	VADDPS Y12, Y2, Y2
+	VADDPS Y13, Y3, Y3
+	VADDPS Y12, Y4, Y4
+	VADDPS Y13, Y5, Y5
+	VADDPS Y12, Y6, Y6
+	VADDPS Y13, Y7, Y7
+	VADDPS Y12, Y8, Y8
+	VADDPS Y13, Y9, Y9
+	VADDPS Y12, Y10, Y10
+	VADDPS Y13, Y11, Y11
+
+nobias:
+	// flags&4: ReLU, max(0, v) keeping NaN and −0 (VMAXPS returns its
+	// second source operand, v, when either is NaN or both are zero).
+	TESTQ $4, AX
+	JZ norelu
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y0, Y14, Y0
+	VMAXPS Y1, Y14, Y1
+	VMAXPS Y2, Y14, Y2
+	VMAXPS Y3, Y14, Y3
+	VMAXPS Y4, Y14, Y4
+	VMAXPS Y5, Y14, Y5
+	VMAXPS Y6, Y14, Y6
+	VMAXPS Y7, Y14, Y7
+	VMAXPS Y8, Y14, Y8
+	VMAXPS Y9, Y14, Y9
+	VMAXPS Y10, Y14, Y10
+	VMAXPS Y11, Y14, Y11
+
+norelu:
+	// flags&8: zero where the mask tile is not > 0.
+	TESTQ $8, AX
+	JZ nomask
+	MOVQ mask+56(FP), R10
+	MOVQ ldm+64(FP), R11
+	SHLQ $2, R11
+	LEAQ (R11)(R11*2), R12
+	ADDQ R10, R12
+	VXORPS Y14, Y14, Y14
+	MASK2((R10), 32(R10), Y0, Y1)
+	MASK2((R10)(R11*1), 32(R10)(R11*1), Y2, Y3)
+	MASK2((R10)(R11*2), 32(R10)(R11*2), Y4, Y5)
+	MASK2((R12), 32(R12), Y6, Y7)
+	MASK2((R12)(R11*1), 32(R12)(R11*1), Y8, Y9)
+	MASK2((R12)(R11*2), 32(R12)(R11*2), Y10, Y11)
+
+nomask:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, (DX)(R8*1)
+	VMOVUPS Y3, 32(DX)(R8*1)
+	VMOVUPS Y4, (DX)(R8*2)
+	VMOVUPS Y5, 32(DX)(R8*2)
+	VMOVUPS Y6, (R9)
+	VMOVUPS Y7, 32(R9)
+	VMOVUPS Y8, (R9)(R8*1)
+	VMOVUPS Y9, 32(R9)(R8*1)
+	VMOVUPS Y10, (R9)(R8*2)
+	VMOVUPS Y11, 32(R9)(R8*2)
+	VZEROUPPER
+	RET
+
+// func fmaPeak(n int) float32
+// Runs n iterations of 12 independent 8-wide FMAs (192 flops per iteration)
+// on registers only: the machine's FMA peak on one core.
+TEXT ·fmaPeak(SB), NOSPLIT, $0-12
+	MOVQ n+0(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	TESTQ CX, CX
+	JZ peakdone
+
+peakloop:
+	VFMADD231PS Y12, Y13, Y0
+	VFMADD231PS Y12, Y13, Y1
+	VFMADD231PS Y12, Y13, Y2
+	VFMADD231PS Y12, Y13, Y3
+	VFMADD231PS Y12, Y13, Y4
+	VFMADD231PS Y12, Y13, Y5
+	VFMADD231PS Y12, Y13, Y6
+	VFMADD231PS Y12, Y13, Y7
+	VFMADD231PS Y12, Y13, Y8
+	VFMADD231PS Y12, Y13, Y9
+	VFMADD231PS Y12, Y13, Y10
+	VFMADD231PS Y12, Y13, Y11
+	DECQ CX
+	JNZ peakloop
+
+peakdone:
+	VADDPS Y1, Y0, Y0
+	MOVSS X0, ret+8(FP)
+	VZEROUPPER
+	RET

@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package gemm
+
+// AVX2 is nil on other architectures.
+var AVX2 *Kernel
+
+// FMAPeak returns 0: there is no FMA peak loop on this architecture.
+func FMAPeak(n int) float64 { return 0 }

@@ -1,0 +1,135 @@
+package cpu
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/compute/cpu/internal/gemm"
+)
+
+// linearShape validates a Linear layer's buffers and returns the batch size.
+func linearShape(op string, xLen, wLen, in, out int) int {
+	if in <= 0 || out <= 0 {
+		panic(fmt.Sprintf("cpu: %s: in %d, out %d", op, in, out))
+	}
+	if xLen%in != 0 {
+		panic(fmt.Sprintf("cpu: %s: x of %d elements is not a multiple of in %d", op, xLen, in))
+	}
+	need(op+" w", wLen, out*in)
+	return xLen / in
+}
+
+// LinearForward implements compute.Backend.LinearForward (=): one GEMM
+// y = x·wᵀ with the bias and ReLU applied to each tile in registers.
+func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bool) {
+	ys, xs, ws, bs := f(y), f(x), f(w), f(bias)
+	batch := linearShape("LinearForward", len(xs), len(ws), in, out)
+	need("LinearForward y", len(ys), batch*out)
+	need("LinearForward bias", len(bs), out)
+	if batch == 0 {
+		return
+	}
+	be.kern.Sgemm(be.nthreads(), &gemm.Params{
+		TransB: true, M: batch, N: out, K: in,
+		A: xs, LDA: in, B: ws, LDB: in, C: ys, LDC: out,
+		Epilogue: gemm.Epilogue{Bias: bs, ReLU: relu},
+	})
+}
+
+// LinearBackward implements compute.Backend.LinearBackward: dw = dyᵀ·x and
+// dx = dy·w are GEMMs, the ReLU mask of dx fused into its epilogue; db is a
+// column sum of dy split over columns.
+func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int, maskX, accumulate bool) {
+	dxs, dws, dbs, dys, xs, ws := f(dx), f(dw), f(db), f(dy), f(x), f(w)
+	batch := linearShape("LinearBackward", len(xs), len(ws), in, out)
+	need("LinearBackward dy", len(dys), batch*out)
+	threads := be.nthreads()
+	if dws != nil {
+		need("LinearBackward dw", len(dws), out*in)
+		be.kern.Sgemm(threads, &gemm.Params{
+			TransA: true, M: out, N: in, K: batch,
+			A: dys, LDA: out, B: xs, LDB: in, C: dws, LDC: in,
+			Accumulate: accumulate,
+		})
+	}
+	if dbs != nil {
+		need("LinearBackward db", len(dbs), out)
+		be.colSums(dbs, dys, batch, out, accumulate)
+	}
+	if dxs != nil {
+		need("LinearBackward dx", len(dxs), batch*in)
+		if batch == 0 {
+			return
+		}
+		p := &gemm.Params{
+			M: batch, N: in, K: out,
+			A: dys, LDA: out, B: ws, LDB: in, C: dxs, LDC: in,
+		}
+		if maskX {
+			p.Mask, p.LDMask = xs, in
+		}
+		be.kern.Sgemm(threads, p)
+	}
+}
+
+// colSums sets (or with accumulate adds to) s[o] the sum over the rows b of
+// the rows×cols matrix a, summed in increasing b onto the old value (or 0).
+// Columns are split over goroutines; each sum's order is the same.
+func (be *Backend) colSums(s, a []float32, rows, cols int, accumulate bool) {
+	if !accumulate {
+		clear(s)
+	}
+	be.parallelFor(cols, 64*1024/max(rows, 1), func(lo, hi int) {
+		acc := s[lo:hi]
+		for b := 0; b < rows; b++ {
+			addTo(acc, a[b*cols+lo:b*cols+hi], be.simd)
+		}
+	})
+}
+
+// tmpPool holds scratch buffers for InfluenceDot.
+var tmpPool sync.Pool
+
+// InfluenceDot implements compute.Backend.InfluenceDot (+=). With out = 1
+// (the output layer, DAIN's default) it is one dot product per row; else
+// t = x·gwᵀ + gb is one GEMM with the bias fused, then score[b] +=
+// eta·Σ_o dy[b,o]·t[b,o].
+func (be *Backend) InfluenceDot(score, dy, x, gw, gb compute.F32, in, out int, eta float32) {
+	ss, dys, xs, gws, gbs := f(score), f(dy), f(x), f(gw), f(gb)
+	batch := linearShape("InfluenceDot", len(xs), len(gws), in, out)
+	need("InfluenceDot score", len(ss), batch)
+	need("InfluenceDot dy", len(dys), batch*out)
+	need("InfluenceDot gb", len(gbs), out)
+	if batch == 0 {
+		return
+	}
+	if out == 1 {
+		be.parallelFor(batch, 64, func(lo, hi int) {
+			for b := lo; b < hi; b++ {
+				t := dot(xs[b*in:(b+1)*in], gws, be.simd) + gbs[0]
+				ss[b] += eta * (dys[b] * t)
+			}
+		})
+		return
+	}
+	tp, _ := tmpPool.Get().(*[]float32)
+	if tp == nil {
+		tp = new([]float32)
+	}
+	if cap(*tp) < batch*out {
+		*tp = make([]float32, batch*out)
+	}
+	t := (*tp)[:batch*out]
+	be.kern.Sgemm(be.nthreads(), &gemm.Params{
+		TransB: true, M: batch, N: out, K: in,
+		A: xs, LDA: in, B: gws, LDB: in, C: t, LDC: out,
+		Epilogue: gemm.Epilogue{Bias: gbs},
+	})
+	be.parallelFor(batch, 64, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			ss[b] += eta * dot(dys[b*out:(b+1)*out], t[b*out:(b+1)*out], be.simd)
+		}
+	})
+	tmpPool.Put(tp)
+}

@@ -1,0 +1,111 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dainx/dainx/compute"
+)
+
+// adamConst holds Adam's per-step constants in float32, in the order the
+// assembly reads them.
+type adamConst struct {
+	b1, b2, omb1, omb2, step, rc2, eps float32
+}
+
+// Adam implements compute.Backend.Adam (in place), split over goroutines by
+// element ranges.
+func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
+	ps, gs, ms, vs := f(p), f(g), f(m), f(v)
+	need("Adam g", len(gs), len(ps))
+	need("Adam m", len(ms), len(ps))
+	need("Adam v", len(vs), len(ps))
+	if s.T < 1 {
+		panic(fmt.Sprintf("cpu: Adam: step %d, want ≥ 1", s.T))
+	}
+	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
+	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
+	// 1−β is rounded from float64: forming it from float32(β) would
+	// magnify β's rounding error (216 ulps for β₂ = .999).
+	c := &adamConst{
+		b1: float32(s.Beta1), b2: float32(s.Beta2),
+		omb1: float32(1 - s.Beta1), omb2: float32(1 - s.Beta2),
+		step: float32(s.LR / c1), rc2: float32(1 / math.Sqrt(c2)), eps: float32(s.Eps),
+	}
+	be.parallelFor(len(ps), 32*1024, func(lo, hi int) {
+		// Ranges start at multiples of 8 where possible so the SIMD
+		// loop covers nearly all; either way each element's arithmetic
+		// is the same.
+		p, g, m, v := ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi]
+		done := 0
+		if be.simd {
+			done = adamSIMD(p, g, m, v, c)
+		}
+		adamGo(p[done:], g[done:], m[done:], v[done:], c)
+	})
+}
+
+// adamGo is the Adam loop in Go; adamAVX2 does the same float32 operations.
+func adamGo(ps, gs, ms, vs []float32, c *adamConst) {
+	gs, ms, vs = gs[:len(ps)], ms[:len(ps)], vs[:len(ps)]
+	for i, gi := range gs {
+		mi := c.b1*ms[i] + c.omb1*gi
+		vi := c.b2*vs[i] + c.omb2*gi*gi
+		ms[i], vs[i] = mi, vi
+		ps[i] -= c.step * mi / (float32(math.Sqrt(float64(vi)))*c.rc2 + c.eps)
+	}
+}
+
+// dot returns Σ a[i]·b[i] over len(a) elements in float32, in an order fixed
+// for each path (simd or not).
+func dot(a, b []float32, simd bool) float32 {
+	b = b[:len(a)]
+	var s float32
+	done := 0
+	if simd {
+		s, done = dotSIMD(a, b)
+	}
+	var s0, s1, s2, s3 float32
+	i := done
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s + ((s0 + s1) + (s2 + s3))
+}
+
+// addTo sets dst[i] += src[i].
+func addTo(dst, src []float32, simd bool) {
+	src = src[:len(dst)]
+	done := 0
+	if simd {
+		done = addSIMD(dst, src)
+	}
+	for i := done; i < len(dst); i++ {
+		dst[i] += src[i]
+	}
+}
+
+// MSEGrad implements compute.Backend.MSEGrad (=). The squared error is summed
+// in float64 and rounded once.
+func (*Backend) MSEGrad(delta, sq, pred, y compute.F32, scale float32) {
+	ds, ss, ps, ys := f(delta), f(sq), f(pred), f(y)
+	need("MSEGrad delta", len(ds), len(ps))
+	need("MSEGrad y", len(ys), len(ps))
+	ds, ys = ds[:len(ps)], ys[:len(ps)]
+	var s float64
+	for b, p := range ps {
+		e := p - ys[b]
+		ds[b] = scale * e
+		s += float64(e) * float64(e)
+	}
+	if ss != nil {
+		need("MSEGrad sq", len(ss), 1)
+		ss[0] = float32(s)
+	}
+}

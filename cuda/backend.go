@@ -1,0 +1,458 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"os"
+	"sync/atomic"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/cuda/driver"
+	"github.com/dainx/dainx/kernels/ptx"
+)
+
+// Backend is the CUDA implementation of compute.Backend on device 0. The
+// zero value is not usable; call New.
+type Backend struct {
+	drv      *driver.Driver
+	ctx      *driver.Context
+	desc     string
+	sms      int
+	sync     bool
+	closed   atomic.Bool
+	closeErr error
+
+	// Context-thread state: touched only by functions run through do and
+	// post.
+	stream  *driver.Stream
+	fns     [numKernels]*driver.Function
+	mods    [numKernels]*driver.Module
+	args    *driver.Args
+	err     error                        // sticky: the first failure
+	cache   map[int64][]driver.DevicePtr // freed blocks by size class
+	scratch driver.DevicePtr
+	scrLen  int64 // bytes
+}
+
+var _ compute.Backend = (*Backend)(nil)
+
+// New loads the CUDA driver (libcuda.so.1), creates a context on device 0
+// and JIT-loads every kernel module. It returns an error, never panics or
+// exits: "cuda: no CUDA driver: libcuda.so.1: …" where the library is
+// missing, "cuda: cuInit: CUDA_ERROR_NO_DEVICE: …" where there is no
+// device, and the JIT log of the driver where a module does not load.
+//
+// Set DAINX_CUDA_SYNC=1 to wait for, and check, every kernel launch.
+func New() (*Backend, error) {
+	drv, err := driver.Load()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("cuda: the driver reports no CUDA device")
+	}
+	dev, err := drv.Device(0)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	desc, sms, err := describe(drv, dev)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	ctx, err := drv.NewContext(dev)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	be := &Backend{
+		drv:   drv,
+		ctx:   ctx,
+		desc:  desc,
+		sms:   sms,
+		sync:  os.Getenv("DAINX_CUDA_SYNC") == "1",
+		args:  driver.NewArgs(),
+		cache: map[int64][]driver.DevicePtr{},
+	}
+	var loadErr error
+	if err := ctx.Do(func() { loadErr = be.load() }); err != nil {
+		loadErr = err
+	}
+	if loadErr != nil {
+		_ = ctx.Destroy()
+		return nil, loadErr
+	}
+	return be, nil
+}
+
+// describe returns the device in words and its number of SMs.
+func describe(drv *driver.Driver, dev driver.Device) (string, int, error) {
+	name, err := drv.DeviceName(dev)
+	if err != nil {
+		return "", 0, err
+	}
+	attr := func(a driver.Attribute) int {
+		if err != nil {
+			return 0
+		}
+		var v int
+		v, err = drv.DeviceAttribute(dev, a)
+		return v
+	}
+	sms := attr(driver.AttrMultiprocessorCount)
+	major := attr(driver.AttrComputeCapabilityMajor)
+	minor := attr(driver.AttrComputeCapabilityMinor)
+	if err != nil {
+		return "", 0, err
+	}
+	mem, err := drv.DeviceTotalMem(dev)
+	if err != nil {
+		return "", 0, err
+	}
+	ver, err := drv.Version()
+	if err != nil {
+		return "", 0, err
+	}
+	return fmt.Sprintf("%s, %d SMs, %.1f GiB, compute %d.%d, driver CUDA %d.%d",
+		name, sms, float64(mem)/(1<<30), major, minor, ver/1000, ver%1000/10), sms, nil
+}
+
+// load creates the stream and loads every kernel module. Context thread.
+func (be *Backend) load() error {
+	s, err := be.ctx.NewStream()
+	if err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	be.stream = s
+	for k, name := range kernelNames {
+		file := name + ".ptx"
+		image, err := ptx.FS.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("cuda: kernel %s: no embedded PTX (run `make kernels`): %w", name, err)
+		}
+		m, err := be.ctx.LoadModule(image)
+		if err != nil {
+			return fmt.Errorf("cuda: load kernels/ptx/%s: %w", file, err)
+		}
+		be.mods[k] = m
+		f, err := m.Function(name)
+		if err != nil {
+			return fmt.Errorf("cuda: load kernels/ptx/%s: %w", file, err)
+		}
+		be.fns[k] = f
+	}
+	return nil
+}
+
+// Name returns "cuda".
+func (*Backend) Name() string { return "cuda" }
+
+// Device describes the GPU in words, e.g. "NVIDIA H100 80GB HBM3, 132 SMs,
+// 79.1 GiB, compute 9.0, driver CUDA 12.4".
+func (be *Backend) Device() string { return be.desc }
+
+// do runs f on the context thread and waits. It panics after Close.
+func (be *Backend) do(f func()) {
+	if err := be.ctx.Do(f); err != nil {
+		panic("cuda: backend used after Close")
+	}
+}
+
+// post queues f on the context thread. It panics after Close.
+func (be *Backend) post(f func()) {
+	if err := be.ctx.Go(f); err != nil {
+		panic("cuda: backend used after Close")
+	}
+}
+
+// fail records err, wrapped with op, as the sticky error unless one is
+// already recorded. Context thread.
+func (be *Backend) fail(op string, err error) {
+	if err != nil && be.err == nil {
+		be.err = fmt.Errorf("cuda: %s: %w", op, err)
+	}
+}
+
+// launch starts kernel k on the backend's stream and, with DAINX_CUDA_SYNC=1,
+// waits for it. Called by the generated launchers. Context thread.
+func (be *Backend) launch(k kernelID, grid, block driver.Dim3, shared uint32, a *driver.Args) error {
+	f := be.fns[k]
+	if f == nil {
+		return fmt.Errorf("kernel %s is not loaded", kernelNames[k])
+	}
+	if err := f.Launch(grid, block, shared, be.stream, a); err != nil {
+		return err
+	}
+	if be.sync {
+		return be.stream.Synchronize()
+	}
+	return nil
+}
+
+// Sync waits for all queued work and returns the sticky error, if any.
+func (be *Backend) Sync() error {
+	var err error
+	be.do(func() {
+		if be.err == nil {
+			be.fail("Sync", be.ctx.Synchronize())
+		}
+		err = be.err
+	})
+	return err
+}
+
+// Close waits for queued work, destroys the context (freeing every buffer)
+// and returns the sticky error, or the error of destroying the context.
+// Closing twice returns the same result; any other use after Close panics.
+func (be *Backend) Close() error {
+	if be.closed.Swap(true) {
+		return be.closeErr
+	}
+	var err error
+	if e := be.ctx.Do(func() {
+		if be.err == nil {
+			be.fail("Close", be.ctx.Synchronize())
+		}
+		err = be.err
+	}); e != nil {
+		err = e
+	}
+	if e := be.ctx.Destroy(); e != nil && err == nil {
+		err = fmt.Errorf("cuda: Close: %w", e)
+	}
+	be.closeErr = err
+	return err
+}
+
+// sizeClass rounds a request of b > 0 bytes up to its cache size class:
+// 512 bytes at least, then four classes per power of two, so that a block
+// is at most 25 % larger than the request.
+func sizeClass(b int64) int64 {
+	if b <= 512 {
+		return 512
+	}
+	p := int64(1) << (63 - bits.LeadingZeros64(uint64(b-1))) // p < b ≤ 2p
+	step := p / 4
+	return (b + step - 1) / step * step
+}
+
+// allocBlock returns device memory of at least b > 0 bytes, from the cache
+// or cuMemAlloc_v2; when the device is out of memory it releases the cache
+// and tries once more. It returns 0 (recording the error) on failure, or
+// at once if an error is already recorded. Context thread.
+func (be *Backend) allocBlock(b int64) (driver.DevicePtr, int64) {
+	if be.err != nil {
+		return 0, 0
+	}
+	c := sizeClass(b)
+	if free := be.cache[c]; len(free) > 0 {
+		p := free[len(free)-1]
+		be.cache[c] = free[:len(free)-1]
+		return p, c
+	}
+	p, err := be.ctx.MemAlloc(c)
+	if err != nil && be.releaseCache() {
+		p, err = be.ctx.MemAlloc(c)
+	}
+	if err != nil {
+		be.fail(fmt.Sprintf("Alloc(%d bytes)", b), err)
+		return 0, 0
+	}
+	return p, c
+}
+
+// releaseCache frees every cached block and reports whether there was any.
+// Context thread.
+func (be *Backend) releaseCache() bool {
+	released := false
+	for c, free := range be.cache {
+		for _, p := range free {
+			be.fail("free cached memory", be.ctx.MemFree(p))
+			released = true
+		}
+		delete(be.cache, c)
+	}
+	return released
+}
+
+// scratchBuf returns device scratch memory of at least b bytes, reused from
+// operation to operation (the stream orders its uses). Context thread.
+func (be *Backend) scratchBuf(b int64) driver.DevicePtr {
+	if b <= be.scrLen {
+		return be.scratch
+	}
+	if be.scratch != 0 {
+		// The memory may still be read by queued kernels.
+		be.fail("scratch", be.stream.Synchronize())
+		be.fail("scratch", be.ctx.MemFree(be.scratch))
+		be.scratch, be.scrLen = 0, 0
+	}
+	if be.err != nil {
+		return 0
+	}
+	p, c := be.allocBlock(b)
+	be.scratch, be.scrLen = p, c
+	return p
+}
+
+// block is one allocation of device memory, shared by a buffer and its
+// views.
+type block struct {
+	ptr   driver.DevicePtr
+	class int64 // size class in bytes, 0 for no memory
+	freed atomic.Bool
+}
+
+// buf is the part common to F32 and I32.
+type buf struct {
+	be   *Backend
+	blk  *block // nil for an empty buffer
+	ptr  driver.DevicePtr
+	n    int
+	view bool
+}
+
+// alloc returns a zeroed buffer of n 4-byte elements.
+func (be *Backend) alloc(op string, n int) buf {
+	if n < 0 {
+		panic(fmt.Sprintf("cuda: %s(%d)", op, n))
+	}
+	if be.closed.Load() {
+		panic("cuda: backend used after Close")
+	}
+	b := buf{be: be, n: n}
+	if n == 0 {
+		return b
+	}
+	blk := &block{}
+	be.do(func() {
+		blk.ptr, blk.class = be.allocBlock(4 * int64(n))
+		if blk.ptr != 0 {
+			be.fail(op, be.ctx.MemsetD32(blk.ptr, 0, int64(n)))
+		}
+	})
+	b.blk, b.ptr = blk, blk.ptr
+	return b
+}
+
+// slice returns the view [off, off+n) of b.
+func (b buf) slice(kind string, off, n int) buf {
+	if off < 0 || n < 0 || off+n > b.n {
+		panic(fmt.Sprintf("cuda: Slice(%d, %d) of %s of %d elements", off, n, kind, b.n))
+	}
+	return buf{be: b.be, blk: b.blk, ptr: b.ptr + driver.DevicePtr(4*off), n: n, view: true}
+}
+
+// free returns the memory of b to the backend's cache; views and repeated
+// calls do nothing, as does freeing after Close (the context took the
+// memory with it).
+func (b buf) free() {
+	if b.view || b.blk == nil || b.blk.freed.Swap(true) || b.blk.ptr == 0 {
+		return
+	}
+	be, blk := b.be, b.blk
+	_ = be.ctx.Go(func() {
+		be.cache[blk.class] = append(be.cache[blk.class], blk.ptr)
+	})
+}
+
+// F32 is a device vector of float32, counted in elements. It implements
+// compute.F32.
+type F32 struct{ buf }
+
+// I32 is a device vector of int32, counted in elements. It implements
+// compute.I32.
+type I32 struct{ buf }
+
+// Len returns the number of elements.
+func (b *F32) Len() int { return b.n }
+
+// Slice returns the view of elements [off, off+n), sharing storage. It
+// panics if the range is out of bounds.
+func (b *F32) Slice(off, n int) compute.F32 { return &F32{b.slice("an F32", off, n)} }
+
+// Free returns the storage to the backend's cache. Freeing twice, freeing a
+// view or freeing after Close does nothing.
+func (b *F32) Free() { b.free() }
+
+// Ptr returns the device address of element 0, for programs that launch
+// their own kernels on the data. It is 0 for an empty buffer.
+func (b *F32) Ptr() driver.DevicePtr { return b.ptr }
+
+// Len returns the number of elements.
+func (b *I32) Len() int { return b.n }
+
+// Slice returns the view of elements [off, off+n), sharing storage. It
+// panics if the range is out of bounds.
+func (b *I32) Slice(off, n int) compute.I32 { return &I32{b.slice("an I32", off, n)} }
+
+// Free returns the storage to the backend's cache. Freeing twice, freeing a
+// view or freeing after Close does nothing.
+func (b *I32) Free() { b.free() }
+
+// Ptr returns the device address of element 0; 0 for an empty buffer.
+func (b *I32) Ptr() driver.DevicePtr { return b.ptr }
+
+// Alloc returns a zeroed F32 of n elements. It panics if n < 0. If the
+// device is out of memory the error becomes sticky and the buffer is inert.
+func (be *Backend) Alloc(n int) compute.F32 { return &F32{be.alloc("Alloc", n)} }
+
+// AllocI32 returns a zeroed I32 of n elements. It panics if n < 0.
+func (be *Backend) AllocI32(n int) compute.I32 { return &I32{be.alloc("AllocI32", n)} }
+
+// f returns the device buffer behind an F32 argument, or nil for nil. It
+// panics if the buffer belongs to another backend or has been freed.
+func (be *Backend) f(op string, b compute.F32) *F32 {
+	if b == nil {
+		return nil
+	}
+	v, ok := b.(*F32)
+	if !ok {
+		panic(fmt.Sprintf("cuda: %s: buffer of type %T belongs to another backend", op, b))
+	}
+	if v == nil {
+		return nil
+	}
+	be.own(op, &v.buf)
+	return v
+}
+
+// iv is f for I32 arguments; nil panics.
+func (be *Backend) iv(op string, b compute.I32) *I32 {
+	v, ok := b.(*I32)
+	if !ok || v == nil {
+		panic(fmt.Sprintf("cuda: %s: buffer of type %T belongs to another backend", op, b))
+	}
+	be.own(op, &v.buf)
+	return v
+}
+
+func (be *Backend) own(op string, b *buf) {
+	if b.be != be {
+		panic(fmt.Sprintf("cuda: %s: buffer belongs to another CUDA backend", op))
+	}
+	if b.blk != nil && b.blk.freed.Load() {
+		panic(fmt.Sprintf("cuda: %s: use of a freed buffer", op))
+	}
+	if be.closed.Load() {
+		panic("cuda: backend used after Close")
+	}
+}
+
+func need(what string, got, want int) {
+	if got != want {
+		panic(fmt.Sprintf("cuda: %s has %d elements, want %d", what, got, want))
+	}
+}
+
+// i32 converts a size for a kernel argument. It panics if v does not fit in
+// an int32: the kernels take int32 sizes (and use 64-bit offsets).
+func i32(op string, v int) int32 {
+	if v > math.MaxInt32 {
+		panic(fmt.Sprintf("cuda: %s: size %d exceeds the kernels' int32 range", op, v))
+	}
+	return int32(v)
+}

@@ -1,0 +1,552 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"unsafe"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/cuda/driver"
+)
+
+// Launch shapes. The kernel headers in kernels/ state the same numbers.
+const (
+	threads     = 256  // block size of the elementwise, row and GEMM kernels
+	mseThreads  = 1024 // block size of mse_grad
+	warpsPerBlk = threads / 32
+	gemmTile    = 64    // rows and columns of C per GEMM block
+	maxGridYZ   = 65535 // limit of gridDim.y and gridDim.z
+	// influenceDirectOut is the largest output width InfluenceDot handles
+	// with one warp per cell (influence_dot); wider layers go through
+	// linear_forward and influence_rows.
+	influenceDirectOut = 8
+	// influenceScratch bounds the B×O scratch of the wide InfluenceDot path,
+	// in floats; larger batches are processed in chunks.
+	influenceScratch = 16 << 20
+)
+
+var block1D = driver.Dim3{X: threads, Y: 1, Z: 1}
+
+// grid1D returns a grid-stride grid for n items, perBlock per block: enough
+// blocks to cover n, at most 32 per SM.
+func (be *Backend) grid1D(n, perBlock int64) driver.Dim3 {
+	blocks := (n + perBlock - 1) / perBlock
+	limit := int64(be.sms) * 32
+	if limit < 1024 {
+		limit = 1024
+	}
+	blocks = min(blocks, limit)
+	blocks = max(blocks, 1)
+	return driver.Dim3{X: uint32(blocks), Y: 1, Z: 1}
+}
+
+// gemmGrid returns the grid of a 64×64-tiled GEMM with m rows, n columns
+// and z splits. It panics if n is too large for gridDim.y.
+func gemmGrid(op string, m, n, z int) driver.Dim3 {
+	gy := (n + gemmTile - 1) / gemmTile
+	if gy > maxGridYZ {
+		panic(fmt.Sprintf("cuda: %s: width %d exceeds the GEMM grid limit %d", op, n, maxGridYZ*gemmTile))
+	}
+	return driver.Dim3{X: uint32((m + gemmTile - 1) / gemmTile), Y: uint32(gy), Z: uint32(z)}
+}
+
+// split chooses how to cut a reduction of length k over blocks independent
+// blocks into parts of chunk (a multiple of 16, at least minChunk), so that
+// about two blocks per SM are busy. parts = 1 means no split.
+func (be *Backend) split(blocks, k, minChunk int) (parts, chunk int) {
+	target := 2 * be.sms
+	if blocks >= target || k <= minChunk {
+		return 1, max(k, 1)
+	}
+	parts = (target + blocks - 1) / blocks
+	chunk = (k + parts - 1) / parts
+	chunk = max((chunk+15)/16*16, minChunk)
+	if (k+chunk-1)/chunk > maxGridYZ {
+		chunk = ((k+maxGridYZ-1)/maxGridYZ + 15) / 16 * 16
+	}
+	return (k + chunk - 1) / chunk, chunk
+}
+
+func b32(v bool) int32 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// fm is f for a required buffer: nil panics.
+func (be *Backend) fm(op string, b compute.F32) *F32 {
+	v := be.f(op, b)
+	if v == nil {
+		panic(fmt.Sprintf("cuda: %s: nil buffer", op))
+	}
+	return v
+}
+
+// at returns the device address of element off of b.
+func at(b *F32, off int) driver.DevicePtr { return b.ptr + driver.DevicePtr(4*off) }
+
+// Upload copies src into dst, waiting until src may be reused. It panics if
+// the lengths differ.
+func (be *Backend) Upload(dst compute.F32, src []float32) {
+	d := be.fm("Upload", dst)
+	need("Upload dst", d.n, len(src))
+	if len(src) == 0 {
+		return
+	}
+	be.do(func() {
+		if be.err == nil {
+			be.fail("Upload", be.ctx.MemcpyHtoD(d.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src))))
+		}
+	})
+	runtime.KeepAlive(src)
+}
+
+// UploadI32 copies src into dst. It panics if the lengths differ.
+func (be *Backend) UploadI32(dst compute.I32, src []int32) {
+	d := be.iv("UploadI32", dst)
+	need("UploadI32 dst", d.n, len(src))
+	if len(src) == 0 {
+		return
+	}
+	be.do(func() {
+		if be.err == nil {
+			be.fail("UploadI32", be.ctx.MemcpyHtoD(d.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src))))
+		}
+	})
+	runtime.KeepAlive(src)
+}
+
+// Download waits for pending work, copies src into dst and returns the
+// sticky error (dst is unspecified when it is not nil). It panics if the
+// lengths differ.
+func (be *Backend) Download(dst []float32, src compute.F32) error {
+	s := be.fm("Download", src)
+	need("Download dst", len(dst), s.n)
+	var err error
+	be.do(func() {
+		if be.err == nil && len(dst) > 0 {
+			be.fail("Download", be.ctx.MemcpyDtoH(unsafe.Pointer(&dst[0]), s.ptr, 4*int64(len(dst))))
+		}
+		err = be.err
+	})
+	runtime.KeepAlive(dst)
+	return err
+}
+
+// DownloadI32 is Download for I32.
+func (be *Backend) DownloadI32(dst []int32, src compute.I32) error {
+	s := be.iv("DownloadI32", src)
+	need("DownloadI32 dst", len(dst), s.n)
+	var err error
+	be.do(func() {
+		if be.err == nil && len(dst) > 0 {
+			be.fail("DownloadI32", be.ctx.MemcpyDtoH(unsafe.Pointer(&dst[0]), s.ptr, 4*int64(len(dst))))
+		}
+		err = be.err
+	})
+	runtime.KeepAlive(dst)
+	return err
+}
+
+// Fill sets every element of dst to v (=), with cuMemsetD32 of v's bits.
+func (be *Backend) Fill(dst compute.F32, v float32) {
+	d := be.fm("Fill", dst)
+	if d.n == 0 {
+		return
+	}
+	bits := math.Float32bits(v)
+	be.post(func() {
+		if be.err == nil {
+			be.fail("Fill", be.ctx.MemsetD32(d.ptr, bits, int64(d.n)))
+		}
+	})
+}
+
+// Copy copies src into dst (=). It panics if the lengths differ.
+func (be *Backend) Copy(dst, src compute.F32) {
+	d, s := be.fm("Copy", dst), be.fm("Copy", src)
+	need("Copy dst", d.n, s.n)
+	if d.n == 0 {
+		return
+	}
+	be.post(func() {
+		if be.err == nil {
+			be.fail("Copy", be.ctx.MemcpyDtoD(d.ptr, s.ptr, 4*int64(d.n)))
+		}
+	})
+}
+
+// zero queues dst = 0 for n elements at p. Context thread.
+func (be *Backend) zero(op string, p driver.DevicePtr, n int) {
+	if be.err == nil && n > 0 {
+		be.fail(op, be.ctx.MemsetD32(p, 0, int64(n)))
+	}
+}
+
+// checkGather validates the shapes shared by Gather, ScatterRows and
+// EmbeddingInfluence and returns the number of table rows.
+func checkGather(op string, xLen, tableLen, cellsLen, order, width int, layout compute.Layout) int {
+	if order <= 0 || width <= 0 {
+		panic(fmt.Sprintf("cuda: %s: order %d, width %d", op, order, width))
+	}
+	if layout != compute.ModeMajor && layout != compute.RankMajor {
+		panic(fmt.Sprintf("cuda: %s: unknown layout %d", op, layout))
+	}
+	if cellsLen%order != 0 {
+		panic(fmt.Sprintf("cuda: %s: cells of %d elements is not a multiple of order %d", op, cellsLen, order))
+	}
+	need(op+" batch matrix", xLen, cellsLen*width)
+	if tableLen%width != 0 {
+		panic(fmt.Sprintf("cuda: %s: table of %d elements is not a multiple of width %d", op, tableLen, width))
+	}
+	return tableLen / width
+}
+
+// Gather implements compute.Backend.Gather (=) with the kernel gather
+// (kernels/gather.cu); see compute/ref.Gather. A cell row outside the table
+// yields NaN in x (undefined by the interface; the CPU backend panics).
+func (be *Backend) Gather(x, table compute.F32, cells compute.I32, order, width int, layout compute.Layout) {
+	const op = "Gather"
+	xs, ts, cs := be.fm(op, x), be.fm(op, table), be.iv(op, cells)
+	rows := checkGather(op, xs.n, ts.n, cs.n, order, width, layout)
+	if cs.n == 0 {
+		return
+	}
+	batch, o, w, r, l := i32(op, cs.n/order), i32(op, order), i32(op, width), i32(op, rows), int32(layout)
+	grid := be.grid1D(int64(cs.n)*int64(width), threads)
+	be.post(func() {
+		if be.err == nil {
+			be.fail("gather", be.kGather(grid, block1D, 0, xs.ptr, ts.ptr, cs.ptr, batch, o, w, r, l))
+		}
+	})
+}
+
+// ScatterRows implements compute.Backend.ScatterRows (+=) with the kernel
+// scatter_rows (kernels/scatter_rows.cu); see compute/ref.ScatterRows.
+// Duplicate rows are added with atomics, in an unspecified order. A cell row
+// outside the table is skipped.
+func (be *Backend) ScatterRows(dtable, dx compute.F32, cells compute.I32, order, width int, layout compute.Layout) {
+	const op = "ScatterRows"
+	ts, xs, cs := be.fm(op, dtable), be.fm(op, dx), be.iv(op, cells)
+	rows := checkGather(op, xs.n, ts.n, cs.n, order, width, layout)
+	if cs.n == 0 {
+		return
+	}
+	batch, o, w, r, l := i32(op, cs.n/order), i32(op, order), i32(op, width), i32(op, rows), int32(layout)
+	grid := be.grid1D(int64(cs.n)*int64(width), threads)
+	be.post(func() {
+		if be.err == nil {
+			be.fail("scatter_rows", be.kScatterRows(grid, block1D, 0, ts.ptr, xs.ptr, cs.ptr, batch, o, w, r, l))
+		}
+	})
+}
+
+// linearShape validates a Linear layer's buffers and returns the batch size.
+func linearShape(op string, xLen, wLen, in, out int) int {
+	if in <= 0 || out <= 0 {
+		panic(fmt.Sprintf("cuda: %s: in %d, out %d", op, in, out))
+	}
+	if xLen%in != 0 {
+		panic(fmt.Sprintf("cuda: %s: x of %d elements is not a multiple of in %d", op, xLen, in))
+	}
+	need(op+" w", wLen, out*in)
+	return xLen / in
+}
+
+// LinearForward implements compute.Backend.LinearForward (=) with the
+// kernel linear_forward (kernels/linear_forward.cu), a 64×64-tiled SGEMM
+// with bias and ReLU fused; see compute/ref.LinearForward. DAIN eq. 4.
+func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bool) {
+	const op = "LinearForward"
+	ys, xs, ws, bs := be.fm(op, y), be.fm(op, x), be.fm(op, w), be.fm(op, bias)
+	batch := linearShape(op, xs.n, ws.n, in, out)
+	need(op+" y", ys.n, batch*out)
+	need(op+" bias", bs.n, out)
+	if batch == 0 {
+		return
+	}
+	grid := gemmGrid(op, batch, out, 1)
+	nb, ni, no, r := i32(op, batch), i32(op, in), i32(op, out), b32(relu)
+	be.post(func() {
+		if be.err == nil {
+			be.fail("linear_forward", be.kLinearForward(grid, block1D, 0, ys.ptr, xs.ptr, ws.ptr, bs.ptr, nb, ni, no, r))
+		}
+	})
+}
+
+// LinearBackward implements compute.Backend.LinearBackward with the kernels
+// linear_backward_dw (dyᵀ·x, split over the batch when the layer has few
+// tiles), linear_backward_db (column sums), split_k_reduce (which sums the
+// splits in a fixed order) and linear_backward_dx (dy·w with the ReLU mask);
+// see compute/ref.LinearBackward. dw and db are overwritten or accumulated
+// as accumulate says; dx is overwritten; a nil output is skipped.
+func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int, maskX, accumulate bool) {
+	const op = "LinearBackward"
+	dxs, dws, dbs := be.f(op, dx), be.f(op, dw), be.f(op, db)
+	dys, xs, ws := be.fm(op, dy), be.fm(op, x), be.fm(op, w)
+	batch := linearShape(op, xs.n, ws.n, in, out)
+	need(op+" dy", dys.n, batch*out)
+	nb, ni, no, acc := i32(op, batch), i32(op, in), i32(op, out), b32(accumulate)
+	if dws != nil {
+		need(op+" dw", dws.n, out*in)
+		if batch == 0 {
+			if !accumulate {
+				be.post(func() { be.zero("LinearBackward dw", dws.ptr, dws.n) })
+			}
+		} else {
+			tiles := ((out + gemmTile - 1) / gemmTile) * ((in + gemmTile - 1) / gemmTile)
+			parts, chunk := be.split(tiles, batch, 256)
+			grid := gemmGrid(op, out, in, parts)
+			np, nc, n := int32(parts), int32(chunk), i32(op, out*in)
+			rgrid := be.grid1D(int64(out*in), threads)
+			be.post(func() {
+				if be.err != nil {
+					return
+				}
+				var part driver.DevicePtr
+				if parts > 1 {
+					if part = be.scratchBuf(4 * int64(parts) * int64(out*in)); part == 0 {
+						return
+					}
+				}
+				be.fail("linear_backward_dw", be.kLinearBackwardDw(grid, block1D, 0, dws.ptr, part, dys.ptr, xs.ptr, nb, ni, no, nc, acc))
+				if parts > 1 && be.err == nil {
+					be.fail("split_k_reduce", be.kSplitKReduce(rgrid, block1D, 0, dws.ptr, part, n, np, acc))
+				}
+			})
+		}
+	}
+	if dbs != nil {
+		need(op+" db", dbs.n, out)
+		if batch == 0 {
+			if !accumulate {
+				be.post(func() { be.zero("LinearBackward db", dbs.ptr, dbs.n) })
+			}
+		} else {
+			cols := (out + 31) / 32
+			parts, chunk := be.split(cols, batch, 1024)
+			grid := driver.Dim3{X: uint32(cols), Y: uint32(parts), Z: 1}
+			np, nc := int32(parts), int32(chunk)
+			rgrid := be.grid1D(int64(out), threads)
+			be.post(func() {
+				if be.err != nil {
+					return
+				}
+				var part driver.DevicePtr
+				if parts > 1 {
+					if part = be.scratchBuf(4 * int64(parts) * int64(out)); part == 0 {
+						return
+					}
+				}
+				be.fail("linear_backward_db", be.kLinearBackwardDb(grid, driver.Dim3{X: 32, Y: 8, Z: 1}, 0, dbs.ptr, part, dys.ptr, nb, no, nc, acc))
+				if parts > 1 && be.err == nil {
+					be.fail("split_k_reduce", be.kSplitKReduce(rgrid, block1D, 0, dbs.ptr, part, no, np, acc))
+				}
+			})
+		}
+	}
+	if dxs != nil {
+		need(op+" dx", dxs.n, batch*in)
+		if batch == 0 {
+			return
+		}
+		grid := gemmGrid(op, batch, in, 1)
+		mask := b32(maskX)
+		be.post(func() {
+			if be.err == nil {
+				be.fail("linear_backward_dx", be.kLinearBackwardDx(grid, block1D, 0, dxs.ptr, dys.ptr, ws.ptr, xs.ptr, nb, ni, no, mask))
+			}
+		})
+	}
+}
+
+// MSEGrad implements compute.Backend.MSEGrad (=) with the kernel mse_grad
+// (kernels/mse_grad.cu); see compute/ref.MSEGrad. The squared error is
+// summed in float64 by one block, in a fixed order, and rounded once.
+func (be *Backend) MSEGrad(delta, sq, pred, y compute.F32, scale float32) {
+	const op = "MSEGrad"
+	ds, ss, ps, ys := be.fm(op, delta), be.f(op, sq), be.fm(op, pred), be.fm(op, y)
+	need(op+" delta", ds.n, ps.n)
+	need(op+" y", ys.n, ps.n)
+	var sqPtr driver.DevicePtr
+	if ss != nil {
+		need(op+" sq", ss.n, 1)
+		sqPtr = ss.ptr
+	}
+	if ps.n == 0 {
+		if ss != nil {
+			be.post(func() { be.zero("MSEGrad sq", sqPtr, 1) })
+		}
+		return
+	}
+	n := i32(op, ps.n)
+	grid := driver.Dim3{X: 1, Y: 1, Z: 1}
+	if ss == nil {
+		grid = be.grid1D(int64(ps.n), mseThreads)
+	}
+	be.post(func() {
+		if be.err == nil {
+			be.fail("mse_grad", be.kMseGrad(grid, driver.Dim3{X: mseThreads, Y: 1, Z: 1}, 0, ds.ptr, sqPtr, ps.ptr, ys.ptr, n, scale))
+		}
+	})
+}
+
+// Adam implements compute.Backend.Adam (in place) with the kernel adam
+// (kernels/adam.cu); see compute/ref.Adam. The bias corrections and 1−β
+// are formed in float64 and rounded once, as on the CPU backend. It panics if the
+// lengths differ or s.T < 1.
+func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
+	const op = "Adam"
+	ps, gs, ms, vs := be.fm(op, p), be.fm(op, g), be.fm(op, m), be.fm(op, v)
+	need(op+" g", gs.n, ps.n)
+	need(op+" m", ms.n, ps.n)
+	need(op+" v", vs.n, ps.n)
+	if s.T < 1 {
+		panic(fmt.Sprintf("cuda: Adam: step %d, want ≥ 1", s.T))
+	}
+	if ps.n == 0 {
+		return
+	}
+	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
+	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
+	b1, b2 := float32(s.Beta1), float32(s.Beta2)
+	omb1, omb2 := float32(1-s.Beta1), float32(1-s.Beta2)
+	step, rc2, eps := float32(s.LR/c1), float32(1/math.Sqrt(c2)), float32(s.Eps)
+	n := i32(op, ps.n)
+	grid := be.grid1D(int64(ps.n), threads)
+	be.post(func() {
+		if be.err == nil {
+			be.fail("adam", be.kAdam(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, n, b1, b2, omb1, omb2, step, rc2, eps))
+		}
+	})
+}
+
+// InfluenceDot implements compute.Backend.InfluenceDot (+=); see
+// compute/ref.InfluenceDot. For out ≤ 8 (the last layer of DAIN's MLP has
+// out = 1) the kernel influence_dot gives one warp to each cell; wider layers
+// compute t = x·gwᵀ + gb with linear_forward into scratch memory, in chunks
+// of at most 16 Mi floats, and reduce each row against dy with
+// influence_rows. Per-cell gradients are never formed. DAIN eq. 5 (TracIn,
+// Pruthi et al., NeurIPS 2020).
+func (be *Backend) InfluenceDot(score, dy, x, gw, gb compute.F32, in, out int, eta float32) {
+	const op = "InfluenceDot"
+	ss, dys, xs, gws, gbs := be.fm(op, score), be.fm(op, dy), be.fm(op, x), be.fm(op, gw), be.fm(op, gb)
+	batch := linearShape(op, xs.n, gws.n, in, out)
+	need(op+" score", ss.n, batch)
+	need(op+" dy", dys.n, batch*out)
+	need(op+" gb", gbs.n, out)
+	if batch == 0 {
+		return
+	}
+	ni, no := i32(op, in), i32(op, out)
+	if out <= influenceDirectOut {
+		nb := i32(op, batch)
+		grid := be.grid1D(int64(batch), warpsPerBlk)
+		be.post(func() {
+			if be.err == nil {
+				be.fail("influence_dot", be.kInfluenceDot(grid, block1D, 0, ss.ptr, dys.ptr, xs.ptr, gws.ptr, gbs.ptr, nb, ni, no, eta))
+			}
+		})
+		return
+	}
+	chunk := max(min(batch, influenceScratch/out), gemmTile)
+	for off := 0; off < batch; off += chunk {
+		rows := min(chunk, batch-off)
+		nr := i32(op, rows)
+		ggrid := gemmGrid(op, rows, out, 1)
+		rgrid := be.grid1D(int64(rows), warpsPerBlk)
+		xp, dyp, sp := at(xs, off*in), at(dys, off*out), at(ss, off)
+		be.post(func() {
+			if be.err != nil {
+				return
+			}
+			t := be.scratchBuf(4 * int64(rows) * int64(out))
+			if t == 0 {
+				return
+			}
+			be.fail("linear_forward", be.kLinearForward(ggrid, block1D, 0, t, xp, gws.ptr, gbs.ptr, nr, ni, no, 0))
+			if be.err == nil {
+				be.fail("influence_rows", be.kInfluenceRows(rgrid, block1D, 0, sp, dyp, t, nr, no, eta))
+			}
+		})
+	}
+}
+
+// EmbeddingInfluence implements compute.Backend.EmbeddingInfluence (+=)
+// with the kernel embedding_influence (one warp per cell); see
+// compute/ref.EmbeddingInfluence. A cell row outside the table contributes
+// nothing.
+func (be *Backend) EmbeddingInfluence(score, dx compute.F32, cells compute.I32, gtable compute.F32, width int, layout compute.Layout, eta float32) {
+	const op = "EmbeddingInfluence"
+	ss, xs, cs, ts := be.fm(op, score), be.fm(op, dx), be.iv(op, cells), be.fm(op, gtable)
+	if ss.n == 0 {
+		need(op+" cells", cs.n, 0)
+		need(op+" dx", xs.n, 0)
+		return
+	}
+	if cs.n%ss.n != 0 {
+		panic(fmt.Sprintf("cuda: EmbeddingInfluence: cells of %d elements for %d scores", cs.n, ss.n))
+	}
+	order := cs.n / ss.n
+	rows := checkGather(op, xs.n, ts.n, cs.n, order, width, layout)
+	nb, o, w, r, l := i32(op, ss.n), i32(op, order), i32(op, width), i32(op, rows), int32(layout)
+	i32(op, order*width)
+	grid := be.grid1D(int64(ss.n), warpsPerBlk)
+	be.post(func() {
+		if be.err == nil {
+			be.fail("embedding_influence", be.kEmbeddingInfluence(grid, block1D, 0, ss.ptr, xs.ptr, cs.ptr, ts.ptr, nb, o, w, r, l, eta))
+		}
+	})
+}
+
+// EntityImportance implements compute.Backend.EntityImportance (+=) with the
+// kernel entity_importance (atomic adds of |score|, in an unspecified
+// order); see compute/ref.EntityImportance. DAIN eq. 6 applied to the cell
+// importance of eq. 5. A cell row outside imp is skipped.
+func (be *Backend) EntityImportance(imp, score compute.F32, cells compute.I32) {
+	const op = "EntityImportance"
+	is, ss, cs := be.fm(op, imp), be.fm(op, score), be.iv(op, cells)
+	if ss.n == 0 {
+		need(op+" cells", cs.n, 0)
+		return
+	}
+	if cs.n%ss.n != 0 {
+		panic(fmt.Sprintf("cuda: EntityImportance: cells of %d elements for %d scores", cs.n, ss.n))
+	}
+	order := cs.n / ss.n
+	count, o, r := i32(op, ss.n), i32(op, order), i32(op, is.n)
+	grid := be.grid1D(int64(cs.n), threads)
+	be.post(func() {
+		if be.err == nil {
+			be.fail("entity_importance", be.kEntityImportance(grid, block1D, 0, is.ptr, ss.ptr, cs.ptr, count, o, r))
+		}
+	})
+}
+
+// SampleAlias implements compute.Backend.SampleAlias (= for column col) with
+// the kernel sample_alias, bit-identical to compute.AliasDraw; see
+// compute/ref.SampleAlias. Vose, IEEE TSE 17(9), 1991; Philox4x32-10,
+// Salmon et al., SC 2011.
+func (be *Backend) SampleAlias(out compute.I32, order, col int, thresh, alias compute.I32, key, ctr uint64) {
+	const op = "SampleAlias"
+	os, ts, as := be.iv(op, out), be.iv(op, thresh), be.iv(op, alias)
+	if order <= 0 || col < 0 || col >= order || os.n%order != 0 {
+		panic(fmt.Sprintf("cuda: SampleAlias: out of %d elements, order %d, col %d", os.n, order, col))
+	}
+	need(op+" alias", as.n, ts.n)
+	if ts.n == 0 {
+		panic("cuda: SampleAlias: empty alias table")
+	}
+	if os.n == 0 {
+		return
+	}
+	count, o, c, size := i32(op, os.n/order), i32(op, order), i32(op, col), i32(op, ts.n)
+	grid := be.grid1D(int64(count), threads)
+	be.post(func() {
+		if be.err == nil {
+			be.fail("sample_alias", be.kSampleAlias(grid, block1D, 0, os.ptr, ts.ptr, as.ptr, count, o, c, size, key, ctr))
+		}
+	})
+}

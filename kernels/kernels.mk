@@ -1,0 +1,36 @@
+# kernels/kernels.mk: make rules for the CUDA kernels, included by the
+# top-level Makefile (`include kernels/kernels.mk`). Run from the repository
+# root.
+#
+#   make kernels        compile kernels/*.cu to kernels/ptx/*.ptx (committed)
+#                       and regenerate the Go launchers cuda/k_*.go
+#   make check-kernels  CI, no GPU needed: every kernel compiles, ptxas accepts
+#                       it for sm_90, and the committed PTX and launchers are
+#                       what `make kernels` produces
+#   make device-bundle  build dainx and the test binaries (CGO_ENABLED=0) and
+#                       copy the data into .dev/ for one run on a GPU machine
+#
+# nvcc and ptxas come from Debian's non-free nvidia-cuda-toolkit (CUDA 11.8):
+# scripts/install-cuda-toolkit.sh.
+
+NVCC ?= nvcc
+PTXAS ?= ptxas
+KERNEL_SRC := $(wildcard kernels/*.cu)
+KERNEL_PTX := $(patsubst kernels/%.cu,kernels/ptx/%.ptx,$(KERNEL_SRC))
+
+.PHONY: kernels check-kernels device-bundle
+
+kernels: $(KERNEL_PTX)
+	@for p in kernels/ptx/*.ptx; do \
+		[ -f "kernels/$$(basename "$$p" .ptx).cu" ] || { echo "rm $$p"; rm -f "$$p"; }; \
+	done
+	go run ./cuda/internal/kernelgen
+
+kernels/ptx/%.ptx: kernels/%.cu kernels/common.cuh scripts/build-kernels.sh
+	NVCC=$(NVCC) scripts/build-kernels.sh kernels/ptx $<
+
+check-kernels:
+	NVCC=$(NVCC) PTXAS=$(PTXAS) scripts/check-kernels.sh
+
+device-bundle:
+	scripts/device-bundle.sh

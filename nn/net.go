@@ -1,0 +1,379 @@
+// Package nn holds the neural tensor completion models DAIN trains and their
+// training: the MLP of paper eq. 4 and CoSTCo (Liu et al., KDD 2019), both
+// an embedding gather followed by Linear layers (Net); the MSE loss of eq. 5;
+// Adam; shuffled mini-batches and early stopping. Everything runs on a
+// compute.Backend passed in by the caller.
+//
+// # Parameters
+//
+// A model's parameters live in one flat F32 vector with named views, laid
+// out as
+//
+//	[ table (R×E) | W₁ (out₁×in₁) b₁ (out₁) | … | W_L (1×D) b_L (1) ]
+//
+// where R = Σₙ Iₙ (one embedding table holds every mode; cells are addressed
+// by global rows, see compute) and the last layer is the output. The
+// gradient vector has the same layout, so one fused Adam step updates all of
+// it, and the output layer's gradient (W_L, b_L) is one contiguous slice of
+// D+1 elements, which is what TracIn needs.
+//
+// # Layers as matrices
+//
+// Layer l maps a (B·rowsₗ)×inₗ matrix to (B·rowsₗ)×outₗ, and each cell's
+// output occupies rowsₗ·outₗ consecutive values, which the next layer reads
+// as its own rows. The MLP has rows = 1 everywhere. CoSTCo's first
+// convolution, a (1,N) kernel with C channels over the R×N embedding matrix
+// of a cell (RankMajor gather), is a Linear N→C layer applied to R rows per
+// cell; its second, an (R,1) kernel, is a Linear R·C→C layer.
+//
+// # Errors
+//
+// Constructors return errors for impossible configurations (a layer width
+// that does not divide by the order, too many embedding rows for int32);
+// training returns the backend's sticky error. A panic means a caller bug.
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dainx/dainx/compute"
+)
+
+// Net is a feed-forward completion model: per-mode entity embeddings
+// gathered into a matrix per cell, then Linear layers with ReLU between
+// them and a linear output of width 1 (see the package documentation). It
+// owns its parameters, gradients and activation buffers on one backend.
+type Net struct {
+	be      compute.Backend
+	kind    string
+	dims    []int
+	width   int // E
+	layout  compute.Layout
+	offsets []int32
+	layers  []Layer
+
+	params, grads compute.F32
+	table, dtable compute.F32
+	w, b, dw, db  []compute.F32
+
+	capacity int
+	acts     []compute.F32 // acts[0]: gathered input; acts[l]: output of layer l
+	dacts    []compute.F32 // dacts[l]: gradient at acts[l] (pre-activation when l ≥ 1)
+}
+
+// Layer describes one Linear layer of a Net: Rows×In inputs per cell mapped
+// to Rows×Out outputs, followed by ReLU if ReLU is set.
+type Layer struct {
+	In, Out, Rows int
+	ReLU          bool
+}
+
+// Config describes an MLP (paper eq. 4).
+type Config struct {
+	// Dims are the mode sizes I₁…I_N.
+	Dims []int
+	// Layers are N·E followed by the hidden widths (the reference's
+	// "layers", e.g. 150,1024,1024,128 for N = 3); the output layer of
+	// width 1 is added.
+	Layers []int
+	// Capacity is the largest batch the model will see (training or
+	// evaluation).
+	Capacity int
+}
+
+// DefaultLayers returns the paper's layers for a tensor of the given order:
+// N·50, 1024, 1024, 128.
+func DefaultLayers(order int) []int {
+	return []int{order * 50, 1024, 1024, 128}
+}
+
+// NewMLP allocates DAIN's MLP (paper eq. 4) on be,
+//
+//	Z₁ = ReLU(W₁[E¹_{i₁},…,E^N_{i_N}] + b₁), …, Z_M = ReLU(W_M Z_{M−1} + b_M)
+//	x̂ = W_out Z_M + b_out,
+//
+// initialised like PyTorch's defaults (Embedding ~ N(0,1); Linear weights
+// and biases ~ U(−1/√fan_in, 1/√fan_in)), drawing from rng in a fixed
+// order: table, then W₁, b₁, W₂, b₂, ….
+//
+// It returns an error if Layers is empty, a width is not positive, Layers[0]
+// is not a multiple of the order, a mode is empty, or Σₙ Iₙ does not fit
+// int32.
+func NewMLP(be compute.Backend, cfg Config, rng *rand.Rand) (*Net, error) {
+	order := len(cfg.Dims)
+	if order == 0 {
+		return nil, fmt.Errorf("nn: tensor has no modes")
+	}
+	if len(cfg.Layers) == 0 {
+		return nil, fmt.Errorf("nn: no layers given")
+	}
+	for _, l := range cfg.Layers {
+		if l <= 0 {
+			return nil, fmt.Errorf("nn: layer width %d; widths must be positive (layers %v)", l, cfg.Layers)
+		}
+	}
+	if cfg.Layers[0]%order != 0 {
+		return nil, fmt.Errorf("nn: layers[0] = %d is not a multiple of the tensor order %d (it is order × embedding width)", cfg.Layers[0], order)
+	}
+	widths := append(append([]int(nil), cfg.Layers...), 1)
+	var layers []Layer
+	for l := 1; l < len(widths); l++ {
+		layers = append(layers, Layer{In: widths[l-1], Out: widths[l], Rows: 1, ReLU: l < len(widths)-1})
+	}
+	return newNet(be, "mlp", cfg.Dims, cfg.Layers[0]/order, compute.ModeMajor, layers, cfg.Capacity, rng)
+}
+
+// CoSTCoConfig describes a CoSTCo model.
+type CoSTCoConfig struct {
+	Dims     []int // mode sizes I₁…I_N
+	Rank     int   // R, the embedding width (20)
+	Channels int   // C, the convolution channels (20)
+	Capacity int   // largest batch
+}
+
+// NewCoSTCo allocates CoSTCo (Liu, Nguyen, Zhang, Wu, KDD 2019) on be: the
+// cell's embeddings stacked as an R×N matrix, a (1,N) convolution with C
+// channels and ReLU, an (R,1) convolution with C channels and ReLU, Linear
+// C→C with ReLU, and Linear C→1. It is initialised like PyTorch's defaults
+// (fan_in N for the first convolution, R·C for the second), drawing from rng
+// in parameter order. Errors as NewMLP.
+func NewCoSTCo(be compute.Backend, cfg CoSTCoConfig, rng *rand.Rand) (*Net, error) {
+	if cfg.Rank <= 0 || cfg.Channels <= 0 {
+		return nil, fmt.Errorf("nn: CoSTCo rank %d, channels %d: both must be positive", cfg.Rank, cfg.Channels)
+	}
+	n, r, c := len(cfg.Dims), cfg.Rank, cfg.Channels
+	layers := []Layer{
+		{In: n, Out: c, Rows: r, ReLU: true},
+		{In: r * c, Out: c, Rows: 1, ReLU: true},
+		{In: c, Out: c, Rows: 1, ReLU: true},
+		{In: c, Out: 1, Rows: 1},
+	}
+	return newNet(be, "costco", cfg.Dims, r, compute.RankMajor, layers, cfg.Capacity, rng)
+}
+
+func newNet(be compute.Backend, kind string, dims []int, width int, layout compute.Layout, layers []Layer, capacity int, rng *rand.Rand) (*Net, error) {
+	order := len(dims)
+	if order == 0 {
+		return nil, fmt.Errorf("nn: tensor has no modes")
+	}
+	if capacity <= 0 {
+		return nil, fmt.Errorf("nn: capacity %d", capacity)
+	}
+	m := &Net{be: be, kind: kind, dims: append([]int(nil), dims...), width: width, layout: layout, layers: layers, capacity: capacity}
+	rows := 0
+	for n, d := range dims {
+		if d <= 0 {
+			return nil, fmt.Errorf("nn: mode %d has size %d", n+1, d)
+		}
+		m.offsets = append(m.offsets, int32(rows))
+		rows += d
+		if rows > math.MaxInt32 {
+			return nil, fmt.Errorf("nn: %d embedding rows over all modes do not fit int32", rows)
+		}
+	}
+	perCell := order * width
+	for l, ly := range layers {
+		if ly.In*ly.Rows != perCell {
+			panic(fmt.Sprintf("nn: layer %d reads %d×%d values per cell, the previous stage gives %d", l+1, ly.Rows, ly.In, perCell))
+		}
+		perCell = ly.Rows * ly.Out
+	}
+	if last := layers[len(layers)-1]; last.Out != 1 || last.Rows != 1 || last.ReLU {
+		panic("nn: the output layer must be linear with one output per cell")
+	}
+	// Lay out parameters and initialise them on the host.
+	total := rows * width
+	for _, ly := range layers {
+		total += ly.In*ly.Out + ly.Out
+	}
+	host := make([]float32, total)
+	for i := 0; i < rows*width; i++ {
+		host[i] = float32(rng.NormFloat64())
+	}
+	m.params, m.grads = be.Alloc(total), be.Alloc(total)
+	m.table, m.dtable = m.params.Slice(0, rows*width), m.grads.Slice(0, rows*width)
+	off := rows * width
+	for _, ly := range layers {
+		bound := 1 / math.Sqrt(float64(ly.In))
+		for _, n := range []int{ly.In * ly.Out, ly.Out} {
+			for i := off; i < off+n; i++ {
+				host[i] = float32((2*rng.Float64() - 1) * bound)
+			}
+			off += n
+		}
+		wo := off - ly.Out - ly.In*ly.Out
+		m.w = append(m.w, m.params.Slice(wo, ly.In*ly.Out))
+		m.b = append(m.b, m.params.Slice(off-ly.Out, ly.Out))
+		m.dw = append(m.dw, m.grads.Slice(wo, ly.In*ly.Out))
+		m.db = append(m.db, m.grads.Slice(off-ly.Out, ly.Out))
+	}
+	be.Upload(m.params, host)
+	m.acts = append(m.acts, be.Alloc(capacity*order*width))
+	m.dacts = append(m.dacts, be.Alloc(capacity*order*width))
+	for _, ly := range layers {
+		m.acts = append(m.acts, be.Alloc(capacity*ly.Rows*ly.Out))
+		m.dacts = append(m.dacts, be.Alloc(capacity*ly.Rows*ly.Out))
+	}
+	return m, nil
+}
+
+// Free releases the model's buffers.
+func (m *Net) Free() {
+	m.params.Free()
+	m.grads.Free()
+	for l := range m.acts {
+		m.acts[l].Free()
+		m.dacts[l].Free()
+	}
+}
+
+// Kind returns "mlp" or "costco".
+func (m *Net) Kind() string { return m.kind }
+
+// Backend returns the backend the model lives on.
+func (m *Net) Backend() compute.Backend { return m.be }
+
+// Order returns the tensor order N.
+func (m *Net) Order() int { return len(m.dims) }
+
+// Dims returns the mode sizes (not a copy; do not modify).
+func (m *Net) Dims() []int { return m.dims }
+
+// Width returns the embedding width E (CoSTCo's rank R).
+func (m *Net) Width() int { return m.width }
+
+// Layout returns how the gathered embeddings are laid out.
+func (m *Net) Layout() compute.Layout { return m.layout }
+
+// Offsets returns the first global row of each mode in the table (not a
+// copy; do not modify).
+func (m *Net) Offsets() []int32 { return m.offsets }
+
+// Capacity returns the largest batch Forward accepts.
+func (m *Net) Capacity() int { return m.capacity }
+
+// NumParams returns the number of parameters, embeddings included.
+func (m *Net) NumParams() int { return m.params.Len() }
+
+// Params returns the flat parameter vector (see the package documentation
+// for its layout).
+func (m *Net) Params() compute.F32 { return m.params }
+
+// Grads returns the flat gradient vector, laid out like Params.
+func (m *Net) Grads() compute.F32 { return m.grads }
+
+// Table returns the embedding table (R×E) and its gradient, views into
+// Params and Grads.
+func (m *Net) Table() (table, grad compute.F32) { return m.table, m.dtable }
+
+// NumLayers returns the number of Linear layers L, the output included.
+func (m *Net) NumLayers() int { return len(m.layers) }
+
+// Layer returns the shape of Linear layer l (1-based) and views of its
+// weight, bias and their gradients.
+func (m *Net) Layer(l int) (shape Layer, w, b, dw, db compute.F32) {
+	return m.layers[l-1], m.w[l-1], m.b[l-1], m.dw[l-1], m.db[l-1]
+}
+
+// LastHidden returns the width D of the output layer's input.
+func (m *Net) LastHidden() int { return m.layers[len(m.layers)-1].In }
+
+// OutputLayer returns the output layer's weight (1×D) and bias (1).
+func (m *Net) OutputLayer() (w, b compute.F32) { return m.w[len(m.w)-1], m.b[len(m.b)-1] }
+
+// OutputGrad returns the output layer's gradient as one contiguous vector of
+// D+1 elements: ∂/∂W_out then ∂/∂b_out.
+func (m *Net) OutputGrad() compute.F32 {
+	d := m.LastHidden()
+	return m.grads.Slice(m.grads.Len()-d-1, d+1)
+}
+
+// Rows converts cells of entity indices (K×N, 0-based per mode) into global
+// embedding rows (K×N, = into dst). It panics if an index is outside its
+// mode or the lengths differ.
+func (m *Net) Rows(dst, cells []int32) {
+	order := len(m.dims)
+	if len(dst) != len(cells) || len(cells)%order != 0 {
+		panic(fmt.Sprintf("nn: Rows: %d destination and %d cell indices for order %d", len(dst), len(cells), order))
+	}
+	for k, i := range cells {
+		n := k % order
+		if i < 0 || int(i) >= m.dims[n] {
+			panic(fmt.Sprintf("nn: Rows: index %d outside mode %d of size %d", i, n+1, m.dims[n]))
+		}
+		dst[k] = m.offsets[n] + i
+	}
+}
+
+// Forward computes the model's prediction for a batch of B cells given as
+// global rows (B×N, see Rows) and returns it as a view of B elements, valid
+// until the next Forward. The activations are kept for Backward, Act and
+// Hidden. It panics if B exceeds the capacity.
+func (m *Net) Forward(rows compute.I32) compute.F32 {
+	order := len(m.dims)
+	if rows.Len()%order != 0 {
+		panic(fmt.Sprintf("nn: Forward: %d row indices for order %d", rows.Len(), order))
+	}
+	batch := rows.Len() / order
+	if batch > m.capacity {
+		panic(fmt.Sprintf("nn: Forward: batch %d exceeds capacity %d", batch, m.capacity))
+	}
+	m.be.Gather(m.Act(0, batch), m.table, rows, order, m.width, m.layout)
+	for l, ly := range m.layers {
+		m.be.LinearForward(m.Act(l+1, batch), m.Act(l, batch), m.w[l], m.b[l], ly.In, ly.Out, ly.ReLU)
+	}
+	return m.Act(len(m.layers), batch)
+}
+
+// Act returns activation l of the latest Forward for its batch of B cells:
+// l = 0 is the gathered input (B×N·E), l ≥ 1 the output of layer l after
+// its ReLU (B×Rowsₗ·Outₗ).
+func (m *Net) Act(l, batch int) compute.F32 {
+	return m.acts[l].Slice(0, batch*m.perCell(l))
+}
+
+// DAct returns the gradient at activation l left by the latest Backward:
+// for l ≥ 1 the gradient at layer l's pre-activation output (the δ of
+// layer l), for l = 0 the gradient at the gathered input.
+func (m *Net) DAct(l, batch int) compute.F32 {
+	return m.dacts[l].Slice(0, batch*m.perCell(l))
+}
+
+func (m *Net) perCell(l int) int {
+	if l == 0 {
+		return len(m.dims) * m.width
+	}
+	return m.layers[l-1].Rows * m.layers[l-1].Out
+}
+
+// Hidden returns the output layer's input Z of the latest Forward (B×D).
+func (m *Net) Hidden(batch int) compute.F32 { return m.Act(len(m.layers)-1, batch) }
+
+// Backward computes the gradient of Σ_b delta[b]·x̂_b with respect to every
+// parameter for the batch of the latest Forward, where delta holds B
+// elements (for the batch-mean MSE, delta = 2(x̂−x)/B). rows must be the
+// rows given to that Forward. With accumulate false the gradients are
+// overwritten (=); with accumulate true they are added to Grads (+=), which
+// sums a gradient over several batches. DAct holds every layer's δ
+// afterwards.
+func (m *Net) Backward(rows compute.I32, delta compute.F32, accumulate bool) {
+	order := len(m.dims)
+	batch := rows.Len() / order
+	if delta.Len() != batch {
+		panic(fmt.Sprintf("nn: Backward: delta of %d elements for a batch of %d", delta.Len(), batch))
+	}
+	m.be.Copy(m.DAct(len(m.layers), batch), delta)
+	for l := len(m.layers); l >= 1; l-- {
+		ly := m.layers[l-1]
+		// dx of layer l is the gradient at acts[l-1]; masked by ReLU'
+		// when acts[l-1] is a ReLU output, which makes it layer l-1's δ.
+		maskX := l >= 2 && m.layers[l-2].ReLU
+		m.be.LinearBackward(m.DAct(l-1, batch), m.dw[l-1], m.db[l-1], m.DAct(l, batch), m.Act(l-1, batch), m.w[l-1], ly.In, ly.Out, maskX, accumulate)
+	}
+	if !accumulate {
+		m.be.Fill(m.dtable, 0)
+	}
+	m.be.ScatterRows(m.dtable, m.DAct(0, batch), rows, order, m.width, m.layout)
+}
