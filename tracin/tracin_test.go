@@ -81,7 +81,7 @@ func (f *fixture) explicitTerm(eta float64) []float64 {
 	return out
 }
 
-func (f *fixture) checkScores(t *testing.T, acc *tracin.LastLayer, want []float64) {
+func (f *fixture) checkScores(t *testing.T, acc tracin.Accumulator, want []float64) {
 	t.Helper()
 	got := make([]float32, f.nTrain)
 	if err := f.be.Download(got, acc.Scores()); err != nil {
@@ -191,5 +191,145 @@ func TestEntityImportance(t *testing.T) {
 	be.Upload(sb, []float32{0, 0, 0, 0})
 	if _, err := tracin.EntityImportance(be, sb, rb, dims); err == nil {
 		t.Error("all-zero scores: no error")
+	}
+}
+
+// perCellAll returns the explicit per-cell gradient of ℓ_z = (x̂_z − x_z)²
+// with respect to every parameter.
+func (f *fixture) perCellAll(z int) []float64 {
+	one := f.m.NewSet(f.cells[z*3:z*3+3], f.vals[z:z+1])
+	defer one.Free()
+	pred := f.m.Forward(one.Rows)
+	delta := f.be.Alloc(1)
+	f.be.MSEGrad(delta, nil, pred, one.Vals, 2)
+	f.m.Backward(one.Rows, delta, false)
+	g := make([]float32, f.m.NumParams())
+	f.be.Download(g, f.m.Grads())
+	out := make([]float64, len(g))
+	for i, v := range g {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+// TestAllLayersEqualsExplicit checks the all-layer fused scores (δᵀGa per
+// layer, embeddings included) against explicit full per-cell gradients, on
+// the MLP and on CoSTCo (whose first layer has several rows per cell).
+func TestAllLayersEqualsExplicit(t *testing.T) {
+	for _, kind := range []string{"mlp", "costco"} {
+		t.Run(kind, func(t *testing.T) {
+			f := newFixture(t, 21)
+			if kind == "costco" {
+				m, err := nn.NewCoSTCo(f.be, nn.CoSTCoConfig{Dims: []int{7, 6, 5}, Rank: 4, Channels: 3, Capacity: 32}, rand.New(rand.NewPCG(1, 1)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.m = m
+				f.train = m.NewSet(f.cells[:f.nTrain*3], f.vals[:f.nTrain])
+				f.val = m.NewSet(f.cells[f.nTrain*3:], f.vals[f.nTrain:])
+			}
+			const eta = 0.01
+			acc := tracin.NewAllLayers(f.m, f.train, f.val, eta)
+			rng := rand.New(rand.NewPCG(5, 5))
+			params := make([]float32, f.m.NumParams())
+			want := make([]float64, f.nTrain)
+			for k, best := range []bool{true, true, false} {
+				f.be.Download(params, f.m.Params())
+				for i := range params {
+					params[i] += float32(0.05 * rng.NormFloat64())
+				}
+				f.be.Upload(f.m.Params(), params)
+				if k < 2 {
+					G := make([]float64, len(params))
+					for z := f.nTrain; z < len(f.vals); z++ {
+						for i, v := range f.perCellAll(z) {
+							G[i] += v
+						}
+					}
+					for z := 0; z < f.nTrain; z++ {
+						for i, v := range f.perCellAll(z) {
+							want[z] += eta * v * G[i]
+						}
+					}
+				}
+				if err := acc.Checkpoint(best); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.checkScores(t, acc, want)
+		})
+	}
+}
+
+// TestRepresenter checks representer scores against explicit output-layer
+// weight gradients: score_z = ∇_W ℓ_z · Σ_val ∇_W ℓ_z' (no bias term).
+func TestRepresenter(t *testing.T) {
+	f := newFixture(t, 31)
+	score, err := tracin.Representer(f.m, f.train, f.val)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.m.LastHidden()
+	G := make([]float64, d)
+	for z := f.nTrain; z < len(f.vals); z++ {
+		for i, v := range f.perCell(z)[:d] {
+			G[i] += v
+		}
+	}
+	got := make([]float32, f.nTrain)
+	f.be.Download(got, score)
+	var rms float64
+	want := make([]float64, f.nTrain)
+	for z := range want {
+		for i, v := range f.perCell(z)[:d] {
+			want[z] += v * G[i]
+		}
+		rms += want[z] * want[z]
+	}
+	rms = math.Sqrt(rms / float64(len(want)))
+	for z := range want {
+		if math.Abs(float64(got[z])-want[z]) > 1e-4*(math.Abs(want[z])+rms) {
+			t.Errorf("cell %d: representer %g, explicit %g", z, got[z], want[z])
+		}
+	}
+}
+
+// TestCP1RecoversRankOne: on a dense, exactly rank-1 importance tensor the
+// rank-1 CP factors, normalised, are the generating factors normalised.
+func TestCP1RecoversRankOne(t *testing.T) {
+	be := cpu.New()
+	dims := []int{4, 3, 5}
+	fac := [][]float64{{1, 2, 3, 4}, {0.5, 1, 2}, {3, 1, 4, 1, 5}}
+	var rows []int32
+	var score []float32
+	for i := 0; i < 4; i++ {
+		for j := 0; j < 3; j++ {
+			for k := 0; k < 5; k++ {
+				rows = append(rows, int32(i), int32(4+j), int32(7+k))
+				s := fac[0][i] * fac[1][j] * fac[2][k]
+				if (i+j+k)%2 == 1 {
+					s = -s // the sign must not matter: CP fits |score|
+				}
+				score = append(score, float32(s))
+			}
+		}
+	}
+	rb, sb := be.AllocI32(len(rows)), be.Alloc(len(score))
+	be.UploadI32(rb, rows)
+	be.Upload(sb, score)
+	got, err := tracin.EntityImportanceCP1(be, sb, rb, dims, 1e-9, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range fac {
+		var sum float64
+		for _, v := range fac[n] {
+			sum += v
+		}
+		for i, v := range fac[n] {
+			if math.Abs(got[n][i]-v/sum) > 1e-6 {
+				t.Errorf("mode %d entity %d: %v, want %v", n+1, i, got[n][i], v/sum)
+			}
+		}
 	}
 }

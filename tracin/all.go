@@ -1,0 +1,146 @@
+package tracin
+
+import (
+	"fmt"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/nn"
+)
+
+// Accumulator is a TracIn-CP accumulator that nn.Train drives through its
+// AfterEpoch hook; LastLayer and AllLayers implement it.
+type Accumulator interface {
+	// Checkpoint adds checkpoint k's term to every training cell's
+	// running score, with the model holding Θ_k; best says Θ_k is the best
+	// checkpoint so far.
+	Checkpoint(best bool) error
+	// Scores returns the signed sums at the best checkpoint, one per
+	// training cell.
+	Scores() compute.F32
+	// Free releases the accumulator's buffers.
+	Free()
+}
+
+var (
+	_ Accumulator = (*LastLayer)(nil)
+	_ Accumulator = (*AllLayers)(nil)
+)
+
+// AllLayers accumulates TracIn-CP cell importance over every parameter of a
+// Net, embeddings included (SPEC step 2, "options beyond the paper"). For a
+// Linear layer y = Wa + b the per-cell gradient is δaᵀ, so
+//
+//	⟨∇W ℓ_z, G_W⟩ + ⟨∇b ℓ_z, G_b⟩ = Σ_rows δᵀ(G_W a + G_b)
+//
+// (compute.Backend.InfluenceDot; a CoSTCo convolution applied to R rows per
+// cell sums its R row terms), and the embedding rows a cell gathered give
+// compute.Backend.EmbeddingInfluence. G is the full gradient of the
+// validation loss sum, formed once per checkpoint by a backward pass over
+// the validation cells. Per-cell gradients are never stored; memory is
+// O(|train| + parameters).
+type AllLayers struct {
+	m          *nn.Net
+	train, val *nn.Set
+	eta        float32
+	g          compute.F32 // G: every parameter
+	run, best  compute.F32 // |train|
+	delta      compute.F32 // 2e of a batch
+	rowScore   compute.F32 // per-row terms of a multi-row layer: capacity × max rows
+	ones       compute.F32 // summing vector
+	zero       compute.F32 // one 0
+	k          int
+}
+
+// NewAllLayers prepares the accumulator for the cells of train against the
+// validation cells val, with step size eta at every checkpoint.
+func NewAllLayers(m *nn.Net, train, val *nn.Set, eta float64) *AllLayers {
+	be := m.Backend()
+	maxRows := 1
+	for l := 1; l <= m.NumLayers(); l++ {
+		s, _, _, _, _ := m.Layer(l)
+		maxRows = max(maxRows, s.Rows)
+	}
+	a := &AllLayers{
+		m: m, train: train, val: val, eta: float32(eta),
+		g:        be.Alloc(m.NumParams()),
+		run:      be.Alloc(train.Len()),
+		best:     be.Alloc(train.Len()),
+		delta:    be.Alloc(m.Capacity()),
+		rowScore: be.Alloc(m.Capacity() * maxRows),
+		ones:     be.Alloc(max(m.Capacity(), maxRows)),
+		zero:     be.Alloc(1),
+	}
+	be.Fill(a.ones, 1)
+	return a
+}
+
+// Free releases the accumulator's buffers.
+func (a *AllLayers) Free() {
+	for _, b := range []compute.F32{a.g, a.run, a.best, a.delta, a.rowScore, a.ones, a.zero} {
+		b.Free()
+	}
+}
+
+// Scores returns the signed TracIn sums at the best checkpoint.
+func (a *AllLayers) Scores() compute.F32 { return a.best }
+
+// Checkpoint forms G_k over the validation cells and adds
+// η·⟨∇ℓ(Θ_k, z), G_k⟩ over all parameters to every training cell's score.
+// It overwrites the model's gradients. It returns the backend's sticky
+// error.
+func (a *AllLayers) Checkpoint(best bool) error {
+	a.k++
+	m, be := a.m, a.m.Backend()
+	order, B := m.Order(), m.Capacity()
+	// G_k = Σ_val ∇ℓ: accumulate the backward passes of the validation
+	// batches with delta = 2e.
+	be.Fill(m.Grads(), 0)
+	for lo := 0; lo < a.val.Len(); lo += B {
+		hi := min(lo+B, a.val.Len())
+		rows := a.val.Rows.Slice(lo*order, (hi-lo)*order)
+		pred := m.Forward(rows)
+		dl := a.delta.Slice(0, hi-lo)
+		be.MSEGrad(dl, nil, pred, a.val.Vals.Slice(lo, hi-lo), 2)
+		m.Backward(rows, dl, true)
+	}
+	be.Copy(a.g, m.Grads())
+	// Views of G laid out like the parameters.
+	table, _ := m.Table()
+	gTable := a.g.Slice(0, table.Len())
+	off := gTable.Len()
+	for lo := 0; lo < a.train.Len(); lo += B {
+		hi := min(lo+B, a.train.Len())
+		n := hi - lo
+		rows := a.train.Rows.Slice(lo*order, n*order)
+		score := a.run.Slice(lo, n)
+		pred := m.Forward(rows)
+		dl := a.delta.Slice(0, n)
+		be.MSEGrad(dl, nil, pred, a.train.Vals.Slice(lo, n), 2)
+		m.Backward(rows, dl, false)
+		o := off
+		for l := 1; l <= m.NumLayers(); l++ {
+			s, _, _, _, _ := m.Layer(l)
+			gw, gb := a.g.Slice(o, s.In*s.Out), a.g.Slice(o+s.In*s.Out, s.Out)
+			o += s.In*s.Out + s.Out
+			dy, x := m.DAct(l, n), m.Act(l-1, n)
+			if s.Rows == 1 {
+				be.InfluenceDot(score, dy, x, gw, gb, s.In, s.Out, a.eta)
+				continue
+			}
+			// One term per row, then each cell's Rows terms summed
+			// into its score: score[b] += 1·Σ_r 1·rowScore[b,r].
+			rs := a.rowScore.Slice(0, n*s.Rows)
+			be.Fill(rs, 0)
+			be.InfluenceDot(rs, dy, x, gw, gb, s.In, s.Out, a.eta)
+			be.InfluenceDot(score, a.ones.Slice(0, n), rs, a.ones.Slice(0, s.Rows), a.zero, s.Rows, 1, 1)
+		}
+		be.EmbeddingInfluence(score, m.DAct(0, n), rows, gTable, m.Width(), m.Layout(), a.eta)
+	}
+	if best {
+		be.Copy(a.best, a.run)
+	}
+	if err := be.Sync(); err != nil {
+		return fmt.Errorf("tracin: checkpoint %d: %w", a.k, err)
+	}
+	return nil
+}
