@@ -4,13 +4,15 @@ GO      ?= go
 PKGS    := ./...
 BENCH   ?= .
 
-.PHONY: help build test test-short vet fmt-check bench clean
+.PHONY: help build test test-short vet fmt-check bench bench-quick bench-go clean
 
 help:
 	@echo "make build          build ./dainx"
 	@echo "make test           vet, gofmt check and the full test suite (what CI runs)"
 	@echo "make test-short     the suite without the end-to-end runs"
-	@echo "make bench          Go benchmarks of the backend ops and the pipeline"
+	@echo "make bench          benchmarks (ops, training step, PyTorch peer, end to end) into bench/results/"
+	@echo "make bench-quick    make bench without the end-to-end runs"
+	@echo "make bench-go       Go benchmarks of the backend ops and the pipeline"
 	@echo "make kernels        compile kernels/*.cu to committed PTX (needs nvcc)"
 	@echo "make check-kernels  check that every kernel compiles, ptxas accepts it and the PTX is current"
 	@echo "make device-bundle  build dainx and test binaries into .dev/ for the GPU machine"
@@ -30,7 +32,20 @@ test: vet fmt-check
 test-short: vet
 	$(GO) test -count=1 -short $(PKGS)
 
-bench:
+# make bench: machine, FMA peak, every backend op, the training step, the
+# PyTorch peer (when /usr/bin/python3 has torch) and dainx end to end; writes
+# bench/results/{cpu,gpu}-DATE.{json,md} and latest.{json,md}. BENCHFLAGS
+# passes flags to benchrun (go run ./bench/cmd/benchrun -h).
+BENCHFLAGS ?=
+bench: build
+	$(GO) run ./bench/cmd/benchrun $(BENCHFLAGS)
+
+# make bench-quick: the same without the end-to-end runs and the generic path.
+bench-quick: build
+	$(GO) run ./bench/cmd/benchrun -e2e=false -generic=false $(BENCHFLAGS)
+
+# make bench-go: the Go benchmarks of the backend ops and the pipeline.
+bench-go:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./bench/ ./compute/... ./sampling/
 
 clean:

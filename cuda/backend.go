@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"os"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/dainx/dainx/compute"
@@ -265,8 +266,13 @@ func (be *Backend) allocBlock(b int64) (driver.DevicePtr, int64) {
 }
 
 // releaseCache frees every cached block and reports whether there was any.
+// It first waits for queued work, which may still use a cached block.
 // Context thread.
 func (be *Backend) releaseCache() bool {
+	if len(be.cache) == 0 {
+		return false
+	}
+	be.fail("free cached memory", be.ctx.Synchronize())
 	released := false
 	for c, free := range be.cache {
 		for _, p := range free {
@@ -299,11 +305,33 @@ func (be *Backend) scratchBuf(b int64) driver.DevicePtr {
 }
 
 // block is one allocation of device memory, shared by a buffer and its
-// views.
+// views. When no buffer or view refers to it any more, a cleanup returns its
+// memory to the cache, so that code written for the CPU backend, where Free
+// does nothing, does not leak device memory; Free just does it sooner.
 type block struct {
 	ptr   driver.DevicePtr
-	class int64 // size class in bytes, 0 for no memory
-	freed atomic.Bool
+	class int64        // size class in bytes, 0 for no memory
+	freed *atomic.Bool // separate, so that the cleanup need not refer to the block
+}
+
+// blockCleanup is what the cleanup of a block needs.
+type blockCleanup struct {
+	be    *Backend
+	ptr   driver.DevicePtr
+	class int64
+	freed *atomic.Bool
+}
+
+// recycle returns the memory of a block to the cache unless it was freed
+// already. After Close it does nothing: the context took the memory.
+func (c blockCleanup) recycle() {
+	if c.ptr == 0 || c.freed.Swap(true) {
+		return
+	}
+	be := c.be
+	_ = be.ctx.Go(func() {
+		be.cache[c.class] = append(be.cache[c.class], c.ptr)
+	})
 }
 
 // buf is the part common to F32 and I32.
@@ -327,13 +355,14 @@ func (be *Backend) alloc(op string, n int) buf {
 	if n == 0 {
 		return b
 	}
-	blk := &block{}
+	blk := &block{freed: new(atomic.Bool)}
 	be.do(func() {
 		blk.ptr, blk.class = be.allocBlock(4 * int64(n))
 		if blk.ptr != 0 {
 			be.fail(op, be.ctx.MemsetD32(blk.ptr, 0, int64(n)))
 		}
 	})
+	runtime.AddCleanup(blk, blockCleanup.recycle, blockCleanup{be, blk.ptr, blk.class, blk.freed})
 	b.blk, b.ptr = blk, blk.ptr
 	return b
 }
@@ -350,13 +379,10 @@ func (b buf) slice(kind string, off, n int) buf {
 // calls do nothing, as does freeing after Close (the context took the
 // memory with it).
 func (b buf) free() {
-	if b.view || b.blk == nil || b.blk.freed.Swap(true) || b.blk.ptr == 0 {
+	if b.view || b.blk == nil {
 		return
 	}
-	be, blk := b.be, b.blk
-	_ = be.ctx.Go(func() {
-		be.cache[blk.class] = append(be.cache[blk.class], blk.ptr)
-	})
+	blockCleanup{b.be, b.blk.ptr, b.blk.class, b.blk.freed}.recycle()
 }
 
 // F32 is a device vector of float32, counted in elements. It implements

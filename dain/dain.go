@@ -19,15 +19,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
-	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
-	"github.com/dainx/dainx/tracin"
 )
 
 // Config holds every setting of a run. DefaultConfig gives the paper's.
@@ -42,19 +39,44 @@ type Config struct {
 	TestFrac  float64 // share of all cells held out for test
 	ValFrac   float64 // share of the remaining cells used for validation
 	EvalBatch int     // cells per forward pass outside training
-	Predictor string  // value predictor Θ_p: "mlp" (reuse Θ)
+
+	Method          string // augmentation method: dain, duplication, entity-replacement, random
+	Model           string // embedding model Θ: mlp (paper) or costco
+	Predictor       string // value predictor Θ_p: costco (paper) or mlp (reuse Θ)
+	Influence       string // cell importance: tracin (paper) or representer
+	InfluenceLayers string // TracIn's parameters: last (paper) or all
+	Entity          string // entity importance: sum (eq. 7) or cp1 (eq. 8)
+
+	Rank, Channels int     // CoSTCo's R and C (20, 20)
+	CoSTCoLR       float64 // CoSTCo's Adam learning rate (1e-4)
+	CoSTCoBatch    int     // CoSTCo's batch (256)
+	CPLambda       float64 // rank-1 CP's ridge λ (on |α| scaled to mean 1)
+	CPSweeps       int     // rank-1 CP's ALS sweeps
+
 	// Progress receives one line per epoch and per step; nil is silent.
 	Progress io.Writer
 }
 
-// DefaultConfig returns the paper's settings (SPEC step 1): ratio 0.5, seed
-// 1, default layers, 50 epochs, batch 1024, patience 10, lr 1e-3, a
-// 72/18/10 split, predictor "mlp".
+// DefaultConfig returns the paper's settings (SPEC step 1 and §5.1): ratio
+// 0.5, seed 1, default layers, 50 epochs, batch 1024, patience 10, lr 1e-3,
+// a 72/18/10 split, DAIN with TracIn on the MLP's last layer, aggregation,
+// and a CoSTCo value predictor (R = C = 20, lr 1e-4, batch 256).
 func DefaultConfig() Config {
 	return Config{
 		Ratio: 0.5, Seed: 1, Epochs: 50, Batch: 1024, Patience: 10, LR: 1e-3,
-		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, Predictor: "mlp",
+		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096,
+		Method: "dain", Model: "mlp", Predictor: "costco", Influence: "tracin", InfluenceLayers: "last", Entity: "sum",
+		Rank: 20, Channels: 20, CoSTCoLR: 1e-4, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
 	}
+}
+
+func oneOf(name, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %q: want one of %s", name, v, strings.Join(allowed, ", "))
 }
 
 // Validate reports the first setting that cannot work.
@@ -76,8 +98,24 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("validation fraction %v: want 0 < f < 1", c.ValFrac)
 	case c.EvalBatch <= 0:
 		return fmt.Errorf("eval batch %d: want ≥ 1", c.EvalBatch)
-	case c.Predictor != "mlp":
-		return fmt.Errorf("predictor %q: only \"mlp\" (reuse the trained Θ) is available", c.Predictor)
+	case c.Rank <= 0 || c.Channels <= 0:
+		return fmt.Errorf("CoSTCo rank %d, channels %d: want ≥ 1", c.Rank, c.Channels)
+	case !(c.CoSTCoLR > 0) || math.IsInf(c.CoSTCoLR, 0) || c.CoSTCoBatch <= 0:
+		return fmt.Errorf("CoSTCo lr %v, batch %d: want > 0", c.CoSTCoLR, c.CoSTCoBatch)
+	case !(c.CPLambda >= 0) || c.CPSweeps <= 0:
+		return fmt.Errorf("rank-1 CP λ %v, sweeps %d: want λ ≥ 0 and sweeps ≥ 1", c.CPLambda, c.CPSweeps)
+	}
+	for _, e := range []error{
+		oneOf("method", c.Method, Methods...),
+		oneOf("model", c.Model, "mlp", "costco"),
+		oneOf("predictor", c.Predictor, "costco", "mlp"),
+		oneOf("influence", c.Influence, "tracin", "representer"),
+		oneOf("influence layers", c.InfluenceLayers, "last", "all"),
+		oneOf("entity importance", c.Entity, "sum", "cp1"),
+	} {
+		if e != nil {
+			return e
+		}
 	}
 	return nil
 }
@@ -110,7 +148,7 @@ type Report struct {
 	NVal           int        `json:"n_val"`
 	NTest          int        `json:"n_test"`
 	NAug           int        `json:"n_aug"`
-	RMSEBefore     float64    `json:"rmse_before"` // test RMSE of Θ, √mean(e²)
+	RMSEBefore     float64    `json:"rmse_before"` // test RMSE of the MLP Θ on train alone, √mean(e²)
 	RMSEAfter      float64    `json:"rmse_after"`  // test RMSE after retraining on train ∪ aug
 	BestEpoch      int        `json:"best_epoch"`  // K, Θ's best checkpoint
 	BestEpochAfter int        `json:"best_epoch_after"`
@@ -125,7 +163,12 @@ type Report struct {
 	LR             float64    `json:"lr"`
 	TestFrac       float64    `json:"test_frac"`
 	ValFrac        float64    `json:"val_frac"`
+	Method         string     `json:"method"`
+	Model          string     `json:"model"`
 	Predictor      string     `json:"predictor"`
+	Influence      string     `json:"influence"`
+	InfLayers      string     `json:"influence_layers"`
+	Entity         string     `json:"entity"`
 	Draws          int        `json:"sample_draws"`
 	RejectObserved int        `json:"sample_rejected_observed"`
 	RejectRepeat   int        `json:"sample_rejected_repeated"`
@@ -142,180 +185,65 @@ type Result struct {
 	Aug *tensor.COO
 }
 
-// Random streams derived from the seed, one per consumer, so that changing
-// one step never shifts another's numbers.
-const (
-	streamInit = iota + 1
-	streamShuffle
-	streamInitAfter
-	streamShuffleAfter
-	streamSample
-)
-
-func rng(seed uint64, stream uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, 0x5eed0000+stream))
-}
-
-// Run executes DAIN on the observed cells of t with backend be. It returns
-// ctx's error when cancelled, an error for a configuration that cannot work
-// with t, and the backend's error if the device failed.
+// Run executes DAIN, or the baseline c.Method names, on the observed cells
+// of t with backend be: split, train Θ with TracIn, entity importance,
+// N_aug = ⌊Ratio·|train|⌋ new cells with predicted values, and the test RMSE
+// of a fresh MLP trained on train ∪ augmentation. rmse_before is the test
+// RMSE of the MLP trained on train alone (Θ itself when Model is mlp). It
+// returns ctx's error when cancelled, an error for a configuration that
+// cannot work with t, and the backend's error if the device failed.
 func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*Result, error) {
-	if err := cfg.Validate(); err != nil {
+	start := time.Now()
+	e, err := NewExperiment(t, cfg, be)
+	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	order := t.Order()
-	layers := cfg.Layers
-	if layers == nil {
-		layers = nn.DefaultLayers(order)
-	}
+	defer e.Close()
+	cfg = e.cfg
 	rep := Report{
 		Dims: append([]int(nil), t.Dims...), NNZ: t.NNZ(), Backend: be.Name(), Device: be.Device(),
-		Seed: cfg.Seed, Ratio: cfg.Ratio, Layers: layers, Epochs: cfg.Epochs, Batch: cfg.Batch,
+		Seed: cfg.Seed, Ratio: cfg.Ratio, Layers: cfg.Layers, Epochs: cfg.Epochs, Batch: cfg.Batch,
 		Patience: cfg.Patience, LR: cfg.LR, TestFrac: cfg.TestFrac, ValFrac: cfg.ValFrac,
-		Predictor: cfg.Predictor,
+		Method: cfg.Method, Model: cfg.Model, Predictor: cfg.Predictor, Influence: cfg.Influence,
+		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity,
+		NTrain: e.Train.NNZ(), NVal: e.Val.NNZ(), NTest: e.Test.NNZ(),
 	}
-	logf := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, format+"\n", args...)
-		}
-	}
+	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
 
-	// Step 0: split.
-	trainIdx, valIdx, testIdx := tensor.Split(t.NNZ(), cfg.TestFrac, cfg.ValFrac, cfg.Seed)
-	train, val, test := t.Subset(trainIdx), t.Subset(valIdx), t.Subset(testIdx)
-	rep.NTrain, rep.NVal, rep.NTest = train.NNZ(), val.NNZ(), test.NNZ()
-	if rep.NTrain == 0 || rep.NVal == 0 || rep.NTest == 0 {
-		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", t.NNZ(), rep.NTrain, rep.NVal, rep.NTest)
-	}
-	logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
-
-	mcfg := nn.Config{Dims: t.Dims, Layers: layers, Capacity: max(cfg.Batch, cfg.EvalBatch)}
-	tcfg := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR}
-
-	// Steps 1 and 2: train Θ, scoring cells at every checkpoint.
-	theta, err := nn.NewMLP(be, mcfg, rng(cfg.Seed, streamInit))
+	// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
+	mlp, err := e.theta(ctx, "mlp")
 	if err != nil {
-		return nil, fmt.Errorf("dain: %w", err)
+		return nil, err
 	}
-	defer theta.Free()
-	trainSet, valSet, testSet := theta.NewSet(train.Idx, train.Val), theta.NewSet(val.Idx, val.Val), theta.NewSet(test.Idx, test.Val)
-	defer trainSet.Free()
-	defer valSet.Free()
-	defer testSet.Free()
-	acc := tracin.NewLastLayer(theta, trainSet, cfg.LR)
-	defer acc.Free()
-	var influence time.Duration
-	tcfg.Shuffle = rng(cfg.Seed, streamShuffle)
-	tcfg.ValGradSum = acc.ValGradSum()
-	tcfg.AfterEpoch = func(e nn.Epoch) error {
-		t0 := time.Now()
-		err := acc.Checkpoint(e.Best)
-		influence += time.Since(t0)
-		logEpoch(cfg.Progress, "Θ", e, cfg.Epochs, time.Since(start))
-		return err
-	}
-	logf("step 1-2: training Θ (layers %v, %d parameters) with TracIn at every checkpoint", layers, theta.NumParams())
-	t0 := time.Now()
-	res, err := nn.Train(ctx, theta, trainSet, valSet, tcfg)
-	if err != nil {
-		return nil, fmt.Errorf("dain: training Θ: %w", err)
-	}
-	rep.Seconds.Influence = influence.Seconds()
-	rep.Seconds.Train = time.Since(t0).Seconds() - rep.Seconds.Influence
-	rep.BestEpoch = res.BestEpoch
-	rep.HistoryBefore = history(res)
-	mse, err := theta.Evaluate(testSet)
-	if err != nil {
-		return nil, fmt.Errorf("dain: testing Θ: %w", err)
-	}
-	rep.RMSEBefore = math.Sqrt(mse)
-	logf("Θ: best epoch %d, validation MSE %.6f, test RMSE %.6f", res.BestEpoch, res.BestValMSE, rep.RMSEBefore)
-
-	// Step 3: entity importance and alias tables.
-	t0 = time.Now()
-	weights, err := tracin.EntityImportance(be, acc.Scores(), trainSet.Rows, t.Dims)
-	if err != nil {
-		return nil, fmt.Errorf("dain: %w", err)
-	}
-	tables := make([]*sampling.Alias, order)
-	for n, w := range weights {
-		if tables[n], err = sampling.NewAlias(w); err != nil {
-			return nil, fmt.Errorf("dain: mode %d: %w", n+1, err)
-		}
-	}
-	rep.Seconds.Entity = time.Since(t0).Seconds()
-
-	// Step 4: draw new cells and predict their values.
+	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, history(mlp.res)
 	nAug := int(cfg.Ratio * float64(rep.NTrain))
-	aug := &tensor.COO{Dims: append([]int(nil), t.Dims...)}
 	if nAug > 0 {
-		logf("step 4: drawing %d new cells", nAug)
-		t0 = time.Now()
-		dev := sampling.Upload(be, tables)
-		observed := append(append([]int32(nil), train.Idx...), val.Idx...)
-		cells, st, err := dev.Cells(observed, nAug, sampling.Options{Key: rng(cfg.Seed, streamSample).Uint64()})
-		dev.Free()
-		if err != nil {
-			return nil, fmt.Errorf("dain: %w", err)
-		}
-		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.Observed, st.Duplicate
-		rep.Seconds.Sample = time.Since(t0).Seconds()
-
-		t0 = time.Now()
-		augSet := theta.NewSet(cells, make([]float64, nAug))
-		pred, err := theta.Predict(augSet)
-		augSet.Free()
-		if err != nil {
-			return nil, fmt.Errorf("dain: predicting values: %w", err)
-		}
-		aug.Idx = cells
-		aug.Val = make([]float64, nAug)
-		for i, p := range pred {
-			aug.Val[i] = shortest(p)
-		}
-		rep.Seconds.Predict = time.Since(t0).Seconds()
+		e.logf("step 4: %s, %d new cells", cfg.Method, nAug)
+	}
+	aug, st, err := e.Augment(ctx, cfg, nAug)
+	if err != nil {
+		return nil, err
 	}
 	rep.NAug = aug.NNZ()
+	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
+	sh := e.SharedSeconds(cfg)
+	rep.Seconds.Train, rep.Seconds.Influence, rep.Seconds.Entity = sh.Train, sh.Influence, sh.Entity
+	if sh.Train == 0 {
+		rep.Seconds.Train = mlp.seconds // the baselines' rmse_before model
+	}
+	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
 
-	// Step 5: retrain on train ∪ augmentation.
-	logf("step 5: retraining on %d + %d cells", rep.NTrain, rep.NAug)
-	t0 = time.Now()
-	after, err := nn.NewMLP(be, mcfg, rng(cfg.Seed, streamInitAfter))
+	// Step 5.
+	e.logf("step 5: retraining on %d + %d cells", rep.NTrain, rep.NAug)
+	rmse, res, secs, err := e.Downstream(ctx, aug, "Θ'")
 	if err != nil {
-		return nil, fmt.Errorf("dain: %w", err)
+		return nil, err
 	}
-	defer after.Free()
-	both := after.NewSet(append(append([]int32(nil), train.Idx...), aug.Idx...), append(append([]float64(nil), train.Val...), aug.Val...))
-	defer both.Free()
-	tcfg = nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR,
-		Shuffle: rng(cfg.Seed, streamShuffleAfter),
-		AfterEpoch: func(e nn.Epoch) error {
-			logEpoch(cfg.Progress, "Θ'", e, cfg.Epochs, time.Since(start))
-			return nil
-		}}
-	res, err = nn.Train(ctx, after, both, valSet, tcfg)
-	if err != nil {
-		return nil, fmt.Errorf("dain: retraining: %w", err)
-	}
-	rep.BestEpochAfter = res.BestEpoch
-	rep.HistoryAfter = history(res)
-	if mse, err = after.Evaluate(testSet); err != nil {
-		return nil, fmt.Errorf("dain: testing the retrained model: %w", err)
-	}
-	rep.RMSEAfter = math.Sqrt(mse)
-	rep.Seconds.Retrain = time.Since(t0).Seconds()
+	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
+	rep.Seconds.Retrain = secs
 	rep.Seconds.Total = time.Since(start).Seconds()
-	logf("test RMSE %.6f → %.6f after %d augmented cells (%.1fs)", rep.RMSEBefore, rep.RMSEAfter, rep.NAug, rep.Seconds.Total)
+	e.logf("test RMSE %.6f → %.6f after %d augmented cells (%.1fs)", rep.RMSEBefore, rep.RMSEAfter, rep.NAug, rep.Seconds.Total)
 	return &Result{Report: rep, Aug: aug}, nil
-}
-
-// shortest returns the float64 nearest to the shortest decimal that reads
-// back as p, so a float32 prediction prints as "2.2926" rather than
-// "2.2925999164581299".
-func shortest(p float32) float64 {
-	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(p), 'g', -1, 32), 64)
-	return v
 }
 
 func history(r nn.Result) []EpochLog {

@@ -10,10 +10,8 @@ import (
 
 var errUsage = errors.New("usage")
 
-// newCUDA opens the CUDA backend; it is set by cuda_backend.go.
-var newCUDA = func() (compute.Backend, error) {
-	return nil, errors.New("the CUDA backend is not built into this binary")
-}
+// newCUDA opens the CUDA backend (set in cuda_backend.go).
+var newCUDA func() (compute.Backend, error)
 
 // openBackend returns the backend named by the -backend flag and, when the
 // choice was automatic, a sentence saying why it was made.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +30,9 @@ func BenchmarkSgemm(b *testing.B) {
 		m, n, k int
 	}
 	shapes := []shape{
+		{"fwd-relu-1024x1024x1024", false, true, 1024, 1024, 1024},
+		{"dw-relu-1024x1024x1024", true, false, 1024, 1024, 1024},
+		{"dx-relu-1024x1024x1024", false, false, 1024, 1024, 1024},
 		{"fwd-1024x150x1024", false, true, 1024, 1024, 150},
 		{"fwd-1024x1024x1024", false, true, 1024, 1024, 1024},
 		{"fwd-1024x1024x128", false, true, 1024, 128, 1024},
@@ -44,18 +48,31 @@ func BenchmarkSgemm(b *testing.B) {
 			p := &Params{TransA: s.ta, TransB: s.tb, M: s.m, N: s.n, K: s.k,
 				A: randSlice(rng, s.m*s.k), B: randSlice(rng, s.k*s.n), C: make([]float32, s.m*s.n), LDC: s.n}
 			p.LDA, p.LDB = s.k, s.n
+			if strings.Contains(s.name, "relu") {
+				for i, v := range p.A {
+					if v < 0 {
+						p.A[i] = 0
+					}
+				}
+			}
 			if s.ta {
 				p.LDA = s.m
 			}
 			if s.tb {
 				p.LDB = s.k
 			}
-			b.Run(fmt.Sprintf("%s/%s", kern.name, s.name), func(b *testing.B) {
-				for i := 0; i < b.N; i++ {
-					kern.Sgemm(runtime.GOMAXPROCS(0), p)
+			for _, mode := range []SparseMode{SparseNever, SparseAuto} {
+				if mode == SparseAuto && !strings.Contains(s.name, "relu") {
+					continue
 				}
-				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+				b.Run(fmt.Sprintf("%s/%s/sparse=%d", kern.name, s.name, mode), func(b *testing.B) {
+					p.Sparse = mode
+					for i := 0; i < b.N; i++ {
+						kern.Sgemm(runtime.GOMAXPROCS(0), p)
+					}
+					b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
 		}
 	}
 }

@@ -52,6 +52,9 @@ type Kernel struct {
 	name   string
 	mr, nr int
 	micro  microFunc
+	// sprows, if not nil, is the sparse-A kernel (see sparse.go): rows
+	// rows of C, w = 96 or 32 columns each, from lists of nonzeros.
+	sprows func(w, rows int, starts []int32, sstride int, ent []spEntry, b, c []float32, ldc, flags int, bias, mask []float32, ldm int)
 }
 
 // Name returns the kernel's name: "avx2" or "generic".
@@ -93,6 +96,10 @@ type Params struct {
 	LDC            int
 	Accumulate     bool
 	Epilogue
+	// Sparse says when the sparse-A path may be taken (default: when op(A)
+	// is mostly exact zeros). It changes the rounding order, never the
+	// determinism.
+	Sparse SparseMode
 }
 
 // workspace holds one product's packing buffers.
@@ -185,6 +192,9 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 		k.emptyK(p)
 		return
 	}
+	if k.sparseWorth(p) && k.sgemmSparse(max(1, min(threads, m)), p) {
+		return
+	}
 	tiles := (m + k.mr - 1) / k.mr
 	threads = max(1, min(threads, tiles))
 	// Split k into equal blocks of at most kcBlock.
@@ -217,7 +227,7 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 				lo, hi := t*panels/threads, (t+1)*panels/threads
 				for q := lo; q < hi; q++ {
 					j0 := jc + q*k.nr
-					k.packB(ws.b[q*kb*k.nr:][:kb*k.nr], p, pc, kb, j0, min(k.nr, n-j0))
+					packPanel(ws.b[q*kb*k.nr:][:kb*k.nr], p, pc, kb, j0, min(k.nr, n-j0), k.nr)
 				}
 			})
 			parallel(threads, func(t int) {
@@ -330,42 +340,81 @@ func (k *Kernel) packA(dst []float32, p *Params, i0, mb, p0, kb int) {
 	for ir := 0; ir < mb; ir += mr {
 		rows := min(mr, mb-ir)
 		d := dst[ir*kb:][:kb*mr]
-		if p.TransA {
+		switch {
+		case p.TransA && rows == 6 && mr == 6:
 			for q := 0; q < kb; q++ {
-				src := p.A[(p0+q)*p.LDA+i0+ir:][:rows]
+				*(*[6]float32)(d[q*6:]) = *(*[6]float32)(p.A[(p0+q)*p.LDA+i0+ir:])
+			}
+		case p.TransA:
+			for q := 0; q < kb; q++ {
 				dq := d[q*mr:][:mr]
-				copy(dq, src)
+				copy(dq, p.A[(p0+q)*p.LDA+i0+ir:][:rows])
 				clear(dq[rows:])
 			}
-			continue
-		}
-		if rows < mr {
-			clear(d)
-		}
-		for r := 0; r < rows; r++ {
-			strided(d[r:], p.A[(i0+ir+r)*p.LDA+p0:][:kb], mr)
+		case rows == 6 && mr == 6:
+			transpose6(d, p.A[(i0+ir)*p.LDA+p0:], p.LDA, kb)
+		default:
+			if rows < mr {
+				clear(d)
+			}
+			for r := 0; r < rows; r++ {
+				strided(d[r:], p.A[(i0+ir+r)*p.LDA+p0:][:kb], mr)
+			}
 		}
 	}
 }
 
-// packB packs columns [j0, j0+cols) and rows [p0, p0+kb) of op(B) into one
-// micro-panel: for each p, the NR values op(B)[p0+p, j0+·] (columns past n
-// are zero).
-func (k *Kernel) packB(d []float32, p *Params, p0, kb, j0, cols int) {
-	nr := k.nr
-	if !p.TransB {
+// transpose6 sets d[q·6+r] = a[r·lda+q] for r < 6, q < kb.
+func transpose6(d, a []float32, lda, kb int) {
+	r0, r1, r2 := a[:kb], a[lda:][:kb], a[2*lda:][:kb]
+	r3, r4, r5 := a[3*lda:][:kb], a[4*lda:][:kb], a[5*lda:][:kb]
+	d = d[:6*kb]
+	for q := range r0 {
+		dq := (*[6]float32)(d[q*6:])
+		dq[0], dq[1], dq[2], dq[3], dq[4], dq[5] = r0[q], r1[q], r2[q], r3[q], r4[q], r5[q]
+	}
+}
+
+// transpose16 sets d[q·16+c] = b[c·ldb+q] for c < 16, q < kb.
+func transpose16(d, b []float32, ldb, kb int) {
+	var r [16][]float32
+	for c := range r {
+		r[c] = b[c*ldb:][:kb]
+	}
+	d = d[:16*kb]
+	for q := 0; q < kb; q++ {
+		dq := (*[16]float32)(d[q*16:])
+		dq[0], dq[1], dq[2], dq[3] = r[0][q], r[1][q], r[2][q], r[3][q]
+		dq[4], dq[5], dq[6], dq[7] = r[4][q], r[5][q], r[6][q], r[7][q]
+		dq[8], dq[9], dq[10], dq[11] = r[8][q], r[9][q], r[10][q], r[11][q]
+		dq[12], dq[13], dq[14], dq[15] = r[12][q], r[13][q], r[14][q], r[15][q]
+	}
+}
+
+// packPanel packs columns [j0, j0+cols) and rows [p0, p0+kb) of op(B) into
+// one micro-panel: for each p, the nr values op(B)[p0+p, j0+·] (columns past
+// cols are zero).
+func packPanel(d []float32, p *Params, p0, kb, j0, cols, nr int) {
+	switch {
+	case !p.TransB && cols == 16 && nr == 16:
+		for q := 0; q < kb; q++ {
+			*(*[16]float32)(d[q*16:]) = *(*[16]float32)(p.B[(p0+q)*p.LDB+j0:])
+		}
+	case !p.TransB:
 		for q := 0; q < kb; q++ {
 			dq := d[q*nr:][:nr]
 			copy(dq, p.B[(p0+q)*p.LDB+j0:][:cols])
 			clear(dq[cols:])
 		}
-		return
-	}
-	if cols < nr {
-		clear(d)
-	}
-	for c := 0; c < cols; c++ {
-		strided(d[c:], p.B[(j0+c)*p.LDB+p0:][:kb], nr)
+	case cols == 16 && nr == 16:
+		transpose16(d, p.B[j0*p.LDB+p0:], p.LDB, kb)
+	default:
+		if cols < nr {
+			clear(d)
+		}
+		for c := 0; c < cols; c++ {
+			strided(d[c:], p.B[(j0+c)*p.LDB+p0:][:kb], nr)
+		}
 	}
 }
 

@@ -80,10 +80,14 @@ func TestSgemm(t *testing.T) {
 	for _, kern := range kernels(t) {
 		for ci := 0; ci < 400; ci++ {
 			m, n, k := sizes[rng.IntN(len(sizes))], sizes[rng.IntN(len(sizes))], sizes[rng.IntN(len(sizes))]
-			if ci%40 == 0 {
+			switch ci % 40 {
+			case 0:
 				m, n, k = 300, 150, 600 // several k and m blocks
+			case 1:
+				m, n, k = 130, 200, 129 // several sparse blocks and panels
 			}
-			p := &Params{TransA: rng.IntN(2) == 0, TransB: rng.IntN(2) == 0, M: m, N: n, K: k, Accumulate: rng.IntN(3) == 0}
+			p := &Params{TransA: rng.IntN(2) == 0, TransB: rng.IntN(2) == 0, M: m, N: n, K: k, Accumulate: rng.IntN(3) == 0,
+				Sparse: SparseMode(rng.IntN(3))}
 			pad := rng.IntN(3) * 3 // leading dimensions larger than the rows
 			if p.TransA {
 				p.LDA = m + pad
@@ -91,6 +95,14 @@ func TestSgemm(t *testing.T) {
 			} else {
 				p.LDA = k + pad
 				p.A = randSlice(rng, (m-1)*p.LDA+k)
+			}
+			if rng.IntN(2) == 0 {
+				// ReLU-like: about half exact zeros, some rows all zero.
+				for i := range p.A {
+					if p.A[i] < 0 || rng.IntN(50) == 0 {
+						p.A[i] = 0
+					}
+				}
 			}
 			if p.TransB {
 				p.LDB = k + pad
@@ -115,8 +127,8 @@ func TestSgemm(t *testing.T) {
 				p.Mask = randSlice(rng, (m-1)*p.LDMask+n)
 				p.Mask[0] = float32(math.NaN())
 			}
-			desc := fmt.Sprintf("%s m=%d n=%d k=%d transA=%v transB=%v acc=%v bias=%v relu=%v mask=%v pad=%d",
-				kern.name, m, n, k, p.TransA, p.TransB, p.Accumulate, p.Bias != nil, p.ReLU, p.Mask != nil, pad)
+			desc := fmt.Sprintf("%s m=%d n=%d k=%d transA=%v transB=%v acc=%v bias=%v relu=%v mask=%v pad=%d sparse=%d",
+				kern.name, m, n, k, p.TransA, p.TransB, p.Accumulate, p.Bias != nil, p.ReLU, p.Mask != nil, pad, p.Sparse)
 			want, mag := refGemm(p, c0)
 			var first []float32
 			for _, threads := range []int{1, 2, 3} {
@@ -164,6 +176,28 @@ func TestNaN(t *testing.T) {
 					t.Fatalf("%s: C[%d,%d] = %v", kern.name, i, j, p.C[i*n+j])
 				}
 			}
+		}
+	}
+}
+
+// TestSparseNonFinite checks that a non-finite B disables the sparse path:
+// 0·Inf must still give NaN.
+func TestSparseNonFinite(t *testing.T) {
+	for _, kern := range kernels(t) {
+		m, n, k := 8, 100, 70
+		rng := rand.New(rand.NewPCG(3, 3))
+		p := &Params{M: m, N: n, K: k, A: make([]float32, m*k), LDA: k, B: randSlice(rng, k*n), LDB: n,
+			C: make([]float32, m*n), LDC: n, Sparse: SparseAlways}
+		p.A[3*k+5] = 1 // row 3 has one nonzero; the others are all zero
+		p.B[9*n+4] = float32(math.Inf(1))
+		kern.Sgemm(2, p)
+		for i := 0; i < m; i++ {
+			if !math.IsNaN(float64(p.C[i*n+4])) {
+				t.Errorf("%s: C[%d,4] = %v, want NaN (0·Inf)", kern.name, i, p.C[i*n+4])
+			}
+		}
+		if got, want := p.C[3*n], p.B[5*n]; got != want {
+			t.Errorf("%s: C[3,0] = %v, want %v", kern.name, got, want)
 		}
 	}
 }

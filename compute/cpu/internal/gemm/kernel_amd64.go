@@ -13,7 +13,7 @@ var AVX2 *Kernel
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		AVX2 = &Kernel{name: "avx2", mr: 6, nr: 16, micro: micro6x16}
+		AVX2 = &Kernel{name: "avx2", mr: 6, nr: 16, micro: micro6x16, sprows: sprowsAVX2}
 	}
 }
 
@@ -34,6 +34,12 @@ func micro6x16(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, 
 func kern6x16(kc int, a, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
 
 //go:noescape
+func sprows96(rows int, starts *int32, sstride int, ent *spEntry, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
+
+//go:noescape
+func sprows32(rows int, starts *int32, sstride int, ent *spEntry, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
+
+//go:noescape
 func fmaPeak(n int) float32
 
 // peakFlopsPerCall is the number of flops of one fmaPeak iteration.
@@ -48,4 +54,24 @@ func FMAPeak(n int) float64 {
 	}
 	fmaPeak(n)
 	return float64(n) * peakFlopsPerIter
+}
+
+// sprowsAVX2 adapts sprows96 and sprows32. The caller guarantees the
+// lengths: starts holds (rows−1)·sstride+2 values, every entry it points at
+// is in ent, b holds 64·w values and c, bias and mask reach w columns of
+// their last row.
+func sprowsAVX2(w, rows int, starts []int32, sstride int, ent []spEntry, b, c []float32, ldc, flags int, bias, mask []float32, ldm int) {
+	var bp, mp *float32
+	if flags&flagBias != 0 {
+		bp = unsafe.SliceData(bias)
+	}
+	if flags&flagMask != 0 {
+		mp = unsafe.SliceData(mask)
+	}
+	_ = starts[(rows-1)*sstride+1]
+	if w == 96 {
+		sprows96(rows, &starts[0], sstride, unsafe.SliceData(ent), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm)
+	} else {
+		sprows32(rows, &starts[0], sstride, unsafe.SliceData(ent), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm)
+	}
 }

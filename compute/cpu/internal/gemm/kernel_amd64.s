@@ -221,3 +221,268 @@ peakdone:
 	MOVSS X0, ret+8(FP)
 	VZEROUPPER
 	RET
+
+// func sprows96(rows int, starts *int32, sstride int, ent *spEntry, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
+// For each of rows rows r: C row r (96 columns, at c + r·ldc) =
+// Σ over the entries [starts[r·sstride], starts[r·sstride+1]) of ent of
+// val·B[off], B the packed 96-wide panel at b (entry offsets count rows of
+// 32 floats), then the epilogue selected by flags as in kern6x16 (the
+// mask row r at mask + r·ldm).
+TEXT ·sprows96(SB), NOSPLIT, $0-88
+	MOVQ rows+0(FP), R11
+	MOVQ starts+8(FP), R9
+	MOVQ sstride+16(FP), R10
+	SHLQ $2, R10
+	MOVQ b+32(FP), DI
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
+	SHLQ $2, R8
+	MOVQ flags+56(FP), BX
+	MOVQ mask+72(FP), R12
+	MOVQ ldm+80(FP), R13
+	SHLQ $2, R13
+	TESTQ R11, R11
+	JZ sprows96done
+sprows96row:
+	MOVLQSX (R9), SI
+	MOVLQSX 4(R9), CX
+	SUBQ SI, CX
+	SHLQ $3, SI
+	ADDQ ent+24(FP), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ CX, CX
+	JZ sprows96epi
+sprows96loop:
+	MOVLQSX (SI), AX
+	LEAQ (AX)(AX*2), AX
+	VBROADCASTSS 4(SI), Y12
+	ADDQ DI, AX
+	VFMADD231PS 0(AX), Y12, Y0
+	VFMADD231PS 32(AX), Y12, Y1
+	VFMADD231PS 64(AX), Y12, Y2
+	VFMADD231PS 96(AX), Y12, Y3
+	VFMADD231PS 128(AX), Y12, Y4
+	VFMADD231PS 160(AX), Y12, Y5
+	VFMADD231PS 192(AX), Y12, Y6
+	VFMADD231PS 224(AX), Y12, Y7
+	VFMADD231PS 256(AX), Y12, Y8
+	VFMADD231PS 288(AX), Y12, Y9
+	VFMADD231PS 320(AX), Y12, Y10
+	VFMADD231PS 352(AX), Y12, Y11
+	ADDQ $8, SI
+	DECQ CX
+	JNZ sprows96loop
+sprows96epi:
+	TESTQ $1, BX
+	JZ sprows96noacc
+	VADDPS 0(DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 64(DX), Y2, Y2
+	VADDPS 96(DX), Y3, Y3
+	VADDPS 128(DX), Y4, Y4
+	VADDPS 160(DX), Y5, Y5
+	VADDPS 192(DX), Y6, Y6
+	VADDPS 224(DX), Y7, Y7
+	VADDPS 256(DX), Y8, Y8
+	VADDPS 288(DX), Y9, Y9
+	VADDPS 320(DX), Y10, Y10
+	VADDPS 352(DX), Y11, Y11
+sprows96noacc:
+	TESTQ $2, BX
+	JZ sprows96nobias
+	MOVQ bias+64(FP), AX
+	VADDPS 0(AX), Y0, Y0
+	VADDPS 32(AX), Y1, Y1
+	VADDPS 64(AX), Y2, Y2
+	VADDPS 96(AX), Y3, Y3
+	VADDPS 128(AX), Y4, Y4
+	VADDPS 160(AX), Y5, Y5
+	VADDPS 192(AX), Y6, Y6
+	VADDPS 224(AX), Y7, Y7
+	VADDPS 256(AX), Y8, Y8
+	VADDPS 288(AX), Y9, Y9
+	VADDPS 320(AX), Y10, Y10
+	VADDPS 352(AX), Y11, Y11
+sprows96nobias:
+	VXORPS Y14, Y14, Y14
+	TESTQ $4, BX
+	JZ sprows96norelu
+	VMAXPS Y0, Y14, Y0
+	VMAXPS Y1, Y14, Y1
+	VMAXPS Y2, Y14, Y2
+	VMAXPS Y3, Y14, Y3
+	VMAXPS Y4, Y14, Y4
+	VMAXPS Y5, Y14, Y5
+	VMAXPS Y6, Y14, Y6
+	VMAXPS Y7, Y14, Y7
+	VMAXPS Y8, Y14, Y8
+	VMAXPS Y9, Y14, Y9
+	VMAXPS Y10, Y14, Y10
+	VMAXPS Y11, Y14, Y11
+sprows96norelu:
+	TESTQ $8, BX
+	JZ sprows96store
+	VMOVUPS 0(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y0, Y0
+	VMOVUPS 32(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y1, Y1
+	VMOVUPS 64(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y2, Y2
+	VMOVUPS 96(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y3, Y3
+	VMOVUPS 128(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y4, Y4
+	VMOVUPS 160(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y5, Y5
+	VMOVUPS 192(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y6, Y6
+	VMOVUPS 224(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y7, Y7
+	VMOVUPS 256(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y8, Y8
+	VMOVUPS 288(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y9, Y9
+	VMOVUPS 320(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y10, Y10
+	VMOVUPS 352(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y11, Y11
+sprows96store:
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VMOVUPS Y8, 256(DX)
+	VMOVUPS Y9, 288(DX)
+	VMOVUPS Y10, 320(DX)
+	VMOVUPS Y11, 352(DX)
+	ADDQ R10, R9
+	ADDQ R8, DX
+	ADDQ R13, R12
+	DECQ R11
+	JNZ sprows96row
+sprows96done:
+	VZEROUPPER
+	RET
+
+// func sprows32(rows int, starts *int32, sstride int, ent *spEntry, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
+// For each of rows rows r: C row r (32 columns, at c + r·ldc) =
+// Σ over the entries [starts[r·sstride], starts[r·sstride+1]) of ent of
+// val·B[off], B the packed 32-wide panel at b (entry offsets count rows of
+// 32 floats), then the epilogue selected by flags as in kern6x16 (the
+// mask row r at mask + r·ldm).
+TEXT ·sprows32(SB), NOSPLIT, $0-88
+	MOVQ rows+0(FP), R11
+	MOVQ starts+8(FP), R9
+	MOVQ sstride+16(FP), R10
+	SHLQ $2, R10
+	MOVQ b+32(FP), DI
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
+	SHLQ $2, R8
+	MOVQ flags+56(FP), BX
+	MOVQ mask+72(FP), R12
+	MOVQ ldm+80(FP), R13
+	SHLQ $2, R13
+	TESTQ R11, R11
+	JZ sprows32done
+sprows32row:
+	MOVLQSX (R9), SI
+	MOVLQSX 4(R9), CX
+	SUBQ SI, CX
+	SHLQ $3, SI
+	ADDQ ent+24(FP), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ CX, CX
+	JZ sprows32epi
+sprows32loop:
+	MOVLQSX (SI), AX
+	VBROADCASTSS 4(SI), Y12
+	ADDQ DI, AX
+	VFMADD231PS 0(AX), Y12, Y0
+	VFMADD231PS 32(AX), Y12, Y1
+	VFMADD231PS 64(AX), Y12, Y2
+	VFMADD231PS 96(AX), Y12, Y3
+	ADDQ $8, SI
+	DECQ CX
+	JNZ sprows32loop
+sprows32epi:
+	TESTQ $1, BX
+	JZ sprows32noacc
+	VADDPS 0(DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 64(DX), Y2, Y2
+	VADDPS 96(DX), Y3, Y3
+sprows32noacc:
+	TESTQ $2, BX
+	JZ sprows32nobias
+	MOVQ bias+64(FP), AX
+	VADDPS 0(AX), Y0, Y0
+	VADDPS 32(AX), Y1, Y1
+	VADDPS 64(AX), Y2, Y2
+	VADDPS 96(AX), Y3, Y3
+sprows32nobias:
+	VXORPS Y14, Y14, Y14
+	TESTQ $4, BX
+	JZ sprows32norelu
+	VMAXPS Y0, Y14, Y0
+	VMAXPS Y1, Y14, Y1
+	VMAXPS Y2, Y14, Y2
+	VMAXPS Y3, Y14, Y3
+sprows32norelu:
+	TESTQ $8, BX
+	JZ sprows32store
+	VMOVUPS 0(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y0, Y0
+	VMOVUPS 32(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y1, Y1
+	VMOVUPS 64(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y2, Y2
+	VMOVUPS 96(R12), Y15
+	VCMPPS $0x1e, Y14, Y15, Y15
+	VANDPS Y15, Y3, Y3
+sprows32store:
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	ADDQ R10, R9
+	ADDQ R8, DX
+	ADDQ R13, R12
+	DECQ R11
+	JNZ sprows32row
+sprows32done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,494 @@
+// Command benchrun is `make bench`: it measures dainx on this machine and
+// writes the results under bench/results/ as JSON and Markdown, named by
+// kind and date (cpu-2006-01-02.json/.md) with copies as latest.json and
+// latest.md, and prints the Markdown.
+//
+// It records the machine (CPU model, cores, GPU if any), the date and the
+// git commit, then measures:
+//
+//   - the FMA peak of the CPU (a register-only loop of independent 8-wide
+//     FMAs on every core) and of one core;
+//   - every backend operation at the default MLP's shapes (batch 1024), in
+//     GFLOP/s (with the fraction of the FMA peak) or GB/s, for each CPU code
+//     path and the CUDA backend when a GPU is usable;
+//   - a whole training step of the default MLP and a TracIn pass;
+//   - the same training step in PyTorch (bench/peers/mlp_step.py), when
+//     python3 has torch, as a ratio;
+//   - `dainx augment` end to end on the demo tensor (default flags), on
+//     movielens_latest_small and on movingmnist100 (reduced epochs, for
+//     peak memory): seconds, per-epoch training throughput, seconds per step
+//     and peak resident memory of the child process.
+//
+// Usage (from the repository root):
+//
+//	go build -o dainx ./cmd/dainx && go run ./bench/cmd/benchrun [flags]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dainx/dainx/bench"
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/cuda"
+	"github.com/dainx/dainx/internal/realdata"
+	"github.com/dainx/dainx/nn"
+)
+
+// Results is what one run writes.
+type Results struct {
+	Date    string    `json:"date"`
+	Commit  string    `json:"commit"`
+	Command string    `json:"command"`
+	Machine Machine   `json:"machine"`
+	Peak    Peak      `json:"peak"`
+	Ops     []OpRes   `json:"ops"`
+	Steps   []StepRes `json:"train_step"`
+	Peer    *PeerRes  `json:"pytorch_peer,omitempty"`
+	PeerMsg string    `json:"pytorch_peer_skipped,omitempty"`
+	E2E     []E2ERes  `json:"end_to_end"`
+	Notes   []string  `json:"notes,omitempty"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPU        string `json:"cpu"`
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	MemoryGiB  string `json:"memory_gib"`
+	GPU        string `json:"gpu"`
+	Go         string `json:"go"`
+	Load       string `json:"loadavg_at_start"`
+}
+
+// Peak is the measured single-precision FMA peak.
+type Peak struct {
+	AllCores float64 `json:"gflops_all_cores"`
+	OneCore  float64 `json:"gflops_one_core"`
+}
+
+// OpRes is one micro-benchmark result.
+type OpRes struct {
+	Backend  string  `json:"backend"`
+	Op       string  `json:"op"`
+	Unit     string  `json:"unit"`
+	Rate     float64 `json:"rate"`
+	OfPeak   float64 `json:"fraction_of_peak,omitempty"`
+	Microsec float64 `json:"us_per_call"`
+}
+
+// StepRes is one training-step (and TracIn pass) result.
+type StepRes struct {
+	Backend       string  `json:"backend"`
+	Layers        []int   `json:"layers"`
+	MsPerStep     float64 `json:"ms_per_step"`
+	CellsPerSec   float64 `json:"cells_per_s"`
+	GFLOPS        float64 `json:"gflops"`
+	OfPeak        float64 `json:"fraction_of_peak,omitempty"`
+	TracInMcellsS float64 `json:"tracin_mcells_per_s"`
+	TracInSecPerM float64 `json:"tracin_s_per_million_cells"`
+}
+
+// PeerRes is the PyTorch peer's result.
+type PeerRes struct {
+	Torch       string  `json:"torch"`
+	BLAS        string  `json:"blas"`
+	Threads     int     `json:"threads"`
+	MsPerStep   float64 `json:"ms_per_step"`
+	CellsPerSec float64 `json:"cells_per_s"`
+	Ratio       float64 `json:"ratio_ours_over_theirs"`
+}
+
+// E2ERes is one `dainx augment` run.
+type E2ERes struct {
+	Name         string   `json:"name"`
+	Args         []string `json:"args"`
+	Seconds      float64  `json:"seconds"`
+	Wall         float64  `json:"wall_seconds"`
+	NTrain       int      `json:"n_train"`
+	EpochsBefore int      `json:"epochs_before"`
+	EpochSec     float64  `json:"mean_epoch_seconds"`
+	CellsPerSec  float64  `json:"train_cells_per_s"`
+	SecPerStep   float64  `json:"seconds_per_step"`
+	MaxRSSMiB    float64  `json:"max_rss_mib"`
+	RMSEBefore   float64  `json:"rmse_before"`
+	RMSEAfter    float64  `json:"rmse_after"`
+	Parts        any      `json:"seconds_by_step"`
+	Skipped      string   `json:"skipped,omitempty"`
+}
+
+func main() {
+	var (
+		out      = flag.String("out", "bench/results", "results `directory`")
+		dainx    = flag.String("dainx", "./dainx", "the dainx `binary` for the end-to-end runs")
+		python   = flag.String("python", "/usr/bin/python3", "`python3` with torch for the PyTorch peer")
+		e2e      = flag.Bool("e2e", true, "run the end-to-end runs")
+		generic  = flag.Bool("generic", true, "also benchmark the generic (pure-Go) CPU path's operations")
+		mlLayers = flag.String("movielens-layers", "", "-layers for the movielens run (empty: the default)")
+		mmEpochs = flag.Int("movingmnist-epochs", 2, "-epochs for the movingmnist100 memory run (0: skip it)")
+		minTime  = flag.Duration("mintime", 300*time.Millisecond, "time per measurement round")
+	)
+	flag.Parse()
+	r := &Results{
+		Date:    time.Now().UTC().Format(time.RFC3339),
+		Commit:  gitCommit(),
+		Command: "make bench (go run ./bench/cmd/benchrun " + strings.Join(os.Args[1:], " ") + ")",
+		Machine: machine(),
+	}
+	logf("machine: %s, %d cores, GPU: %s, load %s", r.Machine.CPU, r.Machine.Cores, r.Machine.GPU, r.Machine.Load)
+
+	r.Peak.AllCores = cpu.PeakGFLOPS(runtime.GOMAXPROCS(0), time.Second)
+	r.Peak.OneCore = cpu.PeakGFLOPS(1, time.Second)
+	logf("FMA peak: %.1f GFLOP/s on %d cores, %.1f on one", r.Peak.AllCores, runtime.GOMAXPROCS(0), r.Peak.OneCore)
+
+	type named struct {
+		name string
+		be   compute.Backend
+		peak float64
+	}
+	var bes []named
+	for _, k := range cpu.Kernels() {
+		if k == "generic" && !*generic && len(cpu.Kernels()) > 1 {
+			continue
+		}
+		be, err := cpu.NewWith(cpu.Options{Kernel: k})
+		if err != nil {
+			fatalf("%v", err)
+		}
+		bes = append(bes, named{"cpu-" + k, be, r.Peak.AllCores})
+	}
+	if gpu, err := cuda.New(); err == nil {
+		bes = append(bes, named{"cuda", gpu, 0})
+	}
+	for _, b := range bes {
+		ops := bench.Ops(b.be)
+		for _, op := range ops {
+			sec := measure(op.Run, b.be, *minTime)
+			o := OpRes{Backend: b.name, Op: op.Name, Unit: op.Unit, Rate: op.Work / sec, Microsec: sec * 1e6}
+			if op.Flops && b.peak > 0 {
+				o.OfPeak = o.Rate / b.peak
+			}
+			r.Ops = append(r.Ops, o)
+			logf("%-12s %-32s %9.2f %-10s %9.1f µs", b.name, op.Name, o.Rate, op.Unit, o.Microsec)
+		}
+		for _, op := range ops {
+			op.Free()
+		}
+		layers := nn.DefaultLayers(3)
+		ts, err := bench.NewTrainStep(b.be, layers)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		sec := measure(ts.Run, b.be, 3*(*minTime))
+		tp := bench.NewTracInPass(ts)
+		tsec := measure(tp.Run, b.be, *minTime)
+		s := StepRes{Backend: b.name, Layers: layers, MsPerStep: sec * 1e3, CellsPerSec: bench.Batch / sec,
+			GFLOPS: ts.Flops / sec / 1e9, TracInMcellsS: bench.Batch / tsec / 1e6, TracInSecPerM: tsec * 1e6 / bench.Batch}
+		if b.peak > 0 {
+			s.OfPeak = s.GFLOPS / b.peak
+		}
+		r.Steps = append(r.Steps, s)
+		logf("%-12s train step %.1f ms (%.0f cells/s, %.1f GFLOP/s); TracIn pass %.2f s per million cells",
+			b.name, s.MsPerStep, s.CellsPerSec, s.GFLOPS, s.TracInSecPerM)
+		tp.Free()
+		ts.Free()
+		b.be.Close()
+	}
+
+	r.Peer, r.PeerMsg = peer(*python)
+	if r.Peer != nil && len(r.Steps) > 0 {
+		r.Peer.Ratio = r.Steps[0].CellsPerSec / r.Peer.CellsPerSec
+		logf("PyTorch peer (%s, %s): %.1f ms per step; ours/theirs %.2f×", r.Peer.Torch, r.Peer.BLAS, r.Peer.MsPerStep, r.Peer.Ratio)
+	} else {
+		logf("PyTorch peer skipped: %s", r.PeerMsg)
+	}
+
+	if *e2e {
+		r.E2E = append(r.E2E, endToEnd(*dainx, "demo (synthetic_10K, default flags)", nil))
+		data := realdata.Dir()
+		var ml []string
+		if *mlLayers != "" {
+			ml = []string{"-layers", *mlLayers}
+		}
+		r.E2E = append(r.E2E, endToEndFile(*dainx, "movielens_latest_small", filepath.Join(data, "movielens_latest_small.tsv.gz"), ml))
+		if *mmEpochs > 0 {
+			r.E2E = append(r.E2E, endToEndFile(*dainx, fmt.Sprintf("movingmnist100 (-epochs %d, memory)", *mmEpochs),
+				filepath.Join(data, "movingmnist100.tsv.gz"), []string{"-epochs", fmt.Sprint(*mmEpochs)}))
+		}
+	}
+	r.Notes = append(r.Notes, "Rates are the best of 3 rounds; other processes on the machine lower them (see loadavg_at_start).",
+		"Train step FLOPs count forward, dW and dx of every Linear layer (6·B·Σ in·out); the backward GEMMs skip exact zeros of dy and of ReLU activations, so GFLOP/s above the kernel's rate means work was skipped.")
+	write(*out, r)
+}
+
+// measure returns the best time per call of run over 3 rounds of at least
+// minTime each, after one warm-up call.
+func measure(run func(), be compute.Backend, minTime time.Duration) float64 {
+	run()
+	be.Sync()
+	best := 0.0
+	for round := 0; round < 3; round++ {
+		n := 0
+		start := time.Now()
+		for n == 0 || time.Since(start) < minTime {
+			run()
+			n++
+		}
+		be.Sync()
+		s := time.Since(start).Seconds() / float64(n)
+		if round == 0 || s < best {
+			best = s
+		}
+	}
+	return best
+}
+
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(), CPU: "unknown", GPU: "none"}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		if _, err := fmt.Sscanf(string(b), "MemTotal: %f kB", &kb); err == nil {
+			m.MemoryGiB = fmt.Sprintf("%.1f", kb/(1<<20))
+		}
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.Load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	if be, err := cuda.New(); err == nil {
+		m.GPU = be.Device()
+		be.Close()
+	} else {
+		m.GPU = "none (" + err.Error() + ")"
+	}
+	return m
+}
+
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		c += "+dirty"
+	}
+	return c
+}
+
+// peer runs the PyTorch training step, or says why not.
+func peer(python string) (*PeerRes, string) {
+	if err := exec.Command(python, "-c", "import torch").Run(); err != nil {
+		return nil, fmt.Sprintf("%s cannot import torch (%v); install Debian's python3-torch (and libopenblas0-pthread for an optimised BLAS)", python, err)
+	}
+	cmd := exec.Command(python, "bench/peers/mlp_step.py", "--threads", fmt.Sprint(runtime.GOMAXPROCS(0)), "--steps", "30")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Sprintf("bench/peers/mlp_step.py failed: %v", err)
+	}
+	var p struct {
+		Torch     string  `json:"torch"`
+		Threads   int     `json:"threads"`
+		MsPerStep float64 `json:"ms_per_step"`
+		CellsPerS float64 `json:"cells_per_s"`
+	}
+	if err := json.Unmarshal(out, &p); err != nil {
+		return nil, fmt.Sprintf("bench/peers/mlp_step.py printed %q: %v", out, err)
+	}
+	blas := "unknown"
+	if t, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libblas.so.3"); err == nil {
+		blas = t
+	}
+	return &PeerRes{Torch: p.Torch, BLAS: blas, Threads: p.Threads, MsPerStep: p.MsPerStep, CellsPerSec: p.CellsPerS}, ""
+}
+
+func endToEndFile(dainx, name, path string, args []string) E2ERes {
+	if _, err := os.Stat(path); err != nil {
+		logf("%s: skipped: %v", name, err)
+		return E2ERes{Name: name, Skipped: fmt.Sprintf("%v (set DAINX_DATA to the directory holding it)", err)}
+	}
+	return endToEnd(dainx, name, append([]string{"-input", path}, args...))
+}
+
+// endToEnd runs `dainx augment` with args and reads its report.
+func endToEnd(dainx, name string, args []string) E2ERes {
+	res := E2ERes{Name: name, Args: args}
+	dir, err := os.MkdirTemp("", "benchrun")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	report := filepath.Join(dir, "report.json")
+	full := append([]string{"augment", "-backend", "cpu", "-quiet", "-report", report}, args...)
+	cmd := exec.Command(dainx, full...)
+	cmd.Stdout = io.Discard
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	logf("%s: %s %s", name, dainx, strings.Join(full, " "))
+	start := time.Now()
+	err = cmd.Run()
+	res.Wall = time.Since(start).Seconds()
+	if err != nil {
+		res.Skipped = fmt.Sprintf("dainx failed: %v: %s", err, stderr.String())
+		logf("%s: %s", name, res.Skipped)
+		return res
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.MaxRSSMiB = float64(ru.Maxrss) / 1024 // kilobytes on Linux
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		res.Skipped = err.Error()
+		return res
+	}
+	var rep struct {
+		NTrain   int                `json:"n_train"`
+		Batch    int                `json:"batch"`
+		Before   float64            `json:"rmse_before"`
+		After    float64            `json:"rmse_after"`
+		Seconds  map[string]float64 `json:"seconds"`
+		EpochLog []struct {
+			Seconds float64 `json:"seconds"`
+		} `json:"history_before"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		res.Skipped = err.Error()
+		return res
+	}
+	res.Seconds, res.NTrain, res.RMSEBefore, res.RMSEAfter, res.Parts = rep.Seconds["total"], rep.NTrain, rep.Before, rep.After, rep.Seconds
+	res.EpochsBefore = len(rep.EpochLog)
+	if len(rep.EpochLog) > 0 {
+		// The median epoch: the first pays for warm-up.
+		secs := make([]float64, len(rep.EpochLog))
+		for i, e := range rep.EpochLog {
+			secs[i] = e.Seconds
+		}
+		sort.Float64s(secs)
+		res.EpochSec = secs[len(secs)/2]
+		res.CellsPerSec = float64(rep.NTrain) / res.EpochSec
+		steps := (rep.NTrain + rep.Batch - 1) / max(rep.Batch, 1)
+		res.SecPerStep = res.EpochSec / float64(steps)
+	}
+	logf("%s: %.1f s, epoch %.2f s (%.0f cells/s, %.1f ms per step incl. validation), max RSS %.0f MiB",
+		name, res.Seconds, res.EpochSec, res.CellsPerSec, res.SecPerStep*1e3, res.MaxRSSMiB)
+	return res
+}
+
+func write(dir string, r *Results) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fatalf("%v", err)
+	}
+	kind := "cpu"
+	if !strings.HasPrefix(r.Machine.GPU, "none") {
+		kind = "gpu"
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	js = append(js, '\n')
+	md := []byte(markdown(r))
+	stem := filepath.Join(dir, kind+"-"+time.Now().UTC().Format("2006-01-02"))
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{stem + ".json", js}, {stem + ".md", md}, {filepath.Join(dir, "latest.json"), js}, {filepath.Join(dir, "latest.md"), md}} {
+		if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	os.Stdout.Write(md)
+	logf("wrote %s.json, %s.md and latest.{json,md}", stem, stem)
+}
+
+func markdown(r *Results) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# dainx benchmarks\n\n")
+	p("%s, commit `%s`, `%s`\n\n", r.Date, r.Commit, r.Command)
+	p("- CPU: %s, %d cores (GOMAXPROCS %d), %s GiB; load average at start %s\n", r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.MemoryGiB, r.Machine.Load)
+	p("- GPU: %s\n- %s\n", r.Machine.GPU, r.Machine.Go)
+	p("- FMA peak (fp32, measured): **%.1f GFLOP/s** on all cores, %.1f on one\n\n", r.Peak.AllCores, r.Peak.OneCore)
+	p("## Training step, default MLP (150, 1024, 1024, 128, 1), batch 1024\n\n")
+	p("| backend | ms/step | cells/s | GFLOP/s (dense-equivalent) | of peak | TracIn s per 1M cells |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.Steps {
+		p("| %s | %.1f | %.0f | %.1f | %s | %.2f |\n", s.Backend, s.MsPerStep, s.CellsPerSec, s.GFLOPS, pct(s.OfPeak), s.TracInSecPerM)
+	}
+	if r.Peer != nil {
+		p("| PyTorch %s (%d threads, BLAS %s) | %.1f | %.0f | %.1f | %s | |\n", r.Peer.Torch, r.Peer.Threads, filepath.Base(filepath.Dir(r.Peer.BLAS)),
+			r.Peer.MsPerStep, r.Peer.CellsPerSec, stepFlops()/r.Peer.MsPerStep/1e6, pct(stepFlops()/r.Peer.MsPerStep/1e6/r.Peak.AllCores))
+		p("\n**ours / PyTorch: %.2f×** (cells/s of the default CPU path over the peer's)\n\n", r.Peer.Ratio)
+	} else {
+		p("\nPyTorch peer skipped: %s\n\n", r.PeerMsg)
+	}
+	p("## End to end (`dainx augment -backend cpu`)\n\n")
+	p("| run | seconds | epochs (Θ) | epoch s | train cells/s | s/step | max RSS MiB | RMSE before → after |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, e := range r.E2E {
+		if e.Skipped != "" {
+			p("| %s | skipped: %s | | | | | | |\n", e.Name, strings.ReplaceAll(strings.TrimSpace(e.Skipped), "\n", " "))
+			continue
+		}
+		p("| %s `%s` | %.1f | %d | %.2f | %.0f | %.3f | %.0f | %.4f → %.4f |\n", e.Name, strings.Join(e.Args, " "), e.Seconds, e.EpochsBefore, e.EpochSec, e.CellsPerSec, e.SecPerStep, e.MaxRSSMiB, e.RMSEBefore, e.RMSEAfter)
+	}
+	p("\n## Operations at the default MLP's shapes, batch 1024\n\n")
+	p("| backend | op | rate | unit | of peak | µs/call |\n|---|---|---:|---|---:|---:|\n")
+	for _, o := range r.Ops {
+		p("| %s | %s | %.2f | %s | %s | %.1f |\n", o.Backend, o.Op, o.Rate, o.Unit, pct(o.OfPeak), o.Microsec)
+	}
+	if len(r.Notes) > 0 {
+		p("\n")
+		for _, n := range r.Notes {
+			p("- %s\n", n)
+		}
+	}
+	return b.String()
+}
+
+// stepFlops is the dense FLOP count of one default training step.
+func stepFlops() float64 {
+	w := []int{150, 1024, 1024, 128, 1}
+	f := 0.0
+	for l := 1; l < len(w); l++ {
+		f += 6 * float64(bench.Batch*w[l-1]*w[l])
+	}
+	return f
+}
+
+func pct(f float64) string {
+	if f <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f%%", 100*f)
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "benchrun: "+format+"\n", a...)
+}
+
+func fatalf(format string, a ...any) {
+	logf(format, a...)
+	os.Exit(1)
+}

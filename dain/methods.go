@@ -1,0 +1,291 @@
+package dain
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/sampling"
+	"github.com/dainx/dainx/tensor"
+)
+
+// Methods lists the augmentation methods: DAIN and the paper's baselines
+// (§5.1.2). Random+MLP and Random+CoSTCo are "random" with -predictor mlp
+// or costco.
+var Methods = []string{"dain", "duplication", "entity-replacement", "random"}
+
+// AugStats reports how an augmentation was made.
+type AugStats struct {
+	Sample                              float64 // seconds drawing cells
+	Predict                             float64 // seconds predicting values (the predictor's training excluded)
+	Draws, RejectObserved, RejectRepeat int
+}
+
+// Augment makes n new cells with c's method (c must have been declared with
+// Need) and returns them with their values:
+//
+//   - dain: entities drawn from c's entity importance, values from c's
+//     predictor (Algorithm 1, lines 6–15);
+//   - random: entities drawn uniformly over each mode, values from c's
+//     predictor (Random+MLP, Random+CoSTCo);
+//   - duplication: copies of distinct random training cells (cycling when n
+//     exceeds |train|);
+//   - entity-replacement: a random training cell with one index replaced by
+//     one of its entity's 10 nearest neighbours in Θ's embedding space
+//     (Euclidean), keeping the value.
+//
+// New cells of dain, random and entity-replacement are never observed (in
+// train ∪ validation) nor repeated. The cells of a smaller n are a prefix of
+// those of a larger one.
+func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO, AugStats, error) {
+	var st AugStats
+	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
+	if n == 0 {
+		return aug, st, nil
+	}
+	switch c.Method {
+	case "dain", "random":
+		var tables []*sampling.Alias
+		key := rng(c.Seed, streamSample).Uint64()
+		if c.Method == "dain" {
+			imp, err := e.importance(ctx, c)
+			if err != nil {
+				return nil, st, err
+			}
+			tables = imp.tables
+		} else {
+			key = rng(c.Seed, streamRandom).Uint64()
+			for _, d := range e.x.Dims {
+				w := make([]float64, d)
+				for i := range w {
+					w[i] = 1
+				}
+				a, err := sampling.NewAlias(w)
+				if err != nil {
+					return nil, st, fmt.Errorf("dain: %w", err)
+				}
+				tables = append(tables, a)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, st, err
+		}
+		t0 := time.Now()
+		dev := sampling.Upload(e.be, tables)
+		cells, s, err := dev.Cells(e.observed(), n, sampling.Options{Key: key})
+		dev.Free()
+		if err != nil {
+			return nil, st, fmt.Errorf("dain: %w", err)
+		}
+		st.Sample = time.Since(t0).Seconds()
+		st.Draws, st.RejectObserved, st.RejectRepeat = s.Draws, s.Observed, s.Duplicate
+		p, _, err := e.predictor(ctx, c.Predictor)
+		if err != nil {
+			return nil, st, err
+		}
+		t0 = time.Now()
+		vals, err := predict(p, cells)
+		if err != nil {
+			return nil, st, err
+		}
+		st.Predict = time.Since(t0).Seconds()
+		aug.Idx, aug.Val = cells, vals
+	case "duplication":
+		t0 := time.Now()
+		r := rng(c.Seed, streamDuplicate)
+		perm := r.Perm(e.Train.NNZ())
+		rows := make([]int, n)
+		for i := range rows {
+			rows[i] = perm[i%len(perm)]
+		}
+		aug = e.Train.Subset(rows)
+		st.Sample = time.Since(t0).Seconds()
+	case "entity-replacement":
+		var err error
+		if aug, err = e.replace(ctx, c, n, &st); err != nil {
+			return nil, st, err
+		}
+	default:
+		return nil, st, fmt.Errorf("dain: unknown augmentation method %q", c.Method)
+	}
+	return aug, st, nil
+}
+
+// predict returns m's predictions for cells (K×N entity indices), each
+// rounded to the shortest decimal of its float32.
+func predict(m *nn.Net, cells []int32) ([]float64, error) {
+	s := m.NewSet(cells, make([]float64, len(cells)/m.Order()))
+	defer s.Free()
+	p, err := m.Predict(s)
+	if err != nil {
+		return nil, fmt.Errorf("dain: predicting values: %w", err)
+	}
+	out := make([]float64, len(p))
+	for i, v := range p {
+		out[i] = shortest(v)
+	}
+	return out, nil
+}
+
+// shortest returns the float64 nearest to the shortest decimal that reads
+// back as p, so a float32 prediction prints as "2.2926" rather than
+// "2.2925999164581299".
+func shortest(p float32) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(p), 'g', -1, 32), 64)
+	return v
+}
+
+// neighbours is the number of nearest entities entity replacement picks
+// from (paper §5.1.2).
+const neighbours = 10
+
+// replace implements entity replacement: each new cell is a uniformly drawn
+// training cell whose index in a uniformly drawn mode is replaced by one of
+// the 10 entities nearest to it in Θ's embedding table; observed and
+// repeated results are redrawn, at most 100·n + 10⁵ times.
+func (e *Experiment) replace(ctx context.Context, c Config, n int, st *AugStats) (*tensor.COO, error) {
+	t, err := e.theta(ctx, c.Model)
+	if err != nil {
+		return nil, err
+	}
+	order := e.x.Order()
+	nbr := e.nbrs[c.Model]
+	if nbr == nil {
+		t0 := time.Now()
+		if nbr, err = nearest(t.net, e.Train); err != nil {
+			return nil, err
+		}
+		e.nbrs[c.Model], e.nbrSecs[c.Model] = nbr, time.Since(t0).Seconds()
+	}
+	t0 := time.Now()
+	seen := tensor.NewCellSet(e.x.Dims, e.Train.NNZ()+e.Val.NNZ()+n)
+	obs := e.observed()
+	for k := 0; k < len(obs); k += order {
+		seen.Add(obs[k : k+order])
+	}
+	r := rng(c.Seed, streamReplace)
+	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
+	cell := make([]int32, order)
+	for aug.NNZ() < n {
+		if st.Draws >= 100*n+100000 {
+			return nil, fmt.Errorf("dain: entity replacement gave up after %d draws with %d of %d new cells", st.Draws, aug.NNZ(), n)
+		}
+		if st.Draws%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		st.Draws++
+		z := r.IntN(e.Train.NNZ())
+		copy(cell, e.Train.Cell(z))
+		mode := r.IntN(order)
+		cand := nbr[mode][cell[mode]]
+		if len(cand) == 0 {
+			st.RejectObserved++
+			continue
+		}
+		cell[mode] = cand[r.IntN(len(cand))]
+		if !seen.Add(cell) {
+			st.RejectRepeat++
+			continue
+		}
+		aug.Idx = append(aug.Idx, cell...)
+		aug.Val = append(aug.Val, e.Train.Val[z])
+	}
+	st.Sample = time.Since(t0).Seconds()
+	return aug, nil
+}
+
+// nearest returns, for every mode n and every entity i of it that occurs in
+// train, the (up to) 10 other entities of mode n nearest to i in m's
+// embedding table by Euclidean distance (ties broken by index). Distances
+// come from the backend's GEMM: ‖a−b‖² = ‖a‖² + ‖b‖² − 2a·b.
+func nearest(m *nn.Net, train *tensor.COO) ([][][]int32, error) {
+	be, order, width := m.Backend(), m.Order(), m.Width()
+	table, _ := m.Table()
+	host := make([]float32, table.Len())
+	if err := be.Download(host, table); err != nil {
+		return nil, fmt.Errorf("dain: %w", err)
+	}
+	out := make([][][]int32, order)
+	for n, d := range m.Dims() {
+		out[n] = make([][]int32, d)
+		used := make([]bool, d)
+		var queries []int32
+		for k := n; k < len(train.Idx); k += order {
+			if i := train.Idx[k]; !used[i] {
+				used[i] = true
+				queries = append(queries, i)
+			}
+		}
+		sort.Slice(queries, func(a, b int) bool { return queries[a] < queries[b] })
+		off := int(m.Offsets()[n])
+		emb := host[off*width : (off+d)*width]
+		norm := make([]float64, d)
+		for i := range norm {
+			for _, v := range emb[i*width : (i+1)*width] {
+				norm[i] += float64(v) * float64(v)
+			}
+		}
+		all, zero := be.Alloc(d*width), be.Alloc(d)
+		be.Upload(all, emb)
+		const q = 256
+		qbuf, dots := be.Alloc(q*width), be.Alloc(q*d)
+		qhost, dhost := make([]float32, q*width), make([]float32, q*d)
+		for lo := 0; lo < len(queries); lo += q {
+			hi := min(lo+q, len(queries))
+			for j, i := range queries[lo:hi] {
+				copy(qhost[j*width:(j+1)*width], emb[int(i)*width:(int(i)+1)*width])
+			}
+			nq := hi - lo
+			be.Upload(qbuf.Slice(0, nq*width), qhost[:nq*width])
+			// dots[j, i] = query_j · entity_i
+			be.LinearForward(dots.Slice(0, nq*d), qbuf.Slice(0, nq*width), all, zero, width, d, false)
+			if err := be.Download(dhost[:nq*d], dots.Slice(0, nq*d)); err != nil {
+				return nil, fmt.Errorf("dain: %w", err)
+			}
+			for j, i := range queries[lo:hi] {
+				out[n][i] = topK(dhost[j*d:(j+1)*d], norm, int(i), neighbours)
+			}
+		}
+		for _, b := range []compute.F32{all, zero, qbuf, dots} {
+			b.Free()
+		}
+	}
+	return out, nil
+}
+
+// topK returns the k entities j ≠ self with the smallest ‖e_j‖² − 2·dot_j
+// (the squared distance to self up to the constant ‖e_self‖²).
+func topK(dots []float32, norm []float64, self, k int) []int32 {
+	type cand struct {
+		d float64
+		j int32
+	}
+	best := make([]cand, 0, k+1)
+	for j, dot := range dots {
+		if j == self {
+			continue
+		}
+		dist := norm[j] - 2*float64(dot)
+		if len(best) == k && !(dist < best[k-1].d) {
+			continue
+		}
+		pos := sort.Search(len(best), func(p int) bool { return best[p].d > dist })
+		best = append(best, cand{})
+		copy(best[pos+1:], best[pos:])
+		best[pos] = cand{dist, int32(j)}
+		if len(best) > k {
+			best = best[:k]
+		}
+	}
+	out := make([]int32, len(best))
+	for i, b := range best {
+		out[i] = b.j
+	}
+	return out
+}

@@ -1,0 +1,214 @@
+// Package eval runs the paper's evaluation (DAIN §5: effectiveness against
+// baselines, ablations; SPEC "Baselines" and protocol) on one tensor: for
+// every repeat one split, shared by all methods; for every method and
+// augmentation ratio the test RMSE of the downstream MLP trained on train ∪
+// augmentation; then mean ± standard deviation per method and ratio, the
+// two-sided Welch t-test of each method against DAIN, CSV/JSON records,
+// a Markdown summary and PNG plots (paper Fig. 6: test RMSE vs ratio;
+// Fig. 8: runtime vs ratio).
+package eval
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/tensor"
+)
+
+// Variants maps each method name eval accepts to the change it makes to the
+// base configuration (dain.DefaultConfig's DAIN: MLP embeddings, TracIn on
+// the last layer, aggregation, CoSTCo predictor).
+var Variants = map[string]func(*dain.Config){
+	"dain":                  func(c *dain.Config) {},
+	"duplication":           func(c *dain.Config) { c.Method = "duplication" },
+	"entity-replacement":    func(c *dain.Config) { c.Method = "entity-replacement" },
+	"random-mlp":            func(c *dain.Config) { c.Method, c.Predictor = "random", "mlp" },
+	"random-costco":         func(c *dain.Config) { c.Method, c.Predictor = "random", "costco" },
+	"dain-mlp-predictor":    func(c *dain.Config) { c.Predictor = "mlp" },
+	"dain-costco-embedding": func(c *dain.Config) { c.Model = "costco" },
+	"dain-representer":      func(c *dain.Config) { c.Influence = "representer" },
+	"dain-all-layers":       func(c *dain.Config) { c.InfluenceLayers = "all" },
+	"dain-cp1":              func(c *dain.Config) { c.Entity = "cp1" },
+}
+
+// VariantNames returns the accepted method names, sorted.
+func VariantNames() []string {
+	var out []string
+	for k := range Variants {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Spec describes an evaluation.
+type Spec struct {
+	Methods []string    // names from Variants; "dain" is the reference of the t-tests
+	Ratios  []float64   // augmentation ratios; 0 is the shared no-augmentation baseline
+	Repeats int         // splits; repeat r uses seed Base.Seed + r
+	Base    dain.Config // hyper-parameters shared by every run (Method etc. are overridden)
+	// Progress, if not nil, receives a progress bar over the runs.
+	Progress io.Writer
+}
+
+// Validate reports the first problem of s.
+func (s *Spec) Validate() error {
+	if len(s.Methods) == 0 {
+		return fmt.Errorf("no methods")
+	}
+	seen := map[string]bool{}
+	for _, m := range s.Methods {
+		if Variants[m] == nil {
+			return fmt.Errorf("unknown method %q: want some of %s", m, strings.Join(VariantNames(), ", "))
+		}
+		if seen[m] {
+			return fmt.Errorf("method %q given twice", m)
+		}
+		seen[m] = true
+	}
+	if len(s.Ratios) == 0 {
+		return fmt.Errorf("no ratios")
+	}
+	for _, r := range s.Ratios {
+		if !(r >= 0) || r > 1e6 {
+			return fmt.Errorf("ratio %v: want ≥ 0", r)
+		}
+	}
+	if s.Repeats < 1 {
+		return fmt.Errorf("repeats %d: want ≥ 1", s.Repeats)
+	}
+	b := s.Base
+	return b.Validate()
+}
+
+// Run is one trained downstream model.
+type Run struct {
+	Repeat     int     `json:"repeat"`
+	Seed       uint64  `json:"seed"`
+	Method     string  `json:"method"`
+	Ratio      float64 `json:"ratio"`
+	NAug       int     `json:"n_aug"`
+	RMSE       float64 `json:"rmse"`
+	BestEpoch  int     `json:"best_epoch"`
+	SecFixed   float64 `json:"seconds_fixed"`   // shared models this method uses (Θ, TracIn, importance, Θ_p)
+	SecAugment float64 `json:"seconds_augment"` // drawing cells and predicting values
+	SecRetrain float64 `json:"seconds_retrain"` // training the downstream MLP
+	SecTotal   float64 `json:"seconds_total"`   // the sum: what one `dainx augment` of this method costs
+}
+
+// Results are every run of an evaluation.
+type Results struct {
+	Spec    Spec  `json:"-"`
+	Runs    []Run `json:"runs"`
+	Seconds float64
+}
+
+// Evaluate runs s on x with backend be. Every method at ratio 0 shares the
+// repeat's downstream model trained on train alone. It returns ctx's error
+// when cancelled and the first error of a run otherwise.
+func Evaluate(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*Results, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res := &Results{Spec: s}
+	ratios := append([]float64(nil), s.Ratios...)
+	sort.Float64s(ratios)
+	positive := 0
+	for _, r := range ratios {
+		if r > 0 {
+			positive++
+		}
+	}
+	var bar *progressbar.ProgressBar
+	if s.Progress != nil {
+		total := s.Repeats * (1 + len(s.Methods)*positive)
+		bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(s.Progress),
+			progressbar.OptionSetDescription("dainx eval"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionFullWidth(),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(s.Progress) }),
+		)
+	}
+	step := func(desc string) {
+		if bar != nil {
+			bar.Describe(desc)
+			bar.Add(1)
+		}
+	}
+	for r := 0; r < s.Repeats; r++ {
+		base := s.Base
+		base.Seed = s.Base.Seed + uint64(r)
+		base.Progress = nil
+		runs, err := evaluateRepeat(ctx, x, s, base, r, ratios, be, step)
+		if err != nil {
+			return nil, err
+		}
+		res.Runs = append(res.Runs, runs...)
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config, r int, ratios []float64, be compute.Backend, step func(string)) ([]Run, error) {
+	e, err := dain.NewExperiment(x, base, be)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	cfgs := make([]dain.Config, len(s.Methods))
+	for i, m := range s.Methods {
+		cfgs[i] = base
+		Variants[m](&cfgs[i])
+		e.Need(cfgs[i])
+	}
+	rmse0, res0, sec0, err := e.Downstream(ctx, &tensor.COO{Dims: x.Dims}, "")
+	if err != nil {
+		return nil, err
+	}
+	step(fmt.Sprintf("repeat %d: baseline", r+1))
+	var runs []Run
+	nTrain := e.Train.NNZ()
+	for i, m := range s.Methods {
+		for _, ratio := range ratios {
+			run := Run{Repeat: r + 1, Seed: base.Seed, Method: m, Ratio: ratio}
+			if ratio == 0 {
+				run.RMSE, run.BestEpoch, run.SecRetrain = rmse0, res0.BestEpoch, sec0
+				run.SecTotal = sec0
+				runs = append(runs, run)
+				continue
+			}
+			n := int(ratio * float64(nTrain))
+			aug, st, err := e.Augment(ctx, cfgs[i], n)
+			if err != nil {
+				return nil, fmt.Errorf("repeat %d, %s, ratio %g: %w", r+1, m, ratio, err)
+			}
+			run.NAug = aug.NNZ()
+			run.SecAugment = st.Sample + st.Predict
+			run.SecFixed = e.SharedSeconds(cfgs[i]).Total()
+			rmse, res, sec, err := e.Downstream(ctx, aug, "")
+			if err != nil {
+				return nil, fmt.Errorf("repeat %d, %s, ratio %g: %w", r+1, m, ratio, err)
+			}
+			run.RMSE, run.BestEpoch, run.SecRetrain = rmse, res.BestEpoch, sec
+			run.SecTotal = run.SecFixed + run.SecAugment + run.SecRetrain
+			runs = append(runs, run)
+			step(fmt.Sprintf("repeat %d: %s %.0f%%", r+1, m, 100*ratio))
+		}
+	}
+	return runs, nil
+}

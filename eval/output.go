@@ -1,0 +1,281 @@
+package eval
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/dainx/dainx/tensor"
+)
+
+// Cell summarises the runs of one method at one ratio.
+type Cell struct {
+	N        int     `json:"n"`
+	Mean     float64 `json:"rmse_mean"`
+	Std      float64 `json:"rmse_std"`
+	P        float64 `json:"p_vs_dain"` // two-sided Welch p-value against dain at this ratio; NaN for dain itself or without dain
+	T        float64 `json:"t_vs_dain"`
+	Seconds  float64 `json:"seconds_total_mean"`
+	Seconds2 float64 `json:"seconds_total_std"`
+}
+
+// Summary holds the cells of every method and ratio.
+type Summary struct {
+	Methods []string
+	Ratios  []float64
+	Cells   map[string]map[float64]Cell
+}
+
+// Summarise computes mean ± standard deviation of the test RMSE and of the
+// total seconds per method and ratio, and the Welch t-test of each method
+// against "dain" at the same ratio (ratio 0 is shared, so its p-value is 1).
+func (r *Results) Summarise() Summary {
+	s := Summary{Methods: r.Spec.Methods, Cells: map[string]map[float64]Cell{}}
+	rmse := map[string]map[float64][]float64{}
+	secs := map[string]map[float64][]float64{}
+	ratios := map[float64]bool{}
+	for _, run := range r.Runs {
+		if rmse[run.Method] == nil {
+			rmse[run.Method], secs[run.Method] = map[float64][]float64{}, map[float64][]float64{}
+		}
+		rmse[run.Method][run.Ratio] = append(rmse[run.Method][run.Ratio], run.RMSE)
+		secs[run.Method][run.Ratio] = append(secs[run.Method][run.Ratio], run.SecTotal)
+		ratios[run.Ratio] = true
+	}
+	for q := range ratios {
+		s.Ratios = append(s.Ratios, q)
+	}
+	sort.Float64s(s.Ratios)
+	for _, m := range s.Methods {
+		s.Cells[m] = map[float64]Cell{}
+		for _, q := range s.Ratios {
+			x := rmse[m][q]
+			c := Cell{N: len(x), P: math.NaN(), T: math.NaN()}
+			c.Mean, c.Std = MeanStd(x)
+			c.Seconds, c.Seconds2 = MeanStd(secs[m][q])
+			if d := rmse["dain"][q]; m != "dain" && d != nil {
+				c.T, _, c.P = Welch(x, d)
+			}
+			s.Cells[m][q] = c
+		}
+	}
+	return s
+}
+
+// WriteDir writes the evaluation into dir (created if missing), each file
+// atomically: runs.csv and runs.json (every run), summary.json and
+// summary.md (the table and p-values, with command and config), rmse.png
+// (test RMSE vs ratio, paper Fig. 6) and runtime.png (seconds vs ratio,
+// Fig. 8). about is free text for the Markdown header (command, data,
+// machine).
+func (r *Results) WriteDir(dir string, about string, config any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	s := r.Summarise()
+	files := []struct {
+		name string
+		fill func(io.Writer) error
+	}{
+		{"runs.csv", r.writeCSV},
+		{"runs.json", func(w io.Writer) error {
+			return writeJSON(w, map[string]any{"config": config, "seconds": r.Seconds, "runs": r.Runs})
+		}},
+		{"summary.json", func(w io.Writer) error { return writeJSON(w, s.jsonable()) }},
+		{"summary.md", func(w io.Writer) error { return s.writeMarkdown(w, about, config) }},
+		{"rmse.png", func(w io.Writer) error {
+			return s.plot(w, "Test RMSE vs augmentation", "test RMSE", func(c Cell) (float64, float64) { return c.Mean, c.Std })
+		}},
+		{"runtime.png", func(w io.Writer) error {
+			return s.plot(w, "Runtime vs augmentation", "seconds per run (total)", func(c Cell) (float64, float64) { return c.Seconds, c.Seconds2 })
+		}},
+	}
+	for _, f := range files {
+		if err := tensor.AtomicWrite(filepath.Join(dir, f.name), f.fill); err != nil {
+			return fmt.Errorf("writing %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func f64(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func (r *Results) writeCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"repeat", "seed", "method", "ratio", "n_aug", "rmse", "best_epoch", "seconds_fixed", "seconds_augment", "seconds_retrain", "seconds_total"})
+	for _, x := range r.Runs {
+		cw.Write([]string{strconv.Itoa(x.Repeat), strconv.FormatUint(x.Seed, 10), x.Method, f64(x.Ratio), strconv.Itoa(x.NAug),
+			f64(x.RMSE), strconv.Itoa(x.BestEpoch), f64(x.SecFixed), f64(x.SecAugment), f64(x.SecRetrain), f64(x.SecTotal)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// jsonable replaces NaN (which JSON lacks) by null.
+func (s Summary) jsonable() any {
+	type cell struct {
+		Method string   `json:"method"`
+		Ratio  float64  `json:"ratio"`
+		N      int      `json:"n"`
+		Mean   float64  `json:"rmse_mean"`
+		Std    float64  `json:"rmse_std"`
+		P      *float64 `json:"p_vs_dain"`
+		T      *float64 `json:"t_vs_dain"`
+		Sec    float64  `json:"seconds_total_mean"`
+	}
+	opt := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
+	var out []cell
+	for _, m := range s.Methods {
+		for _, q := range s.Ratios {
+			c := s.Cells[m][q]
+			out = append(out, cell{m, q, c.N, c.Mean, c.Std, opt(c.P), opt(c.T), c.Seconds})
+		}
+	}
+	return out
+}
+
+func (s Summary) writeMarkdown(w io.Writer, about string, config any) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# dainx eval\n\n%s\n\n", strings.TrimSpace(about))
+	header := func(title string) {
+		fmt.Fprintf(&b, "## %s\n\n| method |", title)
+		for _, q := range s.Ratios {
+			fmt.Fprintf(&b, " %g%% |", 100*q)
+		}
+		b.WriteString("\n|---|")
+		for range s.Ratios {
+			b.WriteString("---|")
+		}
+		b.WriteString("\n")
+	}
+	best := map[float64]string{}
+	for _, q := range s.Ratios {
+		lo := math.Inf(1)
+		for _, m := range s.Methods {
+			if c := s.Cells[m][q]; c.Mean < lo {
+				lo, best[q] = c.Mean, m
+			}
+		}
+	}
+	n := 0
+	if len(s.Methods) > 0 && len(s.Ratios) > 0 {
+		n = s.Cells[s.Methods[0]][s.Ratios[len(s.Ratios)-1]].N
+	}
+	header(fmt.Sprintf("Test RMSE, mean ± std over %d repeats (lowest in bold)", n))
+	for _, m := range s.Methods {
+		fmt.Fprintf(&b, "| %s |", m)
+		for _, q := range s.Ratios {
+			c := s.Cells[m][q]
+			v := fmt.Sprintf("%.4f ± %.4f", c.Mean, c.Std)
+			if best[q] == m && q > 0 {
+				v = "**" + v + "**"
+			}
+			fmt.Fprintf(&b, " %s |", v)
+		}
+		b.WriteString("\n")
+	}
+	if s.Cells["dain"] != nil {
+		b.WriteString("\n")
+		header("Two-sided Welch t-test against dain: p-value (t; t > 0 means a higher RMSE than dain)")
+		for _, m := range s.Methods {
+			if m == "dain" {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s |", m)
+			for _, q := range s.Ratios {
+				c := s.Cells[m][q]
+				if math.IsNaN(c.P) {
+					b.WriteString(" – |")
+					continue
+				}
+				fmt.Fprintf(&b, " %.3g (%+.2f) |", c.P, c.T)
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n")
+	header("Seconds per run (shared models + augmentation + retraining), mean")
+	for _, m := range s.Methods {
+		fmt.Fprintf(&b, "| %s |", m)
+		for _, q := range s.Ratios {
+			fmt.Fprintf(&b, " %.1f |", s.Cells[m][q].Seconds)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n![test RMSE vs ratio](rmse.png)\n![runtime vs ratio](runtime.png)\n\n## Configuration\n\n```json\n")
+	cj, err := json.MarshalIndent(config, "", "  ")
+	if err != nil {
+		return err
+	}
+	b.Write(cj)
+	b.WriteString("\n```\n")
+	_, err = w.Write(b.Bytes())
+	return err
+}
+
+// plot draws one line with error bars per method against the ratio in %.
+func (s Summary) plot(w io.Writer, title, ylabel string, val func(Cell) (float64, float64)) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "augmentation (% of |train|)"
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	for i, m := range s.Methods {
+		pts := make(plotter.XYs, len(s.Ratios))
+		errs := make(plotter.YErrors, len(s.Ratios))
+		for j, q := range s.Ratios {
+			y, sd := val(s.Cells[m][q])
+			pts[j] = plotter.XY{X: 100 * q, Y: y}
+			errs[j] = struct{ Low, High float64 }{sd, sd}
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		line.Color, points.Color, points.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
+		line.Dashes = plotutil.Dashes(i)
+		bars, err := plotter.NewYErrorBars(struct {
+			plotter.XYs
+			plotter.YErrors
+		}{pts, errs})
+		if err != nil {
+			return err
+		}
+		bars.Color = plotutil.Color(i)
+		p.Add(line, points, bars)
+		p.Legend.Add(m, line, points)
+	}
+	wt, err := p.WriterTo(7*vg.Inch, 4.5*vg.Inch, "png")
+	if err != nil {
+		return err
+	}
+	_, err = wt.WriteTo(w)
+	return err
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# device-bundle.sh: build everything one call of the GPU machine needs into
+# the git-ignored folder .dev/, which the device tool carries beside the
+# working tree (the GPU machine has no Go and no network). Run from the
+# repository root (`make device-bundle`). Builds with CGO_ENABLED=0.
+#
+#   .dev/dainx                    the CLI (skipped, with a message, if
+#                                 ./cmd/dainx does not build yet)
+#   .dev/cuda.test                conformance suite on the CUDA backend
+#   .dev/cuda_driver.test         driver binding tests
+#   .dev/compute_cpu.test         conformance suite on the CPU backend
+#   .dev/bench.test               benchmarks (if ./bench has tests)
+#   .dev/data/                    the tensors of the end-to-end runs
+#
+# Then, on the GPU machine: scripts/device-run.sh (with $OUT set).
+# DAINX_DATA overrides where the tensors are read from (default
+# ../shared/data, the shared folder beside the checkout).
+set -euo pipefail
+
+dev=.dev
+data_src=${DAINX_DATA:-../shared/data}
+export CGO_ENABLED=0
+
+mkdir -p "$dev/data"
+rm -f "$dev"/*.test "$dev/dainx"
+
+if go build -trimpath -ldflags="-s -w" -o "$dev/dainx" ./cmd/dainx 2>"$dev/dainx.build.log"; then
+	rm -f "$dev/dainx.build.log"
+	echo "device-bundle: $dev/dainx"
+else
+	echo "device-bundle: ./cmd/dainx does not build (yet); no dainx binary:" >&2
+	sed 's/^/  /' "$dev/dainx.build.log" >&2
+fi
+
+status=0
+for pkg in ./cuda ./cuda/driver ./compute/cpu ./bench; do
+	name=$(echo "${pkg#./}" | tr / _)
+	if ! go list "$pkg" >/dev/null 2>&1; then
+		echo "device-bundle: $pkg does not exist; skipped" >&2
+		continue
+	fi
+	if ! go test -c -trimpath -ldflags="-s -w" -o "$dev/$name.test" "$pkg"; then
+		echo "device-bundle: the tests of $pkg do not build" >&2
+		case $pkg in ./cuda | ./cuda/driver) status=1 ;; esac
+		continue
+	fi
+	if [ -f "$dev/$name.test" ]; then
+		echo "device-bundle: $dev/$name.test"
+	else
+		echo "device-bundle: $pkg has no tests; skipped" >&2
+	fi
+done
+
+for f in movingmnist100.tsv.gz foursquare_nyc.tsv.gz synthetic_10K.tsv; do
+	if [ -f "$data_src/$f" ]; then
+		install -m 0644 "$data_src/$f" "$dev/data/$f"
+	else
+		echo "device-bundle: $data_src/$f not found; the runs that need it will be skipped" >&2
+	fi
+done
+
+du -sh "$dev" | sed 's/^/device-bundle: total /'
+size=$(du -sm "$dev" | cut -f1)
+if [ "$size" -gt 60 ]; then
+	echo "device-bundle: warning: $dev is ${size} MiB; the device tool carries at most 64 MiB" >&2
+fi
+exit $status

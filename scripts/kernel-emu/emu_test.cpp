@@ -1,0 +1,150 @@
+// emu_test.cpp: runs every kernel of kernels/ under the host emulation of
+// shim.h on small random cases and compares it with a float64 loop (the
+// semantics of compute/ref), checks Philox against Random123's known answers
+// and sample_alias against draws of compute.AliasDraw. See run.sh.
+#include "adam.cu"
+#include "embedding_influence.cu"
+#include "entity_importance.cu"
+#include "gather.cu"
+#include "influence_dot.cu"
+#include "influence_rows.cu"
+#include "linear_backward_db.cu"
+#include "linear_backward_dw.cu"
+#include "linear_backward_dx.cu"
+#include "linear_forward.cu"
+#include "mse_grad.cu"
+#include "sample_alias.cu"
+#include "scatter_rows.cu"
+#include "split_k_reduce.cu"
+#include <cstdio>
+#include <random>
+using namespace std;
+static mt19937 rng(1);
+static vector<float> rnd(size_t n) { uniform_real_distribution<float> d(-1, 1); vector<float> v(n); for (auto& x : v) x = d(rng); return v; }
+static int fails = 0;
+static void check(const char* what, const vector<float>& got, const vector<double>& want, double tol = 1e-4) {
+    int bad = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        double e = fabs(got[i] - want[i]);
+        if (!(e <= tol * (1 + fabs(want[i])))) { if (bad++ < 3) printf("  %s: [%zu] got %g want %g\n", what, i, got[i], want[i]); }
+    }
+    if (bad) { printf("FAIL %s: %d/%zu bad\n", what, bad, want.size()); fails++; }
+}
+static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
+
+int main() {
+    // Linear layers
+    int shapes[][3] = {{1, 1, 1}, {65, 17, 3}, {64, 64, 64}, {130, 150, 70}, {33, 5, 1}, {3, 40, 129}, {0 + 200, 128, 1}};
+    for (auto& s : shapes) {
+        int B = s[0], I = s[1], O = s[2];
+        auto x = rnd((size_t)B * I), w = rnd((size_t)O * I), bias = rnd(O), dy = rnd((size_t)B * O);
+        for (int relu = 0; relu < 2; ++relu) {
+            vector<float> y((size_t)B * O, NAN);
+            launch({cdiv(B, 64), cdiv(O, 64), 1}, {256, 1, 1}, [&] { linear_forward(y.data(), x.data(), w.data(), bias.data(), B, I, O, relu); });
+            vector<double> want((size_t)B * O);
+            for (int b = 0; b < B; ++b) for (int o = 0; o < O; ++o) { double t = bias[o]; for (int i = 0; i < I; ++i) t += (double)x[b * I + i] * w[o * I + i]; if (relu && t < 0) t = 0; want[b * O + o] = t; }
+            char buf[100]; snprintf(buf, 100, "linear_forward %dx%dx%d relu %d", B, I, O, relu); check(buf, y, want);
+        }
+        for (int mask = 0; mask < 2; ++mask) {
+            vector<float> dx((size_t)B * I, NAN);
+            launch({cdiv(B, 64), cdiv(I, 64), 1}, {256, 1, 1}, [&] { linear_backward_dx(dx.data(), dy.data(), w.data(), x.data(), B, I, O, mask); });
+            vector<double> want((size_t)B * I);
+            for (int b = 0; b < B; ++b) for (int i = 0; i < I; ++i) { double t = 0; for (int o = 0; o < O; ++o) t += (double)dy[b * O + o] * w[o * I + i]; if (mask && !(x[b * I + i] > 0)) t = 0; want[b * I + i] = t; }
+            char buf[100]; snprintf(buf, 100, "linear_backward_dx %dx%dx%d mask %d", B, I, O, mask); check(buf, dx, want);
+        }
+        vector<double> dww((size_t)O * I), dbw(O);
+        for (int o = 0; o < O; ++o) { double tb = 0; for (int b = 0; b < B; ++b) tb += dy[b * O + o]; dbw[o] = tb; for (int i = 0; i < I; ++i) { double t = 0; for (int b = 0; b < B; ++b) t += (double)dy[b * O + o] * x[b * I + i]; dww[o * I + i] = t; } }
+        for (int kchunk : {B, 16, 32, 48}) {
+            int parts = cdiv(B, kchunk);
+            for (int acc = 0; acc < 2; ++acc) {
+                vector<float> dw((size_t)O * I, acc ? 1.f : NAN), part((size_t)parts * O * I, NAN);
+                launch({cdiv(O, 64), cdiv(I, 64), (unsigned)parts}, {256, 1, 1}, [&] { linear_backward_dw(dw.data(), part.data(), dy.data(), x.data(), B, I, O, kchunk, acc); });
+                if (parts > 1) launch({4, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(dw.data(), part.data(), O * I, parts, acc); });
+                vector<double> want = dww; if (acc) for (auto& v : want) v += 1;
+                char buf[100]; snprintf(buf, 100, "linear_backward_dw %dx%dx%d chunk %d acc %d", B, I, O, kchunk, acc); check(buf, dw, want);
+                vector<float> db(O, acc ? 1.f : NAN), pdb((size_t)parts * O, NAN);
+                launch({cdiv(O, 32), (unsigned)parts, 1}, {32, 8, 1}, [&] { linear_backward_db(db.data(), pdb.data(), dy.data(), B, O, kchunk, acc); });
+                if (parts > 1) launch({2, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(db.data(), pdb.data(), O, parts, acc); });
+                vector<double> wantb = dbw; if (acc) for (auto& v : wantb) v += 1;
+                snprintf(buf, 100, "linear_backward_db %dx%d chunk %d acc %d", B, O, kchunk, acc); check(buf, db, wantb);
+            }
+        }
+        // influence: direct and via t
+        vector<float> score(B, 0.5f), gb = rnd(O);
+        vector<double> wants(B);
+        for (int b = 0; b < B; ++b) { double t = 0; for (int o = 0; o < O; ++o) { double s2 = gb[o]; for (int i = 0; i < I; ++i) s2 += (double)w[o * I + i] * x[b * I + i]; t += dy[b * O + o] * s2; } wants[b] = 0.5 + 0.25 * t; }
+        launch({3, 1, 1}, {256, 1, 1}, [&] { influence_dot(score.data(), dy.data(), x.data(), w.data(), gb.data(), B, I, O, 0.25f); });
+        char buf[100]; snprintf(buf, 100, "influence_dot %dx%dx%d", B, I, O); check(buf, score, wants);
+        vector<float> score2(B, 0.5f), t((size_t)B * O);
+        launch({cdiv(B, 64), cdiv(O, 64), 1}, {256, 1, 1}, [&] { linear_forward(t.data(), x.data(), w.data(), gb.data(), B, I, O, 0); });
+        launch({2, 1, 1}, {256, 1, 1}, [&] { influence_rows(score2.data(), dy.data(), t.data(), B, O, 0.25f); });
+        snprintf(buf, 100, "influence_rows %dx%dx%d", B, I, O); check(buf, score2, wants);
+    }
+    // gather / scatter / embedding influence / entity importance
+    for (int N : {1, 3, 4}) for (int E : {1, 5, 50}) for (int layout = 0; layout < 2; ++layout) {
+        int B = 37, R = 11;
+        auto table = rnd((size_t)R * E), dxv = rnd((size_t)B * N * E), gt = rnd((size_t)R * E), sc = rnd(B);
+        vector<int32_t> cells((size_t)B * N); for (auto& c : cells) c = rng() % R;
+        auto pos = [&](int n, int e) { return layout ? e * N + n : n * E + e; };
+        vector<float> x((size_t)B * N * E, NAN);
+        launch({2, 1, 1}, {256, 1, 1}, [&] { gather(x.data(), table.data(), cells.data(), B, N, E, R, layout); });
+        vector<double> wx(x.size());
+        for (int b = 0; b < B; ++b) for (int n = 0; n < N; ++n) for (int e = 0; e < E; ++e) wx[(size_t)b * N * E + pos(n, e)] = table[cells[b * N + n] * E + e];
+        char buf[100]; snprintf(buf, 100, "gather N %d E %d layout %d", N, E, layout); check(buf, x, wx, 0);
+        vector<float> dt((size_t)R * E, 1.f);
+        launch({2, 1, 1}, {256, 1, 1}, [&] { scatter_rows(dt.data(), dxv.data(), cells.data(), B, N, E, R, layout); });
+        vector<double> wdt(dt.size(), 1.0);
+        for (int b = 0; b < B; ++b) for (int n = 0; n < N; ++n) for (int e = 0; e < E; ++e) wdt[cells[b * N + n] * E + e] += dxv[(size_t)b * N * E + pos(n, e)];
+        snprintf(buf, 100, "scatter_rows N %d E %d layout %d", N, E, layout); check(buf, dt, wdt);
+        vector<float> s(B, 0.25f);
+        launch({2, 1, 1}, {256, 1, 1}, [&] { embedding_influence(s.data(), dxv.data(), cells.data(), gt.data(), B, N, E, R, layout, 0.5f); });
+        vector<double> ws(B);
+        for (int b = 0; b < B; ++b) { double t = 0; for (int n = 0; n < N; ++n) for (int e = 0; e < E; ++e) t += (double)dxv[(size_t)b * N * E + pos(n, e)] * gt[cells[b * N + n] * E + e]; ws[b] = 0.25 + 0.5 * t; }
+        snprintf(buf, 100, "embedding_influence N %d E %d layout %d", N, E, layout); check(buf, s, ws);
+        vector<float> imp(R, 2.f);
+        launch({1, 1, 1}, {256, 1, 1}, [&] { entity_importance(imp.data(), sc.data(), cells.data(), B, N, R); });
+        vector<double> wimp(R, 2.0);
+        for (int b = 0; b < B; ++b) for (int n = 0; n < N; ++n) wimp[cells[b * N + n]] += fabs(sc[b]);
+        snprintf(buf, 100, "entity_importance N %d", N); check(buf, imp, wimp);
+    }
+    // mse_grad
+    for (int n : {1, 31, 1025, 3000}) {
+        auto p = rnd(n), y = rnd(n);
+        vector<float> d(n, NAN), sq(1, NAN);
+        launch({1, 1, 1}, {1024, 1, 1}, [&] { mse_grad(d.data(), sq.data(), p.data(), y.data(), n, 0.5f); });
+        vector<double> wd(n); double s = 0; for (int i = 0; i < n; ++i) { double e = (double)(p[i] - y[i]); wd[i] = 0.5 * e; s += e * e; }
+        check("mse_grad delta", d, wd, 1e-6); check("mse_grad sq", sq, {s}, 1e-6);
+        vector<float> d2(n, NAN);
+        launch({2, 1, 1}, {1024, 1, 1}, [&] { mse_grad(d2.data(), nullptr, p.data(), y.data(), n, 0.5f); });
+        check("mse_grad nosq", d2, wd, 1e-6);
+    }
+    // adam
+    {
+        int n = 1000; auto p = rnd(n), g = rnd(n), m = rnd(n), v = rnd(n); for (auto& x : v) x = fabs(x);
+        vector<double> wp(n);
+        double b1 = .9, b2 = .999, lr = 1e-3, eps = 1e-8; int T = 3;
+        double c1 = 1 - pow(b1, T), c2 = 1 - pow(b2, T);
+        for (int i = 0; i < n; ++i) { double mi = b1 * m[i] + (1 - b1) * g[i], vi = b2 * v[i] + (1 - b2) * g[i] * g[i]; wp[i] = p[i] - lr / c1 * mi / (sqrt(vi) / sqrt(c2) + eps); }
+        launch({2, 1, 1}, {256, 1, 1}, [&] { adam(p.data(), m.data(), v.data(), g.data(), n, b1, b2, 1 - b1, 1 - b2, lr / c1, 1 / sqrt(c2), eps); });
+        check("adam", p, wp, 1e-5);
+    }
+    // sample_alias: print for comparison with Go
+    {
+        int M = 5, N = 3, I = 7;
+        vector<int32_t> thresh(I), alias(I), out(M * N, -1);
+        for (int i = 0; i < I; ++i) { thresh[i] = (int32_t)(uint32_t)(0x30000000u * (i + 1)); alias[i] = (i * 3 + 1) % I; }
+        launch({1, 1, 1}, {256, 1, 1}, [&] { sample_alias(out.data(), thresh.data(), alias.data(), M, N, 1, I, 0x123456789abcdefULL, 0xfffffffffffffffeULL); });
+        // compute.AliasDraw(thresh, alias, 1, key, ctr, m) for m = 0..4, from Go
+        // (the counter wraps past 2^64 at m = 2).
+        const int32_t want[5] = {0, 2, 5, 5, 3};
+        for (int m = 0; m < M; ++m)
+            if (out[m * N + 1] != want[m] || out[m * N] != -1 || out[m * N + 2] != -1) { printf("FAIL sample_alias row %d: %d, want %d\n", m, out[m * N + 1], want[m]); fails++; }
+        // Random123 known answers for Philox4x32-10.
+        uint4 r = dainx::philox4x32_10(make_uint4(0, 0, 0, 0), make_uint2(0, 0));
+        if (r.x != 0x6627e8d5 || r.y != 0xe169c58d || r.z != 0xbc57ac4c || r.w != 0x9b00dbd8) { printf("FAIL philox KAT 0\n"); fails++; }
+        r = dainx::philox4x32_10(make_uint4(0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff), make_uint2(0xffffffff, 0xffffffff));
+        if (r.x != 0x408f276d || r.y != 0x41c83b0e || r.z != 0xa20bc7c6 || r.w != 0x6d5451fd) { printf("FAIL philox KAT f\n"); fails++; }
+    }
+    printf("%s (%d failures)\n", fails ? "FAIL" : "PASS", fails);
+    return fails != 0;
+}
