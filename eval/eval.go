@@ -138,6 +138,7 @@ func Evaluate(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionFullWidth(),
+			progressbar.OptionThrottle(500*time.Millisecond),
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(s.Progress) }),
 		)
 	}

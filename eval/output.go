@@ -247,12 +247,26 @@ func (s Summary) plot(w io.Writer, title, ylabel string, val func(Cell) (float64
 	p.X.Label.Text = "augmentation (% of |train|)"
 	p.Y.Label.Text = ylabel
 	p.Legend.Top = true
+	var ticks []plot.Tick
+	for _, q := range s.Ratios {
+		ticks = append(ticks, plot.Tick{Value: 100 * q, Label: strconv.FormatFloat(100*q, 'g', 4, 64)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	// Methods sit side by side around each ratio so error bars stay apart.
+	spread := 0.0
+	if len(s.Ratios) > 1 {
+		spread = 100 * (s.Ratios[len(s.Ratios)-1] - s.Ratios[0]) / float64(len(s.Ratios)-1) * 0.25
+	}
 	for i, m := range s.Methods {
 		pts := make(plotter.XYs, len(s.Ratios))
 		errs := make(plotter.YErrors, len(s.Ratios))
+		dx := 0.0
+		if len(s.Methods) > 1 {
+			dx = spread * (float64(i)/float64(len(s.Methods)-1) - 0.5)
+		}
 		for j, q := range s.Ratios {
 			y, sd := val(s.Cells[m][q])
-			pts[j] = plotter.XY{X: 100 * q, Y: y}
+			pts[j] = plotter.XY{X: 100*q + dx, Y: y}
 			errs[j] = struct{ Low, High float64 }{sd, sd}
 		}
 		line, points, err := plotter.NewLinePoints(pts)

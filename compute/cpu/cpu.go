@@ -34,6 +34,7 @@ type Backend struct {
 	kern    *gemm.Kernel
 	simd    bool // AVX2 elementwise loops
 	threads int  // 0: GOMAXPROCS at each call
+	sparse  gemm.SparseMode
 }
 
 // Options selects a code path of the CPU backend.
@@ -45,6 +46,12 @@ type Options struct {
 	// Threads is the number of goroutines an operation may use; 0 means
 	// runtime.GOMAXPROCS(0) at each call. Results do not depend on it.
 	Threads int
+	// Sparse says when the GEMMs may skip the exact zeros of their left
+	// operand (ReLU outputs, ReLU-masked gradients) on the avx2 path: ""
+	// or "auto" when a fixed sample of the operand is mostly zeros, "off"
+	// never, "always" whenever possible (for tests). Results are
+	// deterministic in every mode.
+	Sparse string
 }
 
 // Kernels returns the names of the code paths this CPU supports, the
@@ -82,7 +89,18 @@ func NewWith(opt Options) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("cpu: unknown kernel %q (want auto, avx2 or generic)", opt.Kernel)
 	}
-	return &Backend{kern: k, simd: name == "avx2", threads: opt.Threads}, nil
+	be := &Backend{kern: k, simd: name == "avx2", threads: opt.Threads}
+	switch opt.Sparse {
+	case "", "auto":
+		be.sparse = gemm.SparseAuto
+	case "off":
+		be.sparse = gemm.SparseNever
+	case "always":
+		be.sparse = gemm.SparseAlways
+	default:
+		return nil, fmt.Errorf("cpu: Sparse %q (want auto, off or always)", opt.Sparse)
+	}
+	return be, nil
 }
 
 // Kernel returns the name of the backend's code path: "avx2" or "generic".

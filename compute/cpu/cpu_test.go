@@ -1,6 +1,9 @@
 package cpu_test
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/dainx/dainx/compute/computetest"
@@ -8,16 +11,20 @@ import (
 )
 
 // TestConformance runs the backend conformance suite on every code path of
-// the CPU backend, each with 1 and 3 threads. The CPU backend is documented
-// as deterministic, so it runs with no operation exempted from
-// bit-reproducibility.
+// the CPU backend: the avx2 path (AVX2/FMA assembly) with the sparse-A GEMM
+// forced off and forced on, and the generic (pure Go) path, each with 1 and
+// 3 threads. The avx2 paths are skipped with a message on a CPU without
+// AVX2 and FMA. The CPU backend is documented as deterministic, so it runs
+// with no operation exempted from bit-reproducibility.
 func TestConformance(t *testing.T) {
-	for _, kernel := range []string{"avx2", "generic"} {
+	for _, c := range []struct{ kernel, sparse string }{
+		{"avx2", "off"}, {"avx2", "always"}, {"avx2", "auto"}, {"generic", "auto"},
+	} {
 		for _, threads := range []int{1, 3} {
-			t.Run(kernel+"/threads="+string(rune('0'+threads)), func(t *testing.T) {
-				be, err := cpu.NewWith(cpu.Options{Kernel: kernel, Threads: threads})
+			t.Run(fmt.Sprintf("%s/sparse=%s/threads=%d", c.kernel, c.sparse, threads), func(t *testing.T) {
+				be, err := cpu.NewWith(cpu.Options{Kernel: c.kernel, Sparse: c.sparse, Threads: threads})
 				if err != nil {
-					t.Skipf("kernel %s not available on this CPU: %v", kernel, err)
+					t.Skipf("kernel %s not available on this CPU: %v", c.kernel, err)
 				}
 				computetest.Run(t, be)
 			})
@@ -35,10 +42,35 @@ func TestDefault(t *testing.T) {
 }
 
 func TestNewWithErrors(t *testing.T) {
-	if _, err := cpu.NewWith(cpu.Options{Kernel: "sse9"}); err == nil {
-		t.Error("unknown kernel accepted")
+	for _, opt := range []cpu.Options{{Kernel: "sse9"}, {Threads: -1}, {Sparse: "sometimes"}} {
+		if _, err := cpu.NewWith(opt); err == nil {
+			t.Errorf("NewWith(%+v) accepted", opt)
+		}
 	}
-	if _, err := cpu.NewWith(cpu.Options{Threads: -1}); err == nil {
-		t.Error("negative threads accepted")
+}
+
+// TestWithoutAVX2 re-runs this test binary with AVX2 and FMA hidden
+// (GODEBUG=cpu.avx2=off,cpu.fma=off, honoured by golang.org/x/sys/cpu): New
+// must then choose the generic path and pass the suite, as on a CPU without
+// them.
+func TestWithoutAVX2(t *testing.T) {
+	if os.Getenv("DAINX_TEST_NOAVX2") == "1" {
+		if k := cpu.Kernels(); len(k) != 1 || k[0] != "generic" {
+			t.Fatalf("with AVX2 and FMA off, Kernels() = %v, want [generic]", k)
+		}
+		if _, err := cpu.NewWith(cpu.Options{Kernel: "avx2"}); err == nil {
+			t.Fatal("kernel avx2 accepted without AVX2")
+		}
+		computetest.Run(t, cpu.New())
+		return
+	}
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestWithoutAVX2$", "-test.count", "1")
+	cmd.Env = append(os.Environ(), "DAINX_TEST_NOAVX2=1", "GODEBUG=cpu.avx2=off,cpu.fma=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("without AVX2: %v\n%s", err, out)
 	}
 }

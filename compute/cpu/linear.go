@@ -33,7 +33,7 @@ func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bo
 	be.kern.Sgemm(be.nthreads(), &gemm.Params{
 		TransB: true, M: batch, N: out, K: in,
 		A: xs, LDA: in, B: ws, LDB: in, C: ys, LDC: out,
-		Epilogue: gemm.Epilogue{Bias: bs, ReLU: relu},
+		Epilogue: gemm.Epilogue{Bias: bs, ReLU: relu}, Sparse: be.sparse,
 	})
 }
 
@@ -50,7 +50,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 		be.kern.Sgemm(threads, &gemm.Params{
 			TransA: true, M: out, N: in, K: batch,
 			A: dys, LDA: out, B: xs, LDB: in, C: dws, LDC: in,
-			Accumulate: accumulate,
+			Accumulate: accumulate, Sparse: be.sparse,
 		})
 	}
 	if dbs != nil {
@@ -64,7 +64,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 		}
 		p := &gemm.Params{
 			M: batch, N: in, K: out,
-			A: dys, LDA: out, B: ws, LDB: in, C: dxs, LDC: in,
+			A: dys, LDA: out, B: ws, LDB: in, C: dxs, LDC: in, Sparse: be.sparse,
 		}
 		if maskX {
 			p.Mask, p.LDMask = xs, in
@@ -124,7 +124,7 @@ func (be *Backend) InfluenceDot(score, dy, x, gw, gb compute.F32, in, out int, e
 	be.kern.Sgemm(be.nthreads(), &gemm.Params{
 		TransB: true, M: batch, N: out, K: in,
 		A: xs, LDA: in, B: gws, LDB: in, C: t, LDC: out,
-		Epilogue: gemm.Epilogue{Bias: gbs},
+		Epilogue: gemm.Epilogue{Bias: gbs}, Sparse: be.sparse,
 	})
 	be.parallelFor(batch, 64, func(lo, hi int) {
 		for b := lo; b < hi; b++ {

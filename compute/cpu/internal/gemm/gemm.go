@@ -341,10 +341,7 @@ func (k *Kernel) packA(dst []float32, p *Params, i0, mb, p0, kb int) {
 		rows := min(mr, mb-ir)
 		d := dst[ir*kb:][:kb*mr]
 		switch {
-		case p.TransA && rows == 6 && mr == 6:
-			for q := 0; q < kb; q++ {
-				*(*[6]float32)(d[q*6:]) = *(*[6]float32)(p.A[(p0+q)*p.LDA+i0+ir:])
-			}
+		case p.TransA && rows == 6 && mr == 6 && kb > 0 && copyRows6(d, p.A[p0*p.LDA+i0+ir:], p.LDA, kb):
 		case p.TransA:
 			for q := 0; q < kb; q++ {
 				dq := d[q*mr:][:mr]
@@ -396,10 +393,7 @@ func transpose16(d, b []float32, ldb, kb int) {
 // cols are zero).
 func packPanel(d []float32, p *Params, p0, kb, j0, cols, nr int) {
 	switch {
-	case !p.TransB && cols == 16 && nr == 16:
-		for q := 0; q < kb; q++ {
-			*(*[16]float32)(d[q*16:]) = *(*[16]float32)(p.B[(p0+q)*p.LDB+j0:])
-		}
+	case !p.TransB && cols == 16 && nr == 16 && kb > 0 && copyRows16(d, p.B[p0*p.LDB+j0:], p.LDB, kb):
 	case !p.TransB:
 		for q := 0; q < kb; q++ {
 			dq := d[q*nr:][:nr]

@@ -40,6 +40,27 @@ func sprows96(rows int, starts *int32, sstride int, ent *spEntry, b, c *float32,
 func sprows32(rows int, starts *int32, sstride int, ent *spEntry, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
 
 //go:noescape
+func copy16(d, s *float32, lds, kb int)
+
+//go:noescape
+func copy6(d, s *float32, lds, kb int)
+
+// copyRows16 sets d[q·16+c] = s[q·lds+c] for q < kb, c < 16; it reports
+// false (doing nothing) where there is no assembly.
+func copyRows16(d, s []float32, lds, kb int) bool {
+	_, _ = d[kb*16-1], s[(kb-1)*lds+15]
+	copy16(&d[0], &s[0], lds, kb)
+	return true
+}
+
+// copyRows6 is copyRows16 for 6 columns.
+func copyRows6(d, s []float32, lds, kb int) bool {
+	_, _ = d[kb*6-1], s[(kb-1)*lds+5]
+	copy6(&d[0], &s[0], lds, kb)
+	return true
+}
+
+//go:noescape
 func fmaPeak(n int) float32
 
 // peakFlopsPerCall is the number of flops of one fmaPeak iteration.

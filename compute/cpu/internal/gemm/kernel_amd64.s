@@ -486,3 +486,52 @@ sprows32store:
 sprows32done:
 	VZEROUPPER
 	RET
+
+// func copy16(d, s *float32, lds, kb int)
+// d[q·16 : q·16+16] = s[q·lds : q·lds+16] for q < kb.
+TEXT ·copy16(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ lds+16(FP), DX
+	SHLQ $2, DX
+	MOVQ kb+24(FP), CX
+	TESTQ CX, CX
+	JZ copy16done
+
+copy16loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ DX, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ copy16loop
+
+copy16done:
+	VZEROUPPER
+	RET
+
+// func copy6(d, s *float32, lds, kb int)
+// d[q·6 : q·6+6] = s[q·lds : q·lds+6] for q < kb.
+TEXT ·copy6(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ lds+16(FP), DX
+	SHLQ $2, DX
+	MOVQ kb+24(FP), CX
+	TESTQ CX, CX
+	JZ copy6done
+
+copy6loop:
+	MOVUPS (SI), X0
+	MOVQ 16(SI), X1
+	MOVUPS X0, (DI)
+	MOVQ X1, 16(DI)
+	ADDQ DX, SI
+	ADDQ $24, DI
+	DECQ CX
+	JNZ copy6loop
+
+copy6done:
+	RET

@@ -7,3 +7,6 @@ var AVX2 *Kernel
 
 // FMAPeak returns 0: there is no FMA peak loop on this architecture.
 func FMAPeak(n int) float64 { return 0 }
+
+func copyRows16(d, s []float32, lds, kb int) bool { return false }
+func copyRows6(d, s []float32, lds, kb int) bool  { return false }

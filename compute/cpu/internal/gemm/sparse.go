@@ -27,8 +27,8 @@ type spEntry struct {
 }
 
 var (
-	spKC   = 64 // k block: a 64×96 panel is 24 KiB, in L1
-	spRows = 64 // rows of C per block, kept in L2 across the k blocks
+	spKC   = 32 // k block: a 32×96 panel of B is 12 KiB
+	spRows = 32 // rows of C per block: 32×96 of C (12 KiB) stays in L1 across the k blocks
 )
 
 // SparseMode says when Sgemm may take the sparse-A path.
@@ -145,14 +145,18 @@ func (k *Kernel) sgemmSparse(threads int, p *Params) bool {
 			for i := lo; i < hi; i++ {
 				ws.starts[i*(nblk+1)+blk] = int32(i*kk + cnt[i-lo])
 			}
-			for q := blk * spKC; q < min(kk, (blk+1)*spKC); q++ {
-				off := int32((q - blk*spKC) * 128)
-				row := p.A[q*p.LDA+lo : q*p.LDA+hi]
-				ent := ws.ent[lo*kk : hi*kk]
-				for x, v := range row {
-					c := cnt[x]
-					ent[x*kk+c] = spEntry{off, v}
-					cnt[x] = c + nonzero(v)
+			// Tiles of 64 columns keep the 64 lists being appended to in L1.
+			for t0 := lo; t0 < hi; t0 += 64 {
+				t1 := min(hi, t0+64)
+				c := cnt[t0-lo : t1-lo]
+				ent := ws.ent[t0*kk : t1*kk]
+				for q := blk * spKC; q < min(kk, (blk+1)*spKC); q++ {
+					off := int32((q - blk*spKC) * 128)
+					for x, v := range p.A[q*p.LDA+t0 : q*p.LDA+t1] {
+						cx := c[x]
+						ent[x*kk+cx] = spEntry{off, v}
+						c[x] = cx + nonzero(v)
+					}
 				}
 			}
 		}
@@ -165,32 +169,32 @@ func (k *Kernel) sgemmSparse(threads int, p *Params) bool {
 		tile := ws.tile[t]
 		for r0 := lo; r0 < hi; r0 += spRows {
 			rows := min(hi, r0+spRows) - r0
-			for blk := 0; blk < nblk; blk++ {
-				flags := 0
-				if blk > 0 || p.Accumulate {
-					flags |= flagAcc
-				}
-				if blk == nblk-1 {
-					if p.Bias != nil {
-						flags |= flagBias
+			for _, pan := range panels {
+				j := pan.j
+				partial := n-j < pan.w
+				for blk := 0; blk < nblk; blk++ {
+					flags := 0
+					if blk > 0 || p.Accumulate {
+						flags |= flagAcc
 					}
-					if p.ReLU {
-						flags |= flagReLU
+					if blk == nblk-1 {
+						if p.Bias != nil {
+							flags |= flagBias
+						}
+						if p.ReLU {
+							flags |= flagReLU
+						}
+						if p.Mask != nil {
+							flags |= flagMask
+						}
 					}
-					if p.Mask != nil {
-						flags |= flagMask
-					}
-				}
-				st := ws.starts[r0*(nblk+1)+blk:]
-				bb := ws.b[blk*spKC*npad:]
-				for _, pan := range panels {
-					j := pan.j
-					bp := bb[pan.off:][:spKC*pan.w]
-					if cols := n - j; cols < pan.w {
-						// Partial panel: row by row through tile.
+					st := ws.starts[r0*(nblk+1)+blk:]
+					bp := ws.b[blk*spKC*npad+pan.off:][:spKC*pan.w]
+					if partial {
+						// Row by row through tile, C updated by edge.
 						for r := 0; r < rows; r++ {
 							k.sprows(pan.w, 1, st[r*(nblk+1):], nblk+1, ws.ent, bp, tile, pan.w, 0, nil, nil, 0)
-							edge(p, tile, pan.w, r0+r, j, 1, cols, flags)
+							edge(p, tile, pan.w, r0+r, j, 1, n-j, flags)
 						}
 						continue
 					}

@@ -1,0 +1,223 @@
+package dain
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/internal/demo"
+	"github.com/dainx/dainx/tensor"
+)
+
+func experiment(t *testing.T, n int, mut func(*Config)) (*Experiment, Config) {
+	t.Helper()
+	x, err := demo.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]int, n)
+	for i := range rows {
+		rows[i] = i
+	}
+	x = x.Subset(rows)
+	c := DefaultConfig()
+	c.Layers, c.Epochs, c.Batch, c.Rank, c.Channels = []int{24, 16, 8}, 3, 128, 4, 4
+	if mut != nil {
+		mut(&c)
+	}
+	e, err := NewExperiment(x, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e, c
+}
+
+func trainSet(e *Experiment) map[string]float64 {
+	m := map[string]float64{}
+	for k := 0; k < e.Train.NNZ(); k++ {
+		m[key(e.Train.Cell(k))] = e.Train.Val[k]
+	}
+	return m
+}
+
+// key encodes a cell as a map key.
+func key(c []int32) string {
+	b := make([]byte, 0, 4*len(c))
+	for _, v := range c {
+		b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+	}
+	return string(b)
+}
+
+// TestDuplication: duplication copies distinct training cells with their
+// values.
+func TestDuplication(t *testing.T) {
+	e, c := experiment(t, 2000, func(c *Config) { c.Method = "duplication" })
+	train := trainSet(e)
+	aug, _, err := e.Augment(context.Background(), c, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for k := 0; k < aug.NNZ(); k++ {
+		v, ok := train[key(aug.Cell(k))]
+		if !ok || v != aug.Val[k] {
+			t.Fatalf("cell %v value %v is not a training cell's copy", aug.Cell(k), aug.Val[k])
+		}
+		if seen[key(aug.Cell(k))] {
+			t.Fatalf("cell %v copied twice while n < |train|", aug.Cell(k))
+		}
+		seen[key(aug.Cell(k))] = true
+	}
+	if aug.NNZ() != 500 {
+		t.Errorf("%d cells", aug.NNZ())
+	}
+}
+
+// TestEntityReplacement: each new cell is a training cell with exactly one
+// index changed to one of that entity's 10 nearest neighbours in Θ's
+// embedding space, keeping the value; new cells are not observed.
+func TestEntityReplacement(t *testing.T) {
+	e, c := experiment(t, 2000, func(c *Config) { c.Method = "entity-replacement" })
+	ctx := context.Background()
+	aug, _, err := e.Augment(ctx, c, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, _ := e.theta(ctx, "mlp")
+	table, _ := th.net.Table()
+	emb := make([]float32, table.Len())
+	e.be.Download(emb, table)
+	w, order := th.net.Width(), e.x.Order()
+	dist := func(n int, i, j int32) float64 {
+		off := int(th.net.Offsets()[n])
+		var s float64
+		for k := 0; k < w; k++ {
+			d := float64(emb[(off+int(i))*w+k]) - float64(emb[(off+int(j))*w+k])
+			s += d * d
+		}
+		return s
+	}
+	observed := tensor.NewCellSet(e.x.Dims, 0)
+	for _, s := range []*tensor.COO{e.Train, e.Val} {
+		for k := 0; k < s.NNZ(); k++ {
+			observed.Add(s.Cell(k))
+		}
+	}
+	for k := 0; k < aug.NNZ(); k++ {
+		cell := aug.Cell(k)
+		if observed.Has(cell) {
+			t.Fatalf("cell %v is observed", cell)
+		}
+		// Find the training cell it came from: same value, one index off.
+		found := false
+		for z := 0; z < e.Train.NNZ() && !found; z++ {
+			src := e.Train.Cell(z)
+			if e.Train.Val[z] != aug.Val[k] {
+				continue
+			}
+			diff := -1
+			for n := 0; n < order; n++ {
+				if src[n] != cell[n] {
+					if diff >= 0 {
+						diff = -2
+						break
+					}
+					diff = n
+				}
+			}
+			if diff < 0 {
+				continue
+			}
+			// The new entity must be among the 10 nearest to the old.
+			d := dist(diff, src[diff], cell[diff])
+			closer := 0
+			for j := 0; j < e.x.Dims[diff]; j++ {
+				if int32(j) != src[diff] && dist(diff, src[diff], int32(j)) < d-1e-9 {
+					closer++
+				}
+			}
+			found = closer < neighbours
+		}
+		if !found {
+			t.Fatalf("cell %v (value %v) is not a training cell with one index replaced by a top-%d neighbour", cell, aug.Val[k], neighbours)
+		}
+	}
+}
+
+// TestRandomAndDAINCells: random and dain cells are new and distinct, the
+// cells of a smaller n are a prefix of a larger n's, and values are finite.
+func TestRandomAndDAINCells(t *testing.T) {
+	for _, method := range []string{"random", "dain"} {
+		for _, pred := range []string{"mlp", "costco"} {
+			e, c := experiment(t, 1500, func(c *Config) { c.Method, c.Predictor = method, pred })
+			ctx := context.Background()
+			big, _, err := e.Augment(ctx, c, 300)
+			if err != nil {
+				t.Fatal(err)
+			}
+			small, _, err := e.Augment(ctx, c, 120)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(small.Idx, big.Idx[:len(small.Idx)]) || !slices.Equal(small.Val, big.Val[:120]) {
+				t.Errorf("%s/%s: 120 cells are not a prefix of 300", method, pred)
+			}
+			seen := tensor.NewCellSet(e.x.Dims, 0)
+			for _, s := range []*tensor.COO{e.Train, e.Val} {
+				for k := 0; k < s.NNZ(); k++ {
+					seen.Add(s.Cell(k))
+				}
+			}
+			for k := 0; k < big.NNZ(); k++ {
+				if !seen.Add(big.Cell(k)) {
+					t.Fatalf("%s/%s: cell %v observed or repeated", method, pred, big.Cell(k))
+				}
+				if math.IsNaN(big.Val[k]) || math.IsInf(big.Val[k], 0) {
+					t.Fatalf("%s/%s: value %v", method, pred, big.Val[k])
+				}
+			}
+		}
+	}
+}
+
+// TestAblationsRun: every influence and importance variant runs end to end
+// on one experiment, sharing Θ.
+func TestAblationsRun(t *testing.T) {
+	e, base := experiment(t, 1500, nil)
+	var cfgs []Config
+	for _, mut := range []func(*Config){
+		func(c *Config) {},
+		func(c *Config) { c.InfluenceLayers = "all" },
+		func(c *Config) { c.Influence = "representer" },
+		func(c *Config) { c.Entity = "cp1" },
+		func(c *Config) { c.Model = "costco" },
+		func(c *Config) { c.Model, c.InfluenceLayers = "costco", "all" },
+	} {
+		c := base
+		mut(&c)
+		e.Need(c)
+		cfgs = append(cfgs, c)
+	}
+	var first []int32
+	for i, c := range cfgs {
+		aug, _, err := e.Augment(context.Background(), c, 100)
+		if err != nil {
+			t.Fatalf("variant %d: %v", i, err)
+		}
+		if aug.NNZ() != 100 {
+			t.Fatalf("variant %d: %d cells", i, aug.NNZ())
+		}
+		if i == 0 {
+			first = aug.Idx
+		} else if i == 1 && slices.Equal(first, aug.Idx) {
+			t.Error("all-layer TracIn drew the same cells as last-layer TracIn")
+		}
+	}
+	if len(e.thetas) != 2 {
+		t.Errorf("%d embedding models trained; want 2 (mlp, costco)", len(e.thetas))
+	}
+}

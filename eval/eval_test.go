@@ -1,0 +1,122 @@
+package eval
+
+import (
+	"context"
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/internal/demo"
+)
+
+// TestWelchKnown checks the Welch t-test against the first worked example of
+// Wikipedia's "Welch's t-test" article (retrieved 2026): t = −2.46,
+// ν ≈ 24.99, two-sided p = 0.021.
+func TestWelchKnown(t *testing.T) {
+	a := []float64{27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4}
+	b := []float64{27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4}
+	tt, df, p := Welch(a, b)
+	if math.Abs(tt+2.46) > 0.005 || math.Abs(df-24.99) > 0.01 || math.Abs(p-0.021) > 0.0005 {
+		t.Errorf("t %.4f, ν %.3f, p %.4f; want −2.46, 24.99, 0.021", tt, df, p)
+	}
+	// Symmetry and the degenerate cases.
+	if t2, _, p2 := Welch(b, a); t2 != -tt || p2 != p {
+		t.Errorf("Welch(b, a) = %v, %v; want %v, %v", t2, p2, -tt, p)
+	}
+	if _, _, p := Welch([]float64{1, 1}, []float64{1, 1}); p != 1 {
+		t.Errorf("identical constant samples: p %v", p)
+	}
+	if _, _, p := Welch([]float64{1, 1}, []float64{2, 2}); p != 0 {
+		t.Errorf("different constant samples: p %v", p)
+	}
+	if _, _, p := Welch([]float64{1}, []float64{2, 3}); !math.IsNaN(p) {
+		t.Errorf("one value: p %v", p)
+	}
+	if m, s := MeanStd([]float64{2, 4, 4, 4, 5, 5, 7, 9}); m != 5 || math.Abs(s-2.138089935) > 1e-9 {
+		t.Errorf("MeanStd = %v, %v; want 5 and the sample deviation 2.1381", m, s)
+	}
+}
+
+// TestEvaluateTiny runs a tiny evaluation end to end and checks the files.
+func TestEvaluateTiny(t *testing.T) {
+	x, err := demo.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]int, 1500)
+	for i := range rows {
+		rows[i] = i
+	}
+	x = x.Subset(rows)
+	base := dain.DefaultConfig()
+	base.Layers, base.Epochs, base.Batch, base.Rank, base.Channels = []int{24, 8}, 2, 128, 4, 4
+	spec := Spec{Methods: []string{"dain", "duplication", "random-mlp"}, Ratios: []float64{0, 0.1, 0.2}, Repeats: 2, Base: base}
+	res, err := Evaluate(context.Background(), x, spec, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 2*3*3 {
+		t.Fatalf("%d runs; want 18", len(res.Runs))
+	}
+	for _, r := range res.Runs {
+		if !(r.RMSE > 0) || r.NAug != int(r.Ratio*float64(1080)) {
+			t.Errorf("run %+v", r)
+		}
+	}
+	// Ratio 0 is the shared baseline.
+	s := res.Summarise()
+	for _, m := range spec.Methods {
+		if s.Cells[m][0].Mean != s.Cells["dain"][0].Mean {
+			t.Errorf("%s at ratio 0: mean %v; the shared baseline's %v", m, s.Cells[m][0].Mean, s.Cells["dain"][0].Mean)
+		}
+	}
+	if c := s.Cells["duplication"][0.2]; c.N != 2 || math.IsNaN(c.P) {
+		t.Errorf("duplication at 20%%: %+v", c)
+	}
+	dir := t.TempDir()
+	if err := res.WriteDir(dir, "test", map[string]any{"k": 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"runs.csv", "runs.json", "summary.json", "summary.md", "rmse.png", "runtime.png"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	fcsv, _ := os.Open(filepath.Join(dir, "runs.csv"))
+	defer fcsv.Close()
+	recs, err := csv.NewReader(fcsv).ReadAll()
+	if err != nil || len(recs) != 19 {
+		t.Errorf("runs.csv: %d records, %v", len(recs), err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	for _, want := range []string{"| dain |", "| duplication |", "Welch", "20%"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("summary.md lacks %q", want)
+		}
+	}
+	png, _ := os.ReadFile(filepath.Join(dir, "rmse.png"))
+	if len(png) < 8 || string(png[1:4]) != "PNG" {
+		t.Error("rmse.png is not a PNG")
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	base := dain.DefaultConfig()
+	for _, s := range []Spec{
+		{Methods: nil, Ratios: []float64{0}, Repeats: 1, Base: base},
+		{Methods: []string{"magic"}, Ratios: []float64{0}, Repeats: 1, Base: base},
+		{Methods: []string{"dain", "dain"}, Ratios: []float64{0}, Repeats: 1, Base: base},
+		{Methods: []string{"dain"}, Ratios: []float64{-0.1}, Repeats: 1, Base: base},
+		{Methods: []string{"dain"}, Ratios: []float64{0.1}, Repeats: 0, Base: base},
+	} {
+		if err := s.Validate(); err == nil {
+			t.Errorf("%+v: no error", s)
+		}
+	}
+}
