@@ -136,7 +136,7 @@ type Backend interface {
 	//	score[b] += eta · Σ_o dy[b,o]·(Σᵢ gw[o,i]·x[b,i] + gb[o])
 	//
 	// (+=) with dy B×out, x B×in, gw out×in, gb out, score B. With out = 1,
-	// dy = 2e and x the last hidden activation this is DAIN eq. 6 for the
+	// dy = 2e and x the last hidden activation this is DAIN eq. 5 for the
 	// last layer. References: Pruthi et al., TracIn, NeurIPS 2020, eq. 3.
 	InfluenceDot(score, dy, x, gw, gb F32, in, out int, eta float32)
 
@@ -149,7 +149,7 @@ type Backend interface {
 	EmbeddingInfluence(score, dx F32, cells I32, gtable F32, width int, layout Layout, eta float32)
 
 	// EntityImportance aggregates cell importance into entity importance,
-	// DAIN eq. 7 applied to α_z = |score_z| (eq. 6):
+	// DAIN eq. 6 applied to α_z = |score_z| (eq. 5):
 	//
 	//	imp[cells[t,n]] += |score[t]|   for every t and n
 	//

@@ -45,7 +45,7 @@ type Config struct {
 	Predictor       string // value predictor Θ_p: costco (paper) or mlp (reuse Θ)
 	Influence       string // cell importance: tracin (paper) or representer
 	InfluenceLayers string // TracIn's parameters: last (paper) or all
-	Entity          string // entity importance: sum (eq. 7) or cp1 (eq. 8)
+	Entity          string // entity importance: sum (eq. 6) or cp1 (eq. 7)
 
 	Rank, Channels int     // CoSTCo's R and C (20, 20)
 	CoSTCoLR       float64 // CoSTCo's Adam learning rate (1e-3; see DefaultConfig)

@@ -1,6 +1,6 @@
 // Package nn holds the neural tensor completion models DAIN trains and their
 // training: the MLP of paper eq. 4 and CoSTCo (Liu et al., KDD 2019), both
-// an embedding gather followed by Linear layers (Net); the MSE loss of eq. 5;
+// an embedding gather followed by Linear layers (Net); the MSE loss of eq. 1;
 // Adam; shuffled mini-batches and early stopping. Everything runs on a
 // compute.Backend passed in by the caller.
 //

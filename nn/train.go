@@ -81,7 +81,7 @@ type Result struct {
 	Epochs     []Epoch
 }
 
-// Train fits m to train by Adam on the batch-mean MSE (paper eq. 5) with
+// Train fits m to train by Adam on the batch-mean MSE (paper eq. 1) with
 // shuffled mini-batches, evaluates on val after every epoch, stops after
 // Patience epochs without improvement (or Epochs epochs), and leaves the
 // best checkpoint's parameters in m. It returns ctx's error if cancelled

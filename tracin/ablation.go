@@ -48,7 +48,7 @@ func Representer(m *nn.Net, train, val *nn.Set) (compute.F32, error) {
 }
 
 // EntityImportanceCP1 computes entity importance as the rank-1 CP
-// factorisation of the cell importance tensor (paper eq. 8, the ablation of
+// factorisation of the cell importance tensor (paper eq. 7, the ablation of
 // §5.5): it minimises
 //
 //	Σ_{z∈train} (|score_z| − Πₙ a⁽ⁿ⁾_{zₙ})² + λ Σₙ ‖a⁽ⁿ⁾‖²

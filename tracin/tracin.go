@@ -1,5 +1,6 @@
 // Package tracin computes DAIN's cell importance with TracIn-CP (paper
-// eq. 6) and aggregates it into entity importance (eq. 7).
+// eq. 5) and aggregates it into entity importance (eq. 6). Equation numbers
+// follow the paper's TeX source; SPEC.md calls these eqs. 6, 7 and 8.
 //
 // For each checkpoint Θ_k (the end of epoch k = 1…K, K the best epoch) and
 // step size η_k, the importance of a training cell z is
@@ -22,7 +23,7 @@
 // References: G. Pruthi, F. Liu, S. Kale, M. Sundararajan, "Estimating
 // training data influence by tracing gradient descent", NeurIPS 2020 (eq. 3,
 // TracIn-CP); S. Oh, S. Kim, R. A. Rossi, S. Kumar, "Influence-guided data
-// augmentation for neural tensor completion", CIKM 2021 (eqs. 6 and 7).
+// augmentation for neural tensor completion", CIKM 2021 (eqs. 5 and 6).
 package tracin
 
 import (
@@ -107,7 +108,7 @@ func (a *LastLayer) Checkpoint(best bool) error {
 func (a *LastLayer) Scores() compute.F32 { return a.best }
 
 // EntityImportance aggregates cell importance into per-mode entity
-// importance (paper eq. 7) and normalises each mode to sum 1:
+// importance (paper eq. 6) and normalises each mode to sum 1:
 //
 //	α⁽ⁿ⁾_i = Σ_{z∈train, zₙ=i} |score_z|  /  Σ_j α⁽ⁿ⁾_j
 //

@@ -164,7 +164,7 @@ func TestThroughTrain(t *testing.T) {
 	f.checkScores(t, acc, want)
 }
 
-// TestEntityImportance checks eq. 7 with the absolute value of eq. 6 and the
+// TestEntityImportance checks eq. 6 with the absolute value of eq. 5 and the
 // per-mode normalisation against a direct loop.
 func TestEntityImportance(t *testing.T) {
 	be := cpu.New()

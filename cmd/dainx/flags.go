@@ -83,7 +83,7 @@ func bindMethod(fs *flag.FlagSet, c *dain.Config) {
 	fs.StringVar(&c.Predictor, "predictor", c.Predictor, "value `predictor` for new cells: costco (the paper's) or mlp (reuse Θ)")
 	fs.StringVar(&c.Influence, "influence", c.Influence, "cell importance `estimator`: tracin (the paper's) or representer")
 	fs.StringVar(&c.InfluenceLayers, "influence-layers", c.InfluenceLayers, "TracIn's `parameters`: last (the output layer, the paper's) or all (every layer and the embeddings)")
-	fs.StringVar(&c.Entity, "entity", c.Entity, "entity importance: `sum` (aggregation, eq. 7, the paper's) or cp1 (rank-1 CP, eq. 8)")
+	fs.StringVar(&c.Entity, "entity", c.Entity, "entity importance: `sum` (aggregation, eq. 6, the paper's) or cp1 (rank-1 CP, eq. 7)")
 }
 
 // finishConfig applies the parsed layers and checks the configuration.
