@@ -47,14 +47,12 @@ type Experiment struct {
 	// Train, Val and Test are the split of the observed cells (step 0).
 	Train, Val, Test *tensor.COO
 
-	need     map[string]map[string]bool // model kind → TracIn layer variants to accumulate
-	thetas   map[string]*theta
-	preds    map[string]*nn.Net
-	predSecs map[string]float64
-	imps     map[string]*importance
-	nbrs     map[string][][][]int32 // entity replacement's neighbours per Θ kind
-	nbrSecs  map[string]float64
-	start    time.Time
+	need    map[string]map[string]bool // model kind → TracIn layer variants to accumulate
+	thetas  map[string]*theta
+	imps    map[string]*importance
+	nbrs    map[string][][][]int32 // entity replacement's neighbours per Θ kind
+	nbrSecs map[string]float64
+	start   time.Time
 }
 
 // theta is a trained embedding model with its TracIn results.
@@ -86,7 +84,7 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend) (*Experiment, 
 	}
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(),
 		need: map[string]map[string]bool{}, thetas: map[string]*theta{},
-		preds: map[string]*nn.Net{}, predSecs: map[string]float64{}, imps: map[string]*importance{},
+		imps: map[string]*importance{},
 		nbrs: map[string][][][]int32{}, nbrSecs: map[string]float64{}}
 	e.logf = func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -117,11 +115,6 @@ func (e *Experiment) Close() {
 		t.val.Free()
 		t.test.Free()
 		t.net.Free()
-	}
-	for k, p := range e.preds {
-		if t, ok := e.thetas[k]; !ok || t.net != p {
-			p.Free()
-		}
 	}
 }
 
@@ -293,15 +286,15 @@ func (e *Experiment) importance(ctx context.Context, c Config) (*importance, err
 	return imp, nil
 }
 
-// predictor returns the trained value predictor Θ_p of the given kind: the
-// embedding model Θ itself for "mlp", a CoSTCo trained on the training cells
-// for "costco".
-func (e *Experiment) predictor(ctx context.Context, kind string) (*nn.Net, float64, error) {
+// predictor returns the trained value predictor Θ_p of the given kind: a
+// model of that kind trained on the training cells, which is the embedding
+// model Θ of that kind (for "mlp", the paper's Θ itself).
+func (e *Experiment) predictor(ctx context.Context, kind string) (*nn.Net, error) {
 	t, err := e.theta(ctx, kind)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return t.net, t.seconds, nil
+	return t.net, nil
 }
 
 // observed returns the indices of train ∪ validation (K×N).

@@ -83,7 +83,7 @@ func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO,
 		}
 		st.Sample = time.Since(t0).Seconds()
 		st.Draws, st.RejectObserved, st.RejectRepeat = s.Draws, s.Observed, s.Duplicate
-		p, _, err := e.predictor(ctx, c.Predictor)
+		p, err := e.predictor(ctx, c.Predictor)
 		if err != nil {
 			return nil, st, err
 		}

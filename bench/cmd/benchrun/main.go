@@ -106,6 +106,7 @@ type StepRes struct {
 type PeerRes struct {
 	Torch       string  `json:"torch"`
 	BLAS        string  `json:"blas"`
+	Env         string  `json:"env,omitempty"`
 	Threads     int     `json:"threads"`
 	MsPerStep   float64 `json:"ms_per_step"`
 	CellsPerSec float64 `json:"cells_per_s"`
@@ -298,31 +299,51 @@ func gitCommit() string {
 	return c
 }
 
-// peer runs the PyTorch training step, or says why not.
+// peer runs the PyTorch training step, or says why not. It runs it with
+// the default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE (spinning
+// OpenMP and BLAS threads starve each other on two busy cores) and keeps
+// the faster, so the ratio is against the peer at its best.
 func peer(python string) (*PeerRes, string) {
 	if err := exec.Command(python, "-c", "import torch").Run(); err != nil {
 		return nil, fmt.Sprintf("%s cannot import torch (%v); install Debian's python3-torch (and libopenblas0-pthread for an optimised BLAS)", python, err)
 	}
-	cmd := exec.Command(python, "bench/peers/mlp_step.py", "--threads", fmt.Sprint(runtime.GOMAXPROCS(0)), "--steps", "30")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Sprintf("bench/peers/mlp_step.py failed: %v", err)
+	var best *PeerRes
+	var msgs []string
+	for _, env := range []string{"", "OMP_WAIT_POLICY=PASSIVE"} {
+		cmd := exec.Command(python, "bench/peers/mlp_step.py", "--threads", fmt.Sprint(runtime.GOMAXPROCS(0)), "--steps", "30")
+		cmd.Stderr = os.Stderr
+		cmd.Env = os.Environ()
+		if env != "" {
+			cmd.Env = append(cmd.Env, env)
+		}
+		out, err := cmd.Output()
+		if err != nil {
+			msgs = append(msgs, fmt.Sprintf("bench/peers/mlp_step.py (%s) failed: %v", env, err))
+			continue
+		}
+		var p struct {
+			Torch     string  `json:"torch"`
+			Threads   int     `json:"threads"`
+			MsPerStep float64 `json:"ms_per_step"`
+			CellsPerS float64 `json:"cells_per_s"`
+		}
+		if err := json.Unmarshal(out, &p); err != nil {
+			msgs = append(msgs, fmt.Sprintf("bench/peers/mlp_step.py printed %q: %v", out, err))
+			continue
+		}
+		logf("PyTorch peer with %q: %.1f ms per step", env, p.MsPerStep)
+		if best == nil || p.MsPerStep < best.MsPerStep {
+			blas := "unknown"
+			if t, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libblas.so.3"); err == nil {
+				blas = t
+			}
+			best = &PeerRes{Torch: p.Torch, BLAS: blas, Env: env, Threads: p.Threads, MsPerStep: p.MsPerStep, CellsPerSec: p.CellsPerS}
+		}
 	}
-	var p struct {
-		Torch     string  `json:"torch"`
-		Threads   int     `json:"threads"`
-		MsPerStep float64 `json:"ms_per_step"`
-		CellsPerS float64 `json:"cells_per_s"`
+	if best == nil {
+		return nil, strings.Join(msgs, "; ")
 	}
-	if err := json.Unmarshal(out, &p); err != nil {
-		return nil, fmt.Sprintf("bench/peers/mlp_step.py printed %q: %v", out, err)
-	}
-	blas := "unknown"
-	if t, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libblas.so.3"); err == nil {
-		blas = t
-	}
-	return &PeerRes{Torch: p.Torch, BLAS: blas, Threads: p.Threads, MsPerStep: p.MsPerStep, CellsPerSec: p.CellsPerS}, ""
+	return best, ""
 }
 
 func endToEndFile(dainx, name, path string, args []string) E2ERes {
@@ -438,7 +459,7 @@ func markdown(r *Results) string {
 		p("| %s | %.1f | %.0f | %.1f | %s | %.2f |\n", s.Backend, s.MsPerStep, s.CellsPerSec, s.GFLOPS, pct(s.OfPeak), s.TracInSecPerM)
 	}
 	if r.Peer != nil {
-		p("| PyTorch %s (%d threads, BLAS %s) | %.1f | %.0f | %.1f | %s | |\n", r.Peer.Torch, r.Peer.Threads, filepath.Base(filepath.Dir(r.Peer.BLAS)),
+		p("| PyTorch %s (%d threads, BLAS %s %s) | %.1f | %.0f | %.1f | %s | |\n", r.Peer.Torch, r.Peer.Threads, filepath.Base(filepath.Dir(r.Peer.BLAS)), r.Peer.Env,
 			r.Peer.MsPerStep, r.Peer.CellsPerSec, stepFlops()/r.Peer.MsPerStep/1e6, pct(stepFlops()/r.Peer.MsPerStep/1e6/r.Peak.AllCores))
 		p("\n**ours / PyTorch: %.2f×** (cells/s of the default CPU path over the peer's)\n\n", r.Peer.Ratio)
 	} else {
