@@ -1,39 +1,60 @@
 package cpu
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/dainx/dainx/compute/cpu/internal/gemm"
 )
 
-// PeakGFLOPS measures the machine's single-precision FMA peak: threads
-// goroutines each run a register-only loop of independent 8-wide FMAs for
-// about d, and the total rate is returned in GFLOP/s. It returns 0 on a CPU
-// without AVX2 and FMA.
-func PeakGFLOPS(threads int, d time.Duration) float64 {
+// Peak is the measured single-precision FMA peak of the CPU.
+type Peak struct {
+	// Wall is the rate all threads reached together by the wall clock
+	// (lowered when other processes share the cores).
+	Wall float64
+	// PerCore is the best rate of one thread by its own CPU time (on
+	// Linux; by the wall clock elsewhere): one core's peak, whatever else
+	// runs on the machine.
+	PerCore float64
+}
+
+// PeakGFLOPS measures the FMA peak in GFLOP/s: threads goroutines, each on
+// its own OS thread, run a register-only loop of independent 8-wide FMAs
+// for about d. It returns zeros on a CPU without AVX2 and FMA.
+func PeakGFLOPS(threads int, d time.Duration) Peak {
 	if gemm.AVX2 == nil {
-		return 0
+		return Peak{}
 	}
 	const iters = 1 << 18
-	gemm.FMAPeak(iters) // warm up (clock ramp)
+	gemm.FMAPeak(iters) // clock ramp
 	flops := make([]float64, threads)
+	perCore := make([]float64, threads)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for t := range threads {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c0, w0 := threadCPU(), time.Now()
 			for time.Since(start) < d {
 				flops[t] += gemm.FMAPeak(iters)
 			}
+			sec := (threadCPU() - c0).Seconds()
+			if sec <= 0 {
+				sec = time.Since(w0).Seconds()
+			}
+			perCore[t] = flops[t] / sec / 1e9
 		}()
 	}
 	wg.Wait()
-	sec := time.Since(start).Seconds()
-	total := 0.0
-	for _, f := range flops {
-		total += f
+	p := Peak{}
+	for t := range flops {
+		p.Wall += flops[t]
+		p.PerCore = max(p.PerCore, perCore[t])
 	}
-	return total / sec / 1e9
+	p.Wall /= time.Since(start).Seconds() * 1e9
+	return p
 }

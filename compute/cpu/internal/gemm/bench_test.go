@@ -65,13 +65,17 @@ func BenchmarkSgemm(b *testing.B) {
 				if mode == SparseAuto && !strings.Contains(s.name, "relu") {
 					continue
 				}
-				b.Run(fmt.Sprintf("%s/%s/sparse=%d", kern.name, s.name, mode), func(b *testing.B) {
-					p.Sparse = mode
-					for i := 0; i < b.N; i++ {
-						kern.Sgemm(runtime.GOMAXPROCS(0), p)
-					}
-					b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				})
+				for _, cols := range []bool{false, true} {
+					b.Run(fmt.Sprintf("%s/%s/sparse=%d/cols=%v", kern.name, s.name, mode, cols), func(b *testing.B) {
+						p.Sparse = mode
+						splitCols = cols
+						defer func() { splitCols = true }()
+						for i := 0; i < b.N; i++ {
+							kern.Sgemm(runtime.GOMAXPROCS(0), p)
+						}
+						b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+					})
+				}
 			}
 		}
 	}

@@ -1,5 +1,9 @@
 package gemm
 
+// peakFlopsPerIter is the number of flops of one iteration of the FMA peak
+// loop: 12 independent 8-wide FMAs.
+const peakFlopsPerIter = 12 * 8 * 2
+
 // Best returns the fastest kernel this CPU supports.
 func Best() *Kernel {
 	if AVX2 != nil {

@@ -52,6 +52,9 @@ type Kernel struct {
 	name   string
 	mr, nr int
 	micro  microFunc
+	// micron, if not nil, runs micro over ntiles full tiles down the rows
+	// (A panels kc·MR apart, C and mask MR rows apart) in one call.
+	micron func(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm, ntiles int)
 	// sprows, if not nil, is the sparse-A kernel (see sparse.go): rows
 	// rows of C, w = 96 or 32 columns each, from lists of nonzeros.
 	sprows func(w, rows int, starts []int32, sstride int, ent []spEntry, b, c []float32, ldc, flags int, bias, mask []float32, ldm int)
@@ -105,6 +108,7 @@ type Params struct {
 // workspace holds one product's packing buffers.
 type workspace struct {
 	b    []float32   // packed k block of B: kc × roundup(nc, NR)
+	bt   [][]float32 // per thread, for the column split: kc × roundup(nc, NR)
 	a    [][]float32 // per thread: packed mc×kc block of A
 	tile [][]float32 // per thread: MR×NR edge tile
 }
@@ -132,9 +136,13 @@ func (k *Kernel) workspace(threads, kc, nc int) *workspace {
 	}
 	for len(w.a) < threads {
 		w.a = append(w.a, nil)
+		w.bt = append(w.bt, nil)
 		w.tile = append(w.tile, nil)
 	}
 	for t := 0; t < threads; t++ {
+		if nb := kc * roundUp(nc, k.nr); cap(w.bt[t]) < nb {
+			w.bt[t] = aligned(nb)
+		}
 		if na := mcBlock * kc; cap(w.a[t]) < na {
 			w.a[t] = aligned(na)
 		}
@@ -196,10 +204,23 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 		return
 	}
 	tiles := (m + k.mr - 1) / k.mr
-	threads = max(1, min(threads, tiles))
 	// Split k into equal blocks of at most kcBlock.
 	nk := (kk + kcBlock - 1) / kcBlock
 	kc := (kk + nk - 1) / nk
+	if npan := (n + k.nr - 1) / k.nr; splitCols && threads > 1 && npan >= 2*threads {
+		// Each thread owns whole NR panels of columns and runs the
+		// blocked loops alone on them: it packs its own B panels and all
+		// of A, with no barrier until the end.
+		threads = min(threads, npan)
+		ws := k.workspace(threads, kc, min(n, ncBlock))
+		defer wsPool.Put(ws)
+		parallel(threads, func(t int) {
+			jlo, jhi := t*npan/threads*k.nr, min(n, (t+1)*npan/threads*k.nr)
+			k.serial(ws, t, p, jlo, jhi, kc)
+		})
+		return
+	}
+	threads = max(1, min(threads, tiles))
 	nc := min(n, ncBlock)
 	ws := k.workspace(threads, kc, nc)
 	defer wsPool.Put(ws)
@@ -235,18 +256,66 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 				for ic := lo; ic < hi; ic += mcBlock {
 					mb := min(mcBlock, hi-ic)
 					k.packA(ws.a[t], p, ic, mb, pc, kb)
-					k.macro(ws, t, p, ic, mb, jc, nb, kb, flags)
+					k.macro(ws.b, ws, t, p, ic, mb, jc, nb, kb, flags)
 				}
 			})
 		}
 	}
 }
 
+// splitCols selects the column split of Sgemm when there are enough
+// column panels (a variable for benchmarks).
+var splitCols = true
+
+// serial runs the blocked loops of p on columns [jlo, jhi) of C alone,
+// with thread t's buffers (its B buffer is ws.bt[t]).
+func (k *Kernel) serial(ws *workspace, t int, p *Params, jlo, jhi, kc int) {
+	kk := p.K
+	for jc := jlo; jc < jhi; jc += ncBlock {
+		nb := min(ncBlock, jhi-jc)
+		panels := (nb + k.nr - 1) / k.nr
+		for pc := 0; pc < kk; pc += kc {
+			kb := min(kc, kk-pc)
+			flags := k.flags(p, pc, kb)
+			pb := ws.bt[t]
+			for q := 0; q < panels; q++ {
+				j0 := jc + q*k.nr
+				packPanel(pb[q*kb*k.nr:][:kb*k.nr], p, pc, kb, j0, min(k.nr, jhi-j0), k.nr)
+			}
+			for ic := 0; ic < p.M; ic += mcBlock {
+				mb := min(mcBlock, p.M-ic)
+				k.packA(ws.a[t], p, ic, mb, pc, kb)
+				k.macro(pb, ws, t, p, ic, mb, jc, nb, kb, flags)
+			}
+		}
+	}
+}
+
+// flags returns the micro-kernel flags of the k block [pc, pc+kb).
+func (k *Kernel) flags(p *Params, pc, kb int) int {
+	flags := 0
+	if pc > 0 || p.Accumulate {
+		flags |= flagAcc
+	}
+	if pc+kb == p.K {
+		if p.Bias != nil {
+			flags |= flagBias
+		}
+		if p.ReLU {
+			flags |= flagReLU
+		}
+		if p.Mask != nil {
+			flags |= flagMask
+		}
+	}
+	return flags
+}
+
 // macro runs the micro-kernel over one packed mb×kb block of A and the
 // packed kb×nb block of B.
-func (k *Kernel) macro(ws *workspace, t int, p *Params, ic, mb, jc, nb, kb, flags int) {
+func (k *Kernel) macro(pb []float32, ws *workspace, t int, p *Params, ic, mb, jc, nb, kb, flags int) {
 	mr, nr := k.mr, k.nr
-	pa, pb, tile := ws.a[t], ws.b, ws.tile[t]
+	pa, tile := ws.a[t], ws.tile[t]
 	for jr := 0; jr < nb; jr += nr {
 		cols := min(nr, nb-jr)
 		bp := pb[jr*kb:][:kb*nr]
@@ -255,7 +324,18 @@ func (k *Kernel) macro(ws *workspace, t int, p *Params, ic, mb, jc, nb, kb, flag
 		if flags&flagBias != 0 {
 			bias = p.Bias[j:]
 		}
-		for ir := 0; ir < mb; ir += mr {
+		ir := 0
+		if full := mb / mr; k.micron != nil && full > 0 && cols == nr {
+			var mask []float32
+			if flags&flagMask != 0 {
+				mask = p.Mask[ic*p.LDMask+j:]
+				_ = mask[(full*mr-1)*p.LDMask+nr-1]
+			}
+			_ = p.C[(ic+full*mr-1)*p.LDC+j+nr-1]
+			k.micron(kb, pa[:full*mr*kb], bp, p.C[ic*p.LDC+j:], p.LDC, flags, bias, mask, p.LDMask, full)
+			ir = full * mr
+		}
+		for ; ir < mb; ir += mr {
 			rows := min(mr, mb-ir)
 			ap := pa[ir*kb:][:kb*mr]
 			i := ic + ir
@@ -348,43 +428,42 @@ func (k *Kernel) packA(dst []float32, p *Params, i0, mb, p0, kb int) {
 				copy(dq, p.A[(p0+q)*p.LDA+i0+ir:][:rows])
 				clear(dq[rows:])
 			}
-		case rows == 6 && mr == 6:
-			transpose6(d, p.A[(i0+ir)*p.LDA+p0:], p.LDA, kb)
 		default:
 			if rows < mr {
 				clear(d)
 			}
-			for r := 0; r < rows; r++ {
-				strided(d[r:], p.A[(i0+ir+r)*p.LDA+p0:][:kb], mr)
-			}
+			transpose(d, mr, p.A[(i0+ir)*p.LDA+p0:], p.LDA, rows, kb)
 		}
 	}
 }
 
-// transpose6 sets d[q·6+r] = a[r·lda+q] for r < 6, q < kb.
-func transpose6(d, a []float32, lda, kb int) {
-	r0, r1, r2 := a[:kb], a[lda:][:kb], a[2*lda:][:kb]
-	r3, r4, r5 := a[3*lda:][:kb], a[4*lda:][:kb], a[5*lda:][:kb]
-	d = d[:6*kb]
-	for q := range r0 {
-		dq := (*[6]float32)(d[q*6:])
-		dq[0], dq[1], dq[2], dq[3], dq[4], dq[5] = r0[q], r1[q], r2[q], r3[q], r4[q], r5[q]
+// transpose sets d[q·ldd+r] = s[r·lds+q] for r < rows, q < kb. It works
+// in blocks of 16 q so that each source row is read a cache line at a time:
+// reading all rows element by element at a stride of lds (often a multiple
+// of 4 KiB) would keep more lines in one L1 set than it has ways.
+func transpose(d []float32, ldd int, s []float32, lds, rows, kb int) {
+	if rows == 0 || kb == 0 {
+		return
 	}
-}
-
-// transpose16 sets d[q·16+c] = b[c·ldb+q] for c < 16, q < kb.
-func transpose16(d, b []float32, ldb, kb int) {
-	var r [16][]float32
-	for c := range r {
-		r[c] = b[c*ldb:][:kb]
-	}
-	d = d[:16*kb]
-	for q := 0; q < kb; q++ {
-		dq := (*[16]float32)(d[q*16:])
-		dq[0], dq[1], dq[2], dq[3] = r[0][q], r[1][q], r[2][q], r[3][q]
-		dq[4], dq[5], dq[6], dq[7] = r[4][q], r[5][q], r[6][q], r[7][q]
-		dq[8], dq[9], dq[10], dq[11] = r[8][q], r[9][q], r[10][q], r[11][q]
-		dq[12], dq[13], dq[14], dq[15] = r[12][q], r[13][q], r[14][q], r[15][q]
+	_ = d[(kb-1)*ldd+rows-1]
+	_ = s[(rows-1)*lds+kb-1]
+	for q0 := transposeAsm(d, ldd, s, lds, rows, kb); q0 < kb; q0 += 16 {
+		if q0+16 > kb {
+			for r := 0; r < rows; r++ {
+				for q := q0; q < kb; q++ {
+					d[q*ldd+r] = s[r*lds+q]
+				}
+			}
+			break
+		}
+		for r := 0; r < rows; r++ {
+			v := (*[16]float32)(s[r*lds+q0:])
+			dd := d[q0*ldd+r:]
+			dd[0], dd[ldd], dd[2*ldd], dd[3*ldd] = v[0], v[1], v[2], v[3]
+			dd[4*ldd], dd[5*ldd], dd[6*ldd], dd[7*ldd] = v[4], v[5], v[6], v[7]
+			dd[8*ldd], dd[9*ldd], dd[10*ldd], dd[11*ldd] = v[8], v[9], v[10], v[11]
+			dd[12*ldd], dd[13*ldd], dd[14*ldd], dd[15*ldd] = v[12], v[13], v[14], v[15]
+		}
 	}
 }
 
@@ -400,26 +479,11 @@ func packPanel(d []float32, p *Params, p0, kb, j0, cols, nr int) {
 			copy(dq, p.B[(p0+q)*p.LDB+j0:][:cols])
 			clear(dq[cols:])
 		}
-	case cols == 16 && nr == 16:
-		transpose16(d, p.B[j0*p.LDB+p0:], p.LDB, kb)
 	default:
 		if cols < nr {
 			clear(d)
 		}
-		for c := 0; c < cols; c++ {
-			strided(d[c:], p.B[(j0+c)*p.LDB+p0:][:kb], nr)
-		}
-	}
-}
-
-// strided stores src[q] at dst[q·stride].
-func strided(dst, src []float32, stride int) {
-	if len(src) == 0 {
-		return
-	}
-	_ = dst[(len(src)-1)*stride]
-	for q, v := range src {
-		dst[q*stride] = v
+		transpose(d, nr, p.B[j0*p.LDB+p0:], p.LDB, cols, kb)
 	}
 }
 

@@ -13,7 +13,7 @@ var AVX2 *Kernel
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		AVX2 = &Kernel{name: "avx2", mr: 6, nr: 16, micro: micro6x16, sprows: sprowsAVX2}
+		AVX2 = &Kernel{name: "avx2", mr: 6, nr: 16, micro: micro6x16, micron: micro6x16n, sprows: sprowsAVX2}
 	}
 }
 
@@ -31,6 +31,23 @@ func micro6x16(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, 
 }
 
 //go:noescape
+func kern6x16n(kc int, a, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int, ntiles int)
+
+// micro6x16n runs kern6x16 over ntiles full tiles down the rows in one
+// call. The callers guarantee the lengths as for micro6x16, for the last
+// tile.
+func micro6x16n(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm, ntiles int) {
+	var bp, mp *float32
+	if flags&flagBias != 0 {
+		bp = unsafe.SliceData(bias)
+	}
+	if flags&flagMask != 0 {
+		mp = unsafe.SliceData(mask)
+	}
+	kern6x16n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, ntiles)
+}
+
+//go:noescape
 func kern6x16(kc int, a, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
 
 //go:noescape
@@ -38,6 +55,32 @@ func sprows96(rows int, starts *int32, sstride int, ent *spEntry, b, c *float32,
 
 //go:noescape
 func sprows32(rows int, starts *int32, sstride int, ent *spEntry, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
+
+//go:noescape
+func trans8(d *float32, ldd int, s *float32, lds int, nq int)
+
+//go:noescape
+func trans6(d *float32, ldd int, s *float32, lds int, nq int)
+
+// transposeAsm does the part of transpose it can with AVX2: rows in groups
+// of 8 (or exactly 6), whole blocks of 8 columns. It returns the number of
+// leading columns q done for every row.
+func transposeAsm(d []float32, ldd int, s []float32, lds, rows, kb int) int {
+	nq := kb / 8
+	if AVX2 == nil || nq == 0 || (rows%8 != 0 && rows != 6) {
+		return 0
+	}
+	_ = d[(nq*8-1)*ldd+rows-1]
+	_ = s[(rows-1)*lds+nq*8-1]
+	if rows == 6 {
+		trans6(&d[0], ldd, &s[0], lds, nq)
+		return nq * 8
+	}
+	for r := 0; r < rows; r += 8 {
+		trans8(&d[r], ldd, &s[r*lds], lds, nq)
+	}
+	return nq * 8
+}
 
 //go:noescape
 func copy16(d, s *float32, lds, kb int)
@@ -62,9 +105,6 @@ func copyRows6(d, s []float32, lds, kb int) bool {
 
 //go:noescape
 func fmaPeak(n int) float32
-
-// peakFlopsPerCall is the number of flops of one fmaPeak iteration.
-const peakFlopsPerIter = 12 * 8 * 2
 
 // FMAPeak runs n iterations of a register-only loop of independent 8-wide
 // FMAs on the calling goroutine and returns the flops done (0 without

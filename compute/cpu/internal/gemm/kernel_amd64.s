@@ -178,6 +178,170 @@ nomask:
 	VZEROUPPER
 	RET
 
+// func kern6x16n(kc int, a, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int, ntiles int)
+// kern6x16 over ntiles ≥ 1 consecutive full tiles down the rows: tile t reads
+// the A micro-panel at a + t·6·kc and writes rows 6t… of C (and reads rows
+// 6t… of the mask).
+TEXT ·kern6x16n(SB), NOSPLIT, $32-80
+	MOVQ a+8(FP), AX
+	MOVQ AX, ta-8(SP)
+	MOVQ c+24(FP), AX
+	MOVQ AX, tc-16(SP)
+	MOVQ mask+56(FP), AX
+	MOVQ AX, tm-24(SP)
+	MOVQ ntiles+72(FP), AX
+	MOVQ AX, tn-32(SP)
+
+ntile:
+	MOVQ kc+0(FP), CX
+	MOVQ ta-8(SP), SI
+	MOVQ b+16(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ CX, BX
+	SHRQ $2, BX
+	ANDQ $3, CX
+	TESTQ BX, BX
+	JZ ntail
+
+nloop4:
+	PREFETCHT0 384(SI)
+	STEP
+	STEP
+	PREFETCHT0 512(DI)
+	STEP
+	STEP
+	DECQ BX
+	JNZ nloop4
+
+ntail:
+	TESTQ CX, CX
+	JZ nepilogue
+
+nloop1:
+	STEP
+	DECQ CX
+	JNZ nloop1
+
+nepilogue:
+	MOVQ tc-16(SP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	ADDQ DX, R9
+	MOVQ flags+40(FP), AX
+
+	// flags&1: add the tile already in C.
+	TESTQ $1, AX
+	JZ nnobeta
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS (DX)(R8*1), Y2, Y2
+	VADDPS 32(DX)(R8*1), Y3, Y3
+	VADDPS (DX)(R8*2), Y4, Y4
+	VADDPS 32(DX)(R8*2), Y5, Y5
+	VADDPS (R9), Y6, Y6
+	VADDPS 32(R9), Y7, Y7
+	VADDPS (R9)(R8*1), Y8, Y8
+	VADDPS 32(R9)(R8*1), Y9, Y9
+	VADDPS (R9)(R8*2), Y10, Y10
+	VADDPS 32(R9)(R8*2), Y11, Y11
+
+nnobeta:
+	// flags&2: add bias[j] to column j.
+	TESTQ $2, AX
+	JZ nnobias
+	MOVQ bias+48(FP), R10
+	VMOVUPS (R10), Y12
+	VMOVUPS 32(R10), Y13
+	VADDPS Y12, Y0, Y0
+	VADDPS Y13, Y1, Y1
+	VADDPS Y12, Y2, Y2
+	VADDPS Y13, Y3, Y3
+	VADDPS Y12, Y4, Y4
+	VADDPS Y13, Y5, Y5
+	VADDPS Y12, Y6, Y6
+	VADDPS Y13, Y7, Y7
+	VADDPS Y12, Y8, Y8
+	VADDPS Y13, Y9, Y9
+	VADDPS Y12, Y10, Y10
+	VADDPS Y13, Y11, Y11
+
+nnobias:
+	// flags&4: ReLU, max(0, v) keeping NaN and −0 (VMAXPS returns its
+	// second source operand, v, when either is NaN or both are zero).
+	TESTQ $4, AX
+	JZ nnorelu
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y0, Y14, Y0
+	VMAXPS Y1, Y14, Y1
+	VMAXPS Y2, Y14, Y2
+	VMAXPS Y3, Y14, Y3
+	VMAXPS Y4, Y14, Y4
+	VMAXPS Y5, Y14, Y5
+	VMAXPS Y6, Y14, Y6
+	VMAXPS Y7, Y14, Y7
+	VMAXPS Y8, Y14, Y8
+	VMAXPS Y9, Y14, Y9
+	VMAXPS Y10, Y14, Y10
+	VMAXPS Y11, Y14, Y11
+
+nnorelu:
+	// flags&8: zero where the mask tile is not > 0.
+	TESTQ $8, AX
+	JZ nnomask
+	MOVQ tm-24(SP), R10
+	MOVQ ldm+64(FP), R11
+	SHLQ $2, R11
+	LEAQ (R11)(R11*2), R12
+	ADDQ R10, R12
+	VXORPS Y14, Y14, Y14
+	MASK2((R10), 32(R10), Y0, Y1)
+	MASK2((R10)(R11*1), 32(R10)(R11*1), Y2, Y3)
+	MASK2((R10)(R11*2), 32(R10)(R11*2), Y4, Y5)
+	MASK2((R12), 32(R12), Y6, Y7)
+	MASK2((R12)(R11*1), 32(R12)(R11*1), Y8, Y9)
+	MASK2((R12)(R11*2), 32(R12)(R11*2), Y10, Y11)
+
+nnomask:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, (DX)(R8*1)
+	VMOVUPS Y3, 32(DX)(R8*1)
+	VMOVUPS Y4, (DX)(R8*2)
+	VMOVUPS Y5, 32(DX)(R8*2)
+	VMOVUPS Y6, (R9)
+	VMOVUPS Y7, 32(R9)
+	VMOVUPS Y8, (R9)(R8*1)
+	VMOVUPS Y9, 32(R9)(R8*1)
+	VMOVUPS Y10, (R9)(R8*2)
+	VMOVUPS Y11, 32(R9)(R8*2)
+
+	// Next tile: A by 6·kc floats, C and the mask by 6 rows.
+	MOVQ kc+0(FP), AX
+	IMULQ $24, AX
+	ADDQ AX, ta-8(SP)
+	IMULQ $6, R8
+	ADDQ R8, tc-16(SP)
+	MOVQ ldm+64(FP), AX
+	IMULQ $24, AX
+	ADDQ AX, tm-24(SP)
+	DECQ tn-32(SP)
+	JNZ ntile
+	VZEROUPPER
+	RET
+
+
 // func fmaPeak(n int) float32
 // Runs n iterations of 12 independent 8-wide FMAs (192 flops per iteration)
 // on registers only: the machine's FMA peak on one core.
@@ -534,4 +698,172 @@ copy6loop:
 	JNZ copy6loop
 
 copy6done:
+	RET
+
+// func trans8(d *float32, ldd int, s *float32, lds int, nq int)
+// For nq blocks of 8 columns q: d[q·ldd+r] = s[r·lds+q], r < 8, q < 8·nq.
+TEXT ·trans8(SB), NOSPLIT, $0-40
+	MOVQ d+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	SHLQ $2, R8
+	MOVQ s+16(FP), SI
+	MOVQ lds+24(FP), R9
+	SHLQ $2, R9
+	MOVQ nq+32(FP), CX
+	TESTQ CX, CX
+	JZ trans8done
+trans8loop:
+	MOVQ SI, AX
+	VMOVUPS (AX), Y0
+	ADDQ R9, AX
+	VMOVUPS (AX), Y1
+	ADDQ R9, AX
+	VMOVUPS (AX), Y2
+	ADDQ R9, AX
+	VMOVUPS (AX), Y3
+	ADDQ R9, AX
+	VMOVUPS (AX), Y4
+	ADDQ R9, AX
+	VMOVUPS (AX), Y5
+	ADDQ R9, AX
+	VMOVUPS (AX), Y6
+	ADDQ R9, AX
+	VMOVUPS (AX), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	MOVQ DI, AX
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VMOVUPS Y8, (AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x20, Y5, Y1, Y8
+	VMOVUPS Y8, (AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x20, Y6, Y2, Y8
+	VMOVUPS Y8, (AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x20, Y7, Y3, Y8
+	VMOVUPS Y8, (AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x31, Y4, Y0, Y8
+	VMOVUPS Y8, (AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x31, Y5, Y1, Y8
+	VMOVUPS Y8, (AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x31, Y6, Y2, Y8
+	VMOVUPS Y8, (AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x31, Y7, Y3, Y8
+	VMOVUPS Y8, (AX)
+	ADDQ $32, SI
+	LEAQ (DI)(R8*8), DI
+	DECQ CX
+	JNZ trans8loop
+trans8done:
+	VZEROUPPER
+	RET
+
+// func trans6(d *float32, ldd int, s *float32, lds int, nq int)
+// For nq blocks of 8 columns q: d[q·ldd+r] = s[r·lds+q], r < 6, q < 8·nq.
+TEXT ·trans6(SB), NOSPLIT, $0-40
+	MOVQ d+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	SHLQ $2, R8
+	MOVQ s+16(FP), SI
+	MOVQ lds+24(FP), R9
+	SHLQ $2, R9
+	MOVQ nq+32(FP), CX
+	TESTQ CX, CX
+	JZ trans6done
+trans6loop:
+	MOVQ SI, AX
+	VMOVUPS (AX), Y0
+	ADDQ R9, AX
+	VMOVUPS (AX), Y1
+	ADDQ R9, AX
+	VMOVUPS (AX), Y2
+	ADDQ R9, AX
+	VMOVUPS (AX), Y3
+	ADDQ R9, AX
+	VMOVUPS (AX), Y4
+	ADDQ R9, AX
+	VMOVUPS (AX), Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	MOVQ DI, AX
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VMOVUPS X8, (AX)
+	VEXTRACTF128 $1, Y8, X9
+	MOVQ X9, 16(AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x20, Y5, Y1, Y8
+	VMOVUPS X8, (AX)
+	VEXTRACTF128 $1, Y8, X9
+	MOVQ X9, 16(AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x20, Y6, Y2, Y8
+	VMOVUPS X8, (AX)
+	VEXTRACTF128 $1, Y8, X9
+	MOVQ X9, 16(AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x20, Y7, Y3, Y8
+	VMOVUPS X8, (AX)
+	VEXTRACTF128 $1, Y8, X9
+	MOVQ X9, 16(AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x31, Y4, Y0, Y8
+	VMOVUPS X8, (AX)
+	VEXTRACTF128 $1, Y8, X9
+	MOVQ X9, 16(AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x31, Y5, Y1, Y8
+	VMOVUPS X8, (AX)
+	VEXTRACTF128 $1, Y8, X9
+	MOVQ X9, 16(AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x31, Y6, Y2, Y8
+	VMOVUPS X8, (AX)
+	VEXTRACTF128 $1, Y8, X9
+	MOVQ X9, 16(AX)
+	ADDQ R8, AX
+	VPERM2F128 $0x31, Y7, Y3, Y8
+	VMOVUPS X8, (AX)
+	VEXTRACTF128 $1, Y8, X9
+	MOVQ X9, 16(AX)
+	ADDQ $32, SI
+	LEAQ (DI)(R8*8), DI
+	DECQ CX
+	JNZ trans6loop
+trans6done:
+	VZEROUPPER
 	RET

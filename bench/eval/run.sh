@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# run.sh reproduces bench/results/eval/: `dainx eval` on the four real tensors
+# of ../shared/data (or $DAINX_DATA) with the configuration a 2-core CPU
+# machine finishes in a few hours:
+#   methods dain, duplication, entity-replacement, random-mlp, random-costco;
+#   ratios 0, 0.1 … 0.5; 5 repeats (seeds 1–5);
+#   downstream and embedding MLP layers N·16,64,32 (E = 16), at most 20
+#   epochs, patience 5, batch 1024, lr 1e-3; CoSTCo R = C = 20, lr 1e-3,
+#   batch 256 (the defaults).
+# Usage: bash bench/eval/run.sh [tensor ...]   (default: all four)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+data=${DAINX_DATA:-../shared/data}
+go build -o .dev/dainx ./cmd/dainx
+tensors=("$@")
+[ ${#tensors[@]} -gt 0 ] || tensors=(movielens_latest_small jodie_wikipedia foursquare_nyc movingmnist100)
+for t in "${tensors[@]}"; do
+	order=3
+	[ "$t" = movingmnist100 ] && order=4
+	out=bench/results/eval/$t
+	mkdir -p "$out"
+	echo "== $t ($(date -u +%FT%TZ))"
+	.dev/dainx eval -backend cpu -input "$data/$t.tsv.gz" \
+		-methods dain,duplication,entity-replacement,random-mlp,random-costco \
+		-ratios 0,0.1,0.2,0.3,0.4,0.5 -repeats 5 \
+		-layers $((order * 16)),64,32 -epochs 20 -patience 5 \
+		-out "$out" 2> >(tr '\r' '\n' | grep -v '^$' | tail -n 3 > "$out/progress.log")
+done
