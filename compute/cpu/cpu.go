@@ -3,13 +3,17 @@
 // (internal/gemm) with a 6×16 AVX2/FMA micro-kernel in Go assembly, chosen at
 // run time when the CPU has AVX2 and FMA, and a pure-Go kernel otherwise;
 // bias, ReLU and the ReLU mask of the backward pass are fused into the GEMM's
-// epilogue. Adam and the other elementwise loops have AVX2 versions too, and
-// everything large is split over GOMAXPROCS goroutines. It needs no cgo and
-// no GPU, and it is what every machine without a GPU, CI included, runs.
+// epilogue. When a GEMM's left operand is mostly exact zeros (ReLU outputs,
+// ReLU-masked gradients, by a fixed sample) the avx2 path skips them with a
+// row-sparse kernel. Adam and the other elementwise loops have AVX2 versions
+// too, and everything large is split over GOMAXPROCS goroutines. It needs no
+// cgo and no GPU, and it is what every machine without a GPU, CI included,
+// runs. NewWith forces a path (Options); GODEBUG=cpu.avx2=off hides AVX2
+// from the automatic choice.
 //
 // Results are deterministic: the same inputs give bit-identical outputs on
 // every run, whatever the number of cores. Work is split only over outputs
-// (rows of C, ranges of elements, ranges of table rows), and every sum is
+// (tiles of C, ranges of elements, ranges of table rows), and every sum is
 // formed in an order that does not depend on the split. Different kernels
 // (avx2, generic) round differently (FMA, summation blocking) and agree
 // within the conformance suite's tolerance, not bit for bit.

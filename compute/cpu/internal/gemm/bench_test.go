@@ -37,6 +37,10 @@ func BenchmarkSgemm(b *testing.B) {
 		{"fwd-1024x1024x1024", false, true, 1024, 1024, 1024},
 		{"fwd-1024x1024x128", false, true, 1024, 128, 1024},
 		{"dw-1024x1024x1024", true, false, 1024, 1024, 1024},
+		{"dw-1024x150x1024", true, false, 1024, 150, 1024},
+		{"dw-128x1024x1024", true, false, 128, 1024, 1024},
+		{"dx-1024x150x1024", false, false, 1024, 150, 1024},
+		{"dx-1024x1024x128", false, false, 1024, 1024, 128},
 		{"dx-1024x1024x1024", false, false, 1024, 1024, 1024},
 	}
 	rng := rand.New(rand.NewPCG(1, 1))

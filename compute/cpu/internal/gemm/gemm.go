@@ -21,9 +21,12 @@
 //
 // Every element of C is summed over k in the same order whatever the number
 // of threads: k blocks in increasing order, each summed by one micro-kernel
-// call in increasing k. Threads only split the rows of C (whole MR tiles)
-// and the packing work, so the result is bit-identical for any thread count
-// and on every run.
+// call in increasing k, tiles always aligned to multiples of MR rows and NR
+// columns from the origin. Threads only split C, by whole NR column panels
+// (when there are at least 8 per thread; each thread then packs its own B
+// panels and all of A) or else by whole MR row tiles (sharing the packed B
+// block, packed by all threads between two barriers), so the result is
+// bit-identical for any thread count and on every run.
 package gemm
 
 import (
@@ -207,10 +210,13 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 	// Split k into equal blocks of at most kcBlock.
 	nk := (kk + kcBlock - 1) / kcBlock
 	kc := (kk + nk - 1) / nk
-	if npan := (n + k.nr - 1) / k.nr; splitCols && threads > 1 && npan >= 2*threads {
+	if npan := (n + k.nr - 1) / k.nr; splitCols && threads > 1 && npan >= 8*threads {
 		// Each thread owns whole NR panels of columns and runs the
 		// blocked loops alone on them: it packs its own B panels and all
-		// of A, with no barrier until the end.
+		// of A, with no barrier until the end. With fewer panels the
+		// duplicated packing of A costs more than the barriers of the
+		// row split below (measured: n = 128 and 150 are faster split by
+		// rows, n = 1024 by columns).
 		threads = min(threads, npan)
 		ws := k.workspace(threads, kc, min(n, ncBlock))
 		defer wsPool.Put(ws)
@@ -417,11 +423,14 @@ func (k *Kernel) emptyK(p *Params) {
 // op(A)[i0+r·MR+·, p0+p] (rows past m are zero).
 func (k *Kernel) packA(dst []float32, p *Params, i0, mb, p0, kb int) {
 	mr := k.mr
-	for ir := 0; ir < mb; ir += mr {
+	ir := 0
+	if full := mb / mr; p.TransA && mr == 6 && full > 0 && kb > 0 && packATrans(dst, p.A[p0*p.LDA+i0:], p.LDA, kb, full) {
+		ir = full * mr
+	}
+	for ; ir < mb; ir += mr {
 		rows := min(mr, mb-ir)
 		d := dst[ir*kb:][:kb*mr]
 		switch {
-		case p.TransA && rows == 6 && mr == 6 && kb > 0 && copyRows6(d, p.A[p0*p.LDA+i0+ir:], p.LDA, kb):
 		case p.TransA:
 			for q := 0; q < kb; q++ {
 				dq := d[q*mr:][:mr]

@@ -83,23 +83,31 @@ func transposeAsm(d []float32, ldd int, s []float32, lds, rows, kb int) int {
 }
 
 //go:noescape
-func copy16(d, s *float32, lds, kb int)
+func copy6(d, s *float32, lds, kb int)
+
+// packATrans packs npan full 6-row micro-panels of a transposed A: for
+// q < kb and panel t < npan, d[t·6·kb + q·6 + r] = s[q·lds + t·6 + r]. It
+// works in blocks of 16 q, so the 16 source rows stay in L1 while every
+// panel takes its 6 columns. It reports false where there is no assembly.
+func packATrans(d, s []float32, lds, kb, npan int) bool {
+	_, _ = d[npan*6*kb-1], s[(kb-1)*lds+npan*6-1]
+	for q0 := 0; q0 < kb; q0 += 16 {
+		nq := min(16, kb-q0)
+		for t := 0; t < npan; t++ {
+			copy6(&d[t*6*kb+q0*6], &s[q0*lds+t*6], lds, nq)
+		}
+	}
+	return true
+}
 
 //go:noescape
-func copy6(d, s *float32, lds, kb int)
+func copy16(d, s *float32, lds, kb int)
 
 // copyRows16 sets d[q·16+c] = s[q·lds+c] for q < kb, c < 16; it reports
 // false (doing nothing) where there is no assembly.
 func copyRows16(d, s []float32, lds, kb int) bool {
 	_, _ = d[kb*16-1], s[(kb-1)*lds+15]
 	copy16(&d[0], &s[0], lds, kb)
-	return true
-}
-
-// copyRows6 is copyRows16 for 6 columns.
-func copyRows6(d, s []float32, lds, kb int) bool {
-	_, _ = d[kb*6-1], s[(kb-1)*lds+5]
-	copy6(&d[0], &s[0], lds, kb)
 	return true
 }
 

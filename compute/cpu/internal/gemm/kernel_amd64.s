@@ -676,30 +676,6 @@ copy16done:
 	VZEROUPPER
 	RET
 
-// func copy6(d, s *float32, lds, kb int)
-// d[q·6 : q·6+6] = s[q·lds : q·lds+6] for q < kb.
-TEXT ·copy6(SB), NOSPLIT, $0-32
-	MOVQ d+0(FP), DI
-	MOVQ s+8(FP), SI
-	MOVQ lds+16(FP), DX
-	SHLQ $2, DX
-	MOVQ kb+24(FP), CX
-	TESTQ CX, CX
-	JZ copy6done
-
-copy6loop:
-	MOVUPS (SI), X0
-	MOVQ 16(SI), X1
-	MOVUPS X0, (DI)
-	MOVQ X1, 16(DI)
-	ADDQ DX, SI
-	ADDQ $24, DI
-	DECQ CX
-	JNZ copy6loop
-
-copy6done:
-	RET
-
 // func trans8(d *float32, ldd int, s *float32, lds int, nq int)
 // For nq blocks of 8 columns q: d[q·ldd+r] = s[r·lds+q], r < 8, q < 8·nq.
 TEXT ·trans8(SB), NOSPLIT, $0-40
@@ -866,4 +842,28 @@ trans6loop:
 	JNZ trans6loop
 trans6done:
 	VZEROUPPER
+	RET
+
+// func copy6(d, s *float32, lds, kb int)
+// d[q·6 : q·6+6] = s[q·lds : q·lds+6] for q < kb.
+TEXT ·copy6(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ lds+16(FP), DX
+	SHLQ $2, DX
+	MOVQ kb+24(FP), CX
+	TESTQ CX, CX
+	JZ copy6done
+
+copy6loop:
+	MOVUPS (SI), X0
+	MOVQ 16(SI), X1
+	MOVUPS X0, (DI)
+	MOVQ X1, 16(DI)
+	ADDQ DX, SI
+	ADDQ $24, DI
+	DECQ CX
+	JNZ copy6loop
+
+copy6done:
 	RET

@@ -9,6 +9,7 @@ var AVX2 *Kernel
 func FMAPeak(n int) float64 { return 0 }
 
 func copyRows16(d, s []float32, lds, kb int) bool { return false }
-func copyRows6(d, s []float32, lds, kb int) bool  { return false }
 
 func transposeAsm(d []float32, ldd int, s []float32, lds, rows, kb int) int { return 0 }
+
+func packATrans(d, s []float32, lds, kb, npan int) bool { return false }
