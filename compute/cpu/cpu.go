@@ -45,7 +45,9 @@ type Backend struct {
 type Options struct {
 	// Kernel names the code path: "" or "auto" for the fastest this CPU
 	// supports, "avx2" (AVX2/FMA assembly; an error on a CPU without
-	// both) or "generic" (pure Go, every CPU).
+	// both), "gonum" (gonum's pure-Go blas32 GEMM, every CPU; the
+	// default without AVX2) or "generic" (our pure-Go 4×4 kernel in the
+	// same blocked loops as avx2, every CPU).
 	Kernel string
 	// Threads is the number of goroutines an operation may use; 0 means
 	// runtime.GOMAXPROCS(0) at each call. Results do not depend on it.
@@ -62,16 +64,16 @@ type Options struct {
 // default (fastest) first.
 func Kernels() []string {
 	if gemm.AVX2 != nil {
-		return []string{"avx2", "generic"}
+		return []string{"avx2", "gonum", "generic"}
 	}
-	return []string{"generic"}
+	return []string{"gonum", "generic"}
 }
 
 // New returns a CPU backend on the fastest code path this CPU supports.
 func New() *Backend {
 	be, err := NewWith(Options{})
 	if err != nil {
-		panic(err) // unreachable: auto always has the generic path
+		panic(err) // unreachable: auto always has a portable path
 	}
 	return be
 }
@@ -89,9 +91,9 @@ func NewWith(opt Options) (*Backend, error) {
 	k := gemm.ByName(name)
 	if k == nil {
 		if name == "avx2" {
-			return nil, fmt.Errorf("cpu: kernel avx2 needs a CPU with AVX2 and FMA; this one has not both (use generic)")
+			return nil, fmt.Errorf("cpu: kernel avx2 needs a CPU with AVX2 and FMA; this one has not both (use gonum)")
 		}
-		return nil, fmt.Errorf("cpu: unknown kernel %q (want auto, avx2 or generic)", opt.Kernel)
+		return nil, fmt.Errorf("cpu: unknown kernel %q (want auto, avx2, gonum or generic)", opt.Kernel)
 	}
 	be := &Backend{kern: k, simd: name == "avx2", threads: opt.Threads}
 	switch opt.Sparse {
@@ -107,7 +109,8 @@ func NewWith(opt Options) (*Backend, error) {
 	return be, nil
 }
 
-// Kernel returns the name of the backend's code path: "avx2" or "generic".
+// Kernel returns the name of the backend's code path: "avx2", "gonum" or
+// "generic".
 func (be *Backend) Kernel() string { return be.kern.Name() }
 
 // nthreads returns the number of goroutines an operation may use.

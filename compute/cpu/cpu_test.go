@@ -12,13 +12,13 @@ import (
 
 // TestConformance runs the backend conformance suite on every code path of
 // the CPU backend: the avx2 path (AVX2/FMA assembly) with the sparse-A GEMM
-// forced off and forced on, and the generic (pure Go) path, each with 1 and
-// 3 threads. The avx2 paths are skipped with a message on a CPU without
+// forced off and forced on, the gonum path (gonum's blas32 GEMM) and the
+// generic (our pure-Go kernel) path, each with 1 and 3 threads. The avx2 paths are skipped with a message on a CPU without
 // AVX2 and FMA. The CPU backend is documented as deterministic, so it runs
 // with no operation exempted from bit-reproducibility.
 func TestConformance(t *testing.T) {
 	for _, c := range []struct{ kernel, sparse string }{
-		{"avx2", "off"}, {"avx2", "always"}, {"avx2", "auto"}, {"generic", "auto"},
+		{"avx2", "off"}, {"avx2", "always"}, {"avx2", "auto"}, {"gonum", "auto"}, {"generic", "auto"},
 	} {
 		for _, threads := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/sparse=%s/threads=%d", c.kernel, c.sparse, threads), func(t *testing.T) {
@@ -51,12 +51,12 @@ func TestNewWithErrors(t *testing.T) {
 
 // TestWithoutAVX2 re-runs this test binary with AVX2 and FMA hidden
 // (GODEBUG=cpu.avx2=off,cpu.fma=off, honoured by golang.org/x/sys/cpu): New
-// must then choose the generic path and pass the suite, as on a CPU without
+// must then choose the gonum path and pass the suite, as on a CPU without
 // them.
 func TestWithoutAVX2(t *testing.T) {
 	if os.Getenv("DAINX_TEST_NOAVX2") == "1" {
-		if k := cpu.Kernels(); len(k) != 1 || k[0] != "generic" {
-			t.Fatalf("with AVX2 and FMA off, Kernels() = %v, want [generic]", k)
+		if k := cpu.Kernels(); len(k) != 2 || k[0] != "gonum" {
+			t.Fatalf("with AVX2 and FMA off, Kernels() = %v, want [gonum generic]", k)
 		}
 		if _, err := cpu.NewWith(cpu.Options{Kernel: "avx2"}); err == nil {
 			t.Fatal("kernel avx2 accepted without AVX2")

@@ -141,7 +141,7 @@ func main() {
 		dainx    = flag.String("dainx", "./dainx", "the dainx `binary` for the end-to-end runs")
 		python   = flag.String("python", "/usr/bin/python3", "`python3` with torch for the PyTorch peer")
 		e2e      = flag.Bool("e2e", true, "run the end-to-end runs")
-		generic  = flag.Bool("generic", true, "also benchmark the generic (pure-Go) CPU path's operations")
+		generic  = flag.Bool("generic", true, "also benchmark the portable CPU paths (gonum, generic) besides the default one")
 		mlLayers = flag.String("movielens-layers", "", "-layers for the movielens run (empty: the default)")
 		mmEpochs = flag.Int("movingmnist-epochs", 2, "-epochs for the movingmnist100 memory run (0: skip it)")
 		minTime  = flag.Duration("mintime", 300*time.Millisecond, "time per measurement round")
@@ -168,7 +168,7 @@ func main() {
 	}
 	var bes []named
 	for _, k := range cpu.Kernels() {
-		if k == "generic" && !*generic && len(cpu.Kernels()) > 1 {
+		if k != cpu.Kernels()[0] && !*generic {
 			continue
 		}
 		be, err := cpu.NewWith(cpu.Options{Kernel: k})

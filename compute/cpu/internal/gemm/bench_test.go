@@ -44,7 +44,7 @@ func BenchmarkSgemm(b *testing.B) {
 		{"dx-1024x1024x1024", false, false, 1024, 1024, 1024},
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, kern := range []*Kernel{AVX2, Generic} {
+	for _, kern := range []*Kernel{AVX2, Gonum, Generic} {
 		if kern == nil {
 			continue
 		}

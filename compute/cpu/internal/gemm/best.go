@@ -4,20 +4,25 @@ package gemm
 // loop: 12 independent 8-wide FMAs.
 const peakFlopsPerIter = 12 * 8 * 2
 
-// Best returns the fastest kernel this CPU supports.
+// Best returns the fastest kernel this CPU supports: avx2 where the CPU has
+// AVX2 and FMA, otherwise gonum.
 func Best() *Kernel {
 	if AVX2 != nil {
 		return AVX2
 	}
-	return Generic
+	return Gonum
 }
 
-// ByName returns the kernel of the given name ("avx2", "generic") or nil if
-// it is unknown or unsupported on this CPU.
+// ByName returns the kernel of the given name ("avx2", "gonum", "generic")
+// or nil if it is unknown or unsupported on this CPU.
 func ByName(name string) *Kernel {
 	switch name {
 	case "avx2":
-		return AVX2
+		if AVX2 != nil {
+			return AVX2
+		}
+	case "gonum":
+		return Gonum
 	case "generic":
 		return Generic
 	}

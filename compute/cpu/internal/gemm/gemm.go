@@ -61,9 +61,12 @@ type Kernel struct {
 	// sprows, if not nil, is the sparse-A kernel (see sparse.go): rows
 	// rows of C, w = 96 or 32 columns each, from lists of nonzeros.
 	sprows func(w, rows int, starts []int32, sstride int, ent []spEntry, b, c []float32, ldc, flags int, bias, mask []float32, ldm int)
+	// whole, if not nil, computes the entire product and epilogue in place
+	// of the blocked loops (m, n, k > 0).
+	whole func(threads int, p *Params)
 }
 
-// Name returns the kernel's name: "avx2" or "generic".
+// Name returns the kernel's name: "avx2", "gonum" or "generic".
 func (k *Kernel) Name() string { return k.name }
 
 // Blocking parameters (BLIS's MC, KC, NC), tuned for 32 KiB L1 and 512 KiB
@@ -201,6 +204,10 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 	}
 	if kk == 0 {
 		k.emptyK(p)
+		return
+	}
+	if k.whole != nil {
+		k.whole(threads, p)
 		return
 	}
 	if k.sparseWorth(p) && k.sgemmSparse(max(1, min(threads, m)), p) {

@@ -11,7 +11,7 @@ import (
 // kernels returns the kernels to test; the AVX2 one is skipped with a
 // message when the CPU lacks the features.
 func kernels(t *testing.T) []*Kernel {
-	ks := []*Kernel{Generic}
+	ks := []*Kernel{Generic, Gonum}
 	if AVX2 != nil {
 		ks = append(ks, AVX2)
 	} else {
