@@ -7,8 +7,9 @@
 // It is not a tensor library. Every operation exists because a step of DAIN
 // (Oh, Kim, Rossi, Kumar, CIKM 2021, Algorithm 1) needs it, and each is
 // specified by a float64 reference loop in package compute/ref. Two
-// implementations exist: compute/cpu (pure Go with gonum) and cuda (hand-written
-// kernels). Both pass the conformance suite in compute/computetest.
+// implementations exist: compute/cpu (Go with AVX2 assembly, gonum as the
+// portable path) and cuda (hand-written kernels). Both pass the conformance
+// suite in compute/computetest.
 //
 // # Notation
 //

@@ -95,10 +95,17 @@ func TestEvaluateTiny(t *testing.T) {
 		t.Errorf("runs.csv: %d records, %v", len(recs), err)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
-	for _, want := range []string{"| dain |", "| duplication |", "Welch", "20%"} {
+	for _, want := range []string{"| dain |", "| duplication |", "Welch", "paired", "20%"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q", want)
 		}
+	}
+	back, cfg, err := Load(dir)
+	if err != nil || len(back.Runs) != len(res.Runs) || back.Runs[5] != res.Runs[5] || cfg["k"] != 1.0 {
+		t.Errorf("Load: %d runs, config %v, %v", len(back.Runs), cfg, err)
+	}
+	if strings.Join(back.Spec.Methods, ",") != strings.Join(spec.Methods, ",") {
+		t.Errorf("Load: methods %v", back.Spec.Methods)
 	}
 	png, _ := os.ReadFile(filepath.Join(dir, "rmse.png"))
 	if len(png) < 8 || string(png[1:4]) != "PNG" {
@@ -118,5 +125,21 @@ func TestSpecErrors(t *testing.T) {
 		if err := s.Validate(); err == nil {
 			t.Errorf("%+v: no error", s)
 		}
+	}
+}
+
+// TestPaired: d = 1, 2, 3, 4 gives t = 2.5/(1.2910/2) = 3.8730 on 3 degrees
+// of freedom, between the 0.975 (3.182) and 0.99 (4.541) quantiles of
+// Student's t, so 0.02 < p < 0.05 (tables give 0.0305).
+func TestPaired(t *testing.T) {
+	tt, df, p := Paired([]float64{2, 4, 6, 8}, []float64{1, 2, 3, 4})
+	if math.Abs(tt-3.872983) > 1e-5 || df != 3 || math.Abs(p-0.0305) > 0.0005 {
+		t.Errorf("t %v, ν %v, p %v; want 3.8730, 3, 0.0305", tt, df, p)
+	}
+	if _, _, p := Paired([]float64{1, 2}, []float64{1, 2}); p != 1 {
+		t.Errorf("identical pairs: p %v", p)
+	}
+	if _, _, p := Paired([]float64{1}, []float64{1, 2}); !math.IsNaN(p) {
+		t.Errorf("unmatched: p %v", p)
 	}
 }

@@ -28,6 +28,8 @@ type Cell struct {
 	Std      float64 `json:"rmse_std"`
 	P        float64 `json:"p_vs_dain"` // two-sided Welch p-value against dain at this ratio; NaN for dain itself or without dain
 	T        float64 `json:"t_vs_dain"`
+	PPaired  float64 `json:"p_paired_vs_dain"` // two-sided paired t-test against dain over the same splits
+	TPaired  float64 `json:"t_paired_vs_dain"`
 	Seconds  float64 `json:"seconds_total_mean"`
 	Seconds2 float64 `json:"seconds_total_std"`
 }
@@ -40,14 +42,19 @@ type Summary struct {
 }
 
 // Summarise computes mean ± standard deviation of the test RMSE and of the
-// total seconds per method and ratio, and the Welch t-test of each method
-// against "dain" at the same ratio (ratio 0 is shared, so its p-value is 1).
+// total seconds per method and ratio, the Welch t-test of each method
+// against "dain" at the same ratio (the paper's test; ratio 0 is shared, so
+// its p-value is 1), and the paired t-test over the repeats, which compares
+// the two methods on the same splits and so removes the split-to-split
+// variance both share.
 func (r *Results) Summarise() Summary {
+	runs := append([]Run(nil), r.Runs...)
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Repeat < runs[j].Repeat })
 	s := Summary{Methods: r.Spec.Methods, Cells: map[string]map[float64]Cell{}}
 	rmse := map[string]map[float64][]float64{}
 	secs := map[string]map[float64][]float64{}
 	ratios := map[float64]bool{}
-	for _, run := range r.Runs {
+	for _, run := range runs {
 		if rmse[run.Method] == nil {
 			rmse[run.Method], secs[run.Method] = map[float64][]float64{}, map[float64][]float64{}
 		}
@@ -63,16 +70,44 @@ func (r *Results) Summarise() Summary {
 		s.Cells[m] = map[float64]Cell{}
 		for _, q := range s.Ratios {
 			x := rmse[m][q]
-			c := Cell{N: len(x), P: math.NaN(), T: math.NaN()}
+			c := Cell{N: len(x), P: math.NaN(), T: math.NaN(), PPaired: math.NaN(), TPaired: math.NaN()}
 			c.Mean, c.Std = MeanStd(x)
 			c.Seconds, c.Seconds2 = MeanStd(secs[m][q])
 			if d := rmse["dain"][q]; m != "dain" && d != nil {
 				c.T, _, c.P = Welch(x, d)
+				c.TPaired, _, c.PPaired = Paired(x, d)
 			}
 			s.Cells[m][q] = c
 		}
 	}
 	return s
+}
+
+// Load reads the runs.json that WriteDir wrote in dir and returns the
+// results (methods in their original order) and the recorded
+// configuration, so that the summary can be written again.
+func Load(dir string) (*Results, map[string]any, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "runs.json"))
+	if err != nil {
+		return nil, nil, err
+	}
+	var f struct {
+		Config  map[string]any `json:"config"`
+		Seconds float64        `json:"seconds"`
+		Runs    []Run          `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "runs.json"), err)
+	}
+	r := &Results{Runs: f.Runs, Seconds: f.Seconds}
+	seen := map[string]bool{}
+	for _, run := range f.Runs {
+		if !seen[run.Method] {
+			seen[run.Method] = true
+			r.Spec.Methods = append(r.Spec.Methods, run.Method)
+		}
+	}
+	return r, f.Config, nil
 }
 
 // WriteDir writes the evaluation into dir (created if missing), each file
@@ -143,6 +178,8 @@ func (s Summary) jsonable() any {
 		Std    float64  `json:"rmse_std"`
 		P      *float64 `json:"p_vs_dain"`
 		T      *float64 `json:"t_vs_dain"`
+		PP     *float64 `json:"p_paired_vs_dain"`
+		TP     *float64 `json:"t_paired_vs_dain"`
 		Sec    float64  `json:"seconds_total_mean"`
 	}
 	opt := func(v float64) *float64 {
@@ -155,7 +192,7 @@ func (s Summary) jsonable() any {
 	for _, m := range s.Methods {
 		for _, q := range s.Ratios {
 			c := s.Cells[m][q]
-			out = append(out, cell{m, q, c.N, c.Mean, c.Std, opt(c.P), opt(c.T), c.Seconds})
+			out = append(out, cell{m, q, c.N, c.Mean, c.Std, opt(c.P), opt(c.T), opt(c.PPaired), opt(c.TPaired), c.Seconds})
 		}
 	}
 	return out
@@ -202,22 +239,30 @@ func (s Summary) writeMarkdown(w io.Writer, about string, config any) error {
 		b.WriteString("\n")
 	}
 	if s.Cells["dain"] != nil {
-		b.WriteString("\n")
-		header("Two-sided Welch t-test against dain: p-value (t; t > 0 means a higher RMSE than dain)")
-		for _, m := range s.Methods {
-			if m == "dain" {
-				continue
-			}
-			fmt.Fprintf(&b, "| %s |", m)
-			for _, q := range s.Ratios {
-				c := s.Cells[m][q]
-				if math.IsNaN(c.P) {
-					b.WriteString(" – |")
+		for _, test := range []struct {
+			title string
+			pt    func(Cell) (float64, float64)
+		}{
+			{"Two-sided Welch t-test against dain (the paper's test): p-value (t; t > 0 means a higher RMSE than dain)", func(c Cell) (float64, float64) { return c.P, c.T }},
+			{"Two-sided paired t-test against dain over the same splits: p-value (t)", func(c Cell) (float64, float64) { return c.PPaired, c.TPaired }},
+		} {
+			b.WriteString("\n")
+			header(test.title)
+			for _, m := range s.Methods {
+				if m == "dain" {
 					continue
 				}
-				fmt.Fprintf(&b, " %.3g (%+.2f) |", c.P, c.T)
+				fmt.Fprintf(&b, "| %s |", m)
+				for _, q := range s.Ratios {
+					p, t := test.pt(s.Cells[m][q])
+					if math.IsNaN(p) {
+						b.WriteString(" – |")
+						continue
+					}
+					fmt.Fprintf(&b, " %.3g (%+.2f) |", p, t)
+				}
+				b.WriteString("\n")
 			}
-			b.WriteString("\n")
 		}
 	}
 	b.WriteString("\n")

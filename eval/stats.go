@@ -52,3 +52,32 @@ func Welch(a, b []float64) (t, df, p float64) {
 	p = 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(math.Abs(t))
 	return t, df, p
 }
+
+// Paired returns the two-sided paired t-test of the null hypothesis that
+// the differences dᵢ = aᵢ − bᵢ of matched samples (here: two methods on the
+// same split) have mean zero:
+//
+//	t = d̄ / (s_d/√n),  ν = n − 1,  p = 2·(1 − F_ν(|t|))
+//
+// When every difference is equal, p is 1 if it is zero and 0 otherwise. It
+// returns NaNs if the samples differ in length or have fewer than 2 pairs.
+func Paired(a, b []float64) (t, df, p float64) {
+	if len(a) != len(b) || len(a) < 2 {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	d := make([]float64, len(a))
+	for i := range a {
+		d[i] = a[i] - b[i]
+	}
+	m, s := MeanStd(d)
+	df = float64(len(d) - 1)
+	if s == 0 {
+		if m == 0 {
+			return 0, df, 1
+		}
+		return math.Copysign(math.Inf(1), m), df, 0
+	}
+	t = m / (s / math.Sqrt(float64(len(d))))
+	p = 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(math.Abs(t))
+	return t, df, p
+}

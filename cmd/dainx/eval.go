@@ -16,7 +16,7 @@ import (
 func evalCmd(args []string, stdout, stderr io.Writer) int {
 	cfg := dain.DefaultConfig()
 	var in inputFlags
-	var methods, ratios, out string
+	var methods, ratios, out, summarize string
 	var repeats int
 	fs := flag.NewFlagSet("dainx eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -25,6 +25,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&ratios, "ratios", "0,0.1,0.2,0.3,0.4,0.5", "comma-separated augmentation `ratios` (0 is the no-augmentation baseline, shared by all methods)")
 	fs.IntVar(&repeats, "repeats", 10, "`number` of random splits; repeat r uses seed -seed + r")
 	fs.StringVar(&out, "out", "", "output `directory` for runs.csv, runs.json, summary.md, summary.json, rmse.png and runtime.png (required)")
+	fs.StringVar(&summarize, "summarize", "", "write the summary, tables and plots of an earlier run in `directory` again from its runs.json, and train nothing")
 	bindTraining(fs, &cfg, &in.layers)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx eval -out DIR [flags]
@@ -46,6 +47,9 @@ Flags:
 	}
 	if code, done := parse(fs, args, stderr); done {
 		return code
+	}
+	if summarize != "" {
+		return exitFor("eval", resummarize(summarize, stdout), nil, stderr)
 	}
 	spec := eval.Spec{Methods: splitList(methods), Repeats: repeats}
 	for _, r := range splitList(ratios) {
@@ -116,5 +120,20 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, ar
 		return err
 	}
 	fmt.Fprintf(stdout, "dainx eval: wrote %s/{runs.csv,runs.json,summary.md,summary.json,rmse.png,runtime.png}\n", out)
+	return nil
+}
+
+// resummarize writes the summary files of dir again from its runs.json.
+func resummarize(dir string, stdout io.Writer) error {
+	res, config, err := eval.Load(dir)
+	if err != nil {
+		return err
+	}
+	about := fmt.Sprintf("Command: `%v`\n\nInput: %v (dims %v, %v cells); backend %v (%v); %v repeats; %.0f s in all.",
+		config["command"], config["input"], config["dims"], config["nnz"], config["backend"], config["device"], config["repeats"], res.Seconds)
+	if err := res.WriteDir(dir, about, config); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "dainx eval: rewrote the summary of %s\n", dir)
 	return nil
 }
