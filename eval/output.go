@@ -238,7 +238,7 @@ func (s Summary) writeMarkdown(w io.Writer, about string, config any) error {
 		}
 		b.WriteString("\n")
 	}
-	if s.Cells["dain"] != nil {
+	if s.Cells["dain"] != nil && len(s.Methods) > 1 {
 		for _, test := range []struct {
 			title string
 			pt    func(Cell) (float64, float64)

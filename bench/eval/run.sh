@@ -26,3 +26,9 @@ for t in "${tensors[@]}"; do
 		-layers $((order * 16)),64,32 -epochs 20 -patience 5 \
 		-out "$out" 2> >(tr '\r' '\n' | grep -v '^$' | tail -n 3 > "$out/progress.log")
 done
+
+# Scalability (paper §5.6, Fig. 8) on Synthetic-1M, one split, DAIN only:
+#   dainx synth -output /tmp/synthetic_1M.tsv.gz      # dims 1000⁴, 10⁶ cells, rank 10
+#   dainx eval -backend cpu -input /tmp/synthetic_1M.tsv.gz -methods dain \
+#       -ratios 0,0.1,0.2,0.3,0.4,0.5,0.75,1 -repeats 1 -layers 64,64,32 \
+#       -epochs 20 -patience 5 -out bench/results/eval/synthetic_1M
