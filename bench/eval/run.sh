@@ -32,3 +32,11 @@ done
 #   dainx eval -backend cpu -input /tmp/synthetic_1M.tsv.gz -methods dain \
 #       -ratios 0,0.1,0.2,0.3,0.4,0.5,0.75,1 -repeats 1 -layers 64,64,32 \
 #       -epochs 20 -patience 5 -out bench/results/eval/synthetic_1M
+
+# Probe for foursquare_nyc (bench/results/eval/foursquare_nyc_positive): the
+# same tensor without its uniform-random zero "negatives" (value 0), to see
+# whether they are why random cells beat DAIN there:
+#   zcat "$data/foursquare_nyc.tsv.gz" | awk '$NF != 0' > /tmp/foursquare_nyc_positive.tsv
+#   dainx eval -backend cpu -input /tmp/foursquare_nyc_positive.tsv \
+#       -methods dain,random-mlp,random-costco -ratios 0,0.5 -repeats 5 \
+#       -layers 48,64,32 -epochs 20 -patience 5 -out bench/results/eval/foursquare_nyc_positive
