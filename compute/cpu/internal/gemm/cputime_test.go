@@ -43,6 +43,8 @@ func TestCPUTime(t *testing.T) {
 		{"dx-relu", false, false, 1024, 1024, 1024},
 		{"fwd-150", false, true, 1024, 1024, 150},
 		{"fwd-relu-128", false, true, 1024, 128, 1024},
+		{"dw-relu-150", true, false, 1024, 150, 1024},
+		{"dx-150", false, false, 1024, 150, 1024},
 	} {
 		p := &Params{TransA: s.ta, TransB: s.tb, M: s.m, N: s.n, K: s.k,
 			A: randSlice(rng, s.m*s.k), B: randSlice(rng, s.k*s.n), C: make([]float32, s.m*s.n), LDC: s.n}
