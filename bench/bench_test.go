@@ -6,11 +6,13 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/nn"
 )
 
 // backends returns the backends to benchmark: the CPU backend on each of its
-// code paths.
+// code paths, and the CUDA backend when a driver and a device are present
+// (else it logs why not).
 func backends(tb testing.TB) []compute.Backend {
 	var bes []compute.Backend
 	for _, k := range cpu.Kernels() {
@@ -20,7 +22,18 @@ func backends(tb testing.TB) []compute.Backend {
 		}
 		bes = append(bes, be)
 	}
+	if gpu, err := cuda.New(); err == nil {
+		bes = append(bes, gpu)
+	} else {
+		tb.Logf("no CUDA backend: %v", err)
+	}
 	return bes
+}
+
+func closeAll(bes []compute.Backend) {
+	for _, be := range bes {
+		be.Close()
+	}
 }
 
 func beName(be compute.Backend) string {
@@ -33,7 +46,9 @@ func beName(be compute.Backend) string {
 // BenchmarkOps times every backend operation at the default MLP's shapes
 // (see Ops) and reports its rate.
 func BenchmarkOps(b *testing.B) {
-	for _, be := range backends(b) {
+	bes := backends(b)
+	defer closeAll(bes)
+	for _, be := range bes {
 		ops := Ops(be)
 		for _, op := range ops {
 			b.Run(beName(be)+"/"+strings.ReplaceAll(op.Name, " ", "_"), func(b *testing.B) {
@@ -53,7 +68,9 @@ func BenchmarkOps(b *testing.B) {
 // BenchmarkTrainStep times one Adam step of the default MLP (150, 1024,
 // 1024, 128, 1) at batch 1024: forward, MSE gradient, backward, Adam.
 func BenchmarkTrainStep(b *testing.B) {
-	for _, be := range backends(b) {
+	bes := backends(b)
+	defer closeAll(bes)
+	for _, be := range bes {
 		b.Run(beName(be), func(b *testing.B) {
 			ts, err := NewTrainStep(be, nn.DefaultLayers(3))
 			if err != nil {

@@ -10,6 +10,8 @@
 #   .dev/cuda_driver.test         driver binding tests
 #   .dev/compute_cpu.test         conformance suite on the CPU backend
 #   .dev/bench.test               benchmarks (if ./bench has tests)
+#   .dev/benchrun                 `make bench` as a binary (GPU and CPU rows,
+#                                 PyTorch peers on the CPU and on the GPU)
 #   .dev/data/                    the tensors of the end-to-end runs
 #
 # Then, on the GPU machine: scripts/device-run.sh (with $OUT set).
@@ -22,7 +24,7 @@ data_src=${DAINX_DATA:-../shared/data}
 export CGO_ENABLED=0
 
 mkdir -p "$dev/data"
-rm -f "$dev"/*.test "$dev/dainx"
+rm -f "$dev"/*.test "$dev/dainx" "$dev/benchrun"
 
 if go build -trimpath -ldflags="-s -w" -o "$dev/dainx" ./cmd/dainx 2>"$dev/dainx.build.log"; then
 	rm -f "$dev/dainx.build.log"
@@ -30,6 +32,12 @@ if go build -trimpath -ldflags="-s -w" -o "$dev/dainx" ./cmd/dainx 2>"$dev/dainx
 else
 	echo "device-bundle: ./cmd/dainx does not build (yet); no dainx binary:" >&2
 	sed 's/^/  /' "$dev/dainx.build.log" >&2
+fi
+
+if go build -trimpath -ldflags="-s -w" -o "$dev/benchrun" ./bench/cmd/benchrun; then
+	echo "device-bundle: $dev/benchrun"
+else
+	echo "device-bundle: ./bench/cmd/benchrun does not build; no benchrun" >&2
 fi
 
 status=0

@@ -12,6 +12,10 @@
 #   augment_<tensor>_<backend>.log   dainx augment, progress and report
 #   augment_<tensor>_<backend>.json  the JSON report (-report)
 #   bench.txt                        Go benchmarks (step "bench", not default)
+#   benchrun.txt, results/           `make bench` without the end-to-end runs
+#                                    (step "benchrun", not default): writes
+#                                    results/gpu-DATE.{json,md}; copy them to
+#                                    bench/results/
 #   summary.txt                      one line per step: ok / FAIL / skipped
 #
 # Steps run one after another; a failing step is recorded and the others
@@ -22,6 +26,7 @@
 #   STEPS="smi driver conformance cpu" scripts/device-run.sh
 #   STEPS=sanitizer scripts/device-run.sh
 #   STEPS=augment TENSORS=movingmnist100 scripts/device-run.sh
+#   STEPS="benchrun bench" scripts/device-run.sh
 # and set STEP_TIMEOUT (seconds) to stop any one step in time, keeping what
 # it logged.
 #
@@ -145,6 +150,14 @@ if has bench; then
 		step bench bench.txt "$dev/bench.test" -test.run '^$' -test.bench "${BENCH:-.}" -test.benchmem -test.count=1
 	else
 		skip bench "no $dev/bench.test"
+	fi
+fi
+
+if has benchrun; then
+	if [ -x "$dev/benchrun" ]; then
+		step benchrun benchrun.txt "$dev/benchrun" -e2e=false -generic=false -out "$OUT/results"
+	else
+		skip benchrun "no $dev/benchrun"
 	fi
 fi
 

@@ -13,7 +13,8 @@
 //     path and the CUDA backend when a GPU is usable;
 //   - a whole training step of the default MLP and a TracIn pass;
 //   - the same training step in PyTorch (bench/peers/mlp_step.py), when
-//     python3 has torch, as a ratio;
+//     python3 has torch, as a ratio; with a GPU also PyTorch on that GPU
+//     against the CUDA backend;
 //   - `dainx augment` end to end on the demo tensor (default flags), on
 //     movielens_latest_small and on movingmnist100 (reduced epochs, for
 //     peak memory): seconds, per-epoch training throughput, seconds per step
@@ -59,8 +60,12 @@ type Results struct {
 	Steps   []StepRes `json:"train_step"`
 	Peer    *PeerRes  `json:"pytorch_peer,omitempty"`
 	PeerMsg string    `json:"pytorch_peer_skipped,omitempty"`
-	E2E     []E2ERes  `json:"end_to_end"`
-	Notes   []string  `json:"notes,omitempty"`
+	// PeerGPU is PyTorch on the GPU against the CUDA backend (only when
+	// the CUDA backend ran).
+	PeerGPU    *PeerRes `json:"pytorch_peer_gpu,omitempty"`
+	PeerGPUMsg string   `json:"pytorch_peer_gpu_skipped,omitempty"`
+	E2E        []E2ERes `json:"end_to_end"`
+	Notes      []string `json:"notes,omitempty"`
 }
 
 // Machine describes where the run happened.
@@ -112,6 +117,7 @@ type PeerRes struct {
 	BLAS        string  `json:"blas"`
 	Env         string  `json:"env,omitempty"`
 	Threads     int     `json:"threads"`
+	Device      string  `json:"device,omitempty"`
 	MsPerStep   float64 `json:"ms_per_step"`
 	CellsPerSec float64 `json:"cells_per_s"`
 	Ratio       float64 `json:"ratio_ours_over_theirs"`
@@ -215,12 +221,21 @@ func main() {
 		b.be.Close()
 	}
 
-	r.Peer, r.PeerMsg = peer(*python)
+	r.Peer, r.PeerMsg = peer(*python, "cpu")
 	if r.Peer != nil && len(r.Steps) > 0 {
 		r.Peer.Ratio = r.Steps[0].CellsPerSec / r.Peer.CellsPerSec
 		logf("PyTorch peer (%s, %s): %.1f ms per step; ours/theirs %.2f×", r.Peer.Torch, r.Peer.BLAS, r.Peer.MsPerStep, r.Peer.Ratio)
 	} else {
 		logf("PyTorch peer skipped: %s", r.PeerMsg)
+	}
+	if gs := cudaStep(r.Steps); gs != nil {
+		r.PeerGPU, r.PeerGPUMsg = peer(*python, "cuda")
+		if r.PeerGPU != nil {
+			r.PeerGPU.Ratio = gs.CellsPerSec / r.PeerGPU.CellsPerSec
+			logf("PyTorch peer on %s: %.3f ms per step; cuda/theirs %.2f×", r.PeerGPU.Device, r.PeerGPU.MsPerStep, r.PeerGPU.Ratio)
+		} else {
+			logf("PyTorch GPU peer skipped: %s", r.PeerGPUMsg)
+		}
 	}
 
 	if *e2e {
@@ -310,14 +325,18 @@ func gitCommit() string {
 // the default OpenMP settings and with OMP_WAIT_POLICY=PASSIVE (spinning
 // OpenMP and BLAS threads starve each other on two busy cores) and keeps
 // the faster, so the ratio is against the peer at its best.
-func peer(python string) (*PeerRes, string) {
+func peer(python, device string) (*PeerRes, string) {
 	if err := exec.Command(python, "-c", "import torch").Run(); err != nil {
 		return nil, fmt.Sprintf("%s cannot import torch (%v); install Debian's python3-torch (and libopenblas0-pthread for an optimised BLAS)", python, err)
 	}
 	var best *PeerRes
 	var msgs []string
-	for _, env := range []string{"", "OMP_WAIT_POLICY=PASSIVE"} {
-		cmd := exec.Command(python, "bench/peers/mlp_step.py", "--threads", fmt.Sprint(runtime.GOMAXPROCS(0)), "--steps", "30")
+	envs, steps := []string{"", "OMP_WAIT_POLICY=PASSIVE"}, "30"
+	if device == "cuda" {
+		envs, steps = []string{""}, "300"
+	}
+	for _, env := range envs {
+		cmd := exec.Command(python, "bench/peers/mlp_step.py", "--threads", fmt.Sprint(runtime.GOMAXPROCS(0)), "--steps", steps, "--device", device)
 		cmd.Stderr = os.Stderr
 		cmd.Env = os.Environ()
 		if env != "" {
@@ -331,6 +350,7 @@ func peer(python string) (*PeerRes, string) {
 		var p struct {
 			Torch     string  `json:"torch"`
 			Threads   int     `json:"threads"`
+			Device    string  `json:"device"`
 			MsPerStep float64 `json:"ms_per_step"`
 			CellsPerS float64 `json:"cells_per_s"`
 		}
@@ -344,7 +364,7 @@ func peer(python string) (*PeerRes, string) {
 			if t, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libblas.so.3"); err == nil {
 				blas = t
 			}
-			best = &PeerRes{Torch: p.Torch, BLAS: blas, Env: env, Threads: p.Threads, MsPerStep: p.MsPerStep, CellsPerSec: p.CellsPerS}
+			best = &PeerRes{Torch: p.Torch, BLAS: blas, Env: env, Threads: p.Threads, Device: p.Device, MsPerStep: p.MsPerStep, CellsPerSec: p.CellsPerS}
 		}
 	}
 	if best == nil {
@@ -464,15 +484,27 @@ func markdown(r *Results) string {
 	p("## Training step, default MLP (150, 1024, 1024, 128, 1), batch 1024\n\n")
 	p("| backend | ms/step | cells/s | GFLOP/s (dense-equivalent) | of peak | TracIn s per 1M cells |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Steps {
-		p("| %s | %.1f | %.0f | %.1f | %s | %.2f |\n", s.Backend, s.MsPerStep, s.CellsPerSec, s.GFLOPS, pct(s.OfPeak), s.TracInSecPerM)
+		p("| %s | %s | %.0f | %.1f | %s | %.2f |\n", s.Backend, msFmt(s.MsPerStep), s.CellsPerSec, s.GFLOPS, pct(s.OfPeak), s.TracInSecPerM)
 	}
 	if r.Peer != nil {
 		p("| PyTorch %s (%d threads, BLAS %s %s) | %.1f | %.0f | %.1f | %s | |\n", r.Peer.Torch, r.Peer.Threads, filepath.Base(filepath.Dir(r.Peer.BLAS)), r.Peer.Env,
 			r.Peer.MsPerStep, r.Peer.CellsPerSec, stepFlops()/r.Peer.MsPerStep/1e6, pct(stepFlops()/r.Peer.MsPerStep/1e6/r.Peak.Machine))
-		p("\n**ours / PyTorch: %.2f×** (cells/s of the default CPU path over the peer's)\n\n", r.Peer.Ratio)
-	} else {
-		p("\nPyTorch peer skipped: %s\n\n", r.PeerMsg)
 	}
+	if r.PeerGPU != nil {
+		p("| PyTorch %s on %s | %s | %.0f | %.1f | | |\n", r.PeerGPU.Torch, r.PeerGPU.Device,
+			msFmt(r.PeerGPU.MsPerStep), r.PeerGPU.CellsPerSec, stepFlops()/r.PeerGPU.MsPerStep/1e6)
+	}
+	if r.Peer != nil {
+		p("\n**ours / PyTorch: %.2f×** (cells/s of the default CPU path over the peer's)\n", r.Peer.Ratio)
+	} else {
+		p("\nPyTorch peer skipped: %s\n", r.PeerMsg)
+	}
+	if r.PeerGPU != nil {
+		p("\n**cuda / PyTorch on the GPU: %.2f×**\n", r.PeerGPU.Ratio)
+	} else if r.PeerGPUMsg != "" {
+		p("\nPyTorch GPU peer skipped: %s\n", r.PeerGPUMsg)
+	}
+	p("\n")
 	p("## End to end (`dainx augment -backend cpu`)\n\n")
 	p("| run | seconds | epochs (Θ) | epoch s | train cells/s | s/step | max RSS MiB | RMSE before → after |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, e := range r.E2E {
@@ -494,6 +526,24 @@ func markdown(r *Results) string {
 		}
 	}
 	return b.String()
+}
+
+// msFmt formats milliseconds with three significant digits below 10 ms.
+func msFmt(ms float64) string {
+	if ms < 10 {
+		return fmt.Sprintf("%.3g", ms)
+	}
+	return fmt.Sprintf("%.1f", ms)
+}
+
+// cudaStep returns the CUDA backend's training-step result, or nil.
+func cudaStep(steps []StepRes) *StepRes {
+	for i := range steps {
+		if steps[i].Backend == "cuda" {
+			return &steps[i]
+		}
+	}
+	return nil
 }
 
 // stepFlops is the dense FLOP count of one default training step.
