@@ -40,3 +40,10 @@ done
 #   dainx eval -backend cpu -input /tmp/foursquare_nyc_positive.tsv \
 #       -methods dain,random-mlp,random-costco -ratios 0,0.5 -repeats 5 \
 #       -layers 48,64,32 -epochs 20 -patience 5 -out bench/results/eval/foursquare_nyc_positive
+
+# Probe for movielens_latest_small with the paper's default layers
+# (150,1024,1024,128; bench/results/eval/movielens_latest_small_default_layers):
+# does a larger Θ make DAIN's lead over random cells larger?
+#   dainx eval -backend cpu -input "$data/movielens_latest_small.tsv.gz" \
+#       -methods dain,random-mlp,random-costco -ratios 0,0.5 -repeats 3 \
+#       -epochs 20 -patience 5 -out bench/results/eval/movielens_latest_small_default_layers
