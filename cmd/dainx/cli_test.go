@@ -170,3 +170,33 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalMerge runs two tiny evaluations with different seeds and merges
+// them, then checks the merge's usage and overlap errors.
+func TestEvalMerge(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTSV(t, dir, "t.tsv", 600)
+	outs := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
+	for i, seed := range []string{"1", "3"} {
+		args := append([]string{"eval", "-input", in, "-methods", "dain,random-mlp", "-ratios", "0,0.2", "-repeats", "2",
+			"-seed", seed, "-rank", "4", "-channels", "4", "-out", outs[i]}, tiny...)
+		if code, _, stderr := runCLI(args...); code != exitOK {
+			t.Fatalf("eval -seed %s: exit %d: %s", seed, code, stderr)
+		}
+	}
+	merged := filepath.Join(dir, "merged")
+	code, stdout, stderr := runCLI("eval", "-merge", strings.Join(outs, ","), "-out", merged)
+	if code != exitOK || !strings.Contains(stdout, "merged 2 outputs (16 runs)") {
+		t.Fatalf("merge: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	md, err := os.ReadFile(filepath.Join(merged, "summary.md"))
+	if err != nil || !strings.Contains(string(md), "Merged") || !strings.Contains(string(md), "4 repeats") {
+		t.Errorf("summary.md: %v\n%s", err, md)
+	}
+	if code, _, stderr := runCLI("eval", "-merge", strings.Join(outs, ",")); code != exitUsage || !strings.Contains(stderr, "-out") {
+		t.Errorf("merge without -out: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runCLI("eval", "-merge", outs[0]+","+outs[0], "-out", filepath.Join(dir, "x")); code != exitFailure || !strings.Contains(stderr, "same split") {
+		t.Errorf("merge of one output with itself: exit %d, %q", code, stderr)
+	}
+}

@@ -16,7 +16,7 @@ import (
 func evalCmd(args []string, stdout, stderr io.Writer) int {
 	cfg := dain.DefaultConfig()
 	var in inputFlags
-	var methods, ratios, out, summarize string
+	var methods, ratios, out, summarize, merge string
 	var repeats int
 	fs := flag.NewFlagSet("dainx eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -26,6 +26,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&repeats, "repeats", 10, "`number` of random splits; repeat r uses seed -seed + r")
 	fs.StringVar(&out, "out", "", "output `directory` for runs.csv, runs.json, summary.md, summary.json, rmse.png and runtime.png (required)")
 	fs.StringVar(&summarize, "summarize", "", "write the summary, tables and plots of an earlier run in `directory` again from its runs.json, and train nothing")
+	fs.StringVar(&merge, "merge", "", "comma-separated eval output `directories` of the same tensor and configuration with other seeds (e.g. repeats run in batches) to merge into -out as one evaluation, training nothing")
 	bindTraining(fs, &cfg, &in.layers)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx eval -out DIR [flags]
@@ -35,6 +36,9 @@ shared by all methods; for every method and ratio, the test RMSE of an MLP
 trained on train ∪ augmentation. Writes every run (CSV, JSON), a Markdown table
 of mean ± std with two-sided Welch t-test p-values against dain, and PNG plots
 of test RMSE and runtime against the ratio. Shows a progress bar with an ETA.
+With -summarize it rewrites an earlier output's summary; with -merge it joins
+outputs made with other seeds (repeats run in batches) into one; neither
+trains anything.
 
 Methods: dain (MLP embeddings, TracIn on the last layer, aggregation, CoSTCo
 values); baselines duplication, entity-replacement, random-mlp, random-costco;
@@ -48,8 +52,17 @@ Flags:
 	if code, done := parse(fs, args, stderr); done {
 		return code
 	}
+	if summarize != "" && merge != "" {
+		return exitFor("eval", fmt.Errorf("%w: -summarize and -merge exclude each other", errUsage), nil, stderr)
+	}
 	if summarize != "" {
 		return exitFor("eval", resummarize(summarize, stdout), nil, stderr)
+	}
+	if merge != "" {
+		if out == "" {
+			return exitFor("eval", fmt.Errorf("%w: -merge needs -out DIR", errUsage), nil, stderr)
+		}
+		return exitFor("eval", mergeEval(splitList(merge), out, stdout), nil, stderr)
 	}
 	spec := eval.Spec{Methods: splitList(methods), Repeats: repeats}
 	for _, r := range splitList(ratios) {
@@ -129,11 +142,41 @@ func resummarize(dir string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	about := fmt.Sprintf("Command: `%v`\n\nInput: %v (dims %v, %v cells); backend %v (%v); %v repeats; %.0f s in all.",
-		config["command"], config["input"], config["dims"], config["nnz"], config["backend"], config["device"], config["repeats"], res.Seconds)
-	if err := res.WriteDir(dir, about, config); err != nil {
+	if err := res.WriteDir(dir, aboutText(config, res.Seconds), config); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "dainx eval: rewrote the summary of %s\n", dir)
 	return nil
+}
+
+// mergeEval merges the eval outputs in dirs into out (see eval.Merge).
+func mergeEval(dirs []string, out string, stdout io.Writer) error {
+	res, config, err := eval.Merge(dirs)
+	if err != nil {
+		return err
+	}
+	if err := res.WriteDir(out, aboutText(config, res.Seconds), config); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "dainx eval: merged %d outputs (%d runs) into %s/{runs.csv,runs.json,summary.md,summary.json,rmse.png,runtime.png}\n", len(dirs), len(res.Runs), out)
+	return nil
+}
+
+// aboutText is the Markdown header of a summary written again from a
+// recorded configuration: the command (or, for a merge, each source's
+// command), the tensor, the backend, the repeats and the seconds.
+func aboutText(config map[string]any, seconds float64) string {
+	var b strings.Builder
+	if cmds, ok := config["commands"].([]any); ok {
+		fmt.Fprintf(&b, "Merged (`dainx eval -merge`) from %d outputs, made by:\n\n", len(cmds))
+		for _, c := range cmds {
+			fmt.Fprintf(&b, "- `%v`\n", c)
+		}
+		fmt.Fprintf(&b, "\nSeeds %v.", config["seeds"])
+	} else {
+		fmt.Fprintf(&b, "Command: `%v`", config["command"])
+	}
+	fmt.Fprintf(&b, "\n\nInput: %v (dims %v, %v cells); backend %v (%v); %v repeats; %.0f s in all.",
+		config["input"], config["dims"], config["nnz"], config["backend"], config["device"], config["repeats"], seconds)
+	return b.String()
 }
