@@ -57,6 +57,15 @@ type Spec struct {
 	Base    dain.Config // hyper-parameters shared by every run (Method etc. are overridden)
 	// Progress, if not nil, receives a progress bar over the runs.
 	Progress io.Writer
+	// Resume, if not nil, holds an earlier, interrupted evaluation of the
+	// same spec: a repeat all of whose runs it holds with the seed that
+	// repeat uses is taken from it instead of being run again, and its
+	// seconds count towards the total.
+	Resume *Results
+	// AfterRepeat, if not nil, is called after each repeat that was run
+	// with the results so far (repeats in order, Seconds up to now); an
+	// error from it ends the evaluation with that error.
+	AfterRepeat func(*Results) error
 }
 
 // Validate reports the first problem of s.
@@ -148,21 +157,73 @@ func Evaluate(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*
 			bar.Add(1)
 		}
 	}
+	var before float64
+	if s.Resume != nil {
+		before = s.Resume.Seconds
+	}
 	for r := 0; r < s.Repeats; r++ {
 		base := s.Base
 		base.Seed = s.Base.Seed + uint64(r)
 		base.Progress = nil
+		if runs := resumed(s.Resume, r+1, base.Seed, s.Methods, ratios); runs != nil {
+			res.Runs = append(res.Runs, runs...)
+			if bar != nil {
+				bar.Describe(fmt.Sprintf("repeat %d: resumed", r+1))
+				bar.Add(1 + len(s.Methods)*positive)
+			}
+			continue
+		}
 		runs, err := evaluateRepeat(ctx, x, s, base, r, ratios, be, step)
 		if err != nil {
 			return nil, err
 		}
 		res.Runs = append(res.Runs, runs...)
+		res.Seconds = before + time.Since(start).Seconds()
+		if s.AfterRepeat != nil {
+			if err := s.AfterRepeat(res); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if bar != nil {
 		bar.Finish()
 	}
-	res.Seconds = time.Since(start).Seconds()
+	res.Seconds = before + time.Since(start).Seconds()
 	return res, nil
+}
+
+// resumed returns the runs of repeat (1-based) with seed for every method
+// and ratio from prev, or nil unless prev holds all of them exactly once.
+func resumed(prev *Results, repeat int, seed uint64, methods []string, ratios []float64) []Run {
+	if prev == nil {
+		return nil
+	}
+	type key struct {
+		m string
+		q float64
+	}
+	found := map[key]Run{}
+	for _, run := range prev.Runs {
+		if run.Repeat != repeat || run.Seed != seed {
+			continue
+		}
+		k := key{run.Method, run.Ratio}
+		if _, dup := found[k]; dup {
+			return nil
+		}
+		found[k] = run
+	}
+	var out []Run
+	for _, m := range methods {
+		for _, q := range ratios {
+			run, ok := found[key{m, q}]
+			if !ok {
+				return nil
+			}
+			out = append(out, run)
+		}
+	}
+	return out
 }
 
 func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config, r int, ratios []float64, be compute.Backend, step func(string)) ([]Run, error) {

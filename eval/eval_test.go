@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"encoding/csv"
 	"math"
 	"os"
@@ -141,5 +142,52 @@ func TestPaired(t *testing.T) {
 	}
 	if _, _, p := Paired([]float64{1}, []float64{1, 2}); !math.IsNaN(p) {
 		t.Errorf("unmatched: p %v", p)
+	}
+}
+
+// TestResume stops an evaluation after its first repeat through
+// AfterRepeat, then resumes it: the first repeat must come from the earlier
+// results (a marked value survives) and only the second be run.
+func TestResume(t *testing.T) {
+	x, err := demo.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]int, 1200)
+	for i := range rows {
+		rows[i] = i
+	}
+	x = x.Subset(rows)
+	base := dain.DefaultConfig()
+	base.Layers, base.Epochs, base.Batch, base.Rank, base.Channels = []int{24, 8}, 2, 128, 4, 4
+	spec := Spec{Methods: []string{"dain", "random-mlp"}, Ratios: []float64{0, 0.1}, Repeats: 2, Base: base}
+	stop := errors.New("stop")
+	var partial *Results
+	spec.AfterRepeat = func(r *Results) error {
+		partial = &Results{Runs: append([]Run(nil), r.Runs...), Seconds: r.Seconds}
+		return stop
+	}
+	if _, err := Evaluate(context.Background(), x, spec, cpu.New()); !errors.Is(err, stop) {
+		t.Fatalf("Evaluate: %v; want the AfterRepeat error", err)
+	}
+	if partial == nil || len(partial.Runs) != 4 || partial.Runs[0].Repeat != 1 || !(partial.Seconds > 0) {
+		t.Fatalf("after the first repeat: %+v", partial)
+	}
+	partial.Runs[3].RMSE = 42 // a mark: it must survive, not be recomputed
+	calls := 0
+	spec.AfterRepeat = func(*Results) error { calls++; return nil }
+	spec.Resume = partial
+	res, err := Evaluate(context.Background(), x, spec, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || len(res.Runs) != 8 || res.Runs[3].RMSE != 42 || res.Runs[4].Repeat != 2 || res.Seconds <= partial.Seconds {
+		t.Errorf("resumed: %d AfterRepeat calls, %d runs, run 4 %+v, run 5 %+v, %v s", calls, len(res.Runs), res.Runs[3], res.Runs[4], res.Seconds)
+	}
+	// A Resume made with another seed is not used.
+	spec.Base.Seed = 7
+	calls = 0
+	if res, err = Evaluate(context.Background(), x, spec, cpu.New()); err != nil || calls != 2 || res.Runs[3].RMSE == 42 {
+		t.Errorf("other seed: %d AfterRepeat calls, %v", calls, err)
 	}
 }

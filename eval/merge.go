@@ -84,8 +84,27 @@ func Merge(dirs []string) (*Results, map[string]any, error) {
 	return out, merged, nil
 }
 
+// Compatible reports how two recorded eval configurations (as runs.json
+// holds them, decoded from JSON) differ in what makes their runs
+// comparable: the tensor's dims and nnz, the methods, the ratios and the
+// training configuration apart from its seed — or, with sameSeed, including
+// it. It returns nil when they agree.
+func Compatible(a, b map[string]any, sameSeed bool) error {
+	if err := sameExperiment(a, b); err != nil {
+		return err
+	}
+	if sameSeed {
+		ba, _ := a["base"].(map[string]any)
+		bb, _ := b["base"].(map[string]any)
+		if !reflect.DeepEqual(ba["Seed"], bb["Seed"]) {
+			return fmt.Errorf("different -seed (%v, %v)", ba["Seed"], bb["Seed"])
+		}
+	}
+	return nil
+}
+
 // sameExperiment reports how two recorded eval configurations differ in
-// what makes their runs comparable.
+// what makes their runs comparable, the seed aside.
 func sameExperiment(a, b map[string]any) error {
 	for _, k := range []string{"dims", "nnz", "methods", "ratios"} {
 		if !reflect.DeepEqual(a[k], b[k]) {

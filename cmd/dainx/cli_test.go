@@ -200,3 +200,34 @@ func TestEvalMerge(t *testing.T) {
 		t.Errorf("merge of one output with itself: exit %d, %q", code, stderr)
 	}
 }
+
+// TestEvalResume runs one repeat, then resumes to two: the first repeat's
+// runs are kept as they were; -resume with another seed is refused.
+func TestEvalResume(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTSV(t, dir, "t.tsv", 600)
+	out := filepath.Join(dir, "out")
+	args := func(repeats, seed string, extra ...string) []string {
+		a := append([]string{"eval", "-input", in, "-methods", "dain,random-mlp", "-ratios", "0,0.2", "-repeats", repeats,
+			"-seed", seed, "-rank", "4", "-channels", "4", "-out", out}, tiny...)
+		return append(a, extra...)
+	}
+	if code, _, stderr := runCLI(args("1", "1")...); code != exitOK {
+		t.Fatalf("eval: exit %d: %s", code, stderr)
+	}
+	first, err := os.ReadFile(filepath.Join(out, "runs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(args("2", "1", "-resume")...); code != exitOK {
+		t.Fatalf("eval -resume: exit %d: %s", code, stderr)
+	}
+	both, _ := os.ReadFile(filepath.Join(out, "runs.csv"))
+	lines := strings.Split(strings.TrimSpace(string(both)), "\n")
+	if len(lines) != 9 || !strings.HasPrefix(string(both), strings.TrimSpace(string(first))) {
+		t.Errorf("after -resume, runs.csv does not start with the first repeat's runs:\n%s\nthen\n%s", first, both)
+	}
+	if code, _, stderr := runCLI(args("3", "2", "-resume")...); code != exitFailure || !strings.Contains(stderr, "different -seed") {
+		t.Errorf("-resume with another seed: exit %d, %q", code, stderr)
+	}
+}

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -18,6 +22,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	var in inputFlags
 	var methods, ratios, out, summarize, merge string
 	var repeats int
+	var resume bool
 	fs := flag.NewFlagSet("dainx eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	bindInput(fs, &in)
@@ -26,6 +31,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&repeats, "repeats", 10, "`number` of random splits; repeat r uses seed -seed + r")
 	fs.StringVar(&out, "out", "", "output `directory` for runs.csv, runs.json, summary.md, summary.json, rmse.png and runtime.png (required)")
 	fs.StringVar(&summarize, "summarize", "", "write the summary, tables and plots of an earlier run in `directory` again from its runs.json, and train nothing")
+	fs.BoolVar(&resume, "resume", false, "continue an interrupted evaluation in -out: repeats already in its runs.json (same tensor, configuration and seeds) are kept, the rest are run")
 	fs.StringVar(&merge, "merge", "", "comma-separated eval output `directories` of the same tensor and configuration with other seeds (e.g. repeats run in batches) to merge into -out as one evaluation, training nothing")
 	bindTraining(fs, &cfg, &in.layers)
 	fs.Usage = func() {
@@ -36,7 +42,8 @@ shared by all methods; for every method and ratio, the test RMSE of an MLP
 trained on train ∪ augmentation. Writes every run (CSV, JSON), a Markdown table
 of mean ± std with two-sided Welch t-test p-values against dain, and PNG plots
 of test RMSE and runtime against the ratio. Shows a progress bar with an ETA.
-With -summarize it rewrites an earlier output's summary; with -merge it joins
+-out is rewritten after every repeat, so an interrupted evaluation keeps its
+finished repeats; -resume continues it. With -summarize it rewrites an earlier output's summary; with -merge it joins
 outputs made with other seeds (repeats run in batches) into one; neither
 trains anything.
 
@@ -87,7 +94,7 @@ Flags:
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	return exitFor("eval", runEval(ctx, spec, &in, out, args, stdout, stderr), ctx, stderr)
+	return exitFor("eval", runEval(ctx, spec, &in, out, resume, args, stdout, stderr), ctx, stderr)
 }
 
 func splitList(s string) []string {
@@ -100,7 +107,7 @@ func splitList(s string) []string {
 	return out
 }
 
-func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, args []string, stdout, stderr io.Writer) error {
+func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, resume bool, args []string, stdout, stderr io.Writer) error {
 	t, name, _, err := readInput(in)
 	if err != nil {
 		return err
@@ -116,24 +123,88 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, ar
 		return err
 	}
 	defer be.Close()
+	base := spec.Base
+	base.Progress = nil
+	// config is what runs.json and the summary record; done is the number
+	// of finished repeats.
+	config := func(seconds float64, done int) map[string]any {
+		c := map[string]any{
+			"input": name, "dims": t.Dims, "nnz": t.NNZ(), "backend": be.Name(), "device": be.Device(),
+			"methods": spec.Methods, "ratios": spec.Ratios, "repeats": done, "base": base,
+			"command": "dainx eval " + strings.Join(args, " "), "seconds": seconds,
+		}
+		if done < spec.Repeats {
+			c["repeats_requested"] = spec.Repeats
+		}
+		return c
+	}
+	about := func(seconds float64, done int) string {
+		a := fmt.Sprintf("Command: `dainx eval %s`\n\nInput: %s (dims %v, %d cells); backend %s (%s); %d repeats; %.0f s in all.",
+			strings.Join(args, " "), name, t.Dims, t.NNZ(), be.Name(), be.Device(), done, seconds)
+		if done < spec.Repeats {
+			a += fmt.Sprintf("\n\n**Partial: %d of %d repeats.** Run the same command with -resume to finish.", done, spec.Repeats)
+		}
+		return a
+	}
+	if resume {
+		prev, err := resumeFrom(out, config(0, spec.Repeats))
+		if err != nil {
+			return err
+		}
+		if prev == nil {
+			fmt.Fprintf(stderr, "dainx eval: -resume: %s has no runs.json; starting from the first repeat\n", out)
+		}
+		spec.Resume = prev
+	}
+	repeatsDone := func(r *eval.Results) int {
+		seen := map[int]bool{}
+		for _, run := range r.Runs {
+			seen[run.Repeat] = true
+		}
+		return len(seen)
+	}
+	spec.AfterRepeat = func(r *eval.Results) error {
+		if d := repeatsDone(r); d < spec.Repeats {
+			return r.WriteDir(out, about(r.Seconds, d), config(r.Seconds, d))
+		}
+		return nil // the final write follows
+	}
 	res, err := eval.Evaluate(ctx, t, spec, be)
 	if err != nil {
 		return err
 	}
-	base := spec.Base
-	base.Progress = nil
-	config := map[string]any{
-		"input": name, "dims": t.Dims, "nnz": t.NNZ(), "backend": be.Name(), "device": be.Device(),
-		"methods": spec.Methods, "ratios": spec.Ratios, "repeats": spec.Repeats, "base": base,
-		"command": "dainx eval " + strings.Join(args, " "), "seconds": res.Seconds,
-	}
-	about := fmt.Sprintf("Command: `dainx eval %s`\n\nInput: %s (dims %v, %d cells); backend %s (%s); %d repeats; %.0f s in all.",
-		strings.Join(args, " "), name, t.Dims, t.NNZ(), be.Name(), be.Device(), spec.Repeats, res.Seconds)
-	if err := res.WriteDir(out, about, config); err != nil {
+	if err := res.WriteDir(out, about(res.Seconds, spec.Repeats), config(res.Seconds, spec.Repeats)); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "dainx eval: wrote %s/{runs.csv,runs.json,summary.md,summary.json,rmse.png,runtime.png}\n", out)
 	return nil
+}
+
+// resumeFrom loads the evaluation in dir for -resume, or returns nil if dir
+// has no runs.json. It is an error if that evaluation was made on another
+// tensor, with other methods, ratios or training configuration, or with
+// another -seed.
+func resumeFrom(dir string, cur map[string]any) (*eval.Results, error) {
+	if _, err := os.Stat(filepath.Join(dir, "runs.json")); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	prev, prevCfg, err := eval.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	// Compare through JSON, as the earlier configuration was read.
+	b, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	var curCfg map[string]any
+	if err := json.Unmarshal(b, &curCfg); err != nil {
+		return nil, err
+	}
+	if err := eval.Compatible(prevCfg, curCfg, true); err != nil {
+		return nil, fmt.Errorf("-resume: %s: %w", dir, err)
+	}
+	return prev, nil
 }
 
 // resummarize writes the summary files of dir again from its runs.json.
