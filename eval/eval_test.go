@@ -2,8 +2,8 @@ package eval
 
 import (
 	"context"
-	"errors"
 	"encoding/csv"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
