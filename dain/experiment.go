@@ -82,6 +82,12 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend) (*Experiment, 
 	if cfg.Layers == nil {
 		cfg.Layers = nn.DefaultLayers(x.Order())
 	}
+	if cfg.Layers[0]%x.Order() != 0 {
+		return nil, fmt.Errorf("dain: the first layer width %d is not a multiple of the tensor order %d", cfg.Layers[0], x.Order())
+	}
+	if err := checkMemory(x, cfg); err != nil {
+		return nil, err
+	}
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(),
 		need: map[string]map[string]bool{}, thetas: map[string]*theta{},
 		imps: map[string]*importance{},
@@ -96,8 +102,30 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend) (*Experiment, 
 	if e.Train.NNZ() == 0 || e.Val.NNZ() == 0 || e.Test.NNZ() == 0 {
 		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", x.NNZ(), e.Train.NNZ(), e.Val.NNZ(), e.Test.NNZ())
 	}
+	for n, k := range distinctPerMode(x) {
+		if d := x.Dims[n]; d >= 1000 && k < d/2 {
+			e.logf("dainx: mode %d: only %d of its %d entities (largest index + 1) occur; the others still get embeddings and memory — renumbering the indices densely (0…n−1) saves both", n, k, d)
+		}
+	}
 	e.Need(cfg)
 	return e, nil
+}
+
+// distinctPerMode returns, for each mode of x, how many distinct indices
+// its cells use.
+func distinctPerMode(x *tensor.COO) []int {
+	out := make([]int, x.Order())
+	for n := range out {
+		seen := make([]bool, x.Dims[n])
+		for i := 0; i < x.NNZ(); i++ {
+			j := x.Idx[i*x.Order()+n]
+			if !seen[j] {
+				seen[j] = true
+				out[n]++
+			}
+		}
+	}
+	return out
 }
 
 // Close releases every model and buffer of the experiment.

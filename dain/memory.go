@@ -1,0 +1,64 @@
+package dain
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/dainx/dainx/tensor"
+)
+
+// physicalMemory is the machine's memory in bytes (MemTotal of
+// /proc/meminfo), or 0 where unknown; a variable for tests.
+var physicalMemory = func() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}()
+
+// tableBytes estimates the bytes of the per-entity tables an experiment of
+// cfg on a tensor of dims holds at once: float32 embeddings of width E for Θ
+// and the downstream MLP and of width R for CoSTCo, each four times
+// (parameters, gradients, Adam's two moments), and an alias table (8 bytes)
+// per entity.
+func tableBytes(dims []int, cfg Config) float64 {
+	e := cfg.Layers[0] / len(dims)
+	perEntity := float64(4*4*(2*e+cfg.Rank) + 8)
+	total := 0.0
+	for _, d := range dims {
+		total += float64(d) * perEntity
+	}
+	return total
+}
+
+// checkMemory returns an error when the per-entity tables of cfg on x
+// cannot fit this machine's memory — typically because a mode's indices
+// are sparse identifiers rather than 0…n−1 — naming the largest mode.
+func checkMemory(x *tensor.COO, cfg Config) error {
+	mem := physicalMemory
+	need := tableBytes(x.Dims, cfg)
+	if mem <= 0 || need <= float64(mem)/2 {
+		return nil
+	}
+	big := 0
+	for n, d := range x.Dims {
+		if d > x.Dims[big] {
+			big = n
+		}
+	}
+	return fmt.Errorf("dain: the per-entity tables (embeddings, optimiser state, alias tables) for dims %v need about %s, more than half of this machine's %s; mode %d has %d entities (its largest index + 1) for %d cells — renumber each mode's indices densely as 0…n−1",
+		x.Dims, gib(need), gib(float64(mem)), big, x.Dims[big], x.NNZ())
+}
+
+func gib(b float64) string { return fmt.Sprintf("%.1f GiB", b/(1<<30)) }

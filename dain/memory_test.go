@@ -1,0 +1,37 @@
+package dain
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/tensor"
+)
+
+// TestCheckMemory: a tensor whose largest index is a sparse identifier
+// (50 million entities for 40 cells) is refused up front on a machine with
+// 1 GiB, naming the mode; the same cells renumbered densely are accepted.
+func TestCheckMemory(t *testing.T) {
+	defer func(m int64) { physicalMemory = m }(physicalMemory)
+	physicalMemory = 1 << 30
+	x := &tensor.COO{Dims: []int{50_000_000, 10, 10}}
+	dense := &tensor.COO{Dims: []int{40, 10, 10}}
+	for i := 0; i < 40; i++ {
+		x.Idx = append(x.Idx, int32(i*1_000_000), int32(i%10), int32(i/4))
+		x.Val = append(x.Val, float64(i))
+		dense.Idx = append(dense.Idx, int32(i), int32(i%10), int32(i/4))
+		dense.Val = append(dense.Val, float64(i))
+	}
+	_, err := NewExperiment(x, DefaultConfig(), cpu.New())
+	if err == nil || !strings.Contains(err.Error(), "mode 0 has 50000000 entities") || !strings.Contains(err.Error(), "renumber") {
+		t.Errorf("sparse identifiers: %v", err)
+	}
+	e, err := NewExperiment(dense, DefaultConfig(), cpu.New())
+	if err != nil {
+		t.Fatalf("dense indices: %v", err)
+	}
+	e.Close()
+	if got := distinctPerMode(x); got[0] != 40 || got[1] != 10 || got[2] != 10 {
+		t.Errorf("distinct per mode %v; want [40 10 10]", got)
+	}
+}
