@@ -43,7 +43,12 @@ done
 
 # Probe for movielens_latest_small with the paper's default layers
 # (150,1024,1024,128; bench/results/eval/movielens_latest_small_default_layers):
-# does a larger Θ make DAIN's lead over random cells larger?
-#   dainx eval -backend cpu -input "$data/movielens_latest_small.tsv.gz" \
-#       -methods dain,random-mlp,random-costco -ratios 0,0.5 -repeats 3 \
-#       -epochs 20 -patience 5 -out bench/results/eval/movielens_latest_small_default_layers
+# does a larger Θ make DAIN's lead over random cells larger? Run in two
+# batches (seeds 1–3, then 4–8) and merged:
+#   d=bench/results/eval/movielens_latest_small_default_layers
+#   for b in "1 3 batch1" "4 5 batch2"; do set -- $b
+#     dainx eval -backend cpu -input "$data/movielens_latest_small.tsv.gz" \
+#       -methods dain,random-mlp,random-costco -ratios 0,0.5 -repeats $2 -seed $1 \
+#       -epochs 20 -patience 5 -out $d/$3
+#   done
+#   dainx eval -merge $d/batch1,$d/batch2 -out $d
