@@ -163,14 +163,25 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 		}
 		return len(seen)
 	}
+	wrote := false
 	spec.AfterRepeat = func(r *eval.Results) error {
 		if d := repeatsDone(r); d < spec.Repeats {
+			wrote = true
 			return r.WriteDir(out, about(r.Seconds, d), config(r.Seconds, d))
 		}
 		return nil // the final write follows
 	}
 	res, err := eval.Evaluate(ctx, t, spec, be)
 	if err != nil {
+		if ctx.Err() != nil && (wrote || spec.Resume != nil) {
+			if prev, _, lerr := eval.Load(out); lerr == nil && len(prev.Runs) > 0 {
+				seen := map[int]bool{}
+				for _, run := range prev.Runs {
+					seen[run.Repeat] = true
+				}
+				return &keptError{fmt.Sprintf("%s holds the %d finished repeats; the same command with -resume continues", out, len(seen))}
+			}
+		}
 		return err
 	}
 	if err := res.WriteDir(out, about(res.Seconds, spec.Repeats), config(res.Seconds, spec.Repeats)); err != nil {

@@ -161,7 +161,12 @@ func exitFor(cmd string, err error, ctx context.Context, stderr io.Writer) int {
 	case err == nil:
 		return exitOK
 	case ctx != nil && ctx.Err() != nil:
-		fmt.Fprintf(stderr, "dainx %s: interrupted; nothing written\n", cmd)
+		var kept *keptError
+		if errors.As(err, &kept) {
+			fmt.Fprintf(stderr, "dainx %s: interrupted; %s\n", cmd, kept.msg)
+		} else {
+			fmt.Fprintf(stderr, "dainx %s: interrupted; nothing written\n", cmd)
+		}
 		return exitInterrupted
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "dainx %s: %v\n", cmd, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
@@ -171,6 +176,12 @@ func exitFor(cmd string, err error, ctx context.Context, stderr io.Writer) int {
 		return exitFailure
 	}
 }
+
+// keptError is an interruption after which some complete output was kept
+// (eval's finished repeats); msg says what and where.
+type keptError struct{ msg string }
+
+func (e *keptError) Error() string { return e.msg }
 
 // signalContext is cancelled by SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
