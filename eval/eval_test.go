@@ -13,6 +13,7 @@ import (
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/demo"
+	"github.com/dainx/dainx/tensor"
 )
 
 // TestWelchKnown checks the Welch t-test against the first worked example of
@@ -44,18 +45,25 @@ func TestWelchKnown(t *testing.T) {
 }
 
 // TestEvaluateTiny runs a tiny evaluation end to end and checks the files.
-func TestEvaluateTiny(t *testing.T) {
+// tinyDemo returns the first n cells of the demo tensor and a training
+// configuration that makes each run take milliseconds.
+func tinyDemo(t *testing.T, n int) (*tensor.COO, dain.Config) {
+	t.Helper()
 	x, err := demo.Read()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := make([]int, 1500)
+	rows := make([]int, n)
 	for i := range rows {
 		rows[i] = i
 	}
-	x = x.Subset(rows)
 	base := dain.DefaultConfig()
 	base.Layers, base.Epochs, base.Batch, base.Rank, base.Channels = []int{24, 8}, 2, 128, 4, 4
+	return x.Subset(rows), base
+}
+
+func TestEvaluateTiny(t *testing.T) {
+	x, base := tinyDemo(t, 1500)
 	spec := Spec{Methods: []string{"dain", "duplication", "random-mlp"}, Ratios: []float64{0, 0.1, 0.2}, Repeats: 2, Base: base}
 	res, err := Evaluate(context.Background(), x, spec, cpu.New())
 	if err != nil {
@@ -149,17 +157,7 @@ func TestPaired(t *testing.T) {
 // AfterRepeat, then resumes it: the first repeat must come from the earlier
 // results (a marked value survives) and only the second be run.
 func TestResume(t *testing.T) {
-	x, err := demo.Read()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := make([]int, 1200)
-	for i := range rows {
-		rows[i] = i
-	}
-	x = x.Subset(rows)
-	base := dain.DefaultConfig()
-	base.Layers, base.Epochs, base.Batch, base.Rank, base.Channels = []int{24, 8}, 2, 128, 4, 4
+	x, base := tinyDemo(t, 1200)
 	spec := Spec{Methods: []string{"dain", "random-mlp"}, Ratios: []float64{0, 0.1}, Repeats: 2, Base: base}
 	stop := errors.New("stop")
 	var partial *Results

@@ -156,13 +156,6 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 		}
 		spec.Resume = prev
 	}
-	repeatsDone := func(r *eval.Results) int {
-		seen := map[int]bool{}
-		for _, run := range r.Runs {
-			seen[run.Repeat] = true
-		}
-		return len(seen)
-	}
 	wrote := false
 	spec.AfterRepeat = func(r *eval.Results) error {
 		if d := repeatsDone(r); d < spec.Repeats {
@@ -175,11 +168,7 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 	if err != nil {
 		if ctx.Err() != nil && (wrote || spec.Resume != nil) {
 			if prev, _, lerr := eval.Load(out); lerr == nil && len(prev.Runs) > 0 {
-				seen := map[int]bool{}
-				for _, run := range prev.Runs {
-					seen[run.Repeat] = true
-				}
-				return &keptError{fmt.Sprintf("%s holds the %d finished repeats; the same command with -resume continues", out, len(seen))}
+				return &keptError{fmt.Sprintf("%s holds the %d finished repeats; the same command with -resume continues", out, repeatsDone(prev))}
 			}
 		}
 		return err
@@ -189,6 +178,15 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 	}
 	fmt.Fprintf(stdout, "dainx eval: wrote %s/{runs.csv,runs.json,summary.md,summary.json,rmse.png,runtime.png}\n", out)
 	return nil
+}
+
+// repeatsDone returns the number of distinct repeats among r's runs.
+func repeatsDone(r *eval.Results) int {
+	seen := map[int]bool{}
+	for _, run := range r.Runs {
+		seen[run.Repeat] = true
+	}
+	return len(seen)
 }
 
 // resumeFrom loads the evaluation in dir for -resume, or returns nil if dir

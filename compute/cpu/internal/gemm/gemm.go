@@ -242,21 +242,7 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 		panels := (nb + k.nr - 1) / k.nr
 		for pc := 0; pc < kk; pc += kc {
 			kb := min(kc, kk-pc)
-			flags := 0
-			if pc > 0 || p.Accumulate {
-				flags |= flagAcc
-			}
-			if pc+kb == kk {
-				if p.Bias != nil {
-					flags |= flagBias
-				}
-				if p.ReLU {
-					flags |= flagReLU
-				}
-				if p.Mask != nil {
-					flags |= flagMask
-				}
-			}
+			flags := p.blockFlags(pc > 0, pc+kb == kk)
 			parallel(threads, func(t int) {
 				lo, hi := t*panels/threads, (t+1)*panels/threads
 				for q := lo; q < hi; q++ {
@@ -289,7 +275,7 @@ func (k *Kernel) serial(ws *workspace, t int, p *Params, jlo, jhi, kc int) {
 		panels := (nb + k.nr - 1) / k.nr
 		for pc := 0; pc < kk; pc += kc {
 			kb := min(kc, kk-pc)
-			flags := k.flags(p, pc, kb)
+			flags := p.blockFlags(pc > 0, pc+kb == p.K)
 			pb := ws.bt[t]
 			for q := 0; q < panels; q++ {
 				j0 := jc + q*k.nr
@@ -304,22 +290,32 @@ func (k *Kernel) serial(ws *workspace, t int, p *Params, jlo, jhi, kc int) {
 	}
 }
 
-// flags returns the micro-kernel flags of the k block [pc, pc+kb).
-func (k *Kernel) flags(p *Params, pc, kb int) int {
+// epilogueFlags returns the micro-kernel flags of p's epilogue: bias, ReLU
+// and mask as p selects them.
+func (p *Params) epilogueFlags() int {
 	flags := 0
-	if pc > 0 || p.Accumulate {
+	if p.Bias != nil {
+		flags |= flagBias
+	}
+	if p.ReLU {
+		flags |= flagReLU
+	}
+	if p.Mask != nil {
+		flags |= flagMask
+	}
+	return flags
+}
+
+// blockFlags returns the micro-kernel flags of one k block of p: C is
+// accumulated into after the first block (or always with Accumulate), and
+// the epilogue is applied after the last.
+func (p *Params) blockFlags(notFirst, last bool) int {
+	flags := 0
+	if notFirst || p.Accumulate {
 		flags |= flagAcc
 	}
-	if pc+kb == p.K {
-		if p.Bias != nil {
-			flags |= flagBias
-		}
-		if p.ReLU {
-			flags |= flagReLU
-		}
-		if p.Mask != nil {
-			flags |= flagMask
-		}
+	if last {
+		flags |= p.epilogueFlags()
 	}
 	return flags
 }
@@ -400,19 +396,7 @@ func epilogue(v float32, flags int, p *Params, i, j int) float32 {
 
 // emptyK handles k = 0: the product is zero.
 func (k *Kernel) emptyK(p *Params) {
-	flags := 0
-	if p.Accumulate {
-		flags |= flagAcc
-	}
-	if p.Bias != nil {
-		flags |= flagBias
-	}
-	if p.ReLU {
-		flags |= flagReLU
-	}
-	if p.Mask != nil {
-		flags |= flagMask
-	}
+	flags := p.blockFlags(false, true)
 	for i := 0; i < p.M; i++ {
 		c := p.C[i*p.LDC:][:p.N]
 		for j := range c {

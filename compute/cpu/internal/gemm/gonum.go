@@ -59,16 +59,7 @@ func gonumSgemm(threads int, p *Params) {
 	if p.Bias == nil && !p.ReLU && p.Mask == nil {
 		return
 	}
-	flags := 0
-	if p.Bias != nil {
-		flags |= flagBias
-	}
-	if p.ReLU {
-		flags |= flagReLU
-	}
-	if p.Mask != nil {
-		flags |= flagMask
-	}
+	flags := p.epilogueFlags()
 	for i := 0; i < p.M; i++ {
 		c := p.C[i*p.LDC:][:p.N]
 		for j, v := range c {

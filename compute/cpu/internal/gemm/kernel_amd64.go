@@ -20,20 +20,13 @@ func init() {
 func micro6x16(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm int) {
 	// The callers guarantee the lengths: a holds kc·6, b kc·16 values, c
 	// reaches 5·ldc+16, bias 16 and mask 5·ldm+16 when their flags are set.
-	var bp, mp *float32
-	if flags&flagBias != 0 {
-		bp = unsafe.SliceData(bias)
-	}
-	if flags&flagMask != 0 {
-		mp = unsafe.SliceData(mask)
-	}
-	kern6x16(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm)
+	micro6x16n(kc, a, b, c, ldc, flags, bias, mask, ldm, 1)
 }
 
 //go:noescape
 func kern6x16n(kc int, a, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int, ntiles int)
 
-// micro6x16n runs kern6x16 over ntiles full tiles down the rows in one
+// micro6x16n runs the micro-kernel over ntiles full tiles down the rows in one
 // call. The callers guarantee the lengths as for micro6x16, for the last
 // tile.
 func micro6x16n(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm, ntiles int) {
@@ -46,9 +39,6 @@ func micro6x16n(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32,
 	}
 	kern6x16n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, ntiles)
 }
-
-//go:noescape
-func kern6x16(kc int, a, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
 
 //go:noescape
 func sprows96(rows int, starts *int32, sstride int, ent *spEntry, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)

@@ -40,148 +40,13 @@
 	VCMPPS $0x1e, Y14, Y15, Y15; \
 	VANDPS Y15, rb, rb
 
-// func kern6x16(kc int, a, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int)
-TEXT ·kern6x16(SB), NOSPLIT, $0-72
-	MOVQ kc+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	MOVQ CX, BX
-	SHRQ $2, BX
-	ANDQ $3, CX
-	TESTQ BX, BX
-	JZ tail
-
-loop4:
-	PREFETCHT0 384(SI)
-	STEP
-	STEP
-	PREFETCHT0 512(DI)
-	STEP
-	STEP
-	DECQ BX
-	JNZ loop4
-
-tail:
-	TESTQ CX, CX
-	JZ epilogue
-
-loop1:
-	STEP
-	DECQ CX
-	JNZ loop1
-
-epilogue:
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
-	SHLQ $2, R8
-	LEAQ (R8)(R8*2), R9
-	ADDQ DX, R9
-	MOVQ flags+40(FP), AX
-
-	// flags&1: add the tile already in C.
-	TESTQ $1, AX
-	JZ nobeta
-	VADDPS (DX), Y0, Y0
-	VADDPS 32(DX), Y1, Y1
-	VADDPS (DX)(R8*1), Y2, Y2
-	VADDPS 32(DX)(R8*1), Y3, Y3
-	VADDPS (DX)(R8*2), Y4, Y4
-	VADDPS 32(DX)(R8*2), Y5, Y5
-	VADDPS (R9), Y6, Y6
-	VADDPS 32(R9), Y7, Y7
-	VADDPS (R9)(R8*1), Y8, Y8
-	VADDPS 32(R9)(R8*1), Y9, Y9
-	VADDPS (R9)(R8*2), Y10, Y10
-	VADDPS 32(R9)(R8*2), Y11, Y11
-
-nobeta:
-	// flags&2: add bias[j] to column j.
-	TESTQ $2, AX
-	JZ nobias
-	MOVQ bias+48(FP), R10
-	VMOVUPS (R10), Y12
-	VMOVUPS 32(R10), Y13
-	VADDPS Y12, Y0, Y0
-	VADDPS Y13, Y1, Y1
-	VADDPS Y12, Y2, Y2
-	VADDPS Y13, Y3, Y3
-	VADDPS Y12, Y4, Y4
-	VADDPS Y13, Y5, Y5
-	VADDPS Y12, Y6, Y6
-	VADDPS Y13, Y7, Y7
-	VADDPS Y12, Y8, Y8
-	VADDPS Y13, Y9, Y9
-	VADDPS Y12, Y10, Y10
-	VADDPS Y13, Y11, Y11
-
-nobias:
-	// flags&4: ReLU, max(0, v) keeping NaN and −0 (VMAXPS returns its
-	// second source operand, v, when either is NaN or both are zero).
-	TESTQ $4, AX
-	JZ norelu
-	VXORPS Y14, Y14, Y14
-	VMAXPS Y0, Y14, Y0
-	VMAXPS Y1, Y14, Y1
-	VMAXPS Y2, Y14, Y2
-	VMAXPS Y3, Y14, Y3
-	VMAXPS Y4, Y14, Y4
-	VMAXPS Y5, Y14, Y5
-	VMAXPS Y6, Y14, Y6
-	VMAXPS Y7, Y14, Y7
-	VMAXPS Y8, Y14, Y8
-	VMAXPS Y9, Y14, Y9
-	VMAXPS Y10, Y14, Y10
-	VMAXPS Y11, Y14, Y11
-
-norelu:
-	// flags&8: zero where the mask tile is not > 0.
-	TESTQ $8, AX
-	JZ nomask
-	MOVQ mask+56(FP), R10
-	MOVQ ldm+64(FP), R11
-	SHLQ $2, R11
-	LEAQ (R11)(R11*2), R12
-	ADDQ R10, R12
-	VXORPS Y14, Y14, Y14
-	MASK2((R10), 32(R10), Y0, Y1)
-	MASK2((R10)(R11*1), 32(R10)(R11*1), Y2, Y3)
-	MASK2((R10)(R11*2), 32(R10)(R11*2), Y4, Y5)
-	MASK2((R12), 32(R12), Y6, Y7)
-	MASK2((R12)(R11*1), 32(R12)(R11*1), Y8, Y9)
-	MASK2((R12)(R11*2), 32(R12)(R11*2), Y10, Y11)
-
-nomask:
-	VMOVUPS Y0, (DX)
-	VMOVUPS Y1, 32(DX)
-	VMOVUPS Y2, (DX)(R8*1)
-	VMOVUPS Y3, 32(DX)(R8*1)
-	VMOVUPS Y4, (DX)(R8*2)
-	VMOVUPS Y5, 32(DX)(R8*2)
-	VMOVUPS Y6, (R9)
-	VMOVUPS Y7, 32(R9)
-	VMOVUPS Y8, (R9)(R8*1)
-	VMOVUPS Y9, 32(R9)(R8*1)
-	VMOVUPS Y10, (R9)(R8*2)
-	VMOVUPS Y11, 32(R9)(R8*2)
-	VZEROUPPER
-	RET
-
 // func kern6x16n(kc int, a, b, c *float32, ldc int, flags int, bias, mask *float32, ldm int, ntiles int)
-// kern6x16 over ntiles ≥ 1 consecutive full tiles down the rows: tile t reads
-// the A micro-panel at a + t·6·kc and writes rows 6t… of C (and reads rows
-// 6t… of the mask).
+// The 6×16 micro-kernel over ntiles ≥ 1 consecutive full tiles down the
+// rows: tile t reads the A micro-panel at a + t·6·kc (kc columns of 6
+// values) and the B micro-panel at b (kc rows of 16 values), and writes rows
+// 6t… of C with the epilogue selected by flags: 1 add the tile already in C,
+// 2 add bias[j] to column j, 4 ReLU, 8 zero where the mask (rows 6t…, stride
+// ldm) is not > 0.
 TEXT ·kern6x16n(SB), NOSPLIT, $32-80
 	MOVQ a+8(FP), AX
 	MOVQ AX, ta-8(SP)
@@ -390,7 +255,7 @@ peakdone:
 // For each of rows rows r: C row r (96 columns, at c + r·ldc) =
 // Σ over the entries [starts[r·sstride], starts[r·sstride+1]) of ent of
 // val·B[off], B the packed 96-wide panel at b (entry offsets count rows of
-// 32 floats), then the epilogue selected by flags as in kern6x16 (the
+// 32 floats), then the epilogue selected by flags as in kern6x16n (the
 // mask row r at mask + r·ldm).
 TEXT ·sprows96(SB), NOSPLIT, $0-88
 	MOVQ rows+0(FP), R11
@@ -559,7 +424,7 @@ sprows96done:
 // For each of rows rows r: C row r (32 columns, at c + r·ldc) =
 // Σ over the entries [starts[r·sstride], starts[r·sstride+1]) of ent of
 // val·B[off], B the packed 32-wide panel at b (entry offsets count rows of
-// 32 floats), then the epilogue selected by flags as in kern6x16 (the
+// 32 floats), then the epilogue selected by flags as in kern6x16n (the
 // mask row r at mask + r·ldm).
 TEXT ·sprows32(SB), NOSPLIT, $0-88
 	MOVQ rows+0(FP), R11

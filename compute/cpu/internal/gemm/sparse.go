@@ -176,21 +176,7 @@ func (k *Kernel) sgemmSparse(threads int, p *Params) bool {
 				j := pan.j
 				partial := n-j < pan.w
 				for blk := 0; blk < nblk; blk++ {
-					flags := 0
-					if blk > 0 || p.Accumulate {
-						flags |= flagAcc
-					}
-					if blk == nblk-1 {
-						if p.Bias != nil {
-							flags |= flagBias
-						}
-						if p.ReLU {
-							flags |= flagReLU
-						}
-						if p.Mask != nil {
-							flags |= flagMask
-						}
-					}
+					flags := p.blockFlags(blk > 0, blk == nblk-1)
 					st := ws.starts[r0*(nblk+1)+blk:]
 					bp := ws.b[blk*spKC*npad+pan.off:][:spKC*pan.w]
 					if partial {
