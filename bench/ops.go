@@ -74,6 +74,12 @@ func Ops(be compute.Backend) []Op {
 			Name: fmt.Sprintf("LinearBackward dx %d→%d", in, out), Unit: "GFLOP/s", Work: fl, Flops: true,
 			Run: func() { be.LinearBackward(dx, nil, nil, dy, x, w, in, out, l > 1, false) },
 		})
+		// The whole backward of the layer in one call, as training runs it
+		// (a backend may overlap dW and dx).
+		ops = append(ops, Op{
+			Name: fmt.Sprintf("LinearBackward dW+db+dx %d→%d", in, out), Unit: "GFLOP/s", Work: 2 * fl, Flops: true,
+			Run: func() { be.LinearBackward(dx, dw, db, dy, x, w, in, out, l > 1, false) },
+		})
 	}
 	// Gather and ScatterRows: 3 modes × 1000 rows, width 50.
 	const order, width, rows = 3, 50, 3000

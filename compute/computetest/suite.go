@@ -475,7 +475,9 @@ var (
 	// around the usual GPU block sizes.
 	batches = []int{0, 1, 31, 32, 33, 255, 256, 257}
 	// linearShapes are (in, out) pairs: out = 1 is the output layer, 17, 33
-	// and 7 are not multiples of 16, 64→32 is a typical hidden layer.
+	// and 7 are not multiples of 16, 64→32 is a typical hidden layer (at
+	// batch 257, large enough for the CPU backend to run LinearBackward's
+	// dw and dx at the same time).
 	linearShapes = [][2]int{{1, 1}, {7, 1}, {16, 16}, {17, 33}, {64, 32}, {33, 1}}
 	// widths are embedding widths E.
 	widths = []int{1, 7, 16, 33}

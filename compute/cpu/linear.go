@@ -39,29 +39,33 @@ func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bo
 
 // LinearBackward implements compute.Backend.LinearBackward: dw = dyᵀ·x and
 // dx = dy·w are GEMMs, the ReLU mask of dx fused into its epilogue; db is a
-// column sum of dy split over columns.
+// column sum of dy split over columns. dw and dx take the same number of
+// flops; when both are wanted, the layer is large and there are at least two
+// threads, they run at the same time, each on half of the threads, which
+// avoids the packing each GEMM duplicates across its threads and the waits
+// at their ends (the results do not depend on the split).
 func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int, maskX, accumulate bool) {
 	dxs, dws, dbs, dys, xs, ws := f(dx), f(dw), f(db), f(dy), f(x), f(w)
 	batch := linearShape("LinearBackward", len(xs), len(ws), in, out)
 	need("LinearBackward dy", len(dys), batch*out)
-	threads := be.nthreads()
 	if dws != nil {
 		need("LinearBackward dw", len(dws), out*in)
+	}
+	if dbs != nil {
+		need("LinearBackward db", len(dbs), out)
+	}
+	if dxs != nil {
+		need("LinearBackward dx", len(dxs), batch*in)
+	}
+	threads := be.nthreads()
+	gradW := func(threads int) {
 		be.kern.Sgemm(threads, &gemm.Params{
 			TransA: true, M: out, N: in, K: batch,
 			A: dys, LDA: out, B: xs, LDB: in, C: dws, LDC: in,
 			Accumulate: accumulate, Sparse: be.sparse,
 		})
 	}
-	if dbs != nil {
-		need("LinearBackward db", len(dbs), out)
-		be.colSums(dbs, dys, batch, out, accumulate)
-	}
-	if dxs != nil {
-		need("LinearBackward dx", len(dxs), batch*in)
-		if batch == 0 {
-			return
-		}
+	gradX := func(threads int) {
 		p := &gemm.Params{
 			M: batch, N: in, K: out,
 			A: dys, LDA: out, B: ws, LDB: in, C: dxs, LDC: in, Sparse: be.sparse,
@@ -71,7 +75,32 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 		}
 		be.kern.Sgemm(threads, p)
 	}
+	switch {
+	case dws != nil && dxs != nil && threads >= 2 && batch*in*out >= concurrentMACs:
+		tw := threads / 2
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			gradW(tw)
+		}()
+		gradX(threads - tw)
+		<-done
+	default:
+		if dws != nil {
+			gradW(threads)
+		}
+		if dxs != nil && batch > 0 {
+			gradX(threads)
+		}
+	}
+	if dbs != nil {
+		be.colSums(dbs, dys, batch, out, accumulate)
+	}
 }
+
+// concurrentMACs is the smallest dw (and dx) product, in multiply-adds, for
+// which LinearBackward runs the two at the same time.
+const concurrentMACs = 1 << 19 // 257×64×32 of the conformance suite reaches it
 
 // colSums sets (or with accumulate adds to) s[o] the sum over the rows b of
 // the rows×cols matrix a, summed in increasing b onto the old value (or 0).

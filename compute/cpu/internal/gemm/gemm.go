@@ -24,7 +24,8 @@
 // call in increasing k, tiles always aligned to multiples of MR rows and NR
 // columns from the origin. Threads only split C, by whole NR column panels
 // (when there are at least 8 per thread; each thread then packs its own B
-// panels and all of A) or else by whole MR row tiles (sharing the packed B
+// panels and all of A) or else by whole MR row tiles (each thread packing
+// its own copy of B when B is the smaller operand, else sharing the packed B
 // block, packed by all threads between two barriers), so the result is
 // bit-identical for any thread count and on every run.
 package gemm
@@ -217,22 +218,38 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 	// Split k into equal blocks of at most kcBlock.
 	nk := (kk + kcBlock - 1) / kcBlock
 	kc := (kk + nk - 1) / nk
-	if npan := (n + k.nr - 1) / k.nr; splitCols && threads > 1 && npan >= 8*threads {
+	npan := (n + k.nr - 1) / k.nr
+	switch {
+	case splitCols && threads > 1 && npan >= 8*threads:
 		// Each thread owns whole NR panels of columns and runs the
 		// blocked loops alone on them: it packs its own B panels and all
-		// of A, with no barrier until the end. With fewer panels the
-		// duplicated packing of A costs more than the barriers of the
-		// row split below (measured: n = 128 and 150 are faster split by
-		// rows, n = 1024 by columns).
+		// of A, with no barrier until the end.
 		threads = min(threads, npan)
 		ws := k.workspace(threads, kc, min(n, ncBlock))
 		defer wsPool.Put(ws)
 		parallel(threads, func(t int) {
 			jlo, jhi := t*npan/threads*k.nr, min(n, (t+1)*npan/threads*k.nr)
-			k.serial(ws, t, p, jlo, jhi, kc)
+			k.serial(ws, t, p, 0, m, jlo, jhi, kc)
+		})
+		return
+	case splitRows && threads > 1 && tiles >= 8*threads && n <= m:
+		// Too few column panels to share out, and B (k×n) no larger than
+		// A (m×k): each thread owns whole MR tiles of rows, packs its
+		// own copy of B and its own rows of A, and runs alone, with no
+		// barrier until the end (n = 128 and 150 at m = 1024: the
+		// duplicated packing of B costs less than the barriers of the
+		// shared split below).
+		threads = min(threads, tiles)
+		ws := k.workspace(threads, kc, min(n, ncBlock))
+		defer wsPool.Put(ws)
+		parallel(threads, func(t int) {
+			ilo, ihi := t*tiles/threads*k.mr, min(m, (t+1)*tiles/threads*k.mr)
+			k.serial(ws, t, p, ilo, ihi, 0, n, kc)
 		})
 		return
 	}
+	// Rows split over the threads, sharing each packed k block of B
+	// (packed by all threads between two barriers).
 	threads = max(1, min(threads, tiles))
 	nc := min(n, ncBlock)
 	ws := k.workspace(threads, kc, nc)
@@ -262,13 +279,17 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 	}
 }
 
-// splitCols selects the column split of Sgemm when there are enough
-// column panels (a variable for benchmarks).
-var splitCols = true
+// splitCols and splitRows enable the two barrier-free splits of Sgemm
+// (variables for benchmarks): by columns when there are enough column
+// panels, else by rows with private copies of B when B is the smaller
+// operand to pack.
+var splitCols, splitRows = true, true
 
-// serial runs the blocked loops of p on columns [jlo, jhi) of C alone,
-// with thread t's buffers (its B buffer is ws.bt[t]).
-func (k *Kernel) serial(ws *workspace, t int, p *Params, jlo, jhi, kc int) {
+// serial runs the blocked loops of p on rows [ilo, ihi) and columns
+// [jlo, jhi) of C alone, with thread t's buffers (its B buffer is ws.bt[t]).
+// ilo is a multiple of MR and jlo of NR, so the tiles are those of a single
+// thread.
+func (k *Kernel) serial(ws *workspace, t int, p *Params, ilo, ihi, jlo, jhi, kc int) {
 	kk := p.K
 	for jc := jlo; jc < jhi; jc += ncBlock {
 		nb := min(ncBlock, jhi-jc)
@@ -281,8 +302,8 @@ func (k *Kernel) serial(ws *workspace, t int, p *Params, jlo, jhi, kc int) {
 				j0 := jc + q*k.nr
 				packPanel(pb[q*kb*k.nr:][:kb*k.nr], p, pc, kb, j0, min(k.nr, jhi-j0), k.nr)
 			}
-			for ic := 0; ic < p.M; ic += mcBlock {
-				mb := min(mcBlock, p.M-ic)
+			for ic := ilo; ic < ihi; ic += mcBlock {
+				mb := min(mcBlock, ihi-ic)
 				k.packA(ws.a[t], p, ic, mb, pc, kb)
 				k.macro(pb, ws, t, p, ic, mb, jc, nb, kb, flags)
 			}

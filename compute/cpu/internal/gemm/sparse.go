@@ -50,7 +50,7 @@ const (
 // of the benchmarks, the sparse path runs at about the dense path's speed
 // at density 0.5 (its 1×96 tile does 13 loads per 12 FMAs, the dense 6×16
 // tile 8), so it pays from about 0.4 down.
-const spDensityMax = 0.3
+const spDensityMax = 0.2
 
 // sparseWorth reports whether p should run on the sparse path.
 func (k *Kernel) sparseWorth(p *Params) bool {
