@@ -13,8 +13,10 @@
 //     path and the CUDA backend when a GPU is usable;
 //   - a whole training step of the default MLP and a TracIn pass;
 //   - the same training step in PyTorch (bench/peers/mlp_step.py), when
-//     python3 has torch, as a ratio; with a GPU also PyTorch on that GPU
-//     against the CUDA backend;
+//     python3 has torch, as a ratio of the two at their best, then in
+//     interleaved rounds (ours, the peer, ours, …; -paired) whose median
+//     ratio is less at the mercy of other processes; with a GPU also
+//     PyTorch on that GPU against the CUDA backend;
 //   - `dainx augment` end to end on the demo tensor (default flags), on
 //     movielens_latest_small and on movingmnist100 (reduced epochs, for
 //     peak memory): seconds, per-epoch training throughput, seconds per step
@@ -121,6 +123,21 @@ type PeerRes struct {
 	MsPerStep   float64 `json:"ms_per_step"`
 	CellsPerSec float64 `json:"cells_per_s"`
 	Ratio       float64 `json:"ratio_ours_over_theirs"`
+	// Paired holds the interleaved rounds (ours, then the peer, in turn);
+	// PairedMedian is the median of their ratios, PairedMin and
+	// PairedMax the range.
+	Paired       []PairRes `json:"paired_rounds,omitempty"`
+	PairedMedian float64   `json:"paired_ratio_median,omitempty"`
+	PairedMin    float64   `json:"paired_ratio_min,omitempty"`
+	PairedMax    float64   `json:"paired_ratio_max,omitempty"`
+}
+
+// PairRes is one interleaved round: our training step, then the peer's,
+// each timed over the same number of steps.
+type PairRes struct {
+	OursMs float64 `json:"ours_ms_per_step"`
+	PeerMs float64 `json:"peer_ms_per_step"`
+	Ratio  float64 `json:"ratio"`
 }
 
 // E2ERes is one `dainx augment` run.
@@ -151,6 +168,7 @@ func main() {
 		mlLayers = flag.String("movielens-layers", "", "-layers for the movielens run (empty: the default)")
 		mmEpochs = flag.Int("movingmnist-epochs", 2, "-epochs for the movingmnist100 memory run (0: skip it)")
 		minTime  = flag.Duration("mintime", 300*time.Millisecond, "time per measurement round")
+		rounds   = flag.Int("paired", 7, "interleaved rounds of our training step and the PyTorch peer's (0: none); on a shared machine their median ratio is steadier than one measurement of each")
 	)
 	flag.Parse()
 	r := &Results{
@@ -225,6 +243,7 @@ func main() {
 	if r.Peer != nil && len(r.Steps) > 0 {
 		r.Peer.Ratio = r.Steps[0].CellsPerSec / r.Peer.CellsPerSec
 		logf("PyTorch peer (%s, %s): %.1f ms per step; ours/theirs %.2f×", r.Peer.Torch, r.Peer.BLAS, r.Peer.MsPerStep, r.Peer.Ratio)
+		paired(r.Peer, *python, *rounds)
 	} else {
 		logf("PyTorch peer skipped: %s", r.PeerMsg)
 	}
@@ -252,7 +271,7 @@ func main() {
 		}
 	}
 	r.Notes = append(r.Notes, "Rates are the best of 3 rounds; other processes on the machine lower them (see loadavg_at_start).",
-		"GFLOP/s count the dense work: 2·B·in·out per GEMM, 6·B·Σ in·out per training step (forward, dW, dx of every Linear layer). When a GEMM's left operand is at most 30% nonzeros (sampled) the CPU backend skips its exact zeros, which shows as a rate above the kernel's; at the default MLP's ~50% ReLU density it stays dense.",
+		"GFLOP/s count the dense work: 2·B·in·out per GEMM, 6·B·Σ in·out per training step (forward, dW, dx of every Linear layer). When a GEMM's left operand is at most 20% nonzeros (sampled) the CPU backend skips its exact zeros, which shows as a rate above the kernel's; at the default MLP's ~50% ReLU density it stays dense.",
 		"Fractions of peak are of the machine's FMA peak (per-core peak × cores); other processes on the machine lower the rates measured by the wall clock, not the peak.")
 	write(*out, r)
 }
@@ -331,31 +350,14 @@ func peer(python, device string) (*PeerRes, string) {
 	}
 	var best *PeerRes
 	var msgs []string
-	envs, steps := []string{"", "OMP_WAIT_POLICY=PASSIVE"}, "30"
+	envs, steps := []string{"", "OMP_WAIT_POLICY=PASSIVE"}, 30
 	if device == "cuda" {
-		envs, steps = []string{""}, "300"
+		envs, steps = []string{""}, 300
 	}
 	for _, env := range envs {
-		cmd := exec.Command(python, "bench/peers/mlp_step.py", "--threads", fmt.Sprint(runtime.GOMAXPROCS(0)), "--steps", steps, "--device", device)
-		cmd.Stderr = os.Stderr
-		cmd.Env = os.Environ()
-		if env != "" {
-			cmd.Env = append(cmd.Env, env)
-		}
-		out, err := cmd.Output()
+		p, err := runPeer(python, env, device, steps)
 		if err != nil {
-			msgs = append(msgs, fmt.Sprintf("bench/peers/mlp_step.py (%s) failed: %v", env, err))
-			continue
-		}
-		var p struct {
-			Torch     string  `json:"torch"`
-			Threads   int     `json:"threads"`
-			Device    string  `json:"device"`
-			MsPerStep float64 `json:"ms_per_step"`
-			CellsPerS float64 `json:"cells_per_s"`
-		}
-		if err := json.Unmarshal(out, &p); err != nil {
-			msgs = append(msgs, fmt.Sprintf("bench/peers/mlp_step.py printed %q: %v", out, err))
+			msgs = append(msgs, err.Error())
 			continue
 		}
 		logf("PyTorch peer with %q: %.1f ms per step", env, p.MsPerStep)
@@ -371,6 +373,81 @@ func peer(python, device string) (*PeerRes, string) {
 		return nil, strings.Join(msgs, "; ")
 	}
 	return best, ""
+}
+
+// paired runs rounds interleaved rounds of our training step (the default
+// CPU path) and the peer's (with the environment peer chose), 20 steps
+// each after a warm-up, and records them with the median and range of the
+// ratios in p.
+func paired(p *PeerRes, python string, rounds int) {
+	if rounds <= 0 {
+		return
+	}
+	be := cpu.New()
+	defer be.Close()
+	ts, err := bench.NewTrainStep(be, nn.DefaultLayers(3))
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer ts.Free()
+	const steps = 20
+	for i := 0; i < 5; i++ {
+		ts.Run()
+	}
+	var ratios []float64
+	for i := 0; i < rounds; i++ {
+		start := time.Now()
+		for j := 0; j < steps; j++ {
+			ts.Run()
+		}
+		be.Sync()
+		ours := time.Since(start).Seconds() * 1e3 / steps
+		theirs, err := runPeer(python, p.Env, "cpu", steps)
+		if err != nil {
+			logf("paired round %d: %v", i+1, err)
+			continue
+		}
+		pr := PairRes{OursMs: ours, PeerMs: theirs.MsPerStep, Ratio: theirs.MsPerStep / ours}
+		p.Paired = append(p.Paired, pr)
+		ratios = append(ratios, pr.Ratio)
+		logf("paired round %d: ours %.1f ms, PyTorch %.1f ms per step: %.2f×", i+1, pr.OursMs, pr.PeerMs, pr.Ratio)
+	}
+	if len(ratios) == 0 {
+		return
+	}
+	sort.Float64s(ratios)
+	n := len(ratios)
+	p.PairedMedian = (ratios[(n-1)/2] + ratios[n/2]) / 2
+	p.PairedMin, p.PairedMax = ratios[0], ratios[n-1]
+}
+
+// peerOut is what bench/peers/mlp_step.py prints.
+type peerOut struct {
+	Torch     string  `json:"torch"`
+	Threads   int     `json:"threads"`
+	Device    string  `json:"device"`
+	MsPerStep float64 `json:"ms_per_step"`
+	CellsPerS float64 `json:"cells_per_s"`
+}
+
+// runPeer runs bench/peers/mlp_step.py once for steps timed steps, with env
+// (NAME=value, or empty) added to the environment.
+func runPeer(python, env, device string, steps int) (*peerOut, error) {
+	cmd := exec.Command(python, "bench/peers/mlp_step.py", "--threads", fmt.Sprint(runtime.GOMAXPROCS(0)), "--steps", fmt.Sprint(steps), "--device", device)
+	cmd.Stderr = os.Stderr
+	cmd.Env = os.Environ()
+	if env != "" {
+		cmd.Env = append(cmd.Env, env)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("bench/peers/mlp_step.py (%s) failed: %v", env, err)
+	}
+	var p peerOut
+	if err := json.Unmarshal(out, &p); err != nil {
+		return nil, fmt.Errorf("bench/peers/mlp_step.py printed %q: %v", out, err)
+	}
+	return &p, nil
 }
 
 func endToEndFile(dainx, name, path string, args []string) E2ERes {
@@ -495,7 +572,14 @@ func markdown(r *Results) string {
 			msFmt(r.PeerGPU.MsPerStep), r.PeerGPU.CellsPerSec, stepFlops()/r.PeerGPU.MsPerStep/1e6)
 	}
 	if r.Peer != nil {
-		p("\n**ours / PyTorch: %.2f×** (cells/s of the default CPU path over the peer's)\n", r.Peer.Ratio)
+		p("\n**ours / PyTorch: %.2f×** (cells/s of the default CPU path over the peer's, each at its best of several rounds)\n", r.Peer.Ratio)
+		if len(r.Peer.Paired) > 0 {
+			p("\n**Interleaved, %d rounds (ours, then the peer, 20 steps each): median %.2f×, range %.2f–%.2f×**\n\n", len(r.Peer.Paired), r.Peer.PairedMedian, r.Peer.PairedMin, r.Peer.PairedMax)
+			p("| round | ours ms/step | PyTorch ms/step | ratio |\n|---:|---:|---:|---:|\n")
+			for i, q := range r.Peer.Paired {
+				p("| %d | %.1f | %.1f | %.2f× |\n", i+1, q.OursMs, q.PeerMs, q.Ratio)
+			}
+		}
 	} else {
 		p("\nPyTorch peer skipped: %s\n", r.PeerMsg)
 	}
