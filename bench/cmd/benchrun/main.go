@@ -1,6 +1,7 @@
 // Command benchrun is `make bench`: it measures dainx on this machine and
 // writes the results under bench/results/ as JSON and Markdown, named by
-// kind and date (cpu-2006-01-02.json/.md) with copies as latest.json and
+// kind and date (cpu-2006-01-02.json/.md; a later run on the same day adds
+// the time, cpu-2006-01-02T1504.*) with copies as latest.json and
 // latest.md, and prints the Markdown.
 //
 // It records the machine (CPU model, cores, GPU if any), the date and the
@@ -536,7 +537,13 @@ func write(dir string, r *Results) {
 	}
 	js = append(js, '\n')
 	md := []byte(markdown(r))
-	stem := filepath.Join(dir, kind+"-"+time.Now().UTC().Format("2006-01-02"))
+	// A second run on the same day keeps the first: it is named by the
+	// minute as well.
+	now := time.Now().UTC()
+	stem := filepath.Join(dir, kind+"-"+now.Format("2006-01-02"))
+	if _, err := os.Stat(stem + ".json"); err == nil {
+		stem = filepath.Join(dir, kind+"-"+now.Format("2006-01-02T1504"))
+	}
 	for _, f := range []struct {
 		path string
 		data []byte

@@ -47,9 +47,14 @@ const (
 
 // spDensityMax is the largest sampled fraction of nonzeros of op(A) for
 // which SparseAuto takes the sparse path. Measured on the AMD EPYC (Zen 3)
-// of the benchmarks, the sparse path runs at about the dense path's speed
-// at density 0.5 (its 1×96 tile does 13 loads per 12 FMAs, the dense 6×16
-// tile 8), so it pays from about 0.4 down.
+// of the benchmarks (2026-11-21, thread CPU time, best of 7): the 1×96
+// kernel does one 32-byte load of B per FMA and runs at about 50% of the
+// core's FMA peak per nonzero even with its B panel in L1 (synthetic loops
+// of 12 FMAs with 2, 4, 6 or 12 32-byte loads from L1 ran at about 100, 85,
+// 57 and 41% of peak), while the dense 6×16 kernel runs at ~88% in L1 and
+// ~80% on a whole 1024³ product. Sparse therefore wins only below a density
+// of about 0.4 on uniform zeros, and in the training step (where ReLU zeros
+// cluster in dead units) it was 2–3% slower than dense at 0.3.
 const spDensityMax = 0.2
 
 // sparseWorth reports whether p should run on the sparse path.
