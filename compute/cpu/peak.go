@@ -58,3 +58,45 @@ func PeakGFLOPS(threads int, d time.Duration) Peak {
 	p.Wall /= time.Since(start).Seconds() * 1e9
 	return p
 }
+
+// GEMMCeiling measures what GEMM can sustain on this machine when every core
+// is busy with one: threads goroutines, each on its own OS thread, run
+// independent single-threaded n×n×n products (C = A·Bᵀ, the forward
+// pass's shape) on the fastest kernel for about d; it returns their total
+// rate by the wall clock in GFLOP/s (the sum of the threads' rates, each
+// timed after a warm-up product). No split of one product over the same
+// threads can beat it by much (a split only adds packing and waits), so it
+// bounds the backend's multi-threaded GEMM rate from above, shared caches
+// and memory bandwidth included.
+func GEMMCeiling(threads, n int, d time.Duration) float64 {
+	k := gemm.Best()
+	rates := make([]float64, threads)
+	var wg sync.WaitGroup
+	for t := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+			for i := range a {
+				a[i] = float32((i*7+t)%13) / 13
+				b[i] = float32((i*5+t)%11) / 11
+			}
+			p := &gemm.Params{TransB: true, M: n, N: n, K: n, A: a, LDA: n, B: b, LDB: n, C: c, LDC: n, Sparse: gemm.SparseNever}
+			k.Sgemm(1, p) // warm-up
+			flops, start := 0.0, time.Now()
+			for time.Since(start) < d {
+				k.Sgemm(1, p)
+				flops += 2 * float64(n) * float64(n) * float64(n)
+			}
+			rates[t] = flops / time.Since(start).Seconds() / 1e9
+		}()
+	}
+	wg.Wait()
+	total := 0.0
+	for _, r := range rates {
+		total += r
+	}
+	return total
+}

@@ -8,7 +8,9 @@
 // git commit, then measures:
 //
 //   - the FMA peak of the CPU (a register-only loop of independent 8-wide
-//     FMAs on every core) and of one core;
+//     FMAs on every core) and of one core, and the GEMM ceiling
+//     (independent single-threaded 1024³ products on every core at once),
+//     which bounds how fast the training step can be;
 //   - every backend operation at the default MLP's shapes (batch 1024), in
 //     GFLOP/s (with the fraction of the FMA peak) or GB/s, for each CPU code
 //     path and the CUDA backend when a GPU is usable;
@@ -90,6 +92,9 @@ type Peak struct {
 	Machine float64 `json:"gflops_machine"`
 	PerCore float64 `json:"gflops_per_core"`
 	Wall    float64 `json:"gflops_wall_all_cores"`
+	// GEMM is cpu.GEMMCeiling: independent single-threaded 1024³
+	// products on every core at once, by the wall clock.
+	GEMM float64 `json:"gemm_ceiling_gflops,omitempty"`
 }
 
 // OpRes is one micro-benchmark result.
@@ -185,6 +190,11 @@ func main() {
 	r.Peak.Machine = pk.PerCore * float64(runtime.GOMAXPROCS(0))
 	logf("FMA peak: %.1f GFLOP/s per core, %.1f for the machine (%d cores); %.1f reached on all cores by the wall clock",
 		r.Peak.PerCore, r.Peak.Machine, runtime.GOMAXPROCS(0), r.Peak.Wall)
+	if len(cpu.Kernels()) > 0 {
+		r.Peak.GEMM = cpu.GEMMCeiling(runtime.GOMAXPROCS(0), 1024, 3*time.Second)
+		logf("GEMM ceiling: %.1f GFLOP/s (independent 1024³ products on all %d cores); the training step at that rate: %.1f ms",
+			r.Peak.GEMM, runtime.GOMAXPROCS(0), stepFlops()/r.Peak.GEMM/1e6)
+	}
 
 	type named struct {
 		name string
@@ -565,6 +575,10 @@ func markdown(r *Results) string {
 	p("- GPU: %s\n- %s\n", r.Machine.GPU, r.Machine.Go)
 	p("- FMA peak (fp32, measured with a register-only FMA loop): **%.1f GFLOP/s** for the machine (%.1f per core by thread CPU time × %d); %.1f reached on all cores by the wall clock during this run\n\n",
 		r.Peak.Machine, r.Peak.PerCore, r.Machine.GOMAXPROCS, r.Peak.Wall)
+	if r.Peak.GEMM > 0 {
+		p("- GEMM ceiling (independent single-threaded 1024³ products on all %d cores at once, by the wall clock): **%.1f GFLOP/s**, %s of the FMA peak; the default training step's %.2f GFLOP at that rate would take %.1f ms\n",
+			r.Machine.GOMAXPROCS, r.Peak.GEMM, pct(r.Peak.GEMM/r.Peak.Machine), stepFlops()/1e9, stepFlops()/r.Peak.GEMM/1e6)
+	}
 	p("## Training step, default MLP (150, 1024, 1024, 128, 1), batch 1024\n\n")
 	p("| backend | ms/step | cells/s | GFLOP/s (dense-equivalent) | of peak | TracIn s per 1M cells |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Steps {
@@ -583,8 +597,18 @@ func markdown(r *Results) string {
 		if len(r.Peer.Paired) > 0 {
 			p("\n**Interleaved, %d rounds (ours, then the peer, 20 steps each): median %.2f×, range %.2f–%.2f×**\n\n", len(r.Peer.Paired), r.Peer.PairedMedian, r.Peer.PairedMin, r.Peer.PairedMax)
 			p("| round | ours ms/step | PyTorch ms/step | ratio |\n|---:|---:|---:|---:|\n")
+			var peerMs []float64
 			for i, q := range r.Peer.Paired {
 				p("| %d | %.1f | %.1f | %.2f× |\n", i+1, q.OursMs, q.PeerMs, q.Ratio)
+				peerMs = append(peerMs, q.PeerMs)
+			}
+			if r.Peak.GEMM > 0 {
+				sort.Float64s(peerMs)
+				n := len(peerMs)
+				med := (peerMs[(n-1)/2] + peerMs[n/2]) / 2
+				floor := stepFlops() / r.Peak.GEMM / 1e6
+				p("\nBound: at the GEMM ceiling (our kernel with every core busy) the step's arithmetic alone takes %.1f ms, about 1/%.2f of the peer's median round (%.1f ms) and 1/%.2f of its fastest (%.1f ms); a larger ratio needs a faster GEMM than this machine gave here, or less arithmetic.\n",
+					floor, med/floor, med, peerMs[0]/floor, peerMs[0])
 			}
 		}
 	} else {
