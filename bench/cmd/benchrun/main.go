@@ -174,9 +174,14 @@ func main() {
 		mlLayers = flag.String("movielens-layers", "", "-layers for the movielens run (empty: the default)")
 		mmEpochs = flag.Int("movingmnist-epochs", 2, "-epochs for the movingmnist100 memory run (0: skip it)")
 		minTime  = flag.Duration("mintime", 300*time.Millisecond, "time per measurement round")
+		render   = flag.String("render", "", "only re-render the Markdown of a results `file` (.json) beside it, measuring nothing")
 		rounds   = flag.Int("paired", 7, "interleaved rounds of our training step and the PyTorch peer's (0: none); on a shared machine their median ratio is steadier than one measurement of each")
 	)
 	flag.Parse()
+	if *render != "" {
+		renderFile(*render)
+		return
+	}
 	r := &Results{
 		Date:    time.Now().UTC().Format(time.RFC3339),
 		Commit:  gitCommit(),
@@ -566,6 +571,24 @@ func write(dir string, r *Results) {
 	logf("wrote %s.json, %s.md and latest.{json,md}", stem, stem)
 }
 
+// renderFile rewrites the Markdown beside the results file path (.json)
+// from it, as the current benchrun would have written it.
+func renderFile(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		fatalf("%s: %v", path, err)
+	}
+	md := strings.TrimSuffix(path, ".json") + ".md"
+	if err := os.WriteFile(md, []byte(markdown(&r)), 0o644); err != nil {
+		fatalf("%v", err)
+	}
+	logf("wrote %s", md)
+}
+
 func markdown(r *Results) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
@@ -573,12 +596,13 @@ func markdown(r *Results) string {
 	p("%s, commit `%s`, `%s`\n\n", r.Date, r.Commit, r.Command)
 	p("- CPU: %s, %d cores (GOMAXPROCS %d), %s GiB; load average at start %s\n", r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.MemoryGiB, r.Machine.Load)
 	p("- GPU: %s\n- %s\n", r.Machine.GPU, r.Machine.Go)
-	p("- FMA peak (fp32, measured with a register-only FMA loop): **%.1f GFLOP/s** for the machine (%.1f per core by thread CPU time × %d); %.1f reached on all cores by the wall clock during this run\n\n",
+	p("- FMA peak (fp32, measured with a register-only FMA loop): **%.1f GFLOP/s** for the machine (%.1f per core by thread CPU time × %d); %.1f reached on all cores by the wall clock during this run\n",
 		r.Peak.Machine, r.Peak.PerCore, r.Machine.GOMAXPROCS, r.Peak.Wall)
 	if r.Peak.GEMM > 0 {
 		p("- GEMM ceiling (independent single-threaded 1024³ products on all %d cores at once, by the wall clock): **%.1f GFLOP/s**, %s of the FMA peak; the default training step's %.2f GFLOP at that rate would take %.1f ms\n",
 			r.Machine.GOMAXPROCS, r.Peak.GEMM, pct(r.Peak.GEMM/r.Peak.Machine), stepFlops()/1e9, stepFlops()/r.Peak.GEMM/1e6)
 	}
+	p("\n")
 	p("## Training step, default MLP (150, 1024, 1024, 128, 1), batch 1024\n\n")
 	p("| backend | ms/step | cells/s | GFLOP/s (dense-equivalent) | of peak | TracIn s per 1M cells |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Steps {
@@ -593,9 +617,9 @@ func markdown(r *Results) string {
 			msFmt(r.PeerGPU.MsPerStep), r.PeerGPU.CellsPerSec, stepFlops()/r.PeerGPU.MsPerStep/1e6)
 	}
 	if r.Peer != nil {
-		p("\n**ours / PyTorch: %.2f×** (cells/s of the default CPU path over the peer's, each at its best of several rounds)\n", r.Peer.Ratio)
 		if len(r.Peer.Paired) > 0 {
-			p("\n**Interleaved, %d rounds (ours, then the peer, 20 steps each): median %.2f×, range %.2f–%.2f×**\n\n", len(r.Peer.Paired), r.Peer.PairedMedian, r.Peer.PairedMin, r.Peer.PairedMax)
+			p("\n**ours / PyTorch: %.2f×**, the median of %d interleaved rounds (ours, then the peer, 20 steps each; range %.2f–%.2f×). Measured apart, each at its best of several rounds in the table above: %.2f× (a burst of load during one of the two measurements moves this one most).\n\n",
+				r.Peer.PairedMedian, len(r.Peer.Paired), r.Peer.PairedMin, r.Peer.PairedMax, r.Peer.Ratio)
 			p("| round | ours ms/step | PyTorch ms/step | ratio |\n|---:|---:|---:|---:|\n")
 			var peerMs []float64
 			for i, q := range r.Peer.Paired {
@@ -610,6 +634,8 @@ func markdown(r *Results) string {
 				p("\nBound: at the GEMM ceiling (our kernel with every core busy) the step's arithmetic alone takes %.1f ms, about 1/%.2f of the peer's median round (%.1f ms) and 1/%.2f of its fastest (%.1f ms); a larger ratio needs a faster GEMM than this machine gave here, or less arithmetic.\n",
 					floor, med/floor, med, peerMs[0]/floor, peerMs[0])
 			}
+		} else {
+			p("\n**ours / PyTorch: %.2f×** (cells/s of the default CPU path over the peer's, each at its best of several rounds)\n", r.Peer.Ratio)
 		}
 	} else {
 		p("\nPyTorch peer skipped: %s\n", r.PeerMsg)
