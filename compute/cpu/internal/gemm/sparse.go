@@ -51,7 +51,7 @@ const (
 // kernel does one 32-byte load of B per FMA and runs at about 50% of the
 // core's FMA peak per nonzero even with its B panel in L1 (synthetic loops
 // of 12 FMAs with 2, 4, 6 or 12 32-byte loads from L1 ran at about 100, 85,
-// 57 and 41% of peak), while the dense 6×16 kernel runs at ~88% in L1 and
+// 57 and 41% of peak), while the dense 6×16 kernel runs at ~90–100% in L1 and
 // ~80% on a whole 1024³ product. Sparse therefore wins only below a density
 // of about 0.4 on uniform zeros, and in the training step (where ReLU zeros
 // cluster in dead units) it was 2–3% slower than dense at 0.3.
