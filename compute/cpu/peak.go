@@ -31,25 +31,17 @@ func PeakGFLOPS(threads int, d time.Duration) Peak {
 	flops := make([]float64, threads)
 	perCore := make([]float64, threads)
 	start := time.Now()
-	var wg sync.WaitGroup
-	for t := range threads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			c0, w0 := threadCPU(), time.Now()
-			for time.Since(start) < d {
-				flops[t] += gemm.FMAPeak(iters)
-			}
-			sec := (threadCPU() - c0).Seconds()
-			if sec <= 0 {
-				sec = time.Since(w0).Seconds()
-			}
-			perCore[t] = flops[t] / sec / 1e9
-		}()
-	}
-	wg.Wait()
+	onThreads(threads, func(t int) {
+		c0, w0 := threadCPU(), time.Now()
+		for time.Since(start) < d {
+			flops[t] += gemm.FMAPeak(iters)
+		}
+		sec := (threadCPU() - c0).Seconds()
+		if sec <= 0 {
+			sec = time.Since(w0).Seconds()
+		}
+		perCore[t] = flops[t] / sec / 1e9
+	})
 	p := Peak{}
 	for t := range flops {
 		p.Wall += flops[t]
@@ -71,6 +63,31 @@ func PeakGFLOPS(threads int, d time.Duration) Peak {
 func GEMMCeiling(threads, n int, d time.Duration) float64 {
 	k := gemm.Best()
 	rates := make([]float64, threads)
+	onThreads(threads, func(t int) {
+		a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+		for i := range a {
+			a[i] = float32((i*7+t)%13) / 13
+			b[i] = float32((i*5+t)%11) / 11
+		}
+		p := &gemm.Params{TransB: true, M: n, N: n, K: n, A: a, LDA: n, B: b, LDB: n, C: c, LDC: n, Sparse: gemm.SparseNever}
+		k.Sgemm(1, p) // warm-up
+		flops, start := 0.0, time.Now()
+		for time.Since(start) < d {
+			k.Sgemm(1, p)
+			flops += 2 * float64(n) * float64(n) * float64(n)
+		}
+		rates[t] = flops / time.Since(start).Seconds() / 1e9
+	})
+	total := 0.0
+	for _, r := range rates {
+		total += r
+	}
+	return total
+}
+
+// onThreads runs f(0), …, f(threads−1) at once, each on a goroutine locked
+// to its own OS thread, and waits for them.
+func onThreads(threads int, f func(t int)) {
 	var wg sync.WaitGroup
 	for t := range threads {
 		wg.Add(1)
@@ -78,25 +95,8 @@ func GEMMCeiling(threads, n int, d time.Duration) float64 {
 			defer wg.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
-			for i := range a {
-				a[i] = float32((i*7+t)%13) / 13
-				b[i] = float32((i*5+t)%11) / 11
-			}
-			p := &gemm.Params{TransB: true, M: n, N: n, K: n, A: a, LDA: n, B: b, LDB: n, C: c, LDC: n, Sparse: gemm.SparseNever}
-			k.Sgemm(1, p) // warm-up
-			flops, start := 0.0, time.Now()
-			for time.Since(start) < d {
-				k.Sgemm(1, p)
-				flops += 2 * float64(n) * float64(n) * float64(n)
-			}
-			rates[t] = flops / time.Since(start).Seconds() / 1e9
+			f(t)
 		}()
 	}
 	wg.Wait()
-	total := 0.0
-	for _, r := range rates {
-		total += r
-	}
-	return total
 }

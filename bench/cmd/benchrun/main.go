@@ -41,6 +41,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -195,11 +196,9 @@ func main() {
 	r.Peak.Machine = pk.PerCore * float64(runtime.GOMAXPROCS(0))
 	logf("FMA peak: %.1f GFLOP/s per core, %.1f for the machine (%d cores); %.1f reached on all cores by the wall clock",
 		r.Peak.PerCore, r.Peak.Machine, runtime.GOMAXPROCS(0), r.Peak.Wall)
-	if len(cpu.Kernels()) > 0 {
-		r.Peak.GEMM = cpu.GEMMCeiling(runtime.GOMAXPROCS(0), 1024, 3*time.Second)
-		logf("GEMM ceiling: %.1f GFLOP/s (independent 1024³ products on all %d cores); the training step at that rate: %.1f ms",
-			r.Peak.GEMM, runtime.GOMAXPROCS(0), stepFlops()/r.Peak.GEMM/1e6)
-	}
+	r.Peak.GEMM = cpu.GEMMCeiling(runtime.GOMAXPROCS(0), 1024, 3*time.Second)
+	logf("GEMM ceiling: %.1f GFLOP/s (independent 1024³ products on all %d cores); the training step at that rate: %.1f ms",
+		r.Peak.GEMM, runtime.GOMAXPROCS(0), stepFlops()/r.Peak.GEMM/1e6)
 
 	type named struct {
 		name string
@@ -431,10 +430,15 @@ func paired(p *PeerRes, python string, rounds int) {
 	if len(ratios) == 0 {
 		return
 	}
-	sort.Float64s(ratios)
-	n := len(ratios)
-	p.PairedMedian = (ratios[(n-1)/2] + ratios[n/2]) / 2
-	p.PairedMin, p.PairedMax = ratios[0], ratios[n-1]
+	p.PairedMedian = median(ratios)
+	p.PairedMin, p.PairedMax = slices.Min(ratios), slices.Max(ratios)
+}
+
+// median returns the median of v (not empty), leaving v as it was.
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	n := len(s)
+	return (s[(n-1)/2] + s[n/2]) / 2
 }
 
 // peerOut is what bench/peers/mlp_step.py prints.
@@ -627,12 +631,10 @@ func markdown(r *Results) string {
 				peerMs = append(peerMs, q.PeerMs)
 			}
 			if r.Peak.GEMM > 0 {
-				sort.Float64s(peerMs)
-				n := len(peerMs)
-				med := (peerMs[(n-1)/2] + peerMs[n/2]) / 2
+				med, fastest := median(peerMs), slices.Min(peerMs)
 				floor := stepFlops() / r.Peak.GEMM / 1e6
 				p("\nBound: at the GEMM ceiling (our kernel with every core busy) the step's arithmetic alone takes %.1f ms, about 1/%.2f of the peer's median round (%.1f ms) and 1/%.2f of its fastest (%.1f ms); a larger ratio needs a faster GEMM than this machine gave here, or less arithmetic.\n",
-					floor, med/floor, med, peerMs[0]/floor, peerMs[0])
+					floor, med/floor, med, fastest/floor, fastest)
 			}
 		} else {
 			p("\n**ours / PyTorch: %.2f×** (cells/s of the default CPU path over the peer's, each at its best of several rounds)\n", r.Peer.Ratio)

@@ -219,32 +219,31 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 	nk := (kk + kcBlock - 1) / kcBlock
 	kc := (kk + nk - 1) / nk
 	npan := (n + k.nr - 1) / k.nr
-	switch {
-	case splitCols && threads > 1 && npan >= 8*threads:
-		// Each thread owns whole NR panels of columns and runs the
-		// blocked loops alone on them: it packs its own B panels and all
-		// of A, with no barrier until the end.
-		threads = min(threads, npan)
+	// Two splits need no barrier until the end: each thread runs the
+	// blocked loops alone on its part of C, packing its own operands.
+	//   - By whole NR panels of columns, when there are enough of them:
+	//     each thread packs its own B panels and all of A.
+	//   - Else by whole MR tiles of rows, when B (k×n) is no larger than A
+	//     (m×k): each thread packs its own copy of B and its own rows of A
+	//     (n = 128 and 150 at m = 1024: the duplicated packing of B costs
+	//     less than the barriers of the shared split below).
+	byCols := splitCols && threads > 1 && npan >= 8*threads
+	byRows := !byCols && splitRows && threads > 1 && tiles >= 8*threads && n <= m
+	if byCols || byRows {
+		units, size := tiles, k.mr
+		if byCols {
+			units, size = npan, k.nr
+		}
+		threads = min(threads, units)
 		ws := k.workspace(threads, kc, min(n, ncBlock))
 		defer wsPool.Put(ws)
 		parallel(threads, func(t int) {
-			jlo, jhi := t*npan/threads*k.nr, min(n, (t+1)*npan/threads*k.nr)
-			k.serial(ws, t, p, 0, m, jlo, jhi, kc)
-		})
-		return
-	case splitRows && threads > 1 && tiles >= 8*threads && n <= m:
-		// Too few column panels to share out, and B (k×n) no larger than
-		// A (m×k): each thread owns whole MR tiles of rows, packs its
-		// own copy of B and its own rows of A, and runs alone, with no
-		// barrier until the end (n = 128 and 150 at m = 1024: the
-		// duplicated packing of B costs less than the barriers of the
-		// shared split below).
-		threads = min(threads, tiles)
-		ws := k.workspace(threads, kc, min(n, ncBlock))
-		defer wsPool.Put(ws)
-		parallel(threads, func(t int) {
-			ilo, ihi := t*tiles/threads*k.mr, min(m, (t+1)*tiles/threads*k.mr)
-			k.serial(ws, t, p, ilo, ihi, 0, n, kc)
+			lo, hi := t*units/threads*size, (t+1)*units/threads*size
+			if byCols {
+				k.serial(ws, t, p, 0, m, lo, min(n, hi), kc)
+			} else {
+				k.serial(ws, t, p, lo, min(m, hi), 0, n, kc)
+			}
 		})
 		return
 	}
