@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/dainx/dainx/compute"
@@ -13,13 +14,14 @@ import (
 	"github.com/dainx/dainx/kernels/ptx"
 )
 
-// Backend is the CUDA implementation of compute.Backend on device 0. The
-// zero value is not usable; call New.
+// Backend is the CUDA implementation of compute.Backend on one device. The
+// zero value is not usable; call New or NewWith.
 type Backend struct {
 	drv      *driver.Driver
 	ctx      *driver.Context
 	desc     string
 	sms      int
+	prec     compute.Precision
 	sync     bool
 	closed   atomic.Bool
 	closeErr error
@@ -32,20 +34,68 @@ type Backend struct {
 	args    *driver.Args
 	err     error                        // sticky: the first failure
 	cache   map[int64][]driver.DevicePtr // freed blocks by size class
+	live    map[driver.DevicePtr]bool    // every block from cuMemAlloc, cached or in use
 	scratch driver.DevicePtr
 	scrLen  int64 // bytes
 }
 
 var _ compute.Backend = (*Backend)(nil)
 
-// New loads the CUDA driver (libcuda.so.1), creates a context on device 0
-// and JIT-loads every kernel module. It returns an error, never panics or
-// exits: "cuda: no CUDA driver: libcuda.so.1: …" where the library is
-// missing, "cuda: cuInit: CUDA_ERROR_NO_DEVICE: …" where there is no
-// device, and the JIT log of the driver where a module does not load.
+// DeviceEnv names the environment variable New reads the device ordinal
+// from (default 0).
+const DeviceEnv = "DAINX_DEVICE"
+
+// Options configures NewWith.
+type Options struct {
+	// Device is the ordinal of the GPU, 0 ≤ Device < the driver's device
+	// count (as CUDA_VISIBLE_DEVICES leaves them).
+	Device int
+	// Precision is how the Linear layers' GEMMs multiply (compute.FP32,
+	// the zero value, is exact float32).
+	Precision compute.Precision
+}
+
+// New is NewWith with the device ordinal of $DAINX_DEVICE (0 when unset)
+// and FP32 precision. A DAINX_DEVICE that is not a non-negative integer is
+// an error.
+func New() (*Backend, error) {
+	dev, err := DeviceFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return NewWith(Options{Device: dev})
+}
+
+// DeviceFromEnv returns the device ordinal $DAINX_DEVICE names, 0 when it is
+// unset or empty, or an error when it is not a non-negative integer.
+func DeviceFromEnv() (int, error) {
+	s := os.Getenv(DeviceEnv)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("cuda: %s=%q: want a device ordinal (0, 1, …)", DeviceEnv, s)
+	}
+	return n, nil
+}
+
+// NewWith loads the CUDA driver (see driver.Load for where it looks),
+// retains the primary context of device o.Device, the one the CUDA runtime
+// and libraries use, so that a host program can share it, and JIT-loads
+// every kernel module. It returns an error, never panics or exits: "cuda: no
+// CUDA driver: tried …" where the library is missing, "cuda: cuInit:
+// CUDA_ERROR_NO_DEVICE: …" where there is no device, "cuda: device 3 of 2
+// …" for an ordinal out of range, and the JIT log of the driver where a
+// module does not load.
 //
 // Set DAINX_CUDA_SYNC=1 to wait for, and check, every kernel launch.
-func New() (*Backend, error) {
+func NewWith(o Options) (*Backend, error) {
+	switch o.Precision {
+	case compute.FP32, compute.TF32, compute.TF32x3:
+	default:
+		return nil, fmt.Errorf("cuda: unknown precision %v", o.Precision)
+	}
 	drv, err := driver.Load()
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
@@ -57,13 +107,22 @@ func New() (*Backend, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("cuda: the driver reports no CUDA device")
 	}
-	dev, err := drv.Device(0)
+	if o.Device < 0 || o.Device >= n {
+		return nil, fmt.Errorf("cuda: device %d of %d: want an ordinal from 0 to %d", o.Device, n, n-1)
+	}
+	dev, err := drv.Device(o.Device)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
 	desc, sms, err := describe(drv, dev)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	if n > 1 {
+		desc = fmt.Sprintf("device %d: %s", o.Device, desc)
+	}
+	if o.Precision != compute.FP32 {
+		desc += ", " + o.Precision.String()
 	}
 	ctx, err := drv.NewContext(dev)
 	if err != nil {
@@ -74,20 +133,26 @@ func New() (*Backend, error) {
 		ctx:   ctx,
 		desc:  desc,
 		sms:   sms,
+		prec:  o.Precision,
 		sync:  os.Getenv("DAINX_CUDA_SYNC") == "1",
 		args:  driver.NewArgs(),
 		cache: map[int64][]driver.DevicePtr{},
+		live:  map[driver.DevicePtr]bool{},
 	}
 	var loadErr error
 	if err := ctx.Do(func() { loadErr = be.load() }); err != nil {
 		loadErr = err
 	}
 	if loadErr != nil {
+		_ = ctx.Do(func() { _ = be.release() })
 		_ = ctx.Destroy()
 		return nil, loadErr
 	}
 	return be, nil
 }
+
+// Precision returns the GEMM precision the backend was opened with.
+func (be *Backend) Precision() compute.Precision { return be.prec }
 
 // describe returns the device in words and its number of SMs.
 func describe(drv *driver.Driver, dev driver.Device) (string, int, error) {
@@ -198,16 +263,18 @@ func (be *Backend) Sync() error {
 	var err error
 	be.do(func() {
 		if be.err == nil {
-			be.fail("Sync", be.ctx.Synchronize())
+			be.fail("Sync", be.stream.Synchronize())
 		}
 		err = be.err
 	})
 	return err
 }
 
-// Close waits for queued work, destroys the context (freeing every buffer)
-// and returns the sticky error, or the error of destroying the context.
-// Closing twice returns the same result; any other use after Close panics.
+// Close waits for queued work, frees every block of device memory the
+// backend allocated (buffers still referenced included), unloads its modules,
+// destroys its stream and releases the primary context, and returns the
+// sticky error or the first error of doing so. Closing twice returns the
+// same result; any other use after Close panics.
 func (be *Backend) Close() error {
 	if be.closed.Swap(true) {
 		return be.closeErr
@@ -215,9 +282,12 @@ func (be *Backend) Close() error {
 	var err error
 	if e := be.ctx.Do(func() {
 		if be.err == nil {
-			be.fail("Close", be.ctx.Synchronize())
+			be.fail("Close", be.stream.Synchronize())
 		}
 		err = be.err
+		if e := be.release(); e != nil && err == nil {
+			err = fmt.Errorf("cuda: Close: %w", e)
+		}
 	}); e != nil {
 		err = e
 	}
@@ -226,6 +296,34 @@ func (be *Backend) Close() error {
 	}
 	be.closeErr = err
 	return err
+}
+
+// release frees every block, unloads the modules and destroys the stream,
+// returning the first error. The primary context outlives the backend when
+// a host program also holds it, so nothing may be left in it. Context
+// thread.
+func (be *Backend) release() error {
+	var first error
+	keep := func(e error) {
+		if e != nil && first == nil {
+			first = e
+		}
+	}
+	for p := range be.live {
+		keep(be.ctx.MemFree(p))
+	}
+	be.live, be.cache, be.scratch, be.scrLen = map[driver.DevicePtr]bool{}, map[int64][]driver.DevicePtr{}, 0, 0
+	for k, m := range be.mods {
+		if m != nil {
+			keep(m.Unload())
+			be.mods[k], be.fns[k] = nil, nil
+		}
+	}
+	if be.stream != nil {
+		keep(be.stream.Destroy())
+		be.stream = nil
+	}
+	return first
 }
 
 // sizeClass rounds a request of b > 0 bytes up to its cache size class:
@@ -262,6 +360,7 @@ func (be *Backend) allocBlock(b int64) (driver.DevicePtr, int64) {
 		be.fail(fmt.Sprintf("Alloc(%d bytes)", b), err)
 		return 0, 0
 	}
+	be.live[p] = true
 	return p, c
 }
 
@@ -272,10 +371,11 @@ func (be *Backend) releaseCache() bool {
 	if len(be.cache) == 0 {
 		return false
 	}
-	be.fail("free cached memory", be.ctx.Synchronize())
+	be.fail("free cached memory", be.stream.Synchronize())
 	released := false
 	for c, free := range be.cache {
 		for _, p := range free {
+			delete(be.live, p)
 			be.fail("free cached memory", be.ctx.MemFree(p))
 			released = true
 		}
@@ -293,6 +393,7 @@ func (be *Backend) scratchBuf(b int64) driver.DevicePtr {
 	if be.scratch != 0 {
 		// The memory may still be read by queued kernels.
 		be.fail("scratch", be.stream.Synchronize())
+		delete(be.live, be.scratch)
 		be.fail("scratch", be.ctx.MemFree(be.scratch))
 		be.scratch, be.scrLen = 0, 0
 	}
@@ -359,7 +460,7 @@ func (be *Backend) alloc(op string, n int) buf {
 	be.do(func() {
 		blk.ptr, blk.class = be.allocBlock(4 * int64(n))
 		if blk.ptr != 0 {
-			be.fail(op, be.ctx.MemsetD32(blk.ptr, 0, int64(n)))
+			be.fail(op, be.ctx.MemsetD32Async(blk.ptr, 0, int64(n), be.stream))
 		}
 	})
 	runtime.AddCleanup(blk, blockCleanup.recycle, blockCleanup{be, blk.ptr, blk.class, blk.freed})

@@ -97,7 +97,7 @@ func (be *Backend) Upload(dst compute.F32, src []float32) {
 	}
 	be.do(func() {
 		if be.err == nil {
-			be.fail("Upload", be.ctx.MemcpyHtoD(d.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src))))
+			be.fail("Upload", be.ctx.MemcpyHtoDAsync(d.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src)), be.stream))
 		}
 	})
 	runtime.KeepAlive(src)
@@ -112,7 +112,7 @@ func (be *Backend) UploadI32(dst compute.I32, src []int32) {
 	}
 	be.do(func() {
 		if be.err == nil {
-			be.fail("UploadI32", be.ctx.MemcpyHtoD(d.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src))))
+			be.fail("UploadI32", be.ctx.MemcpyHtoDAsync(d.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src)), be.stream))
 		}
 	})
 	runtime.KeepAlive(src)
@@ -127,7 +127,7 @@ func (be *Backend) Download(dst []float32, src compute.F32) error {
 	var err error
 	be.do(func() {
 		if be.err == nil && len(dst) > 0 {
-			be.fail("Download", be.ctx.MemcpyDtoH(unsafe.Pointer(&dst[0]), s.ptr, 4*int64(len(dst))))
+			be.fail("Download", be.ctx.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), s.ptr, 4*int64(len(dst)), be.stream))
 		}
 		err = be.err
 	})
@@ -142,7 +142,7 @@ func (be *Backend) DownloadI32(dst []int32, src compute.I32) error {
 	var err error
 	be.do(func() {
 		if be.err == nil && len(dst) > 0 {
-			be.fail("DownloadI32", be.ctx.MemcpyDtoH(unsafe.Pointer(&dst[0]), s.ptr, 4*int64(len(dst))))
+			be.fail("DownloadI32", be.ctx.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), s.ptr, 4*int64(len(dst)), be.stream))
 		}
 		err = be.err
 	})
@@ -159,7 +159,7 @@ func (be *Backend) Fill(dst compute.F32, v float32) {
 	bits := math.Float32bits(v)
 	be.post(func() {
 		if be.err == nil {
-			be.fail("Fill", be.ctx.MemsetD32(d.ptr, bits, int64(d.n)))
+			be.fail("Fill", be.ctx.MemsetD32Async(d.ptr, bits, int64(d.n), be.stream))
 		}
 	})
 }
@@ -173,7 +173,7 @@ func (be *Backend) Copy(dst, src compute.F32) {
 	}
 	be.post(func() {
 		if be.err == nil {
-			be.fail("Copy", be.ctx.MemcpyDtoD(d.ptr, s.ptr, 4*int64(d.n)))
+			be.fail("Copy", be.ctx.MemcpyDtoDAsync(d.ptr, s.ptr, 4*int64(d.n), be.stream))
 		}
 	})
 }
@@ -181,7 +181,7 @@ func (be *Backend) Copy(dst, src compute.F32) {
 // zero queues dst = 0 for n elements at p. Context thread.
 func (be *Backend) zero(op string, p driver.DevicePtr, n int) {
 	if be.err == nil && n > 0 {
-		be.fail(op, be.ctx.MemsetD32(p, 0, int64(n)))
+		be.fail(op, be.ctx.MemsetD32Async(p, 0, int64(n), be.stream))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -131,6 +132,9 @@ func TestBadInputs(t *testing.T) {
 		{[]string{"augment", "-layers", "100,0"}, exitUsage, "positive integer"},
 		{[]string{"augment", "-layers", "100,10"}, exitUsage, "multiple of the tensor order 3"},
 		{[]string{"augment", "-backend", "tpu"}, exitUsage, "want auto, cpu or cuda"},
+		{[]string{"augment", "-precision", "fp16"}, exitUsage, "want fp32, tf32 or 3xtf32"},
+		{[]string{"augment", "-backend", "cpu", "-precision", "tf32"}, exitUsage, "is for -backend cuda"},
+		{[]string{"augment", "-device", "-1"}, exitUsage, "device ordinal"},
 		{[]string{"augment", "-predictor", "xgboost"}, exitUsage, "predictor"},
 		{[]string{"augment", "-method", "magic"}, exitUsage, "method"},
 		{[]string{"augment", "-output", filepath.Join(dir, "no", "such", "dir.tsv")}, exitFailure, "does not exist"},
@@ -149,7 +153,7 @@ func TestBadInputs(t *testing.T) {
 }
 
 func TestBackendCUDAWithoutDevice(t *testing.T) {
-	if be, err := newCUDA(); err == nil {
+	if be, err := newCUDA(0, compute.FP32); err == nil {
 		be.Close()
 		t.Skip("a CUDA device is present")
 	}
@@ -164,7 +168,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	for _, f := range []string{"input", "output", "report", "ratio", "seed", "layers", "epochs", "batch", "lr", "patience", "test-frac", "val-frac", "backend", "index-base", "quiet", "predictor", "format"} {
+	for _, f := range []string{"input", "output", "report", "ratio", "seed", "layers", "epochs", "batch", "lr", "patience", "test-frac", "val-frac", "backend", "device", "precision", "index-base", "quiet", "predictor", "format"} {
 		if !strings.Contains(stderr, "-"+f) {
 			t.Errorf("augment -h does not mention -%s", f)
 		}

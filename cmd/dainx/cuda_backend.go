@@ -6,8 +6,8 @@ import (
 )
 
 func init() {
-	newCUDA = func() (compute.Backend, error) {
-		be, err := cuda.New()
+	newCUDA = func(dev int, prec compute.Precision) (compute.Backend, error) {
+		be, err := cuda.NewWith(cuda.Options{Device: dev, Precision: prec})
 		if err != nil {
 			return nil, err // a plain nil, not a nil *cuda.Backend
 		}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/demo"
 	"github.com/dainx/dainx/tensor"
@@ -46,6 +47,8 @@ func (l *intList) Set(s string) error {
 // inputFlags are the flags every command that reads a tensor shares.
 type inputFlags struct {
 	input, format, backend string
+	precision              string
+	device                 int
 	indexBase              int
 	quiet                  bool
 	layers                 intList
@@ -57,6 +60,12 @@ func bindInput(fs *flag.FlagSet, f *inputFlags) {
 	fs.StringVar(&f.format, "format", "", "input `format`: tsv or tns; empty: by extension (.tns or .tns.gz is tns, anything else tsv)")
 	fs.IntVar(&f.indexBase, "index-base", -1, "index `base` of the input and output files (0 or 1); -1: the format's own (tsv 0, tns 1)")
 	fs.StringVar(&f.backend, "backend", "auto", "compute `backend`: auto (CUDA if a driver and device exist, else CPU), cpu or cuda")
+	dev, err := cuda.DeviceFromEnv()
+	if err != nil {
+		dev = -1 // reported by openBackend as a bad -device
+	}
+	fs.IntVar(&f.device, "device", dev, "CUDA device `ordinal` (default $DAINX_DEVICE, else 0); dainx shares the device's primary context")
+	fs.StringVar(&f.precision, "precision", "fp32", "GEMM `precision` of the CUDA backend: fp32 (exact float32), tf32 (tensor cores, 10-bit mantissa products) or 3xtf32 (tensor cores, split operands, about fp32 accuracy)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress on standard error")
 }
 
@@ -145,7 +154,7 @@ func checkWritable(paths ...string) error {
 
 // openFor opens the backend the flags name and says which was chosen.
 func openFor(f *inputFlags, stderr io.Writer) (compute.Backend, error) {
-	be, why, err := openBackend(f.backend)
+	be, why, err := openBackend(backendChoice{name: f.backend, device: f.device, precision: f.precision})
 	if err != nil {
 		return nil, err
 	}

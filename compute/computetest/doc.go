@@ -12,7 +12,7 @@
 // opened; Run never calls Close:
 //
 //	func TestConformance(t *testing.T) {
-//		be, err := cuda.New(0)
+//		be, err := cuda.New()
 //		if err != nil {
 //			t.Skipf("no CUDA device: %v", err)
 //		}

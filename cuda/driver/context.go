@@ -11,10 +11,14 @@ import (
 // been destroyed.
 var ErrDestroyed = errors.New("cuda driver: context destroyed")
 
-// Context is a CUDA context (CUcontext) together with the worker goroutine,
-// locked to one OS thread, on which it is current. Do and Go may be called
-// from any goroutine; the functions they run execute one at a time, in the
-// order they were handed over, on the context's thread.
+// Context is the primary CUDA context of one device (the context the CUDA
+// runtime and every library built on it use), retained, together with the
+// worker goroutine, locked to one OS thread, on which it is current. Do and
+// Go may be called from any goroutine; the functions they run execute one
+// at a time, in the order they were handed over, on the context's thread.
+//
+// Sharing the primary context means a host program's own CUDA work and
+// dainx's see the same device memory and may pass pointers to each other.
 type Context struct {
 	d    *Driver
 	h    uintptr
@@ -25,10 +29,10 @@ type Context struct {
 	done chan struct{}
 }
 
-// NewContext starts a worker goroutine locked to a new OS thread and creates
-// a context for dev there (cuCtxCreate_v2, flags 0: the driver picks how to
-// wait). It returns the *Error of cuCtxCreate_v2 on failure, after stopping
-// the worker.
+// NewContext starts a worker goroutine locked to a new OS thread, retains
+// the primary context of dev there (cuDevicePrimaryCtxRetain) and makes it
+// current on that thread (cuCtxSetCurrent). It returns the *Error of the
+// failing call, after stopping the worker.
 func (d *Driver) NewContext(dev Device) (*Context, error) {
 	c := &Context{d: d, dev: dev, jobs: make(chan func(), 1024), done: make(chan struct{})}
 	errc := make(chan error, 1)
@@ -39,15 +43,20 @@ func (d *Driver) NewContext(dev Device) (*Context, error) {
 	return c, nil
 }
 
-// loop is the worker: it creates the context, reports the result on errc,
-// then runs jobs until the channel closes. It never unlocks its thread, so
-// the thread ends with the goroutine and no other goroutine inherits the
-// context.
+// loop is the worker: it retains and binds the context, reports the result
+// on errc, then runs jobs until the channel closes. It never unlocks its
+// thread, so the thread ends with the goroutine and no other goroutine
+// inherits the binding.
 func (c *Context) loop(errc chan<- error) {
 	runtime.LockOSThread()
 	defer close(c.done)
 	var h uintptr
-	if err := c.d.call("cuCtxCreate_v2", c.d.fn.cuCtxCreate, uintptr(unsafe.Pointer(&h)), 0, uintptr(c.dev)); err != nil {
+	if err := c.d.call("cuDevicePrimaryCtxRetain", c.d.fn.cuPrimaryCtxRetain, uintptr(unsafe.Pointer(&h)), uintptr(c.dev)); err != nil {
+		errc <- err
+		return
+	}
+	if err := c.d.call("cuCtxSetCurrent", c.d.fn.cuCtxSetCurrent, h); err != nil {
+		_ = c.d.call("cuDevicePrimaryCtxRelease_v2", c.d.fn.cuPrimaryCtxRelease, uintptr(c.dev))
 		errc <- err
 		return
 	}
@@ -89,9 +98,12 @@ func (c *Context) Go(f func()) error {
 	return nil
 }
 
-// Destroy waits for queued work, destroys the context (cuCtxDestroy_v2),
-// which frees everything allocated in it, and stops the worker. Later calls
-// of Do and Go return ErrDestroyed; destroying twice returns nil.
+// Destroy waits for queued work, releases the primary context
+// (cuDevicePrimaryCtxRelease_v2) and stops the worker. The driver destroys
+// the context, and whatever is still allocated in it, when its last user
+// releases it; a caller that shares the context must free its own memory
+// first. Later calls of Do and Go return ErrDestroyed; destroying twice
+// returns nil.
 func (c *Context) Destroy() error {
 	c.mu.Lock()
 	if c.dead {
@@ -100,15 +112,18 @@ func (c *Context) Destroy() error {
 	}
 	c.dead = true
 	var err error
-	c.jobs <- func() { err = c.d.call("cuCtxDestroy_v2", c.d.fn.cuCtxDestroy, c.h) }
+	c.jobs <- func() {
+		err = c.d.call("cuDevicePrimaryCtxRelease_v2", c.d.fn.cuPrimaryCtxRelease, uintptr(c.dev))
+	}
 	close(c.jobs)
 	c.mu.Unlock()
 	<-c.done
 	return err
 }
 
-// Synchronize waits for all work in the context (cuCtxSynchronize).
-// Context thread only.
+// Synchronize waits for all work in the context (cuCtxSynchronize), the
+// work of other users of the primary context included. Context thread
+// only.
 func (c *Context) Synchronize() error {
 	return c.d.call("cuCtxSynchronize", c.d.fn.cuCtxSynchronize)
 }

@@ -204,3 +204,32 @@ func TestLoad(t *testing.T) {
 		t.Logf("LoadModule(bogus): %v", runErr)
 	}
 }
+
+// TestLoadSearch checks that Load tries $DAINX_LIBCUDA first and falls back
+// to the loader and the usual driver folders, naming every path it tried
+// when none opens.
+func TestLoadSearch(t *testing.T) {
+	const absent = "/nonexistent/dainx/libcuda.so.1"
+	t.Setenv(LibraryEnv, absent)
+	d, err := Load()
+	if err == nil {
+		if d.Library() == absent {
+			t.Errorf("Load used %s, which does not exist", absent)
+		}
+		t.Logf("driver found at %s after %s failed", d.Library(), absent)
+		return
+	}
+	msg := err.Error()
+	var oe *openError
+	if errors.As(err, &oe) || !strings.HasPrefix(msg, "no CUDA driver: tried ") {
+		if strings.Contains(msg, "cuInit") {
+			t.Skipf("a driver opened but has no device: %v", err)
+		}
+		t.Errorf("Load error %q, want one naming every path tried", msg)
+	}
+	for _, want := range append([]string{absent, Library + ":"}, libraryDirs...) {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Load error %q does not name %s", msg, want)
+		}
+	}
+}

@@ -1,7 +1,10 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"unsafe"
@@ -9,8 +12,25 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-// Library is the file name Load opens: the driver's stable soname.
+// Library is the driver's stable soname, the name Load asks the dynamic
+// loader for.
 const Library = "libcuda.so.1"
+
+// LibraryEnv names the environment variable that, when set, names the driver
+// library Load tries first.
+const LibraryEnv = "DAINX_LIBCUDA"
+
+// libraryDirs are the folders where drivers are commonly installed outside
+// the loader's search path (containers mount the host's driver under
+// /usr/local/nvidia; the CUDA toolkit's forward-compatibility driver lives
+// in /usr/local/cuda/compat). Load tries Library in each, in this order,
+// after the loader's own search.
+var libraryDirs = []string{
+	"/usr/local/nvidia/lib64",
+	"/usr/lib/x86_64-linux-gnu",
+	"/usr/local/cuda/compat",
+	"/usr/lib64",
+}
 
 // Driver is a loaded and initialised CUDA driver library. It holds the
 // addresses of the entry points this package binds; it is safe for
@@ -32,8 +52,9 @@ type symbols struct {
 	cuDeviceGetName      uintptr `sym:"cuDeviceGetName"`
 	cuDeviceGetAttribute uintptr `sym:"cuDeviceGetAttribute"`
 	cuDeviceTotalMem     uintptr `sym:"cuDeviceTotalMem_v2"`
-	cuCtxCreate          uintptr `sym:"cuCtxCreate_v2"`
-	cuCtxDestroy         uintptr `sym:"cuCtxDestroy_v2"`
+	cuPrimaryCtxRetain   uintptr `sym:"cuDevicePrimaryCtxRetain"`
+	cuPrimaryCtxRelease  uintptr `sym:"cuDevicePrimaryCtxRelease_v2"`
+	cuCtxSetCurrent      uintptr `sym:"cuCtxSetCurrent"`
 	cuCtxSynchronize     uintptr `sym:"cuCtxSynchronize"`
 	cuMemAlloc           uintptr `sym:"cuMemAlloc_v2"`
 	cuMemFree            uintptr `sym:"cuMemFree_v2"`
@@ -42,6 +63,10 @@ type symbols struct {
 	cuMemcpyDtoH         uintptr `sym:"cuMemcpyDtoH_v2"`
 	cuMemcpyDtoD         uintptr `sym:"cuMemcpyDtoD_v2"`
 	cuMemsetD32          uintptr `sym:"cuMemsetD32_v2"`
+	cuMemsetD32Async     uintptr `sym:"cuMemsetD32Async"`
+	cuMemcpyHtoDAsync    uintptr `sym:"cuMemcpyHtoDAsync_v2"`
+	cuMemcpyDtoHAsync    uintptr `sym:"cuMemcpyDtoHAsync_v2"`
+	cuMemcpyDtoDAsync    uintptr `sym:"cuMemcpyDtoDAsync_v2"`
 	cuModuleLoadDataEx   uintptr `sym:"cuModuleLoadDataEx"`
 	cuModuleGetFunction  uintptr `sym:"cuModuleGetFunction"`
 	cuModuleUnload       uintptr `sym:"cuModuleUnload"`
@@ -57,9 +82,45 @@ type symbols struct {
 	cuEventDestroy       uintptr `sym:"cuEventDestroy_v2"`
 }
 
-// Load opens libcuda.so.1, resolves every bound entry point and calls
-// cuInit(0). It is LoadLibrary(Library).
-func Load() (*Driver, error) { return LoadLibrary(Library) }
+// Load opens the CUDA driver library, resolves every bound entry point and
+// calls cuInit(0). It tries, in order: the file named by $DAINX_LIBCUDA (if
+// set), libcuda.so.1 through the dynamic loader's search, then libcuda.so.1
+// in /usr/local/nvidia/lib64, /usr/lib/x86_64-linux-gnu,
+// /usr/local/cuda/compat and /usr/lib64. The first library that opens is
+// used (a later failure, such as cuInit finding no device, is returned as
+// is). When none opens, the error names every path tried with the loader's
+// reason: "no CUDA driver: tried …".
+func Load() (*Driver, error) {
+	var paths []string
+	if p := os.Getenv(LibraryEnv); p != "" {
+		paths = append(paths, p)
+	}
+	paths = append(paths, Library)
+	for _, dir := range libraryDirs {
+		paths = append(paths, filepath.Join(dir, Library))
+	}
+	var tried []string
+	for _, p := range paths {
+		d, err := LoadLibrary(p)
+		if err == nil {
+			return d, nil
+		}
+		var oe *openError
+		if !errors.As(err, &oe) {
+			return nil, err
+		}
+		tried = append(tried, oe.reason)
+	}
+	return nil, fmt.Errorf("no CUDA driver: tried %s", strings.Join(tried, "; "))
+}
+
+// openError is LoadLibrary's error when the library file does not open.
+type openError struct{ reason string }
+
+func (e *openError) Error() string { return "no CUDA driver: " + e.reason }
+
+// Library returns the path or soname the driver was loaded from.
+func (d *Driver) Library() string { return d.lib }
 
 // LoadLibrary opens the driver library at path (a soname or a file), resolves
 // every bound entry point and calls cuInit(0).
@@ -77,7 +138,7 @@ func LoadLibrary(path string) (*Driver, error) {
 		if !strings.HasPrefix(msg, path) {
 			msg = path + ": " + msg
 		}
-		return nil, fmt.Errorf("no CUDA driver: %s", msg)
+		return nil, &openError{msg}
 	}
 	d := &Driver{lib: path}
 	if err := d.resolve(h); err != nil {

@@ -58,3 +58,31 @@ func (c *Context) MemcpyDtoD(dst, src DevicePtr, bytes int64) error {
 func (c *Context) MemsetD32(dst DevicePtr, v uint32, n int64) error {
 	return c.d.call("cuMemsetD32_v2", c.d.fn.cuMemsetD32, uintptr(dst), uintptr(v), uintptr(n))
 }
+
+// MemsetD32Async queues the setting of n 32-bit words at dst to v on stream
+// s (cuMemsetD32Async). dst must be 4-byte aligned. Context thread only.
+func (c *Context) MemsetD32Async(dst DevicePtr, v uint32, n int64, s *Stream) error {
+	return c.d.call("cuMemsetD32Async", c.d.fn.cuMemsetD32Async, uintptr(dst), uintptr(v), uintptr(n), s.h)
+}
+
+// MemcpyHtoDAsync copies bytes from host memory at src to dst on stream s
+// (cuMemcpyHtoDAsync_v2), after the stream's earlier work. From pageable
+// memory (any Go allocation) it returns once src has been staged, so src
+// may be reused at once; src must point into a live allocation of at least
+// bytes bytes. Context thread only.
+func (c *Context) MemcpyHtoDAsync(dst DevicePtr, src unsafe.Pointer, bytes int64, s *Stream) error {
+	return c.d.call("cuMemcpyHtoDAsync_v2", c.d.fn.cuMemcpyHtoDAsync, uintptr(dst), uintptr(src), uintptr(bytes), s.h)
+}
+
+// MemcpyDtoHAsync copies bytes from src to host memory at dst on stream s
+// (cuMemcpyDtoHAsync_v2), after the stream's earlier work. Into pageable
+// memory it returns only once the copy is complete. Context thread only.
+func (c *Context) MemcpyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int64, s *Stream) error {
+	return c.d.call("cuMemcpyDtoHAsync_v2", c.d.fn.cuMemcpyDtoHAsync, uintptr(dst), uintptr(src), uintptr(bytes), s.h)
+}
+
+// MemcpyDtoDAsync queues a copy of bytes between device buffers on stream s
+// (cuMemcpyDtoDAsync_v2). Context thread only.
+func (c *Context) MemcpyDtoDAsync(dst, src DevicePtr, bytes int64, s *Stream) error {
+	return c.d.call("cuMemcpyDtoDAsync_v2", c.d.fn.cuMemcpyDtoDAsync, uintptr(dst), uintptr(src), uintptr(bytes), s.h)
+}

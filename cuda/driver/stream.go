@@ -8,12 +8,15 @@ type Stream struct {
 	h uintptr
 }
 
-// NewStream creates a blocking stream (cuStreamCreate, CU_STREAM_DEFAULT):
-// its work is ordered with the legacy default stream, on which MemcpyHtoD,
-// MemcpyDtoH, MemcpyDtoD and MemsetD32 run. Context thread only.
+// NewStream creates a non-blocking stream (cuStreamCreate,
+// CU_STREAM_NON_BLOCKING): its work is not ordered with the legacy default
+// stream, so a host program sharing the context does not wait for it, nor
+// it for the host program; work that must follow it goes on the same
+// stream (the …Async calls). Context thread only.
 func (c *Context) NewStream() (*Stream, error) {
+	const nonBlocking = 1 // CU_STREAM_NON_BLOCKING
 	var h uintptr
-	if err := c.d.call("cuStreamCreate", c.d.fn.cuStreamCreate, uintptr(unsafe.Pointer(&h)), 0); err != nil {
+	if err := c.d.call("cuStreamCreate", c.d.fn.cuStreamCreate, uintptr(unsafe.Pointer(&h)), nonBlocking); err != nil {
 		return nil, err
 	}
 	return &Stream{c: c, h: h}, nil
