@@ -10,14 +10,24 @@ import (
 )
 
 // linearCases calls f for every (in, out) of linearShapes and every batch
-// size.
+// size, then for every case of linearTiles.
 func linearCases(f func(batch, in, out int)) {
 	for _, io := range linearShapes {
 		for _, batch := range batches {
 			f(batch, io[0], io[1])
 		}
 	}
+	for _, c := range linearTiles {
+		f(c[0], c[1], c[2])
+	}
 }
+
+// linearTiles are (batch, in, out) cases whose GEMMs cross into a second
+// tile of 64 or 128 in every dimension of the forward, dx and dW products
+// (B = 130, in = 150, out = 70), the same with the out = 1 output layer,
+// and the default MLP's output layer 128 → 1 at a batch that is not a
+// multiple of a warp.
+var linearTiles = [][3]int{{130, 150, 70}, {130, 150, 1}, {1000, 128, 1}}
 
 // testLinearForward: y[b,o] is a dot product of in terms plus the bias, so
 // K = in + 1. y starts as NaN and must be overwritten. One extra case puts a

@@ -19,6 +19,11 @@ type Options struct {
 	// instead of failed; the values must still pass the tolerance of Close.
 	// Every other operation must be bit-reproducible.
 	Nondeterministic []string
+	// SkipLarge skips the large Linear case (LinearLarge: 2²⁸-element
+	// outputs, about 3 GiB of host memory and seconds to minutes on a CPU),
+	// for a backend's secondary code paths, whose index arithmetic the
+	// default path already covers. It is also skipped under -short.
+	SkipLarge bool
 }
 
 // Run runs the conformance suite on be, one subtest per Backend method,
@@ -35,6 +40,9 @@ func RunWith(t *testing.T, be compute.Backend, opt Options) {
 	t.Logf("backend %q on %s", be.Name(), be.Device())
 	for _, c := range suiteOps {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "LinearLarge" && opt.SkipLarge {
+				t.Skip("Options.SkipLarge")
+			}
 			s := &suite{
 				t:      t,
 				be:     be,
@@ -71,6 +79,7 @@ var suiteOps = []struct {
 	{"ScatterRows", testScatterRows},
 	{"LinearForward", testLinearForward},
 	{"LinearBackward", testLinearBackward},
+	{"LinearLarge", testLinearLarge},
 	{"MSEGrad", testMSEGrad},
 	{"Adam", testAdam},
 	{"InfluenceDot", testInfluenceDot},

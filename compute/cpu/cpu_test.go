@@ -13,9 +13,12 @@ import (
 // TestConformance runs the backend conformance suite on every code path of
 // the CPU backend: the avx2 path (AVX2/FMA assembly) with the sparse-A GEMM
 // forced off and forced on, the gonum path (gonum's blas32 GEMM) and the
-// generic (our pure-Go kernel) path, each with 1 and 3 threads. The avx2 paths are skipped with a message on a CPU without
-// AVX2 and FMA. The CPU backend is documented as deterministic, so it runs
-// with no operation exempted from bit-reproducibility.
+// generic (our pure-Go kernel) path, each with 1 and 3 threads. The avx2
+// paths are skipped with a message on a CPU without AVX2 and FMA. The CPU
+// backend is documented as deterministic, so it runs with no operation
+// exempted from bit-reproducibility. The large Linear case runs on these
+// paths only with DAINX_TEST_LARGE=1 (about 4 minutes on 2 cores; TestDefault
+// always runs it).
 func TestConformance(t *testing.T) {
 	for _, c := range []struct{ kernel, sparse string }{
 		{"avx2", "off"}, {"avx2", "always"}, {"avx2", "auto"}, {"gonum", "auto"}, {"generic", "auto"},
@@ -26,7 +29,7 @@ func TestConformance(t *testing.T) {
 				if err != nil {
 					t.Skipf("kernel %s not available on this CPU: %v", c.kernel, err)
 				}
-				computetest.Run(t, be)
+				computetest.RunWith(t, be, computetest.Options{SkipLarge: os.Getenv("DAINX_TEST_LARGE") != "1"})
 			})
 		}
 	}
@@ -61,7 +64,7 @@ func TestWithoutAVX2(t *testing.T) {
 		if _, err := cpu.NewWith(cpu.Options{Kernel: "avx2"}); err == nil {
 			t.Fatal("kernel avx2 accepted without AVX2")
 		}
-		computetest.Run(t, cpu.New())
+		computetest.RunWith(t, cpu.New(), computetest.Options{SkipLarge: os.Getenv("DAINX_TEST_LARGE") != "1"})
 		return
 	}
 	if testing.Short() {
