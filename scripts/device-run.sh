@@ -1,166 +1,215 @@
 #!/usr/bin/env bash
-# device-run.sh: run on the GPU machine, from the repository root, with the
-# .dev/ folder of scripts/device-bundle.sh carried along and $OUT set to the
-# folder whose contents come back. Everything is logged under $OUT:
+# device-run.sh: one call of the GPU machine, run from the repository root
+# with the .dev/ folder of `make device-bundle` carried along and $OUT set to
+# the folder whose files come back (at most 8). A contact is three calls of
+# at most 8 minutes each, one preset each:
 #
-#   nvidia-smi.txt                   the device and driver
-#   cuda_driver.txt                  driver binding tests
-#   cuda_conformance.txt             compute conformance suite on CUDA (-test.v)
-#   compute_cpu.txt                  the same suite on the CPU backend
-#   sanitizer.txt                    compute-sanitizer (memcheck) on a short
-#                                    conformance run, if the tool exists
-#   augment_<tensor>_<backend>.log   dainx augment, progress and report
-#   augment_<tensor>_<backend>.json  the JSON report (-report)
-#   bench.txt                        Go benchmarks (step "bench", not default)
-#   benchrun.txt, results/           `make bench` without the end-to-end runs
-#                                    (step "benchrun", not default): writes
-#                                    results/gpu-DATE.{json,md}; copy them to
-#                                    bench/results/
-#   summary.txt                      one line per step: ok / FAIL / skipped
+#   PLAN=1  first contact and correctness (about 3 minutes)
+#           info.txt         date, nvidia-smi, `ldconfig -p | grep libcuda`,
+#                            which python3 / compute-sanitizer / nvcc
+#           driver.txt       driver binding tests
+#           conformance.txt  the conformance suite on CUDA: synchronous
+#                            first (DAINX_CUDA_SYNC=1: a fault names its
+#                            operation), then asynchronous, every precision
+#           memcheck.txt     compute-sanitizer memcheck, whole suite
+#           racecheck.txt    racecheck on the GEMM and reduction cases
+#           synccheck.txt    synccheck on the same cases
+#           initcheck.txt    initcheck on the whole suite (-short)
+#           summary.txt      one line per step: ok / FAIL / skipped
+#   PLAN=2  end to end, CUDA against CPU (about 6 minutes)
+#           dainx augment on $TENSORS (default movingmnist100 foursquare_nyc)
+#           with the same split and seed on -backend cuda and -backend cpu
+#           (all cores of the GPU machine), $EXTRA (default "-epochs 5");
+#           augment.log (progress of every run), aug_<tensor>_<backend>.json
+#           (the reports), compare.txt (test RMSE of each pair, and whether
+#           CUDA is within 2% of the CPU), summary.txt
+#   PLAN=3  benchmarks (about 7 minutes)
+#           benchrun.txt, results/gpu-DATE.{json,md} (copy them into
+#           bench/results/), summary.txt
 #
-# Steps run one after another; a failing step is recorded and the others
-# still run. The exit status is non-zero if any step failed.
+# Every step has a time limit (STEP_TIMEOUT seconds, set per preset); a
+# failing step is recorded and the others still run; the exit status is
+# non-zero if any failed. A tool or file that is missing is a failure, not
+# a skip: a contact that checked less than it says is worse than none.
 #
-# One call of the device tool may run 10 minutes at most, so split the work
-# over calls with STEPS, e.g.
-#   STEPS="smi driver conformance cpu" scripts/device-run.sh
-#   STEPS=sanitizer scripts/device-run.sh
-#   STEPS=augment TENSORS=movingmnist100 scripts/device-run.sh
-#   STEPS="benchrun bench" scripts/device-run.sh
-# and set STEP_TIMEOUT (seconds) to stop any one step in time, keeping what
-# it logged.
+# Environment: PLAN (required; also "compare", which only rewrites
+# compare.txt from the reports in $OUT), STEP_TIMEOUT (seconds per step),
+# TENSORS, BACKENDS (PLAN=2's backends, default "cuda cpu"), EXTRA, SEED
+# (default 1), BENCHFLAGS (more benchrun flags), SUMMARY (the summary's file
+# name, default summary.txt, so that two presets can share one $OUT).
 #
-# Environment: STEPS (default "smi driver conformance cpu sanitizer augment"),
-# TENSORS (default "movingmnist100 foursquare_nyc"), BACKENDS (default
-# "cuda"; add cpu to compare test RMSE, which takes much longer), SEED
-# (default 1), EXTRA (more dainx augment flags, e.g. "-epochs 5"), BENCH
-# (the -test.bench pattern of the bench step, default "."), SANITIZE (the
-# -test.run pattern of the sanitizer step, default "TestConformance"),
-# STEP_TIMEOUT (seconds per step, default none).
+# PLAN=1 and PLAN=2 fit one call when the CPU runs of PLAN=2 go in the
+# background (they need the CPU cores, PLAN=1 mostly the GPU):
+#   (OUT=/tmp/p2 PLAN=2 BACKENDS=cpu SUMMARY=s_cpu.txt bash scripts/device-run.sh) &
+#   OUT=/tmp/p1 PLAN=1 bash scripts/device-run.sh
+#   OUT=/tmp/p2 PLAN=2 BACKENDS=cuda SUMMARY=s_cuda.txt bash scripts/device-run.sh
+#   wait; OUT=/tmp/p2 PLAN=compare bash scripts/device-run.sh
+# then pack /tmp/p1 and /tmp/p2 into $OUT (8 files come back).
+#
+# Usage on the device tool: command "PLAN=1 bash scripts/device-run.sh",
+# carry [".dev"].
 set -uo pipefail
 
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+	sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit 0
+fi
 : "${OUT:?set OUT to the folder for logs and reports}"
+: "${PLAN:?set PLAN to 1, 2 or 3 (scripts/device-run.sh -h)}"
 dev=.dev
-STEPS=${STEPS:-smi driver conformance cpu sanitizer augment}
-TENSORS=${TENSORS:-movingmnist100 foursquare_nyc}
-BACKENDS=${BACKENDS:-cuda}
 SEED=${SEED:-1}
-EXTRA=${EXTRA:-}
 mkdir -p "$OUT"
-summary=$OUT/summary.txt
+summary=$OUT/${SUMMARY:-summary.txt}
 : >"$summary"
 status=0
 
-# step NAME LOG CMD...: run CMD with output to $OUT/LOG and record the result.
+# step NAME LOG CMD...: run CMD with its output appended to $OUT/LOG, under
+# STEP_TIMEOUT, and record the result.
 step() {
 	local name=$1 log=$2
 	shift 2
 	local t0=$SECONDS rc
-	echo "== $name: $*" | tee -a "$OUT/$log"
-	if [ -n "${STEP_TIMEOUT:-}" ]; then
-		timeout "$STEP_TIMEOUT" "$@" >>"$OUT/$log" 2>&1
-	else
-		"$@" >>"$OUT/$log" 2>&1
-	fi
+	echo "== $name: $*" >>"$OUT/$log"
+	timeout "${STEP_TIMEOUT:-300}" "$@" >>"$OUT/$log" 2>&1
 	rc=$?
 	if [ $rc -eq 0 ]; then
 		echo "ok    $name ($((SECONDS - t0)) s)" | tee -a "$summary"
 	else
+		[ $rc -eq 124 ] && echo "== $name: stopped after ${STEP_TIMEOUT:-300} s" >>"$OUT/$log"
 		echo "FAIL  $name (exit $rc, $((SECONDS - t0)) s; see $log)" | tee -a "$summary"
 		status=1
 	fi
 }
 
-skip() { echo "skip  $1 ($2)" | tee -a "$summary"; }
+fail() {
+	echo "FAIL  $1 ($2)" | tee -a "$summary"
+	status=1
+}
 
-has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
-
-if has smi; then
-	if command -v nvidia-smi >/dev/null 2>&1; then
-		step nvidia-smi nvidia-smi.txt nvidia-smi
-	else
-		skip nvidia-smi "not installed"
-	fi
-fi
-
-if has driver; then
-	if [ -x "$dev/cuda_driver.test" ]; then
-		step driver cuda_driver.txt "$dev/cuda_driver.test" -test.v -test.count=1
-	else
-		skip driver "no $dev/cuda_driver.test; run make device-bundle"
-	fi
-fi
-
-if has conformance; then
-	if [ -x "$dev/cuda.test" ]; then
-		step conformance cuda_conformance.txt "$dev/cuda.test" -test.v -test.count=1
-		# Every CUDA test must have run, not skipped.
-		if grep -q -- '--- SKIP: TestConformance' "$OUT/cuda_conformance.txt"; then
-			echo "FAIL  conformance skipped: no device seen" | tee -a "$summary"
-			status=1
+# need FILE...: fail (and return 1) unless every file exists.
+need() {
+	local f
+	for f in "$@"; do
+		if [ ! -e "$f" ]; then
+			fail "$f" "missing: run make device-bundle here and carry .dev"
+			return 1
 		fi
-	else
-		skip conformance "no $dev/cuda.test; run make device-bundle"
-	fi
-fi
+	done
+}
 
-if has cpu; then
-	if [ -x "$dev/compute_cpu.test" ]; then
-		step cpu compute_cpu.txt "$dev/compute_cpu.test" -test.count=1
-	else
-		skip cpu "no $dev/compute_cpu.test"
-	fi
-fi
+# sanitizer finds compute-sanitizer on PATH, under /usr/local or /opt.
+sanitizer() {
+	command -v compute-sanitizer 2>/dev/null && return
+	find /usr/local /opt -maxdepth 5 -name compute-sanitizer -type f -perm -u+x 2>/dev/null | sort | tail -n 1
+}
 
-if has sanitizer; then
-	san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1 || true)
-	if [ -n "$san" ] && [ -x "$dev/cuda.test" ]; then
-		# memcheck over the conformance suite, synchronous launches so that a
-		# fault is reported under its kernel; the slow second pass is skipped.
-		step sanitizer sanitizer.txt env DAINX_CUDA_SYNC=1 "$san" --tool memcheck --error-exitcode 3 \
-			"$dev/cuda.test" -test.run "${SANITIZE:-TestConformance}" -test.short -test.count=1
-	else
-		skip sanitizer "compute-sanitizer or $dev/cuda.test missing"
-	fi
-fi
+# gemm_cases is the -test.run pattern of the GEMM and reduction cases.
+gemm_cases='TestConformance/(LinearForward|LinearBackward|MSEGrad|InfluenceDot|EntityImportance)$'
 
-if has augment; then
-	if [ -x "$dev/dainx" ]; then
-		for t in $TENSORS; do
-			f=$dev/data/$t.tsv.gz
-			[ -f "$f" ] || f=$dev/data/$t.tsv
-			if [ ! -f "$f" ]; then
-				skip "augment $t" "no $dev/data/$t.tsv[.gz]"
-				continue
-			fi
-			for b in $BACKENDS; do
-				# shellcheck disable=SC2086
-				step "augment $t $b" "augment_${t}_$b.log" \
-					"$dev/dainx" augment -input "$f" -backend "$b" -seed "$SEED" \
-					-report "$OUT/augment_${t}_$b.json" $EXTRA
-			done
+plan1() {
+	STEP_TIMEOUT=${STEP_TIMEOUT:-120}
+	{
+		date -u
+		nvidia-smi
+		echo "== ldconfig -p | grep libcuda"
+		ldconfig -p | grep -i libcuda
+		echo "== tools"
+		for t in python3 compute-sanitizer nvcc ncu; do echo "$t: $(command -v $t || echo missing)"; done
+		python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))'
+		nproc
+	} >"$OUT/info.txt" 2>&1
+	need $dev/cuda_driver.test $dev/cuda.test || return
+	step driver driver.txt $dev/cuda_driver.test -test.v -test.count=1
+	step "conformance (synchronous)" conformance.txt $dev/cuda.test -test.v -test.count=1 -test.run '^TestSynchronous$'
+	step "conformance (asynchronous, every precision, the rest)" conformance.txt $dev/cuda.test -test.v -test.count=1 -test.skip '^TestSynchronous$'
+	if grep -q -- '--- SKIP: TestConformance' "$OUT/conformance.txt"; then
+		fail conformance "skipped: the CUDA backend saw no device"
+	fi
+	local san
+	san=$(sanitizer)
+	if [ -z "$san" ]; then
+		fail sanitizer "compute-sanitizer not on PATH, under /usr/local or /opt"
+		return
+	fi
+	step memcheck memcheck.txt env DAINX_CUDA_SYNC=1 "$san" --tool memcheck --leak-check full --error-exitcode 3 \
+		$dev/cuda.test -test.run '^TestConformance' -test.count=1
+	step racecheck racecheck.txt "$san" --tool racecheck --racecheck-report all --error-exitcode 3 \
+		$dev/cuda.test -test.run "$gemm_cases" -test.short -test.count=1
+	step synccheck synccheck.txt "$san" --tool synccheck --error-exitcode 3 \
+		$dev/cuda.test -test.run "$gemm_cases" -test.short -test.count=1
+	step initcheck initcheck.txt "$san" --tool initcheck --error-exitcode 3 \
+		$dev/cuda.test -test.run '^TestConformance' -test.short -test.count=1
+}
+
+plan2() {
+	STEP_TIMEOUT=${STEP_TIMEOUT:-240}
+	local t b f
+	need $dev/dainx || return
+	for t in ${TENSORS:-movingmnist100 foursquare_nyc}; do
+		f=$dev/data/$t.tsv.gz
+		[ -f "$f" ] || f=$dev/data/$t.tsv
+		need "$f" || continue
+		for b in ${BACKENDS:-cuda cpu}; do
+			# shellcheck disable=SC2086
+			step "augment $t $b" augment.log $dev/dainx augment -input "$f" -backend "$b" -seed "$SEED" \
+				-output "/tmp/aug_${t}_$b.tsv" -report "$OUT/aug_${t}_$b.json" ${EXTRA:--epochs 5}
 		done
-	else
-		skip augment "no $dev/dainx"
-	fi
-fi
+	done
+	case " ${BACKENDS:-cuda cpu} " in *" cuda "*" cpu "* | *" cpu "*" cuda "*) compare ;; esac
+}
 
-if has bench; then
-	if [ -x "$dev/bench.test" ]; then
-		step bench bench.txt "$dev/bench.test" -test.run '^$' -test.bench "${BENCH:-.}" -test.benchmem -test.count=1
-	else
-		skip bench "no $dev/bench.test"
-	fi
-fi
+# compare writes compare.txt from the reports of PLAN=2.
+compare() {
+	python3 - "$OUT" >"$OUT/compare.txt" 2>&1 <<'PY' || status=1
+import glob, json, os, sys
+out = sys.argv[1]
+ok = True
+pairs = 0
+for cu in sorted(glob.glob(os.path.join(out, "aug_*_cuda.json"))):
+    cp = cu[:-len("cuda.json")] + "cpu.json"
+    t = os.path.basename(cu)[4:-len("_cuda.json")]
+    if not os.path.exists(cp):
+        print(f"{t}: no CPU report"); ok = False; continue
+    a, b = json.load(open(cu)), json.load(open(cp))
+    pairs += 1
+    for k in ("rmse_before", "rmse_after"):
+        d = abs(a[k] - b[k]) / b[k]
+        good = d <= 0.02
+        ok &= good
+        print(f"{t} {k}: cuda {a[k]:.5f} cpu {b[k]:.5f} ({100*d:.2f}% apart, {'within' if good else 'OUTSIDE'} 2%)")
+    for k in ("n_train", "n_val", "n_test", "n_aug"):
+        if a[k] != b[k]:
+            print(f"{t} {k}: cuda {a[k]} cpu {b[k]} differ"); ok = False
+    print(f"{t} seconds: cuda {a['seconds']}  cpu {b['seconds']}")
+    print(f"{t} devices: cuda {a.get('device')}  cpu {b.get('device')}")
+if pairs == 0:
+    print("no CUDA/CPU pairs of reports in", out); ok = False
+print("all within 2%" if ok else "NOT all within 2%")
+sys.exit(0 if ok else 1)
+PY
+	cat "$OUT/compare.txt"
+}
 
-if has benchrun; then
-	if [ -x "$dev/benchrun" ]; then
-		step benchrun benchrun.txt "$dev/benchrun" -e2e=false -generic=false -out "$OUT/results"
-	else
-		skip benchrun "no $dev/benchrun"
-	fi
-fi
+plan3() {
+	STEP_TIMEOUT=${STEP_TIMEOUT:-460}
+	need $dev/benchrun $dev/dainx || return
+	# shellcheck disable=SC2086
+	step benchrun benchrun.txt env DAINX_DATA=$dev/data $dev/benchrun -dainx $dev/dainx -generic=false \
+		-out "$OUT/results" ${BENCHFLAGS:-}
+	rm -f "$OUT/results/latest.json" "$OUT/results/latest.md"
+	tail -n 60 "$OUT/benchrun.txt"
+}
 
-echo "== summary"
+case $PLAN in
+1) plan1 ;;
+2) plan2 ;;
+3) plan3 ;;
+compare) compare ;;
+*)
+	echo "PLAN=$PLAN: want 1, 2 or 3 (scripts/device-run.sh -h)" >&2
+	exit 2
+	;;
+esac
+echo "== summary (PLAN=$PLAN)"
 cat "$summary"
 exit $status
