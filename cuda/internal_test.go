@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/cuda/driver"
 	"github.com/dainx/dainx/kernels/ptx"
 )
@@ -144,4 +145,56 @@ func TestGemmGridLimit(t *testing.T) {
 		}
 	}()
 	gemmGrid("test", 1, maxGridYZ*gemmTile+1, 1)
+}
+
+// BenchmarkLinear times LinearForward and LinearBackward (dx, dw and db) at
+// the shapes of the default MLP (150→1024→1024→128→1, batch 1024) in every
+// precision mode; it skips without a GPU. Run it with
+//
+//	cuda.test -test.run '^$' -test.bench Linear -test.benchtime 200x
+func BenchmarkLinear(b *testing.B) {
+	const batch = 1024
+	layers := [][2]int{{150, 1024}, {1024, 1024}, {1024, 128}, {128, 1}}
+	for _, p := range []compute.Precision{compute.FP32, compute.TF32, compute.TF32x3} {
+		be, err := NewWith(Options{Precision: p})
+		if err != nil {
+			b.Skipf("no CUDA device: %v", err)
+		}
+		rnd := func(n int) compute.F32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(i%7-3) / 3
+			}
+			f := be.Alloc(n)
+			be.Upload(f, v)
+			return f
+		}
+		for l, io := range layers {
+			in, out := io[0], io[1]
+			x, w, bias, y := rnd(batch*in), rnd(out*in), rnd(out), be.Alloc(batch*out)
+			dy, dx, dw, db := rnd(batch*out), be.Alloc(batch*in), be.Alloc(out*in), be.Alloc(out)
+			name := fmt.Sprintf("%s/%d-%d", p, in, out)
+			run := func(what string, f func()) {
+				b.Run(name+"/"+what, func(b *testing.B) {
+					f()
+					if err := be.Sync(); err != nil {
+						b.Fatal(err)
+					}
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						f()
+					}
+					if err := be.Sync(); err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/op")
+				})
+			}
+			run("forward", func() { be.LinearForward(y, x, w, bias, in, out, out > 1) })
+			run("backward", func() { be.LinearBackward(dx, dw, db, dy, x, w, in, out, l > 0, false) })
+			run("dx", func() { be.LinearBackward(dx, nil, nil, dy, x, w, in, out, l > 0, false) })
+			run("dwdb", func() { be.LinearBackward(nil, dw, db, dy, x, w, in, out, false, false) })
+		}
+		be.Close()
+	}
 }

@@ -17,7 +17,9 @@ const (
 	kernelLinearBackwardDb                   // kernels/linear_backward_db.cu
 	kernelLinearBackwardDw                   // kernels/linear_backward_dw.cu
 	kernelLinearBackwardDx                   // kernels/linear_backward_dx.cu
+	kernelLinearBackwardOut1                 // kernels/linear_backward_out1.cu
 	kernelLinearForward                      // kernels/linear_forward.cu
+	kernelLinearForwardOut1                  // kernels/linear_forward_out1.cu
 	kernelMseGrad                            // kernels/mse_grad.cu
 	kernelSampleAlias                        // kernels/sample_alias.cu
 	kernelScatterRows                        // kernels/scatter_rows.cu
@@ -37,7 +39,9 @@ var kernelNames = [numKernels]string{
 	"linear_backward_db",
 	"linear_backward_dw",
 	"linear_backward_dx",
+	"linear_backward_out1",
 	"linear_forward",
+	"linear_forward_out1",
 	"mse_grad",
 	"sample_alias",
 	"scatter_rows",
@@ -54,11 +58,13 @@ var kernelParamSizes = [numKernels][]int{
 	kernelInfluenceDot:       {8, 8, 8, 8, 8, 4, 4, 4, 4},
 	kernelInfluenceRows:      {8, 8, 8, 4, 4, 4},
 	kernelLinearBackwardDb:   {8, 8, 8, 4, 4, 4, 4},
-	kernelLinearBackwardDw:   {8, 8, 8, 8, 4, 4, 4, 4, 4},
-	kernelLinearBackwardDx:   {8, 8, 8, 8, 4, 4, 4, 4},
-	kernelLinearForward:      {8, 8, 8, 8, 4, 4, 4, 4},
+	kernelLinearBackwardDw:   {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDx:   {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardOut1: {8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4},
+	kernelLinearForward:      {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearForwardOut1:  {8, 8, 8, 8, 4, 4, 4},
 	kernelMseGrad:            {8, 8, 8, 8, 4, 4},
 	kernelSampleAlias:        {8, 8, 8, 4, 4, 4, 4, 8, 8},
 	kernelScatterRows:        {8, 8, 8, 4, 4, 4, 4, 4},
-	kernelSplitKReduce:       {8, 8, 4, 4, 4},
+	kernelSplitKReduce:       {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 }

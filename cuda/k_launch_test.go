@@ -24,15 +24,26 @@ var launchZero = [numKernels]func(be *Backend) error{
 	kernelLinearBackwardDb: func(be *Backend) error { var z driver.Dim3; return be.kLinearBackwardDb(z, z, 0, 0, 0, 0, 0, 0, 0, 0) },
 	kernelLinearBackwardDw: func(be *Backend) error {
 		var z driver.Dim3
-		return be.kLinearBackwardDw(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+		return be.kLinearBackwardDw(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelLinearBackwardDx: func(be *Backend) error {
 		var z driver.Dim3
-		return be.kLinearBackwardDx(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+		return be.kLinearBackwardDx(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
-	kernelLinearForward: func(be *Backend) error { var z driver.Dim3; return be.kLinearForward(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	kernelMseGrad:       func(be *Backend) error { var z driver.Dim3; return be.kMseGrad(z, z, 0, 0, 0, 0, 0, 0, 0) },
-	kernelSampleAlias:   func(be *Backend) error { var z driver.Dim3; return be.kSampleAlias(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	kernelScatterRows:   func(be *Backend) error { var z driver.Dim3; return be.kScatterRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	kernelSplitKReduce:  func(be *Backend) error { var z driver.Dim3; return be.kSplitKReduce(z, z, 0, 0, 0, 0, 0, 0) },
+	kernelLinearBackwardOut1: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardOut1(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearForward: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearForward(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearForwardOut1: func(be *Backend) error { var z driver.Dim3; return be.kLinearForwardOut1(z, z, 0, 0, 0, 0, 0, 0, 0, 0) },
+	kernelMseGrad:           func(be *Backend) error { var z driver.Dim3; return be.kMseGrad(z, z, 0, 0, 0, 0, 0, 0, 0) },
+	kernelSampleAlias:       func(be *Backend) error { var z driver.Dim3; return be.kSampleAlias(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	kernelScatterRows:       func(be *Backend) error { var z driver.Dim3; return be.kScatterRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	kernelSplitKReduce: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kSplitKReduce(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
 }

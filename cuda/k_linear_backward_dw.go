@@ -8,27 +8,35 @@ import "github.com/dainx/dainx/cuda/driver"
 // kLinearBackwardDw launches the kernel linear_backward_dw of kernels/linear_backward_dw.cu. Its contract, from the
 // kernel's header:
 //
-//	linear_backward_dw: the weight gradient of a Linear layer, optionally
-//	split over the batch (split-K).
+//	linear_backward_dw: the weight gradient of a Linear layer and, with
+//	kEpiBias, its bias gradient in the same pass; optionally split over the
+//	batch (split-K).
 //
-//	  gridDim.z = 1:  dw[o,i] (= or += by accumulate) Σ_b dy[b,o]·x[b,i]
-//	  gridDim.z = S:  part[z, o, i] = Σ_{b ∈ chunk z} dy[b,o]·x[b,i]     (=)
-//	                  then split_k_reduce sums the S parts into dw.
-//	  chunk z = [z·kchunk, min(B, (z+1)·kchunk))
+//	  gridDim.z = 1:  dw[o,i] (= or += by kEpiAccumulate) Σ_b dy[b,o]·x[b,i]
+//	                  db[o]   (= or += by kEpiAccumulate) Σ_b dy[b,o]
+//	  gridDim.z = S:  part[z,o,c] = Σ_{b ∈ chunk z} dy[b,o]·x̂[b,c]          (=)
+//	                  then split_k_reduce adds the S parts in order into dw
+//	                  (c < I) and db (c = I).
+//	  x̂ is x with a column of ones appended at c = I when flags has
+//	  kEpiBias (8): the GEMM's column I is then the bias gradient, summed in
+//	  the same order as the weights. chunk z = [z·kchunk, min(B, (z+1)·kchunk)).
 //
-//	Shapes: dy B×O, x B×I, dw O×I, part S×O×I (unused if S = 1).
-//	Launch: block 256 threads (16×16); grid (⌈O/64⌉, ⌈I/64⌉, S) with
+//	Shapes: dy B×O, x B×I, dw O×I, db O (written only with kEpiBias), part
+//	  S×O×P with P = I + 1 with kEpiBias, else I (unused if S = 1).
+//	Launch: block 256 threads (16×16); grid (⌈O/64⌉, ⌈P/64⌉, S) with
 //	  S = ⌈B/kchunk⌉ and kchunk a multiple of 16; static shared memory
-//	  17 408 bytes (common.cuh gemm_64x64). Any B ≥ 0, I, O ≥ 1. 64-bit offsets.
+//	  17 408 bytes (common.cuh gemm_64x64). Any B ≥ 1, I, O ≥ 1. 64-bit
+//	  offsets.
 //	Atomics: none; deterministic (fixed chunks, reduced in a fixed order).
-//	Reference: compute/ref.LinearBackward (dw); with dy = 2e, the per-cell
+//	Reference: compute/ref.LinearBackward (dw, db); with dy = 2e, the per-cell
 //	  products summed here form the validation gradient sum G of DAIN eq. 5.
 //
 // It must run on the context thread; the caller has checked the shapes.
-func (be *Backend) kLinearBackwardDw(grid, block driver.Dim3, shared uint32, dw driver.DevicePtr, part driver.DevicePtr, dy driver.DevicePtr, x driver.DevicePtr, batch int32, in int32, out int32, kchunk int32, accumulate int32) error {
+func (be *Backend) kLinearBackwardDw(grid, block driver.Dim3, shared uint32, dw driver.DevicePtr, db driver.DevicePtr, part driver.DevicePtr, dy driver.DevicePtr, x driver.DevicePtr, batch int32, in int32, out int32, kchunk int32, flags int32) error {
 	a := be.args
 	a.Reset()
 	a.Ptr(dw)
+	a.Ptr(db)
 	a.Ptr(part)
 	a.Ptr(dy)
 	a.Ptr(x)
@@ -36,6 +44,6 @@ func (be *Backend) kLinearBackwardDw(grid, block driver.Dim3, shared uint32, dw 
 	a.Int32(in)
 	a.Int32(out)
 	a.Int32(kchunk)
-	a.Int32(accumulate)
+	a.Int32(flags)
 	return be.launch(kernelLinearBackwardDw, grid, block, shared, a)
 }

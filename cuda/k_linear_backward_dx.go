@@ -9,31 +9,37 @@ import "github.com/dainx/dainx/cuda/driver"
 // kernel's header:
 //
 //	linear_backward_dx: the input gradient of a Linear layer, with the ReLU
-//	mask of the layer below.
+//	mask of the layer below, optionally split over the output width (split-K).
 //
-//	  dx[b,i] = (Σ_o dy[b,o]·w[o,i]) · m[b,i]                            (=)
-//	  m[b,i] = [x[b,i] > 0] if mask_x ≠ 0 (x is a ReLU output; NaN gives 0),
-//	  else 1
+//	  gridDim.z = 1:  dx[b,i] = (Σ_o dy[b,o]·w[o,i]) · m[b,i]             (=)
+//	  gridDim.z = S:  part[z,b,i] = Σ_{o ∈ chunk z} dy[b,o]·w[o,i]         (=)
+//	                  then split_k_reduce adds the S parts in order and
+//	                  applies the mask into dx.
+//	  m[b,i] = [x[b,i] > 0] if flags has kEpiMask (4) (x is a ReLU output;
+//	  NaN gives 0), else 1; chunk z = [z·kchunk, min(O, (z+1)·kchunk)).
 //
-//	Shapes: dy B×O, w O×I, x B×I (read only if mask_x ≠ 0), dx B×I.
-//	Launch: block 256 threads (16×16); grid (⌈B/64⌉, ⌈I/64⌉, 1); static shared
-//	  memory 17 408 bytes (common.cuh gemm_64x64). Any B, I, O ≥ 1; edges are
-//	  guarded. 64-bit offsets.
+//	Shapes: dy B×O, w O×I, x B×I (read only with the mask), dx B×I,
+//	  part S×B×I (unused if S = 1).
+//	Launch: block 256 threads (16×16); grid (⌈B/64⌉, ⌈I/64⌉, S) with
+//	  S = ⌈O/kchunk⌉; static shared memory 17 408 bytes (common.cuh
+//	  gemm_64x64). Any B, I, O ≥ 1; edges are guarded. 64-bit offsets.
 //	Atomics: none; deterministic.
 //	Reference: compute/ref.LinearBackward (dx); backpropagation through DAIN
 //	  eq. 4.
 //
 // It must run on the context thread; the caller has checked the shapes.
-func (be *Backend) kLinearBackwardDx(grid, block driver.Dim3, shared uint32, dx driver.DevicePtr, dy driver.DevicePtr, w driver.DevicePtr, x driver.DevicePtr, batch int32, in int32, out int32, maskX int32) error {
+func (be *Backend) kLinearBackwardDx(grid, block driver.Dim3, shared uint32, dx driver.DevicePtr, part driver.DevicePtr, dy driver.DevicePtr, w driver.DevicePtr, x driver.DevicePtr, batch int32, in int32, out int32, kchunk int32, flags int32) error {
 	a := be.args
 	a.Reset()
 	a.Ptr(dx)
+	a.Ptr(part)
 	a.Ptr(dy)
 	a.Ptr(w)
 	a.Ptr(x)
 	a.Int32(batch)
 	a.Int32(in)
 	a.Int32(out)
-	a.Int32(maskX)
+	a.Int32(kchunk)
+	a.Int32(flags)
 	return be.launch(kernelLinearBackwardDx, grid, block, shared, a)
 }

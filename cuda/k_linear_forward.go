@@ -8,30 +8,37 @@ import "github.com/dainx/dainx/cuda/driver"
 // kLinearForward launches the kernel linear_forward of kernels/linear_forward.cu. Its contract, from the
 // kernel's header:
 //
-//	linear_forward: a fused Linear layer, GEMM + bias + optional ReLU.
+//	linear_forward: a fused Linear layer, GEMM + bias + optional ReLU,
+//	optionally split over the input width (split-K).
 //
-//	  y[b,o] = φ(Σ_i x[b,i]·w[o,i] + bias[o])                            (=)
-//	  φ = ReLU (v < 0 ? 0 : v, so NaN and −0 pass through) if relu ≠ 0,
-//	  else identity
+//	  gridDim.z = 1:  y[b,o] = φ(Σ_i x[b,i]·w[o,i] + bias[o])             (=)
+//	  gridDim.z = S:  part[z,b,o] = Σ_{i ∈ chunk z} x[b,i]·w[o,i]          (=)
+//	                  then split_k_reduce adds the S parts in order, the
+//	                  bias, and applies φ into y.
+//	  φ = ReLU (v < 0 ? 0 : v, so NaN and −0 pass through) if flags has
+//	  kEpiRelu (2), else identity; chunk z = [z·kchunk, min(I, (z+1)·kchunk)).
 //
-//	Shapes: x B×I, w O×I (PyTorch's nn.Linear layout), bias O, y B×O.
-//	Launch: block 256 threads (16×16); grid (⌈B/64⌉, ⌈O/64⌉, 1); static shared
-//	  memory 17 408 bytes (common.cuh gemm_64x64). Any B, I, O ≥ 1; edges are
-//	  guarded. 64-bit offsets.
+//	Shapes: x B×I, w O×I (PyTorch's nn.Linear layout), bias O, y B×O,
+//	  part S×B×O (unused if S = 1).
+//	Launch: block 256 threads (16×16); grid (⌈B/64⌉, ⌈O/64⌉, S) with
+//	  S = ⌈I/kchunk⌉; static shared memory 17 408 bytes (common.cuh
+//	  gemm_64x64). Any B, I, O ≥ 1; edges are guarded. 64-bit offsets.
 //	Atomics: none; deterministic (k summed in a fixed order per element).
 //	Reference: compute/ref.LinearForward; DAIN eq. 4, Z_m = φ(W_m Z_{m−1} + b_m).
 //
 // It must run on the context thread; the caller has checked the shapes.
-func (be *Backend) kLinearForward(grid, block driver.Dim3, shared uint32, y driver.DevicePtr, x driver.DevicePtr, w driver.DevicePtr, bias driver.DevicePtr, batch int32, in int32, out int32, relu int32) error {
+func (be *Backend) kLinearForward(grid, block driver.Dim3, shared uint32, y driver.DevicePtr, part driver.DevicePtr, x driver.DevicePtr, w driver.DevicePtr, bias driver.DevicePtr, batch int32, in int32, out int32, kchunk int32, flags int32) error {
 	a := be.args
 	a.Reset()
 	a.Ptr(y)
+	a.Ptr(part)
 	a.Ptr(x)
 	a.Ptr(w)
 	a.Ptr(bias)
 	a.Int32(batch)
 	a.Int32(in)
 	a.Int32(out)
-	a.Int32(relu)
+	a.Int32(kchunk)
+	a.Int32(flags)
 	return be.launch(kernelLinearForward, grid, block, shared, a)
 }

@@ -8,25 +8,38 @@ import "github.com/dainx/dainx/cuda/driver"
 // kSplitKReduce launches the kernel split_k_reduce of kernels/split_k_reduce.cu. Its contract, from the
 // kernel's header:
 //
-//	split_k_reduce: sums the partial results of a split reduction
-//	(linear_backward_dw, linear_backward_db) into the output.
+//	split_k_reduce: sums the partial results of a split GEMM (linear_forward,
+//	linear_backward_dx, linear_backward_dw and their tensor-core versions,
+//	linear_backward_out1, linear_backward_db) in a fixed order and applies the
+//	GEMM's epilogue.
 //
-//	  dst[i] (= or += by accumulate) Σ_{z=0}^{S−1} part[z·n + i]
+//	  v[r,c] = Σ_{z=0}^{S−1} part[z,r,c]   (z increasing), r < R, c < P
+//	  c < C:  dst[r,c]  (= or += by kEpiAccumulate) ε(v[r,c])   (dst ≠ null)
+//	  c = C:  dst2[r]   (= or += by kEpiAccumulate) v[r,C]      (P = C + 1,
+//	                                                            dst2 ≠ null)
+//	  ε(v) = φ(v + bias[c]) with bias (bias ≠ null) and φ = ReLU if flags has
+//	  kEpiRelu (2); times [x[r,c] > 0] if flags has kEpiMask (4).
 //
-//	Shapes: part S×n, dst n.
-//	Launch: block 256 threads; 1-D grid of any size (grid-stride loop over n,
-//	  64-bit offsets); no shared memory.
+//	Shapes: part S×R×P, dst R×C, dst2 R, bias C, x R×C; P is C or C + 1.
+//	Launch: block 256 threads; 1-D grid of any size (grid-stride loop over
+//	  R·P, 64-bit offsets); no shared memory.
 //	Atomics: none; deterministic (z summed in increasing order).
-//	Reference: compute/ref.LinearBackward (dw, db).
+//	Reference: compute/ref.LinearForward (y), compute/ref.LinearBackward (dx,
+//	  dw, db).
 //
 // It must run on the context thread; the caller has checked the shapes.
-func (be *Backend) kSplitKReduce(grid, block driver.Dim3, shared uint32, dst driver.DevicePtr, part driver.DevicePtr, n int32, parts int32, accumulate int32) error {
+func (be *Backend) kSplitKReduce(grid, block driver.Dim3, shared uint32, dst driver.DevicePtr, dst2 driver.DevicePtr, part driver.DevicePtr, bias driver.DevicePtr, x driver.DevicePtr, rows int32, cols int32, pcols int32, parts int32, flags int32) error {
 	a := be.args
 	a.Reset()
 	a.Ptr(dst)
+	a.Ptr(dst2)
 	a.Ptr(part)
-	a.Int32(n)
+	a.Ptr(bias)
+	a.Ptr(x)
+	a.Int32(rows)
+	a.Int32(cols)
+	a.Int32(pcols)
 	a.Int32(parts)
-	a.Int32(accumulate)
+	a.Int32(flags)
 	return be.launch(kernelSplitKReduce, grid, block, shared, a)
 }

@@ -255,9 +255,78 @@ func linearShape(op string, xLen, wLen, in, out int) int {
 	return xLen / in
 }
 
-// LinearForward implements compute.Backend.LinearForward (=) with the
-// kernel linear_forward (kernels/linear_forward.cu), a 64×64-tiled SGEMM
-// with bias and ReLU fused; see compute/ref.LinearForward. DAIN eq. 4.
+// Epilogue flags of the GEMM kernels and split_k_reduce (kernels/common.cuh
+// kEpi*).
+const (
+	epiAccumulate = 1  // add to the output
+	epiRelu       = 2  // ReLU after the bias
+	epiMask       = 4  // times [x > 0]
+	epiBias       = 8  // dW kernels: also the bias gradient
+	epiX3         = 16 // tensor-core kernels: 3xTF32
+)
+
+// gemmPlan is the launch of one GEMM kernel: its grid and how the
+// reduction is split (parts = grid.Z chunks of chunk terms).
+type gemmPlan struct {
+	grid         driver.Dim3
+	parts, chunk int
+}
+
+// planGEMM plans an m×n GEMM with k-term reductions, split over k as split
+// or splitK say.
+func planGEMM(op string, m, n, parts, chunk int) gemmPlan {
+	return gemmPlan{grid: gemmGrid(op, m, n, parts), parts: parts, chunk: chunk}
+}
+
+// splitK is split for the forward and dx GEMMs, whose reduction is a layer
+// width: they split only when their tiles fill less than one wave of SMs
+// (forward 1024→128 at batch 1024 has 32 tiles; dx of a 150-wide layer 48),
+// into chunks of at least 128.
+func (be *Backend) splitK(blocks, k int) (parts, chunk int) {
+	if blocks >= be.sms {
+		return 1, max(k, 1)
+	}
+	return be.split(blocks, k, 128)
+}
+
+// reduce queues split_k_reduce over part (parts×rows×pcols) into dst
+// (rows×cols) and dst2 (rows, column cols of part), with the epilogue of
+// flags. Context thread.
+func (be *Backend) reduce(dst, dst2, part, bias, x driver.DevicePtr, rows, cols, pcols, parts int, flags int32) {
+	if be.err != nil {
+		return
+	}
+	grid := be.grid1D(int64(rows)*int64(pcols), threads)
+	be.fail("split_k_reduce", be.kSplitKReduce(grid, block1D, 0, dst, dst2, part, bias, x,
+		int32(rows), int32(cols), int32(pcols), int32(parts), flags))
+}
+
+// partBuf returns scratch memory for the parts of a split GEMM of rows×cols
+// outputs, or 0 (no error) when there is no split. ok is false when the
+// allocation failed (the error is recorded). Context thread.
+func (be *Backend) partBuf(parts, rows, cols int) (p driver.DevicePtr, ok bool) {
+	if parts <= 1 {
+		return 0, true
+	}
+	p = be.scratchBuf(4 * int64(parts) * int64(rows) * int64(cols))
+	return p, p != 0
+}
+
+// forwardGEMM launches the forward GEMM of g (linear_forward, or
+// linear_forward_tc in the tensor-core modes). Context thread.
+func (be *Backend) forwardGEMM(g gemmPlan, y, part, x, w, bias driver.DevicePtr, batch, in, out int32, flags int32) error {
+	return be.kLinearForward(g.grid, block1D, 0, y, part, x, w, bias, batch, in, out, int32(g.chunk), flags)
+}
+
+// LinearForward implements compute.Backend.LinearForward (=); see
+// compute/ref.LinearForward. DAIN eq. 4. With out = 1 (the output layer) it
+// is a matrix–vector product, one warp per row (linear_forward_out1, float32
+// in every precision mode). Otherwise it is a 64×64-tiled GEMM with bias and
+// ReLU fused: linear_forward (float32 SIMT) or, in the TF32 and 3xTF32
+// modes, linear_forward_tc (tensor cores). When the output has fewer tiles
+// than the GPU has SMs, the input width is split over blocks and
+// split_k_reduce adds the parts in a fixed order and applies bias and ReLU.
+// It panics if the lengths do not match.
 func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bool) {
 	const op = "LinearForward"
 	ys, xs, ws, bs := be.fm(op, y), be.fm(op, x), be.fm(op, w), be.fm(op, bias)
@@ -267,96 +336,181 @@ func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bo
 	if batch == 0 {
 		return
 	}
-	grid := gemmGrid(op, batch, out, 1)
-	nb, ni, no, r := i32(op, batch), i32(op, in), i32(op, out), b32(relu)
+	nb, ni, no := i32(op, batch), i32(op, in), i32(op, out)
+	var flags int32
+	if relu {
+		flags |= epiRelu
+	}
+	if out == 1 {
+		grid := be.grid1D(int64(batch), warpsPerBlk)
+		be.post(func() {
+			if be.err == nil {
+				be.fail("linear_forward_out1", be.kLinearForwardOut1(grid, block1D, 0, ys.ptr, xs.ptr, ws.ptr, bs.ptr, nb, ni, flags))
+			}
+		})
+		return
+	}
+	parts, chunk := be.splitK(tiles(batch, out), in)
+	g := planGEMM(op, batch, out, parts, chunk)
 	be.post(func() {
-		if be.err == nil {
-			be.fail("linear_forward", be.kLinearForward(grid, block1D, 0, ys.ptr, xs.ptr, ws.ptr, bs.ptr, nb, ni, no, r))
+		if be.err != nil {
+			return
+		}
+		part, ok := be.partBuf(parts, batch, out)
+		if !ok {
+			return
+		}
+		be.fail("linear_forward", be.forwardGEMM(g, ys.ptr, part, xs.ptr, ws.ptr, bs.ptr, nb, ni, no, flags))
+		if parts > 1 {
+			be.reduce(ys.ptr, 0, part, bs.ptr, 0, batch, out, out, parts, flags)
 		}
 	})
 }
 
-// LinearBackward implements compute.Backend.LinearBackward with the kernels
-// linear_backward_dw (dyᵀ·x, split over the batch when the layer has few
-// tiles), linear_backward_db (column sums), split_k_reduce (which sums the
-// splits in a fixed order) and linear_backward_dx (dy·w with the ReLU mask);
-// see compute/ref.LinearBackward. dw and db are overwritten or accumulated
-// as accumulate says; dx is overwritten; a nil output is skipped.
+// tiles returns the number of 64×64 tiles of an m×n output.
+func tiles(m, n int) int {
+	return ((m + gemmTile - 1) / gemmTile) * ((n + gemmTile - 1) / gemmTile)
+}
+
+// LinearBackward implements compute.Backend.LinearBackward; see
+// compute/ref.LinearBackward. dw and db are overwritten or accumulated as
+// accumulate says; dx is overwritten; a nil output is skipped. It panics if
+// the lengths do not match.
+//
+// With out = 1 (the output layer) one kernel, linear_backward_out1, reads x
+// once for all three outputs, split over the batch with split_k_reduce
+// adding the parts in a fixed order. Otherwise: dw and db together by
+// linear_backward_dw (dyᵀ·[x 1], the bias gradient as one more column),
+// split over the batch when the layer has few tiles; db alone (dw nil) by
+// linear_backward_db; dx by linear_backward_dx (dy·w with the ReLU mask),
+// split over out when it has few tiles. In the TF32 and 3xTF32 modes the
+// dw and dx GEMMs run on tensor cores (linear_backward_dw_tc,
+// linear_backward_dx_tc).
 func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int, maskX, accumulate bool) {
 	const op = "LinearBackward"
 	dxs, dws, dbs := be.f(op, dx), be.f(op, dw), be.f(op, db)
 	dys, xs, ws := be.fm(op, dy), be.fm(op, x), be.fm(op, w)
 	batch := linearShape(op, xs.n, ws.n, in, out)
 	need(op+" dy", dys.n, batch*out)
-	nb, ni, no, acc := i32(op, batch), i32(op, in), i32(op, out), b32(accumulate)
+	if dxs != nil {
+		need(op+" dx", dxs.n, batch*in)
+	}
 	if dws != nil {
 		need(op+" dw", dws.n, out*in)
-		if batch == 0 {
-			if !accumulate {
-				be.post(func() { be.zero("LinearBackward dw", dws.ptr, dws.n) })
-			}
-		} else {
-			tiles := ((out + gemmTile - 1) / gemmTile) * ((in + gemmTile - 1) / gemmTile)
-			parts, chunk := be.split(tiles, batch, 256)
-			grid := gemmGrid(op, out, in, parts)
-			np, nc, n := int32(parts), int32(chunk), i32(op, out*in)
-			rgrid := be.grid1D(int64(out*in), threads)
-			be.post(func() {
-				if be.err != nil {
-					return
-				}
-				var part driver.DevicePtr
-				if parts > 1 {
-					if part = be.scratchBuf(4 * int64(parts) * int64(out*in)); part == 0 {
-						return
-					}
-				}
-				be.fail("linear_backward_dw", be.kLinearBackwardDw(grid, block1D, 0, dws.ptr, part, dys.ptr, xs.ptr, nb, ni, no, nc, acc))
-				if parts > 1 && be.err == nil {
-					be.fail("split_k_reduce", be.kSplitKReduce(rgrid, block1D, 0, dws.ptr, part, n, np, acc))
-				}
-			})
-		}
 	}
 	if dbs != nil {
 		need(op+" db", dbs.n, out)
-		if batch == 0 {
-			if !accumulate {
-				be.post(func() { be.zero("LinearBackward db", dbs.ptr, dbs.n) })
-			}
-		} else {
-			cols := (out + 31) / 32
-			parts, chunk := be.split(cols, batch, 1024)
-			grid := driver.Dim3{X: uint32(cols), Y: uint32(parts), Z: 1}
-			np, nc := int32(parts), int32(chunk)
-			rgrid := be.grid1D(int64(out), threads)
+	}
+	if batch == 0 {
+		if !accumulate {
 			be.post(func() {
-				if be.err != nil {
-					return
+				if dws != nil {
+					be.zero("LinearBackward dw", dws.ptr, dws.n)
 				}
-				var part driver.DevicePtr
-				if parts > 1 {
-					if part = be.scratchBuf(4 * int64(parts) * int64(out)); part == 0 {
-						return
-					}
-				}
-				be.fail("linear_backward_db", be.kLinearBackwardDb(grid, driver.Dim3{X: 32, Y: 8, Z: 1}, 0, dbs.ptr, part, dys.ptr, nb, no, nc, acc))
-				if parts > 1 && be.err == nil {
-					be.fail("split_k_reduce", be.kSplitKReduce(rgrid, block1D, 0, dbs.ptr, part, no, np, acc))
+				if dbs != nil {
+					be.zero("LinearBackward db", dbs.ptr, dbs.n)
 				}
 			})
 		}
+		return
 	}
-	if dxs != nil {
-		need(op+" dx", dxs.n, batch*in)
-		if batch == 0 {
+	nb, ni, no := i32(op, batch), i32(op, in), i32(op, out)
+	var acc, mask int32
+	if accumulate {
+		acc = epiAccumulate
+	}
+	if maskX {
+		mask = epiMask
+	}
+	ptr := func(b *F32) driver.DevicePtr {
+		if b == nil {
+			return 0
+		}
+		return b.ptr
+	}
+	dxp, dwp, dbp := ptr(dxs), ptr(dws), ptr(dbs)
+	if out == 1 {
+		if dxs == nil && dws == nil && dbs == nil {
 			return
 		}
-		grid := gemmGrid(op, batch, in, 1)
-		mask := b32(maskX)
+		i32(op, in+1)
+		cols := (in + 31) / 32
+		parts, chunk := be.split(cols, batch, 64)
+		grid := driver.Dim3{X: uint32(cols), Y: uint32(parts), Z: 1}
+		reduce := parts > 1 && (dws != nil || dbs != nil)
 		be.post(func() {
-			if be.err == nil {
-				be.fail("linear_backward_dx", be.kLinearBackwardDx(grid, block1D, 0, dxs.ptr, dys.ptr, ws.ptr, xs.ptr, nb, ni, no, mask))
+			if be.err != nil {
+				return
+			}
+			var part driver.DevicePtr
+			if reduce {
+				var ok bool
+				if part, ok = be.partBuf(parts, 1, in+1); !ok {
+					return
+				}
+			}
+			be.fail("linear_backward_out1", be.kLinearBackwardOut1(grid, driver.Dim3{X: 32, Y: 8, Z: 1}, 0,
+				dxp, dwp, dbp, part, dys.ptr, xs.ptr, ws.ptr, nb, ni, int32(chunk), acc|mask))
+			if reduce {
+				be.reduce(dwp, dbp, part, 0, 0, 1, in, in+1, parts, acc)
+			}
+		})
+		return
+	}
+	if dws != nil {
+		pcols, flags := in, acc
+		if dbs != nil {
+			pcols, flags = in+1, acc|epiBias
+		}
+		i32(op, pcols)
+		parts, chunk := be.split(tiles(out, pcols), batch, 256)
+		g := planGEMM(op, out, pcols, parts, chunk)
+		be.post(func() {
+			if be.err != nil {
+				return
+			}
+			part, ok := be.partBuf(parts, out, pcols)
+			if !ok {
+				return
+			}
+			be.fail("linear_backward_dw", be.kLinearBackwardDw(g.grid, block1D, 0, dwp, dbp, part, dys.ptr, xs.ptr, nb, ni, no, int32(chunk), flags))
+			if parts > 1 {
+				be.reduce(dwp, dbp, part, 0, 0, out, in, pcols, parts, acc)
+			}
+		})
+	} else if dbs != nil {
+		cols := (out + 31) / 32
+		parts, chunk := be.split(cols, batch, 1024)
+		grid := driver.Dim3{X: uint32(cols), Y: uint32(parts), Z: 1}
+		np, nc := int32(parts), int32(chunk)
+		be.post(func() {
+			if be.err != nil {
+				return
+			}
+			part, ok := be.partBuf(parts, 1, out)
+			if !ok {
+				return
+			}
+			be.fail("linear_backward_db", be.kLinearBackwardDb(grid, driver.Dim3{X: 32, Y: 8, Z: 1}, 0, dbp, part, dys.ptr, nb, no, nc, acc))
+			if parts > 1 {
+				be.reduce(dbp, 0, part, 0, 0, 1, out, out, int(np), acc)
+			}
+		})
+	}
+	if dxs != nil {
+		parts, chunk := be.splitK(tiles(batch, in), out)
+		g := planGEMM(op, batch, in, parts, chunk)
+		be.post(func() {
+			if be.err != nil {
+				return
+			}
+			part, ok := be.partBuf(parts, batch, in)
+			if !ok {
+				return
+			}
+			be.fail("linear_backward_dx", be.kLinearBackwardDx(g.grid, block1D, 0, dxp, part, dys.ptr, ws.ptr, xs.ptr, nb, ni, no, int32(chunk), mask))
+			if parts > 1 {
+				be.reduce(dxp, 0, part, 0, xs.ptr, batch, in, in, parts, mask)
 			}
 		})
 	}
@@ -426,7 +580,8 @@ func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 // InfluenceDot implements compute.Backend.InfluenceDot (+=); see
 // compute/ref.InfluenceDot. For out ≤ 8 (the last layer of DAIN's MLP has
 // out = 1) the kernel influence_dot gives one warp to each cell; wider layers
-// compute t = x·gwᵀ + gb with linear_forward into scratch memory, in chunks
+// compute t = x·gwᵀ + gb with linear_forward (linear_forward_tc in the
+// tensor-core modes) into scratch memory, in chunks
 // of at most 16 Mi floats, and reduce each row against dy with
 // influence_rows. Per-cell gradients are never formed. DAIN eq. 5 (TracIn,
 // Pruthi et al., NeurIPS 2020).
@@ -455,7 +610,7 @@ func (be *Backend) InfluenceDot(score, dy, x, gw, gb compute.F32, in, out int, e
 	for off := 0; off < batch; off += chunk {
 		rows := min(chunk, batch-off)
 		nr := i32(op, rows)
-		ggrid := gemmGrid(op, rows, out, 1)
+		ggrid := planGEMM(op, rows, out, 1, in)
 		rgrid := be.grid1D(int64(rows), warpsPerBlk)
 		xp, dyp, sp := at(xs, off*in), at(dys, off*out), at(ss, off)
 		be.post(func() {
@@ -466,7 +621,7 @@ func (be *Backend) InfluenceDot(score, dy, x, gw, gb compute.F32, in, out int, e
 			if t == 0 {
 				return
 			}
-			be.fail("linear_forward", be.kLinearForward(ggrid, block1D, 0, t, xp, gws.ptr, gbs.ptr, nr, ni, no, 0))
+			be.fail("linear_forward", be.forwardGEMM(ggrid, t, 0, xp, gws.ptr, gbs.ptr, nr, ni, no, 0))
 			if be.err == nil {
 				be.fail("influence_rows", be.kInfluenceRows(rgrid, block1D, 0, sp, dyp, t, nr, no, eta))
 			}

@@ -8,7 +8,8 @@
 //     a fixed order: deterministic), and atomic_add (float red.add);
 //   - philox4x32_10, identical to compute.Philox (Salmon et al., SC 2011);
 //   - gemm_64x64, the shared-memory SGEMM main loop used by linear_forward,
-//     linear_backward_dx and linear_backward_dw.
+//     linear_backward_dx and linear_backward_dw;
+//   - epilogue flag bits shared by the GEMM kernels and split_k_reduce.
 #pragma once
 
 #include <cstdint>
@@ -136,7 +137,11 @@ constexpr int kGemmPad = 4;        // row padding (floats) of the staged tiles
 enum GemmLayout { kKContig = 0, kRContig = 1 };
 
 // GemmStage holds one thread's share (4 values) of a BK×64 operand tile on
-// its way from global to shared memory.
+// its way from global to shared memory. With ones = true (kRContig only)
+// the operand has one more row r = R that reads as 1 for every k < kmax: a
+// GEMM against it sums the other operand over k, which is how
+// linear_backward_dw forms the bias gradient in the same pass as the weight
+// gradient.
 template <int L>
 struct GemmStage {
     float v[4];
@@ -144,7 +149,7 @@ struct GemmStage {
     // load reads the share of thread tid of the tile rows [r0, r0+64) × k
     // [k0, k0+BK) of the R×K operand P (k < kmax), zero outside.
     __device__ __forceinline__ void load(const float* __restrict__ P, int64_t ld, int R, int kmax,
-                                         int r0, int k0, int tid) {
+                                         int r0, int k0, int tid, bool ones = false) {
         if (L == kKContig) {
             const int r = r0 + (tid >> 2);
             const int k = k0 + (tid & 3) * 4;
@@ -154,9 +159,11 @@ struct GemmStage {
         } else {
             const int r = r0 + (tid & 63);
             const int k = k0 + (tid >> 6);
+            const float pad = (ones && r == R) ? 1.f : 0.f;
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-                v[j] = (r < R && k + 4 * j < kmax) ? P[(int64_t)(k + 4 * j) * ld + r] : 0.f;  // guard
+                v[j] = (r < R && k + 4 * j < kmax) ? P[(int64_t)(k + 4 * j) * ld + r]
+                                                   : (k + 4 * j < kmax ? pad : 0.f);  // guard
         }
     }
 
@@ -176,12 +183,15 @@ struct GemmStage {
 
 // gemm_64x64 accumulates into acc (which it first clears) the tile of C at
 // rows [m0, m0+64) and columns [n0, n0+64), summing k over [k_begin, k_end).
-// Must be called by all 256 threads of the block (it synchronises).
+// ones_b adds the row of ones of GemmStage to B at column N (LB must be
+// kRContig). Must be called by all 256 threads of the block (it
+// synchronises).
 template <int LA, int LB>
 __device__ __forceinline__ void gemm_64x64(float (&acc)[4][4],
                                            const float* __restrict__ A, int64_t lda,
                                            const float* __restrict__ B, int64_t ldb,
-                                           int M, int N, int m0, int n0, int k_begin, int k_end) {
+                                           int M, int N, int m0, int n0, int k_begin, int k_end,
+                                           bool ones_b = false) {
     __shared__ __align__(16) float As[2][kGemmBK][kGemmBM + kGemmPad];
     __shared__ __align__(16) float Bs[2][kGemmBK][kGemmBN + kGemmPad];
     const int tid = threadIdx.x;
@@ -195,7 +205,7 @@ __device__ __forceinline__ void gemm_64x64(float (&acc)[4][4],
     GemmStage<LA> sa;
     GemmStage<LB> sb;
     sa.load(A, lda, M, k_end, m0, k_begin, tid);
-    sb.load(B, ldb, N, k_end, n0, k_begin, tid);
+    sb.load(B, ldb, N, k_end, n0, k_begin, tid, ones_b);
     sa.store(As[0], tid);
     sb.store(Bs[0], tid);
     __syncthreads();
@@ -205,7 +215,7 @@ __device__ __forceinline__ void gemm_64x64(float (&acc)[4][4],
         const bool more = k0 + kGemmBK < k_end;
         if (more) {  // prefetch the next stage into registers
             sa.load(A, lda, M, k_end, m0, k0 + kGemmBK, tid);
-            sb.load(B, ldb, N, k_end, n0, k0 + kGemmBK, tid);
+            sb.load(B, ldb, N, k_end, n0, k0 + kGemmBK, tid, ones_b);
         }
 #pragma unroll
         for (int kk = 0; kk < kGemmBK; ++kk) {
@@ -226,5 +236,15 @@ __device__ __forceinline__ void gemm_64x64(float (&acc)[4][4],
         buf ^= 1;
     }
 }
+
+// ---------------------------------------------------------------------------
+// GEMM epilogue flags: the bits of the flags argument of the Linear GEMM
+// kernels and split_k_reduce.
+
+constexpr int kEpiAccumulate = 1;  // add to the output instead of overwriting it
+constexpr int kEpiRelu = 2;        // apply ReLU (v < 0 ? 0 : v) after the bias
+constexpr int kEpiMask = 4;        // multiply by [x > 0] (ReLU mask of the layer below)
+constexpr int kEpiBias = 8;        // dW kernels: also form the bias gradient db
+constexpr int kEpiX3 = 16;         // tensor-core kernels: 3xTF32 instead of TF32
 
 }  // namespace dainx

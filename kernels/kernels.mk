@@ -26,7 +26,7 @@ kernels: $(KERNEL_PTX)
 	done
 	go run ./cuda/internal/kernelgen
 
-kernels/ptx/%.ptx: kernels/%.cu kernels/common.cuh scripts/build-kernels.sh
+kernels/ptx/%.ptx: kernels/%.cu $(wildcard kernels/*.cuh) scripts/build-kernels.sh
 	NVCC=$(NVCC) scripts/build-kernels.sh kernels/ptx $<
 
 check-kernels:

@@ -1,25 +1,36 @@
-// linear_forward: a fused Linear layer, GEMM + bias + optional ReLU.
+// linear_forward: a fused Linear layer, GEMM + bias + optional ReLU,
+// optionally split over the input width (split-K).
 //
-//   y[b,o] = φ(Σ_i x[b,i]·w[o,i] + bias[o])                            (=)
-//   φ = ReLU (v < 0 ? 0 : v, so NaN and −0 pass through) if relu ≠ 0,
-//   else identity
+//   gridDim.z = 1:  y[b,o] = φ(Σ_i x[b,i]·w[o,i] + bias[o])             (=)
+//   gridDim.z = S:  part[z,b,o] = Σ_{i ∈ chunk z} x[b,i]·w[o,i]          (=)
+//                   then split_k_reduce adds the S parts in order, the
+//                   bias, and applies φ into y.
+//   φ = ReLU (v < 0 ? 0 : v, so NaN and −0 pass through) if flags has
+//   kEpiRelu (2), else identity; chunk z = [z·kchunk, min(I, (z+1)·kchunk)).
 //
-// Shapes: x B×I, w O×I (PyTorch's nn.Linear layout), bias O, y B×O.
-// Launch: block 256 threads (16×16); grid (⌈B/64⌉, ⌈O/64⌉, 1); static shared
-//   memory 17 408 bytes (common.cuh gemm_64x64). Any B, I, O ≥ 1; edges are
-//   guarded. 64-bit offsets.
+// Shapes: x B×I, w O×I (PyTorch's nn.Linear layout), bias O, y B×O,
+//   part S×B×O (unused if S = 1).
+// Launch: block 256 threads (16×16); grid (⌈B/64⌉, ⌈O/64⌉, S) with
+//   S = ⌈I/kchunk⌉; static shared memory 17 408 bytes (common.cuh
+//   gemm_64x64). Any B, I, O ≥ 1; edges are guarded. 64-bit offsets.
 // Atomics: none; deterministic (k summed in a fixed order per element).
 // Reference: compute/ref.LinearForward; DAIN eq. 4, Z_m = φ(W_m Z_{m−1} + b_m).
 #include "common.cuh"
 
 extern "C" __global__ void __launch_bounds__(dainx::kGemmThreads)
-linear_forward(float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ w,
-               const float* __restrict__ bias, int32_t batch, int32_t in, int32_t out, int32_t relu) {
+linear_forward(float* __restrict__ y, float* __restrict__ part, const float* __restrict__ x,
+               const float* __restrict__ w, const float* __restrict__ bias, int32_t batch, int32_t in,
+               int32_t out, int32_t kchunk, int32_t flags) {
     using namespace dainx;
     const int m0 = blockIdx.x * kGemmBM, n0 = blockIdx.y * kGemmBN;
+    const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)in);
+    const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)in);
     float acc[4][4];
     // C(b,o) = Σ_i A(b,i)·B(i,o), A(b,i) = x[b·I + i], B(i,o) = w[o·I + i].
-    gemm_64x64<kKContig, kKContig>(acc, x, in, w, in, batch, out, m0, n0, 0, in);
+    gemm_64x64<kKContig, kKContig>(acc, x, in, w, in, batch, out, m0, n0, k_begin, k_end);
+    const bool split = gridDim.z > 1;
+    float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * out : y;
+    const bool relu = (flags & kEpiRelu) != 0;
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -29,9 +40,12 @@ linear_forward(float* __restrict__ y, const float* __restrict__ x, const float* 
         for (int j = 0; j < 4; ++j) {
             const int n = n0 + tx * 4 + j;
             if (n >= out) continue;  // guard
-            float v = acc[i][j] + bias[n];
-            if (relu && v < 0.f) v = 0.f;
-            y[(int64_t)m * out + n] = v;
+            float v = acc[i][j];
+            if (!split) {
+                v += bias[n];
+                if (relu && v < 0.f) v = 0.f;
+            }
+            dst[(int64_t)m * out + n] = v;
         }
     }
 }

@@ -11,7 +11,9 @@
 #include "linear_backward_db.cu"
 #include "linear_backward_dw.cu"
 #include "linear_backward_dx.cu"
+#include "linear_backward_out1.cu"
 #include "linear_forward.cu"
+#include "linear_forward_out1.cu"
 #include "mse_grad.cu"
 #include "sample_alias.cu"
 #include "scatter_rows.cu"
@@ -33,40 +35,77 @@ static void check(const char* what, const vector<float>& got, const vector<doubl
 static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
 int main() {
-    // Linear layers
-    int shapes[][3] = {{1, 1, 1}, {65, 17, 3}, {64, 64, 64}, {130, 150, 70}, {33, 5, 1}, {3, 40, 129}, {0 + 200, 128, 1}};
+    // Linear layers. Each GEMM runs unsplit and split (kchunk 16, 48 and
+    // 128, reduced by split_k_reduce), every epilogue flag on and off.
+    int shapes[][3] = {{1, 1, 1}, {65, 17, 3}, {64, 64, 64}, {130, 150, 70}, {33, 5, 1}, {3, 40, 129}, {0 + 200, 128, 1}, {70, 63, 1}};
     for (auto& s : shapes) {
         int B = s[0], I = s[1], O = s[2];
         auto x = rnd((size_t)B * I), w = rnd((size_t)O * I), bias = rnd(O), dy = rnd((size_t)B * O);
+        for (size_t i = 0; i < x.size(); i += 3) x[i] = 0;  // ReLU zeros for the mask
+        char buf[160];
         for (int relu = 0; relu < 2; ++relu) {
-            vector<float> y((size_t)B * O, NAN);
-            launch({cdiv(B, 64), cdiv(O, 64), 1}, {256, 1, 1}, [&] { linear_forward(y.data(), x.data(), w.data(), bias.data(), B, I, O, relu); });
             vector<double> want((size_t)B * O);
             for (int b = 0; b < B; ++b) for (int o = 0; o < O; ++o) { double t = bias[o]; for (int i = 0; i < I; ++i) t += (double)x[b * I + i] * w[o * I + i]; if (relu && t < 0) t = 0; want[b * O + o] = t; }
-            char buf[100]; snprintf(buf, 100, "linear_forward %dx%dx%d relu %d", B, I, O, relu); check(buf, y, want);
+            for (int kchunk : {I, 16, 48, 128}) {
+                int parts = cdiv(I, kchunk);
+                vector<float> y((size_t)B * O, NAN), part((size_t)parts * B * O, NAN);
+                launch({cdiv(B, 64), cdiv(O, 64), (unsigned)parts}, {256, 1, 1}, [&] { linear_forward(y.data(), part.data(), x.data(), w.data(), bias.data(), B, I, O, kchunk, relu ? 2 : 0); });
+                if (parts > 1) launch({3, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(y.data(), nullptr, part.data(), bias.data(), nullptr, B, O, O, parts, relu ? 2 : 0); });
+                snprintf(buf, sizeof buf, "linear_forward %dx%dx%d relu %d chunk %d", B, I, O, relu, kchunk); check(buf, y, want);
+            }
+            if (O == 1) {
+                vector<float> y(B, NAN);
+                launch({2, 1, 1}, {256, 1, 1}, [&] { linear_forward_out1(y.data(), x.data(), w.data(), bias.data(), B, I, relu ? 2 : 0); });
+                snprintf(buf, sizeof buf, "linear_forward_out1 %dx%d relu %d", B, I, relu); check(buf, y, want);
+            }
         }
         for (int mask = 0; mask < 2; ++mask) {
-            vector<float> dx((size_t)B * I, NAN);
-            launch({cdiv(B, 64), cdiv(I, 64), 1}, {256, 1, 1}, [&] { linear_backward_dx(dx.data(), dy.data(), w.data(), x.data(), B, I, O, mask); });
             vector<double> want((size_t)B * I);
             for (int b = 0; b < B; ++b) for (int i = 0; i < I; ++i) { double t = 0; for (int o = 0; o < O; ++o) t += (double)dy[b * O + o] * w[o * I + i]; if (mask && !(x[b * I + i] > 0)) t = 0; want[b * I + i] = t; }
-            char buf[100]; snprintf(buf, 100, "linear_backward_dx %dx%dx%d mask %d", B, I, O, mask); check(buf, dx, want);
+            for (int kchunk : {O, 16, 48}) {
+                int parts = cdiv(O, kchunk);
+                vector<float> dx((size_t)B * I, NAN), part((size_t)parts * B * I, NAN);
+                launch({cdiv(B, 64), cdiv(I, 64), (unsigned)parts}, {256, 1, 1}, [&] { linear_backward_dx(dx.data(), part.data(), dy.data(), w.data(), x.data(), B, I, O, kchunk, mask ? 4 : 0); });
+                if (parts > 1) launch({3, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(dx.data(), nullptr, part.data(), nullptr, x.data(), B, I, I, parts, mask ? 4 : 0); });
+                snprintf(buf, sizeof buf, "linear_backward_dx %dx%dx%d mask %d chunk %d", B, I, O, mask, kchunk); check(buf, dx, want);
+            }
         }
         vector<double> dww((size_t)O * I), dbw(O);
         for (int o = 0; o < O; ++o) { double tb = 0; for (int b = 0; b < B; ++b) tb += dy[b * O + o]; dbw[o] = tb; for (int i = 0; i < I; ++i) { double t = 0; for (int b = 0; b < B; ++b) t += (double)dy[b * O + o] * x[b * I + i]; dww[o * I + i] = t; } }
         for (int kchunk : {B, 16, 32, 48}) {
             int parts = cdiv(B, kchunk);
             for (int acc = 0; acc < 2; ++acc) {
-                vector<float> dw((size_t)O * I, acc ? 1.f : NAN), part((size_t)parts * O * I, NAN);
-                launch({cdiv(O, 64), cdiv(I, 64), (unsigned)parts}, {256, 1, 1}, [&] { linear_backward_dw(dw.data(), part.data(), dy.data(), x.data(), B, I, O, kchunk, acc); });
-                if (parts > 1) launch({4, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(dw.data(), part.data(), O * I, parts, acc); });
-                vector<double> want = dww; if (acc) for (auto& v : want) v += 1;
-                char buf[100]; snprintf(buf, 100, "linear_backward_dw %dx%dx%d chunk %d acc %d", B, I, O, kchunk, acc); check(buf, dw, want);
+                vector<double> want = dww, wantb = dbw; if (acc) { for (auto& v : want) v += 1; for (auto& v : wantb) v += 1; }
+                for (int withb = 0; withb < 2; ++withb) {
+                    int P = I + withb;
+                    vector<float> dw((size_t)O * I, acc ? 1.f : NAN), db(O, acc ? 1.f : NAN), part((size_t)parts * O * P, NAN);
+                    int flags = (acc ? 1 : 0) | (withb ? 8 : 0);
+                    launch({cdiv(O, 64), cdiv(P, 64), (unsigned)parts}, {256, 1, 1}, [&] { linear_backward_dw(dw.data(), withb ? db.data() : nullptr, part.data(), dy.data(), x.data(), B, I, O, kchunk, flags); });
+                    if (parts > 1) launch({4, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(dw.data(), withb ? db.data() : nullptr, part.data(), nullptr, nullptr, O, I, P, parts, acc); });
+                    snprintf(buf, sizeof buf, "linear_backward_dw %dx%dx%d chunk %d acc %d db %d", B, I, O, kchunk, acc, withb); check(buf, dw, want);
+                    if (withb) { snprintf(buf, sizeof buf, "linear_backward_dw (db) %dx%dx%d chunk %d acc %d", B, I, O, kchunk, acc); check(buf, db, wantb); }
+                    else for (float v : db) if (!std::isnan(v) && !acc) { printf("FAIL linear_backward_dw wrote db without kEpiBias\n"); fails++; break; }
+                }
                 vector<float> db(O, acc ? 1.f : NAN), pdb((size_t)parts * O, NAN);
                 launch({cdiv(O, 32), (unsigned)parts, 1}, {32, 8, 1}, [&] { linear_backward_db(db.data(), pdb.data(), dy.data(), B, O, kchunk, acc); });
-                if (parts > 1) launch({2, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(db.data(), pdb.data(), O, parts, acc); });
-                vector<double> wantb = dbw; if (acc) for (auto& v : wantb) v += 1;
-                snprintf(buf, 100, "linear_backward_db %dx%d chunk %d acc %d", B, O, kchunk, acc); check(buf, db, wantb);
+                if (parts > 1) launch({2, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(db.data(), nullptr, pdb.data(), nullptr, nullptr, 1, O, O, parts, acc); });
+                snprintf(buf, sizeof buf, "linear_backward_db %dx%d chunk %d acc %d", B, O, kchunk, acc); check(buf, db, wantb);
+                if (O == 1) for (int mask = 0; mask < 2; ++mask) for (int which = 0; which < 4; ++which) {
+                    // which: 0 all, 1 dx only, 2 dw+db, 3 db+dx
+                    bool wx = which != 2, ww = which == 0 || which == 2, wb = which != 1;
+                    vector<float> dx((size_t)B * I, NAN), dw1(I, acc ? 1.f : NAN), db1(1, acc ? 1.f : NAN), part((size_t)parts * (I + 1), NAN);
+                    bool red = parts > 1 && (ww || wb);
+                    int flags = (acc ? 1 : 0) | (mask ? 4 : 0);
+                    launch({cdiv(I, 32), (unsigned)parts, 1}, {32, 8, 1}, [&] { linear_backward_out1(wx ? dx.data() : nullptr, ww ? dw1.data() : nullptr, wb ? db1.data() : nullptr, red ? part.data() : nullptr, dy.data(), x.data(), w.data(), B, I, kchunk, flags); });
+                    if (red) launch({2, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(ww ? dw1.data() : nullptr, wb ? db1.data() : nullptr, part.data(), nullptr, nullptr, 1, I, I + 1, parts, acc); });
+                    vector<double> wdx((size_t)B * I);
+                    for (int b = 0; b < B; ++b) for (int i = 0; i < I; ++i) wdx[b * I + i] = (mask && !(x[b * I + i] > 0)) ? 0 : (double)dy[b] * w[i];
+                    snprintf(buf, sizeof buf, "linear_backward_out1 %dx%d chunk %d acc %d mask %d which %d", B, I, kchunk, acc, mask, which);
+                    if (wx) check(buf, dx, wdx);
+                    if (ww) check(buf, dw1, want);
+                    if (wb) check(buf, db1, wantb);
+                    if (!ww && !acc) for (float v : dw1) if (!std::isnan(v)) { printf("FAIL %s: dw written\n", buf); fails++; break; }
+                }
             }
         }
         // influence: direct and via t
@@ -74,9 +113,9 @@ int main() {
         vector<double> wants(B);
         for (int b = 0; b < B; ++b) { double t = 0; for (int o = 0; o < O; ++o) { double s2 = gb[o]; for (int i = 0; i < I; ++i) s2 += (double)w[o * I + i] * x[b * I + i]; t += dy[b * O + o] * s2; } wants[b] = 0.5 + 0.25 * t; }
         launch({3, 1, 1}, {256, 1, 1}, [&] { influence_dot(score.data(), dy.data(), x.data(), w.data(), gb.data(), B, I, O, 0.25f); });
-        char buf[100]; snprintf(buf, 100, "influence_dot %dx%dx%d", B, I, O); check(buf, score, wants);
+        snprintf(buf, 100, "influence_dot %dx%dx%d", B, I, O); check(buf, score, wants);
         vector<float> score2(B, 0.5f), t((size_t)B * O);
-        launch({cdiv(B, 64), cdiv(O, 64), 1}, {256, 1, 1}, [&] { linear_forward(t.data(), x.data(), w.data(), gb.data(), B, I, O, 0); });
+        launch({cdiv(B, 64), cdiv(O, 64), 1}, {256, 1, 1}, [&] { linear_forward(t.data(), nullptr, x.data(), w.data(), gb.data(), B, I, O, I, 0); });
         launch({2, 1, 1}, {256, 1, 1}, [&] { influence_rows(score2.data(), dy.data(), t.data(), B, O, 0.25f); });
         snprintf(buf, 100, "influence_rows %dx%dx%d", B, I, O); check(buf, score2, wants);
     }

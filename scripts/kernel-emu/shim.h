@@ -39,21 +39,26 @@ inline double emu_shfl(double v, int mask) {
 }
 inline float emu_shfl_xor(float v, int mask) { return (float)emu_shfl((double)v, mask); }
 inline double emu_shfl_xor_d(double v, int mask) { return emu_shfl(v, mask); }
-// launch runs kernel f over grid × block, one block at a time, one host thread per CUDA thread.
+// launch runs kernel f over grid × block, one block at a time, one host
+// thread per CUDA thread; the same host threads run every block in turn,
+// meeting at a barrier between blocks (so a block's static __shared__ arrays
+// are reused, as on a GPU, but never by two blocks at once). As on a GPU,
+// every thread of a block must reach the same number of __syncthreads.
 template <class F>
 void launch(dim3 grid, dim3 block, F f) {
     gridDim = grid; blockDim = block;
     int n = block.x * block.y * block.z;
-    for (unsigned bz = 0; bz < grid.z; ++bz) for (unsigned by = 0; by < grid.y; ++by) for (unsigned bx = 0; bx < grid.x; ++bx) {
-        std::barrier<> bb(n); g_block_barrier = &bb;
-        g_warp_barriers.clear();
-        for (int w = 0; w < (n + 31) / 32; ++w) g_warp_barriers.emplace_back(new std::barrier<>(std::min(32, n - 32 * w)));
-        std::vector<std::thread> ts;
-        for (int t = 0; t < n; ++t) ts.emplace_back([=] {
-            threadIdx = {(unsigned)(t % block.x), (unsigned)((t / block.x) % block.y), (unsigned)(t / (block.x * block.y))};
+    std::barrier<> bb(n); g_block_barrier = &bb;
+    g_warp_barriers.clear();
+    for (int w = 0; w < (n + 31) / 32; ++w) g_warp_barriers.emplace_back(new std::barrier<>(std::min(32, n - 32 * w)));
+    std::vector<std::thread> ts;
+    for (int t = 0; t < n; ++t) ts.emplace_back([=, &bb] {
+        threadIdx = {(unsigned)(t % block.x), (unsigned)((t / block.x) % block.y), (unsigned)(t / (block.x * block.y))};
+        for (unsigned bz = 0; bz < grid.z; ++bz) for (unsigned by = 0; by < grid.y; ++by) for (unsigned bx = 0; bx < grid.x; ++bx) {
             blockIdx = {bx, by, bz};
             f();
-        });
-        for (auto& t : ts) t.join();
-    }
+            bb.arrive_and_wait();
+        }
+    });
+    for (auto& t : ts) t.join();
 }
