@@ -68,6 +68,13 @@ for f in movingmnist100.tsv.gz foursquare_nyc.tsv.gz movielens_latest_small.tsv.
 	fi
 done
 
+# The commit the binaries were built from (the GPU machine has no .git).
+c=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+	c="$c+dirty"
+fi
+echo "$c" >"$dev/COMMIT"
+
 du -sh "$dev" | sed 's/^/device-bundle: total /'
 size=$(du -sm "$dev" | cut -f1)
 if [ "$size" -gt 40 ]; then

@@ -23,9 +23,12 @@
 #           augment.log (progress of every run), aug_<tensor>_<backend>.json
 #           (the reports), compare.txt (test RMSE of each pair, and whether
 #           CUDA is within 2% of the CPU), summary.txt
-#   PLAN=3  benchmarks (about 7 minutes)
-#           benchrun.txt, results/gpu-DATE.{json,md} (copy them into
-#           bench/results/), summary.txt
+#   PLAN=3  benchmarks (about 7 minutes): benchrun twice, the measurements
+#           (ops, the training step and TracIn in every precision, the
+#           PyTorch peers in interleaved rounds, PAIRED of them, default 5)
+#           and the end-to-end runs on the GPU (demo, movielens, the whole
+#           default run on movingmnist100); benchrun.txt, results/gpu-DATE*
+#           .{json,md} (copy them into bench/results/), summary.txt
 #
 # Every step has a time limit (STEP_TIMEOUT seconds, set per preset); a
 # failing step is recorded and the others still run; the exit status is
@@ -191,13 +194,19 @@ PY
 }
 
 plan3() {
-	STEP_TIMEOUT=${STEP_TIMEOUT:-460}
+	STEP_TIMEOUT=${STEP_TIMEOUT:-330}
 	need $dev/benchrun $dev/dainx || return
+	local commit
+	commit=$(cat $dev/COMMIT 2>/dev/null || echo unknown)
 	# shellcheck disable=SC2086
-	step benchrun benchrun.txt env DAINX_DATA=$dev/data $dev/benchrun -dainx $dev/dainx -generic=false \
+	step "benchrun (ops, steps, peers)" benchrun.txt env DAINX_DATA=$dev/data $dev/benchrun -dainx $dev/dainx \
+		-commit "$commit" -e2e=false -generic=false -paired "${PAIRED:-5}" -out "$OUT/results" ${BENCHFLAGS:-}
+	# shellcheck disable=SC2086
+	step "benchrun (end to end)" benchrun.txt env DAINX_DATA=$dev/data $dev/benchrun -dainx $dev/dainx \
+		-commit "$commit" -micro=false -e2e-runs demo,movielens,movingmnist -movingmnist-epochs 0 -movingmnist-full \
 		-out "$OUT/results" ${BENCHFLAGS:-}
 	rm -f "$OUT/results/latest.json" "$OUT/results/latest.md"
-	tail -n 60 "$OUT/benchrun.txt"
+	grep -v '^|' "$OUT/benchrun.txt" | tail -n 40
 }
 
 case $PLAN in
