@@ -16,10 +16,13 @@ const (
 	kernelInfluenceRows                      // kernels/influence_rows.cu
 	kernelLinearBackwardDb                   // kernels/linear_backward_db.cu
 	kernelLinearBackwardDw                   // kernels/linear_backward_dw.cu
+	kernelLinearBackwardDwTc                 // kernels/linear_backward_dw_tc.cu
 	kernelLinearBackwardDx                   // kernels/linear_backward_dx.cu
+	kernelLinearBackwardDxTc                 // kernels/linear_backward_dx_tc.cu
 	kernelLinearBackwardOut1                 // kernels/linear_backward_out1.cu
 	kernelLinearForward                      // kernels/linear_forward.cu
 	kernelLinearForwardOut1                  // kernels/linear_forward_out1.cu
+	kernelLinearForwardTc                    // kernels/linear_forward_tc.cu
 	kernelMseGrad                            // kernels/mse_grad.cu
 	kernelSampleAlias                        // kernels/sample_alias.cu
 	kernelScatterRows                        // kernels/scatter_rows.cu
@@ -38,10 +41,13 @@ var kernelNames = [numKernels]string{
 	"influence_rows",
 	"linear_backward_db",
 	"linear_backward_dw",
+	"linear_backward_dw_tc",
 	"linear_backward_dx",
+	"linear_backward_dx_tc",
 	"linear_backward_out1",
 	"linear_forward",
 	"linear_forward_out1",
+	"linear_forward_tc",
 	"mse_grad",
 	"sample_alias",
 	"scatter_rows",
@@ -59,10 +65,13 @@ var kernelParamSizes = [numKernels][]int{
 	kernelInfluenceRows:      {8, 8, 8, 4, 4, 4},
 	kernelLinearBackwardDb:   {8, 8, 8, 4, 4, 4, 4},
 	kernelLinearBackwardDw:   {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDwTc: {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 	kernelLinearBackwardDx:   {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDxTc: {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 	kernelLinearBackwardOut1: {8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4},
 	kernelLinearForward:      {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 	kernelLinearForwardOut1:  {8, 8, 8, 8, 4, 4, 4},
+	kernelLinearForwardTc:    {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 	kernelMseGrad:            {8, 8, 8, 8, 4, 4},
 	kernelSampleAlias:        {8, 8, 8, 4, 4, 4, 4, 8, 8},
 	kernelScatterRows:        {8, 8, 8, 4, 4, 4, 4, 4},

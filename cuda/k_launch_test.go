@@ -26,9 +26,17 @@ var launchZero = [numKernels]func(be *Backend) error{
 		var z driver.Dim3
 		return be.kLinearBackwardDw(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
+	kernelLinearBackwardDwTc: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardDwTc(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
 	kernelLinearBackwardDx: func(be *Backend) error {
 		var z driver.Dim3
 		return be.kLinearBackwardDx(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearBackwardDxTc: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardDxTc(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelLinearBackwardOut1: func(be *Backend) error {
 		var z driver.Dim3
@@ -39,9 +47,13 @@ var launchZero = [numKernels]func(be *Backend) error{
 		return be.kLinearForward(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelLinearForwardOut1: func(be *Backend) error { var z driver.Dim3; return be.kLinearForwardOut1(z, z, 0, 0, 0, 0, 0, 0, 0, 0) },
-	kernelMseGrad:           func(be *Backend) error { var z driver.Dim3; return be.kMseGrad(z, z, 0, 0, 0, 0, 0, 0, 0) },
-	kernelSampleAlias:       func(be *Backend) error { var z driver.Dim3; return be.kSampleAlias(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	kernelScatterRows:       func(be *Backend) error { var z driver.Dim3; return be.kScatterRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	kernelLinearForwardTc: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearForwardTc(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelMseGrad:     func(be *Backend) error { var z driver.Dim3; return be.kMseGrad(z, z, 0, 0, 0, 0, 0, 0, 0) },
+	kernelSampleAlias: func(be *Backend) error { var z driver.Dim3; return be.kSampleAlias(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	kernelScatterRows: func(be *Backend) error { var z driver.Dim3; return be.kScatterRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 	kernelSplitKReduce: func(be *Backend) error {
 		var z driver.Dim3
 		return be.kSplitKReduce(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

@@ -28,6 +28,10 @@ const (
 
 var block1D = driver.Dim3{X: threads, Y: 1, Z: 1}
 
+// tcBlock is the block of the tensor-core GEMMs (kernels/gemm_tc.cuh): 128
+// threads, four warps, on the same 64×64 tiles as the float32 GEMMs.
+var tcBlock = driver.Dim3{X: 128, Y: 1, Z: 1}
+
 // grid1D returns a grid-stride grid for n items, perBlock per block: enough
 // blocks to cover n, at most 32 per SM.
 func (be *Backend) grid1D(n, perBlock int64) driver.Dim3 {
@@ -289,6 +293,18 @@ func (be *Backend) splitK(blocks, k int) (parts, chunk int) {
 	return be.split(blocks, k, 128)
 }
 
+// tc reports whether the Linear GEMMs run on tensor cores.
+func (be *Backend) tc() bool { return be.prec != compute.FP32 }
+
+// tcFlags returns the flags that select TF32 or 3xTF32 in the tensor-core
+// kernels.
+func (be *Backend) tcFlags() int32 {
+	if be.prec == compute.TF32x3 {
+		return epiX3
+	}
+	return 0
+}
+
 // reduce queues split_k_reduce over part (parts×rows×pcols) into dst
 // (rows×cols) and dst2 (rows, column cols of part), with the epilogue of
 // flags. Context thread.
@@ -315,6 +331,9 @@ func (be *Backend) partBuf(parts, rows, cols int) (p driver.DevicePtr, ok bool) 
 // forwardGEMM launches the forward GEMM of g (linear_forward, or
 // linear_forward_tc in the tensor-core modes). Context thread.
 func (be *Backend) forwardGEMM(g gemmPlan, y, part, x, w, bias driver.DevicePtr, batch, in, out int32, flags int32) error {
+	if be.tc() {
+		return be.kLinearForwardTc(g.grid, tcBlock, 0, y, part, x, w, bias, batch, in, out, int32(g.chunk), flags|be.tcFlags())
+	}
 	return be.kLinearForward(g.grid, block1D, 0, y, part, x, w, bias, batch, in, out, int32(g.chunk), flags)
 }
 
@@ -473,7 +492,11 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 			if !ok {
 				return
 			}
-			be.fail("linear_backward_dw", be.kLinearBackwardDw(g.grid, block1D, 0, dwp, dbp, part, dys.ptr, xs.ptr, nb, ni, no, int32(chunk), flags))
+			if be.tc() {
+				be.fail("linear_backward_dw_tc", be.kLinearBackwardDwTc(g.grid, tcBlock, 0, dwp, dbp, part, dys.ptr, xs.ptr, nb, ni, no, int32(chunk), flags|be.tcFlags()))
+			} else {
+				be.fail("linear_backward_dw", be.kLinearBackwardDw(g.grid, block1D, 0, dwp, dbp, part, dys.ptr, xs.ptr, nb, ni, no, int32(chunk), flags))
+			}
 			if parts > 1 {
 				be.reduce(dwp, dbp, part, 0, 0, out, in, pcols, parts, acc)
 			}
@@ -508,7 +531,11 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 			if !ok {
 				return
 			}
-			be.fail("linear_backward_dx", be.kLinearBackwardDx(g.grid, block1D, 0, dxp, part, dys.ptr, ws.ptr, xs.ptr, nb, ni, no, int32(chunk), mask))
+			if be.tc() {
+				be.fail("linear_backward_dx_tc", be.kLinearBackwardDxTc(g.grid, tcBlock, 0, dxp, part, dys.ptr, ws.ptr, xs.ptr, nb, ni, no, int32(chunk), mask|be.tcFlags()))
+			} else {
+				be.fail("linear_backward_dx", be.kLinearBackwardDx(g.grid, block1D, 0, dxp, part, dys.ptr, ws.ptr, xs.ptr, nb, ni, no, int32(chunk), mask))
+			}
 			if parts > 1 {
 				be.reduce(dxp, 0, part, 0, xs.ptr, batch, in, in, parts, mask)
 			}

@@ -10,16 +10,21 @@
 #include "influence_rows.cu"
 #include "linear_backward_db.cu"
 #include "linear_backward_dw.cu"
+#include "linear_backward_dw_tc.cu"
 #include "linear_backward_dx.cu"
+#include "linear_backward_dx_tc.cu"
 #include "linear_backward_out1.cu"
 #include "linear_forward.cu"
 #include "linear_forward_out1.cu"
+#include "linear_forward_tc.cu"
 #include "mse_grad.cu"
 #include "sample_alias.cu"
 #include "scatter_rows.cu"
 #include "split_k_reduce.cu"
 #include <cstdio>
 #include <random>
+#include <string>
+#include <cstdlib>
 using namespace std;
 static mt19937 rng(1);
 static vector<float> rnd(size_t n) { uniform_real_distribution<float> d(-1, 1); vector<float> v(n); for (auto& x : v) x = d(rng); return v; }
@@ -33,8 +38,61 @@ static void check(const char* what, const vector<float>& got, const vector<doubl
     if (bad) { printf("FAIL %s: %d/%zu bad\n", what, bad, want.size()); fails++; }
 }
 static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
+// tf32r returns v rounded to TF32 as cvt.rna does, for the TF32 references.
+static float tf32r(float v) { uint32_t u = emu_tf32(v); float r; memcpy(&r, &u, 4); return r; }
+
+// testTC checks the tensor-core kernels (linear_*_tc) on one shape. In TF32
+// mode the float64 reference uses the operands rounded to TF32, so that
+// only the float32 accumulation separates the two and the tolerance stays
+// 1e-4: a fragment element read from the wrong place, or not rounded, fails.
+// In 3xTF32 mode the reference uses the float32 operands themselves, at the
+// same tolerance, which plain TF32 (error about 2^-11 per product) fails.
+static void testTC(int B, int I, int O, mt19937& g) {
+    auto rndv = [&](size_t n) { uniform_real_distribution<float> d(-1, 1); vector<float> v(n); for (auto& x : v) x = d(g); return v; };
+    auto x = rndv((size_t)B * I), w = rndv((size_t)O * I), bias = rndv(O), dy = rndv((size_t)B * O);
+    for (size_t i = 0; i < x.size(); i += 3) x[i] = 0;
+    char buf[160];
+    for (int x3 = 0; x3 < 2; ++x3) {
+        auto R = [&](float v) { return x3 ? (double)v : (double)tf32r(v); };
+        int fx = x3 ? 16 : 0;
+        // forward, ReLU
+        vector<double> want((size_t)B * O);
+        for (int b = 0; b < B; ++b) for (int o = 0; o < O; ++o) { double t = 0; for (int i = 0; i < I; ++i) t += R(x[b * I + i]) * R(w[o * I + i]); t += bias[o]; want[b * O + o] = t < 0 ? 0 : t; }
+        for (int kchunk : {I, 48}) {
+            int parts = cdiv(I, kchunk);
+            vector<float> y((size_t)B * O, NAN), part((size_t)parts * B * O, NAN);
+            launch({cdiv(B, 64), cdiv(O, 64), (unsigned)parts}, {128, 1, 1}, [&] { linear_forward_tc(y.data(), part.data(), x.data(), w.data(), bias.data(), B, I, O, kchunk, 2 | fx); });
+            if (parts > 1) launch({3, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(y.data(), nullptr, part.data(), bias.data(), nullptr, B, O, O, parts, 2); });
+            snprintf(buf, sizeof buf, "linear_forward_tc x3 %d %dx%dx%d chunk %d", x3, B, I, O, kchunk); check(buf, y, want);
+        }
+        // dx, mask
+        vector<double> wdx((size_t)B * I);
+        for (int b = 0; b < B; ++b) for (int i = 0; i < I; ++i) { double t = 0; for (int o = 0; o < O; ++o) t += R(dy[b * O + o]) * R(w[o * I + i]); wdx[b * I + i] = x[b * I + i] > 0 ? t : 0; }
+        for (int kchunk : {O, 16}) {
+            int parts = cdiv(O, kchunk);
+            vector<float> dx((size_t)B * I, NAN), part((size_t)parts * B * I, NAN);
+            launch({cdiv(B, 64), cdiv(I, 64), (unsigned)parts}, {128, 1, 1}, [&] { linear_backward_dx_tc(dx.data(), part.data(), dy.data(), w.data(), x.data(), B, I, O, kchunk, 4 | fx); });
+            if (parts > 1) launch({3, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(dx.data(), nullptr, part.data(), nullptr, x.data(), B, I, I, parts, 4); });
+            snprintf(buf, sizeof buf, "linear_backward_dx_tc x3 %d %dx%dx%d chunk %d", x3, B, I, O, kchunk); check(buf, dx, wdx);
+        }
+        // dw and db, accumulate
+        vector<double> wdw((size_t)O * I), wdb(O);
+        for (int o = 0; o < O; ++o) { double tb = 1; for (int b = 0; b < B; ++b) tb += R(dy[b * O + o]); wdb[o] = tb; for (int i = 0; i < I; ++i) { double t = 1; for (int b = 0; b < B; ++b) t += R(dy[b * O + o]) * R(x[b * I + i]); wdw[o * I + i] = t; } }
+        for (int kchunk : {B, 48}) for (int withb = 0; withb < 2; ++withb) {
+            int parts = cdiv(B, kchunk), P = I + withb;
+            vector<float> dw((size_t)O * I, 1.f), db(O, 1.f), part((size_t)parts * O * P, NAN);
+            launch({cdiv(O, 64), cdiv(P, 64), (unsigned)parts}, {128, 1, 1}, [&] { linear_backward_dw_tc(dw.data(), withb ? db.data() : nullptr, part.data(), dy.data(), x.data(), B, I, O, kchunk, 1 | (withb ? 8 : 0) | fx); });
+            if (parts > 1) launch({4, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(dw.data(), withb ? db.data() : nullptr, part.data(), nullptr, nullptr, O, I, P, parts, 1); });
+            snprintf(buf, sizeof buf, "linear_backward_dw_tc x3 %d %dx%dx%d chunk %d db %d", x3, B, I, O, kchunk, withb); check(buf, dw, wdw);
+            if (withb) { snprintf(buf, sizeof buf, "linear_backward_dw_tc (db) x3 %d %dx%dx%d chunk %d", x3, B, I, O, kchunk); check(buf, db, wdb); }
+        }
+    }
+}
 
 int main() {
+    // EMU_ONLY=tc runs only the tensor-core checks (quick, for kernel work).
+    const bool only_tc = getenv("EMU_ONLY") && string(getenv("EMU_ONLY")) == "tc";
+    if (!only_tc) {
     // Linear layers. Each GEMM runs unsplit and split (kchunk 16, 48 and
     // 128, reduced by split_k_reduce), every epilogue flag on and off.
     int shapes[][3] = {{1, 1, 1}, {65, 17, 3}, {64, 64, 64}, {130, 150, 70}, {33, 5, 1}, {3, 40, 129}, {0 + 200, 128, 1}, {70, 63, 1}};
@@ -119,6 +177,14 @@ int main() {
         launch({2, 1, 1}, {256, 1, 1}, [&] { influence_rows(score2.data(), dy.data(), t.data(), B, O, 0.25f); });
         snprintf(buf, 100, "influence_rows %dx%dx%d", B, I, O); check(buf, score2, wants);
     }
+    }
+    // tensor-core GEMMs
+    {
+        mt19937 g(7);
+        int tcs[][3] = {{1, 1, 1}, {65, 17, 3}, {130, 150, 70}, {3, 40, 129}, {64, 64, 64}, {70, 33, 1}};
+        for (auto& s : tcs) testTC(s[0], s[1], s[2], g);
+    }
+    if (!only_tc) {
     // gather / scatter / embedding influence / entity importance
     for (int N : {1, 3, 4}) for (int E : {1, 5, 50}) for (int layout = 0; layout < 2; ++layout) {
         int B = 37, R = 11;
@@ -184,6 +250,8 @@ int main() {
         r = dainx::philox4x32_10(make_uint4(0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff), make_uint2(0xffffffff, 0xffffffff));
         if (r.x != 0x408f276d || r.y != 0x41c83b0e || r.z != 0xa20bc7c6 || r.w != 0x6d5451fd) { printf("FAIL philox KAT f\n"); fails++; }
     }
+    }
+    if (g_emu_errors) { printf("FAIL: %d PTX rule violations (non-TF32 mma operands, or cp.async copies never waited for)\n", g_emu_errors.load()); fails++; }
     printf("%s (%d failures)\n", fails ? "FAIL" : "PASS", fails);
     return fails != 0;
 }

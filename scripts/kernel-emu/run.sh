@@ -16,8 +16,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp kernels/*.cu "$here/shim.h" "$here/emu_test.cpp" "$tmp/"
-python3 - kernels/common.cuh "$tmp/common.cuh" <<'PY'
+cp kernels/*.cu kernels/*.cuh "$here/shim.h" "$here/emu_test.cpp" "$tmp/"
+python3 - kernels/common.cuh "$tmp/common.cuh" kernels/gemm_tc.cuh "$tmp/gemm_tc.cuh" <<'PY'
 import sys
 s = open(sys.argv[1]).read()
 def cut(s, start, end, repl):
@@ -30,6 +30,14 @@ s = cut(s, '// atomic_add adds v', '// min64 returns',
         '__device__ __forceinline__ void atomic_add(float* p, float v) { std::atomic_ref<float>(*p).fetch_add(v); }\n')
 s = s.replace('#include <cstdint>', '#include <cstdint>\n#include "shim.h"', 1)
 open(sys.argv[2], 'w').write(s)
+s = open(sys.argv[3]).read()
+s = cut(s, '// tf32 returns a rounded', '// End of the PTX wrappers.',
+        '__device__ __forceinline__ uint32_t tf32(float a) { return emu_tf32(a); }\n'
+        '__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) { emu_mma_tf32(d, a, b); }\n'
+        '__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) { emu_cp_async4(dst, src, valid); }\n'
+        '__device__ __forceinline__ void cp_async_commit() { emu_cp_commit(); }\n'
+        'template <int N> __device__ __forceinline__ void cp_async_wait() { emu_cp_wait(N); }\n')
+open(sys.argv[4], 'w').write(s)
 PY
 g++ -std=c++20 -O1 -pthread -w -o "$tmp/emu_test" "$tmp/emu_test.cpp"
 "$tmp/emu_test"

@@ -1,0 +1,244 @@
+// gemm_tc.cuh: the tensor-core GEMM main loop of linear_forward_tc,
+// linear_backward_dx_tc and linear_backward_dw_tc (the TF32 and 3xTF32
+// precision modes, compute.TF32 and compute.TF32x3). No __global__
+// functions live here.
+//
+// One block of 128 threads (4 warps, 2×2) computes a 64×64 tile of
+//   C(m,n) = Σ_{k ∈ [k_begin, k_end)} A(m,k)·B(k,n)
+// with PTX mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (compute
+// capability 8.0 and later). Each warp owns a 32×32 sub-tile: 2 × 4 MMA
+// tiles of 16×8, 32 float accumulators per thread.
+//
+// Operands are read through the two layouts of common.cuh (kKContig:
+// P(r,k) = P[r·ld + k]; kRContig: P(r,k) = P[k·ld + r]) and staged into
+// shared memory in the same orientation as in global memory, so that every
+// global read is coalesced and no transpose is needed:
+//   kKContig: S[r·20 + k], 64 rows of BK = 16 k, padded to 20 floats;
+//   kRContig: S[k·72 + r], 16 k-rows of 64 r, padded to 72 floats.
+// The paddings make the fragment reads free of bank conflicts: the 32 lanes
+// of a warp read (g, t) = (lane/4, lane mod 4) at g·20 + t or t·72 + g,
+// which fall in 32 distinct banks.
+//
+// Pipeline: kTcStages = 4 stages of BK = 16, filled with cp.async.ca (4-byte
+// copies, so any alignment and leading dimension works; zero-filled outside
+// the operand, so any M, N, K ≥ 0 works), one commit group per stage and
+// one __syncthreads per stage: at iteration kt the block waits for stage kt,
+// then refills the stage it finished at kt − 1 with k-tile kt + 3.
+// Shared memory: 2 operands × 4 stages × 1 280 floats = 40 960 bytes,
+// static (under the 48 KiB that needs no opt-in).
+//
+// Rounding: each operand element a is rounded to TF32 with cvt.rna (to
+// nearest, ties away from zero, 10 explicit mantissa bits) when it is
+// loaded into a fragment. With x3 (3xTF32) it is split into h = tf32(a)
+// and l = tf32(a − h), and the accumulator takes l·h' + h·l' + h·h' (small
+// terms first; the l·l' term, below 2⁻²² of the product, is dropped).
+// Accumulation is float32 in the tensor cores, in a fixed order:
+// deterministic.
+//
+// ones_b (kRContig B only) makes B's column n = N read as 1 for every valid
+// k, as GemmStage does for linear_backward_dw: C(m,N) is then Σ_k A(m,k).
+// Offsets are 64-bit.
+#pragma once
+
+#include "common.cuh"
+
+namespace dainx {
+
+constexpr int kTcThreads = 128;  // threads per block, 4 warps
+constexpr int kTcBM = 64;        // tile rows (M)
+constexpr int kTcBN = 64;        // tile columns (N)
+constexpr int kTcBK = 16;        // k per stage
+constexpr int kTcStages = 4;     // pipeline depth
+constexpr int kTcLdK = kTcBK + 4;        // row stride of a kKContig stage
+constexpr int kTcLdR = kTcBM + 8;        // row stride of a kRContig stage
+constexpr int kTcStage = kTcBM * kTcLdK;  // floats per operand stage (the larger layout)
+constexpr int kTcSmemFloats = 2 * kTcStages * kTcStage;
+
+// ---------------------------------------------------------------------------
+// PTX wrappers. scripts/kernel-emu/run.sh replaces this block, from here to
+// the end marker, with host emulations.
+
+// tf32 returns a rounded to TF32 (cvt.rna.tf32.f32), as the bits of a float
+// whose 13 low mantissa bits are zero.
+__device__ __forceinline__ uint32_t tf32(float a) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(a));
+    return r;
+}
+
+// mma_tf32 does d += A·B for one 16×8×8 tile held in fragments, in the
+// layouts of the PTX ISA (Matrix Fragments for mma.m16n8k8, .tf32), with
+// g = lane / 4 and t = lane mod 4:
+//   a[0] = A(g, t), a[1] = A(g+8, t), a[2] = A(g, t+4), a[3] = A(g+8, t+4)
+//   b[0] = B(t, g), b[1] = B(t+4, g)
+//   d[0] = D(g, 2t), d[1] = D(g, 2t+1), d[2] = D(g+8, 2t), d[3] = D(g+8, 2t+1)
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// cp_async4 copies the float at src into shared memory at dst
+// asynchronously (cp.async.ca, 4 bytes), or writes 0 there without reading
+// src when valid is false.
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
+    uint32_t s;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(s) : "l"(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(valid ? 4 : 0) : "memory");
+}
+
+// cp_async_commit closes the group of the cp.async copies issued since the
+// last commit.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// cp_async_wait waits until at most N of this thread's committed groups are
+// still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// End of the PTX wrappers.
+// ---------------------------------------------------------------------------
+
+// tc_load_stage issues the copies of one k-tile [k0, k0+BK) ∩ [·, kmax) of
+// rows [r0, r0+64) of the R×K operand P into the stage S. Thread tid copies
+// 8 of its 1 024 elements; consecutive threads take consecutive addresses of
+// the operand's contiguous dimension. With ones, row r = R reads as 1 (a
+// plain shared store: it is made visible by the same barrier as the copies).
+template <int L>
+__device__ __forceinline__ void tc_load_stage(float* S, const float* __restrict__ P, int64_t ld, int R,
+                                              int kmax, int r0, int k0, int tid, bool ones) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const int e = tid + kTcThreads * j;
+        int r, k, s;
+        if (L == kKContig) {
+            r = e >> 4;
+            k = e & 15;
+            s = r * kTcLdK + k;
+        } else {
+            k = e >> 6;
+            r = e & 63;
+            s = k * kTcLdR + r;
+        }
+        const int gr = r0 + r, gk = k0 + k;
+        const bool valid = gr < R && gk < kmax;  // guard
+        if (ones && gr == R && gk < kmax) {
+            S[s] = 1.f;
+            continue;
+        }
+        const float* src = valid ? (L == kKContig ? P + (int64_t)gr * ld + gk : P + (int64_t)gk * ld + gr) : P;
+        cp_async4(S + s, src, valid);
+    }
+}
+
+// tc_at reads element (r, k) of an operand stage S in layout L.
+template <int L>
+__device__ __forceinline__ float tc_at(const float* S, int r, int k) {
+    return L == kKContig ? S[r * kTcLdK + k] : S[k * kTcLdR + r];
+}
+
+// tc_split rounds v to TF32 into hi and, with X3, its remainder into lo.
+template <bool X3>
+__device__ __forceinline__ void tc_split(float v, uint32_t& hi, uint32_t& lo) {
+    hi = tf32(v);
+    if (X3) lo = tf32(v - __int_as_float((int)hi));
+}
+
+// gemm_tc_64x64 accumulates into acc (which it first clears) the 64×64 tile
+// of C at rows [m0, m0+64) and columns [n0, n0+64), summing k over
+// [k_begin, k_end), using smem (kTcSmemFloats floats, 16-byte aligned) for
+// the stages. acc[i][j][c] is element c of MMA tile (i, j) of the warp (see
+// tc_for_each). Must be called by all 128 threads of the block.
+template <int LA, int LB, bool X3>
+__device__ __forceinline__ void gemm_tc_64x64(float (&acc)[2][4][4], float* smem,
+                                              const float* __restrict__ A, int64_t lda,
+                                              const float* __restrict__ B, int64_t ldb,
+                                              int M, int N, int m0, int n0, int k_begin, int k_end,
+                                              bool ones_b) {
+    const int tid = threadIdx.x;
+    const int lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
+    if (k_begin >= k_end) return;  // uniform across the block
+    float* As = smem;
+    float* Bs = smem + kTcStages * kTcStage;
+    const int ktiles = (k_end - k_begin + kTcBK - 1) / kTcBK;
+
+#pragma unroll
+    for (int s = 0; s < kTcStages - 1; ++s) {
+        if (s < ktiles) {
+            tc_load_stage<LA>(As + s * kTcStage, A, lda, M, k_end, m0, k_begin + s * kTcBK, tid, false);
+            tc_load_stage<LB>(Bs + s * kTcStage, B, ldb, N, k_end, n0, k_begin + s * kTcBK, tid, ones_b);
+        }
+        cp_async_commit();  // possibly empty: one group per stage keeps the count uniform
+    }
+    for (int kt = 0; kt < ktiles; ++kt) {
+        cp_async_wait<kTcStages - 2>();  // this thread's copies of k-tile kt have landed
+        __syncthreads();                 // everyone's have; everyone is done with k-tile kt − 1
+        const int nt = kt + kTcStages - 1;
+        if (nt < ktiles) {
+            const int s = nt % kTcStages;
+            tc_load_stage<LA>(As + s * kTcStage, A, lda, M, k_end, m0, k_begin + nt * kTcBK, tid, false);
+            tc_load_stage<LB>(Bs + s * kTcStage, B, ldb, N, k_end, n0, k_begin + nt * kTcBK, tid, ones_b);
+        }
+        cp_async_commit();
+        const float* as = As + (kt % kTcStages) * kTcStage;
+        const float* bs = Bs + (kt % kTcStages) * kTcStage;
+#pragma unroll
+        for (int kk = 0; kk < kTcBK; kk += 8) {
+            uint32_t ah[2][4], al[2][4], bh[4][2], bl[4][2];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const int r = wm + i * 16 + g;
+                tc_split<X3>(tc_at<LA>(as, r, kk + t), ah[i][0], al[i][0]);
+                tc_split<X3>(tc_at<LA>(as, r + 8, kk + t), ah[i][1], al[i][1]);
+                tc_split<X3>(tc_at<LA>(as, r, kk + t + 4), ah[i][2], al[i][2]);
+                tc_split<X3>(tc_at<LA>(as, r + 8, kk + t + 4), ah[i][3], al[i][3]);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int n = wn + j * 8 + g;
+                tc_split<X3>(tc_at<LB>(bs, n, kk + t), bh[j][0], bl[j][0]);
+                tc_split<X3>(tc_at<LB>(bs, n, kk + t + 4), bh[j][1], bl[j][1]);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (X3) {
+                        mma_tf32(acc[i][j], al[i], bh[j]);
+                        mma_tf32(acc[i][j], ah[i], bl[j]);
+                    }
+                    mma_tf32(acc[i][j], ah[i], bh[j]);
+                }
+        }
+    }
+    cp_async_wait<0>();
+}
+
+// tc_for_each calls f(m, n, v) for every accumulator of the calling thread:
+// the C element (m, n) of the block's tile at (m0, n0), m and n unguarded.
+template <class F>
+__device__ __forceinline__ void tc_for_each(const float (&acc)[2][4][4], int m0, int n0, F f) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int wm = m0 + (warp >> 1) * 32, wn = n0 + (warp & 1) * 32;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) f(wm + i * 16 + g + (c >> 1) * 8, wn + j * 8 + 2 * t + (c & 1), acc[i][j][c]);
+}
+
+}  // namespace dainx

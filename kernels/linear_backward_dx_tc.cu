@@ -1,0 +1,47 @@
+// linear_backward_dx_tc: linear_backward_dx on tensor cores (TF32 or
+// 3xTF32), the input gradient of a Linear layer with the ReLU mask of the
+// layer below, optionally split over the output width (split-K).
+//
+//   gridDim.z = 1:  dx[b,i] = (Σ_o dy[b,o]·w[o,i]) · m[b,i]             (=)
+//   gridDim.z = S:  part[z,b,i] = Σ_{o ∈ chunk z} dy[b,o]·w[o,i]         (=)
+//                   then split_k_reduce adds the S parts in order and
+//                   applies the mask into dx.
+//   m[b,i] = [x[b,i] > 0] if flags has kEpiMask (4) (NaN gives 0), else 1;
+//   products in TF32, or 3xTF32 if flags has kEpiX3 (16) (gemm_tc.cuh);
+//   chunk z = [z·kchunk, min(O, (z+1)·kchunk)).
+//
+// Shapes: dy B×O, w O×I, x B×I (read only with the mask), dx B×I,
+//   part S×B×I (unused if S = 1).
+// Launch: block 128 threads; grid (⌈B/64⌉, ⌈I/64⌉, S) with S = ⌈O/kchunk⌉;
+//   static shared memory 40 960 bytes (gemm_tc.cuh). Any B, I, O ≥ 1;
+//   edges are guarded. 64-bit offsets. Compute capability 8.0 or later.
+// Atomics: none; deterministic.
+// Reference: compute/ref.LinearBackward (dx); backpropagation through DAIN
+//   eq. 4.
+#include "gemm_tc.cuh"
+
+extern "C" __global__ void __launch_bounds__(dainx::kTcThreads)
+linear_backward_dx_tc(float* __restrict__ dx, float* __restrict__ part, const float* __restrict__ dy,
+                      const float* __restrict__ w, const float* __restrict__ x, int32_t batch, int32_t in,
+                      int32_t out, int32_t kchunk, int32_t flags) {
+    using namespace dainx;
+    __shared__ __align__(16) float smem[kTcSmemFloats];
+    const int m0 = blockIdx.x * kTcBM, n0 = blockIdx.y * kTcBN;
+    const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)out);
+    const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)out);
+    float acc[2][4][4];
+    // C(b,i) = Σ_o A(b,o)·B(o,i), A(b,o) = dy[b·O + o], B(o,i) = w[o·I + i].
+    if (flags & kEpiX3)
+        gemm_tc_64x64<kKContig, kRContig, true>(acc, smem, dy, out, w, in, batch, in, m0, n0, k_begin, k_end, false);
+    else
+        gemm_tc_64x64<kKContig, kRContig, false>(acc, smem, dy, out, w, in, batch, in, m0, n0, k_begin, k_end, false);
+    const bool split = gridDim.z > 1;
+    float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * in : dx;
+    const bool mask = !split && (flags & kEpiMask) != 0;
+    tc_for_each(acc, m0, n0, [&](int m, int n, float v) {
+        if (m >= batch || n >= in) return;  // guard
+        const int64_t off = (int64_t)m * in + n;
+        if (mask && !(x[off] > 0.f)) v = 0.f;
+        dst[off] = v;
+    });
+}

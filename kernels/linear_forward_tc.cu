@@ -1,0 +1,48 @@
+// linear_forward_tc: linear_forward on tensor cores (TF32 or 3xTF32), a
+// fused Linear layer, GEMM + bias + optional ReLU, optionally split over the
+// input width (split-K).
+//
+//   gridDim.z = 1:  y[b,o] = φ(Σ_i x[b,i]·w[o,i] + bias[o])             (=)
+//   gridDim.z = S:  part[z,b,o] = Σ_{i ∈ chunk z} x[b,i]·w[o,i]          (=)
+//                   then split_k_reduce adds the S parts in order, the
+//                   bias, and applies φ into y.
+//   φ = ReLU (v < 0 ? 0 : v, so NaN and −0 pass through) if flags has
+//   kEpiRelu (2), else identity; products in TF32, or 3xTF32 if flags has
+//   kEpiX3 (16) (gemm_tc.cuh); chunk z = [z·kchunk, min(I, (z+1)·kchunk)).
+//
+// Shapes: x B×I, w O×I (PyTorch's nn.Linear layout), bias O, y B×O,
+//   part S×B×O (unused if S = 1).
+// Launch: block 128 threads; grid (⌈B/64⌉, ⌈O/64⌉, S) with S = ⌈I/kchunk⌉;
+//   static shared memory 40 960 bytes (gemm_tc.cuh). Any B, I, O ≥ 1;
+//   edges are guarded. 64-bit offsets. Compute capability 8.0 or later.
+// Atomics: none; deterministic (fixed order per element).
+// Reference: compute/ref.LinearForward; DAIN eq. 4, Z_m = φ(W_m Z_{m−1} + b_m).
+#include "gemm_tc.cuh"
+
+extern "C" __global__ void __launch_bounds__(dainx::kTcThreads)
+linear_forward_tc(float* __restrict__ y, float* __restrict__ part, const float* __restrict__ x,
+                  const float* __restrict__ w, const float* __restrict__ bias, int32_t batch, int32_t in,
+                  int32_t out, int32_t kchunk, int32_t flags) {
+    using namespace dainx;
+    __shared__ __align__(16) float smem[kTcSmemFloats];
+    const int m0 = blockIdx.x * kTcBM, n0 = blockIdx.y * kTcBN;
+    const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)in);
+    const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)in);
+    float acc[2][4][4];
+    // C(b,o) = Σ_i A(b,i)·B(i,o), A(b,i) = x[b·I + i], B(i,o) = w[o·I + i].
+    if (flags & kEpiX3)
+        gemm_tc_64x64<kKContig, kKContig, true>(acc, smem, x, in, w, in, batch, out, m0, n0, k_begin, k_end, false);
+    else
+        gemm_tc_64x64<kKContig, kKContig, false>(acc, smem, x, in, w, in, batch, out, m0, n0, k_begin, k_end, false);
+    const bool split = gridDim.z > 1;
+    float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * out : y;
+    const bool relu = (flags & kEpiRelu) != 0;
+    tc_for_each(acc, m0, n0, [&](int m, int n, float v) {
+        if (m >= batch || n >= out) return;  // guard
+        if (!split) {
+            v += bias[n];
+            if (relu && v < 0.f) v = 0.f;
+        }
+        dst[(int64_t)m * out + n] = v;
+    });
+}
