@@ -28,14 +28,41 @@ func newBackend(t *testing.T) *cuda.Backend {
 	return be
 }
 
-// TestConformance runs the compute conformance suite on the GPU.
-// ScatterRows and EntityImportance add with float atomics, whose order, and
-// so the last bits of the result, can change from run to run.
-func TestConformance(t *testing.T) {
-	be := newBackend(t)
-	computetest.RunWith(t, be, computetest.Options{
-		Nondeterministic: []string{"ScatterRows", "EntityImportance"},
+// newBackendWith is newBackend for a precision mode, on the device of
+// $DAINX_DEVICE.
+func newBackendWith(t *testing.T, p compute.Precision) *cuda.Backend {
+	t.Helper()
+	dev, err := cuda.DeviceFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := cuda.NewWith(cuda.Options{Device: dev, Precision: p})
+	if err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
 	})
+	return be
+}
+
+// TestConformance runs the compute conformance suite on the GPU in each
+// precision mode (subtests fp32, tf32 and 3xtf32), the Linear operations
+// held to the tolerance of the mode (computetest.LinearUnit). ScatterRows
+// and EntityImportance add with float atomics, whose order, and so the last
+// bits of the result, can change from run to run.
+func TestConformance(t *testing.T) {
+	for _, p := range []compute.Precision{compute.FP32, compute.TF32, compute.TF32x3} {
+		t.Run(p.String(), func(t *testing.T) {
+			be := newBackendWith(t, p)
+			computetest.RunWith(t, be, computetest.Options{
+				Nondeterministic: []string{"ScatterRows", "EntityImportance"},
+				Precision:        p,
+			})
+		})
+	}
 }
 
 // TestSynchronous runs the suite again with DAINX_CUDA_SYNC=1, the mode

@@ -5,11 +5,25 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/dainx/dainx/compute"
 )
 
 // Unit is the unit roundoff of float32, u = 2⁻²⁴: the largest relative error
 // of one correctly rounded float32 operation.
 const Unit = 0x1p-24
+
+// LinearUnit returns the unit roundoff the Linear operations of a backend in
+// precision mode p are held to: p.UnitRoundoff(), that is 2⁻²⁴ for
+// compute.FP32 and 2⁻¹¹ for compute.TF32 (operands rounded to 10 mantissa
+// bits), and 4·2⁻²⁴ for compute.TF32x3, whose split a = h + l leaves a
+// remainder of up to 2⁻²² of a in each operand and drops the l·l' term.
+func LinearUnit(p compute.Precision) float64 {
+	if p == compute.TF32x3 {
+		return 4 * p.UnitRoundoff()
+	}
+	return p.UnitRoundoff()
+}
 
 // C is the constant c of the relative tolerance rtol = c·√K·u.
 //
@@ -38,10 +52,17 @@ const Exact = 0
 // outputs; for an output with many elements of random sign it equals
 // rms(want), which is what Close uses. For k ≤ 0 (Exact) both are zero.
 func Tolerance(mag float64, k int) (atol, rtol float64) {
+	return ToleranceUnit(mag, k, Unit)
+}
+
+// ToleranceUnit is Tolerance for results whose operations round with unit
+// roundoff u instead of float32's: rtol = C·√k·u, atol = rtol·mag. The
+// suite passes LinearUnit(Options.Precision) for the Linear operations.
+func ToleranceUnit(mag float64, k int, u float64) (atol, rtol float64) {
 	if k <= 0 {
 		return 0, 0
 	}
-	rtol = C * math.Sqrt(float64(k)) * Unit
+	rtol = C * math.Sqrt(float64(k)) * u
 	return rtol * mag, rtol
 }
 
@@ -155,11 +176,17 @@ func Close(t testing.TB, op string, s Shape, got []float32, want []float64, k in
 // differ.
 func CloseMag(t testing.TB, op string, s Shape, got []float32, want []float64, k int, mag float64) bool {
 	t.Helper()
+	return closeMag(t, op, s, got, want, k, mag, Unit)
+}
+
+// closeMag is CloseMag with the tolerance of unit roundoff u.
+func closeMag(t testing.TB, op string, s Shape, got []float32, want []float64, k int, mag, u float64) bool {
+	t.Helper()
 	if len(got) != len(want) {
 		t.Errorf("%s %v: got %d elements, want %d", op, s, len(got), len(want))
 		return false
 	}
-	atol, rtol := Tolerance(mag, k)
+	atol, rtol := ToleranceUnit(mag, k, u)
 	var (
 		bad    int
 		maxErr float64
@@ -200,7 +227,7 @@ func CloseMag(t testing.TB, op string, s Shape, got []float32, want []float64, k
 	}
 	tol := "exact"
 	if k > Exact {
-		tol = fmt.Sprintf("K=%d rtol=%.3g atol=%.3g for terms of size %.3g", k, rtol, atol, mag)
+		tol = fmt.Sprintf("K=%d u=%.3g rtol=%.3g atol=%.3g for terms of size %.3g", k, u, rtol, atol, mag)
 	}
 	t.Errorf("%s %v: %d of %d elements differ (%s); max |err| %.3g at %s\n%s",
 		op, s, bad, len(want), tol, maxErr, s.Index(maxAt), strings.Join(lines, "\n"))

@@ -60,4 +60,27 @@
 // size of the terms it sums: rms(want) for large outputs, and for the
 // reductions of the suite the larger of rms(want) and the root mean square
 // that the reference loop computes from the squares of the inputs.
+//
+// # Precision modes
+//
+// A backend that can multiply the matrices of its Linear layers in a
+// reduced precision (compute.TF32, compute.TF32x3 on tensor cores) is run
+// once per mode, naming the mode in Options.Precision:
+//
+//	computetest.RunWith(t, be, computetest.Options{Precision: compute.TF32})
+//
+// LinearForward, LinearBackward, LinearLarge and InfluenceDot are then held
+// to the same formula with the unit roundoff u of the mode in place of
+// float32's (LinearUnit, ToleranceUnit):
+//
+//	fp32    u = 2⁻²⁴    rtol = C·√K·2⁻²⁴
+//	tf32    u = 2⁻¹¹    rtol = C·√K·2⁻¹¹ (each operand rounded to 10
+//	                    mantissa bits: a product is off by up to 2u, and
+//	                    K such errors of random sign add up like √K·u)
+//	3xtf32  u = 4·2⁻²⁴  rtol = C·√K·2⁻²² (the split h + l of each operand
+//	                    leaves up to 2⁻²² of it, and the l·l' term is
+//	                    dropped)
+//
+// with atol = rtol·m as above. Every other operation, and every mode's
+// determinism, guard and read-only checks, are as in FP32.
 package computetest

@@ -24,6 +24,12 @@ type Options struct {
 	// for a backend's secondary code paths, whose index arithmetic the
 	// default path already covers. It is also skipped under -short.
 	SkipLarge bool
+	// Precision is the mode the backend multiplies the matrices of its
+	// Linear layers in (compute.FP32, the zero value, for a backend without
+	// modes). The Linear operations (LinearForward, LinearBackward,
+	// LinearLarge, InfluenceDot) are held to the tolerance of that mode,
+	// LinearUnit(Precision); every other operation to float32's, Unit.
+	Precision compute.Precision
 }
 
 // Run runs the conformance suite on be, one subtest per Backend method,
@@ -37,15 +43,20 @@ func Run(t *testing.T, be compute.Backend) {
 // RunWith is Run with options.
 func RunWith(t *testing.T, be compute.Backend, opt Options) {
 	t.Helper()
-	t.Logf("backend %q on %s", be.Name(), be.Device())
+	t.Logf("backend %q on %s, Linear layers held to %v (unit roundoff %.3g)", be.Name(), be.Device(), opt.Precision, LinearUnit(opt.Precision))
 	for _, c := range suiteOps {
 		t.Run(c.name, func(t *testing.T) {
 			if c.name == "LinearLarge" && opt.SkipLarge {
 				t.Skip("Options.SkipLarge")
 			}
+			unit := Unit
+			if linearOps[c.name] {
+				unit = LinearUnit(opt.Precision)
+			}
 			s := &suite{
 				t:      t,
 				be:     be,
+				unit:   unit,
 				op:     c.name,
 				rng:    rand.New(rand.NewPCG(1, 1)),
 				nondet: slices.Contains(opt.Nondeterministic, c.name),
@@ -88,6 +99,9 @@ var suiteOps = []struct {
 	{"SampleAlias", testSampleAlias},
 }
 
+// linearOps are the subtests held to the tolerance of Options.Precision.
+var linearOps = map[string]bool{"LinearForward": true, "LinearBackward": true, "LinearLarge": true, "InfluenceDot": true}
+
 // maxFailures is the number of failed checks after which an operation's
 // subtest stops.
 const maxFailures = 10
@@ -99,6 +113,7 @@ type suite struct {
 	op       string
 	rng      *rand.Rand
 	nondet   bool
+	unit     float64 // unit roundoff of the tolerance (Unit or LinearUnit)
 	failures int
 	loggedND bool
 	f32s     []compute.F32
@@ -122,7 +137,7 @@ func (s *suite) errorf(format string, args ...any) {
 
 func (s *suite) close(what string, sh Shape, got []float32, want []float64, k int, mag float64) {
 	s.t.Helper()
-	if !CloseMag(s.t, what, sh, got, want, k, mag) {
+	if !closeMag(s.t, what, sh, got, want, k, mag, s.unit) {
 		s.failed()
 	}
 }
