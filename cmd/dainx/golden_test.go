@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dainx/dainx/compute/cpu"
+)
+
+// The golden tests pin, bit for bit, what `dainx augment` and `dainx eval`
+// compute on the CPU backend at a fixed seed: the report and the augmented
+// cells of every method and ablation, and an evaluation's runs and summary.
+// The files under testdata/golden were recorded before issue 15's refactor
+// (one typed stage per pipeline step) and must not change with it: a
+// refactor that changes them changed behaviour. Wall times and the device
+// string (the machine's CPU) are left out.
+//
+// DAINX_GOLDEN_RECORD=1 writes the files instead of comparing; that is for
+// a deliberate change of behaviour only, reviewed as such.
+
+// goldenFlags make every run take well under a second on 2,000 cells of
+// the demo tensor.
+var goldenFlags = []string{"-input", "testdata/golden/input.tsv", "-backend", "cpu", "-quiet", "-seed", "7",
+	"-layers", "24,16,8", "-epochs", "3", "-batch", "128", "-rank", "4", "-channels", "4"}
+
+// goldenAugment is, for each method and ablation recorded before the
+// refactor, its `dainx augment` flags.
+var goldenAugment = []struct {
+	name  string
+	flags []string
+}{
+	{"dain", nil},
+	{"duplication", []string{"-method", "duplication"}},
+	{"entity-replacement", []string{"-method", "entity-replacement"}},
+	{"random-mlp", []string{"-method", "random", "-predictor", "mlp"}},
+	{"random-costco", []string{"-method", "random", "-predictor", "costco"}},
+	{"dain-mlp-predictor", []string{"-predictor", "mlp"}},
+	{"dain-costco-embedding", []string{"-model", "costco"}},
+	{"dain-representer", []string{"-influence", "representer"}},
+	{"dain-all-layers", []string{"-influence-layers", "all"}},
+	{"dain-cp1", []string{"-entity", "cp1"}},
+}
+
+// goldenEvalMethods are the methods of the recorded evaluation.
+const goldenEvalMethods = "dain,duplication,entity-replacement,random-mlp,random-costco,dain-mlp-predictor,dain-costco-embedding,dain-representer,dain-all-layers,dain-cp1"
+
+func skipUnlessGoldenMachine(t *testing.T) {
+	t.Helper()
+	if k := cpu.Kernels()[0]; k != "avx2" {
+		t.Skipf("the golden values were recorded on the avx2 GEMM path; this CPU's default is %s", k)
+	}
+}
+
+// checkGolden compares got with the file testdata/golden/name, or writes it
+// when DAINX_GOLDEN_RECORD=1.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if os.Getenv("DAINX_GOLDEN_RECORD") == "1" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the recorded golden file:\n%s", path, firstDiff(string(want), string(got)))
+	}
+}
+
+// firstDiff names the first line where want and got differ.
+func firstDiff(want, got string) string {
+	a, b := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(a), len(b)); i++ {
+		var x, y string
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return "line " + itoa(i+1) + ":\n  want " + x + "\n  got  " + y
+		}
+	}
+	return "(same lines)"
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// canonical decodes JSON, drops the keys drop names at any depth, and
+// encodes it again (sorted keys, floats in their shortest exact form).
+func canonical(t *testing.T, js []byte, drop ...string) []byte {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(js, &v); err != nil {
+		t.Fatalf("%v\n%s", err, js)
+	}
+	var strip func(any)
+	strip = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range drop {
+				delete(x, k)
+			}
+			for _, y := range x {
+				strip(y)
+			}
+		case []any:
+			for _, y := range x {
+				strip(y)
+			}
+		}
+	}
+	strip(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+// TestGoldenAugment: every method's and ablation's report and augmented
+// cells equal the recorded ones.
+func TestGoldenAugment(t *testing.T) {
+	skipUnlessGoldenMachine(t)
+	for _, g := range goldenAugment {
+		t.Run(g.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "aug.tsv")
+			args := append(append([]string{"augment", "-ratio", "0.3", "-output", out}, goldenFlags...), g.flags...)
+			code, stdout, stderr := runCLI(args...)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device"))
+			cells, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join("augment", g.name+".tsv"), cells)
+		})
+	}
+}
+
+// TestGoldenEval: an evaluation of every method and ablation gives the
+// recorded runs and summary.
+func TestGoldenEval(t *testing.T) {
+	skipUnlessGoldenMachine(t)
+	out := filepath.Join(t.TempDir(), "eval")
+	args := append([]string{"eval", "-methods", goldenEvalMethods, "-ratios", "0,0.3", "-repeats", "2", "-out", out}, goldenFlags...)
+	code, _, stderr := runCLI(args...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	runs, err := os.ReadFile(filepath.Join(out, "runs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Runs json.RawMessage `json:"runs"`
+	}
+	if err := json.Unmarshal(runs, &f); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "eval/runs.json", canonical(t, f.Runs, "seconds_fixed", "seconds_augment", "seconds_retrain", "seconds_total"))
+	summary, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "eval/summary.json", canonical(t, summary, "seconds_total_mean"))
+	if os.Getenv("DAINX_GOLDEN_RECORD") == "1" {
+		// The whole output as the code of its time wrote it, for the
+		// -resume and -merge tests of outputs made before a change.
+		dir := filepath.Join("testdata", "golden", "eval-v0")
+		os.MkdirAll(dir, 0o755)
+		for _, name := range []string{"runs.json", "runs.csv", "summary.json", "summary.md"} {
+			b, err := os.ReadFile(filepath.Join(out, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
