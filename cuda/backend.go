@@ -24,6 +24,7 @@ type Backend struct {
 	prec     compute.Precision
 	sync     bool
 	closed   atomic.Bool
+	capture  atomic.Bool // a Capture is recording
 	closeErr error
 
 	// Context-thread state: touched only by functions run through do and
@@ -36,7 +37,8 @@ type Backend struct {
 	cache   map[int64][]driver.DevicePtr // freed blocks by size class
 	live    map[driver.DevicePtr]bool    // every block from cuMemAlloc, cached or in use
 	scratch driver.DevicePtr
-	scrLen  int64 // bytes
+	scrLen  int64           // bytes
+	graphs  map[*Graph]bool // instantiated graphs, destroyed by Close
 }
 
 var _ compute.Backend = (*Backend)(nil)
@@ -129,15 +131,16 @@ func NewWith(o Options) (*Backend, error) {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
 	be := &Backend{
-		drv:   drv,
-		ctx:   ctx,
-		desc:  desc,
-		sms:   sms,
-		prec:  o.Precision,
-		sync:  os.Getenv("DAINX_CUDA_SYNC") == "1",
-		args:  driver.NewArgs(),
-		cache: map[int64][]driver.DevicePtr{},
-		live:  map[driver.DevicePtr]bool{},
+		drv:    drv,
+		ctx:    ctx,
+		desc:   desc,
+		sms:    sms,
+		prec:   o.Precision,
+		sync:   os.Getenv("DAINX_CUDA_SYNC") == "1",
+		args:   driver.NewArgs(),
+		cache:  map[int64][]driver.DevicePtr{},
+		live:   map[driver.DevicePtr]bool{},
+		graphs: map[*Graph]bool{},
 	}
 	var loadErr error
 	if err := ctx.Do(func() { loadErr = be.load() }); err != nil {
@@ -220,8 +223,13 @@ func (*Backend) Name() string { return "cuda" }
 // 79.1 GiB, compute 9.0, driver CUDA 12.4".
 func (be *Backend) Device() string { return be.desc }
 
-// do runs f on the context thread and waits. It panics after Close.
+// do runs f on the context thread and waits. It panics after Close, and
+// during Capture: only the synchronous operations (Alloc, Upload, Download,
+// Sync) wait, and none of them can be recorded into a graph.
 func (be *Backend) do(f func()) {
+	if be.capture.Load() {
+		panic("cuda: Alloc, Upload, Download or Sync during Capture (a graph records only queued operations; allocate and upload before capturing)")
+	}
 	if err := be.ctx.Do(f); err != nil {
 		panic("cuda: backend used after Close")
 	}
@@ -252,7 +260,7 @@ func (be *Backend) launch(k kernelID, grid, block driver.Dim3, shared uint32, a 
 	if err := f.Launch(grid, block, shared, be.stream, a); err != nil {
 		return err
 	}
-	if be.sync {
+	if be.sync && !be.capture.Load() {
 		return be.stream.Synchronize()
 	}
 	return nil
@@ -313,6 +321,10 @@ func (be *Backend) release() error {
 		keep(be.ctx.MemFree(p))
 	}
 	be.live, be.cache, be.scratch, be.scrLen = map[driver.DevicePtr]bool{}, map[int64][]driver.DevicePtr{}, 0, 0
+	for g := range be.graphs {
+		keep(g.exec.Destroy())
+	}
+	be.graphs = map[*Graph]bool{}
 	for k, m := range be.mods {
 		if m != nil {
 			keep(m.Unload())
@@ -389,6 +401,10 @@ func (be *Backend) releaseCache() bool {
 func (be *Backend) scratchBuf(b int64) driver.DevicePtr {
 	if b <= be.scrLen {
 		return be.scratch
+	}
+	if be.capture.Load() {
+		be.fail("scratch", fmt.Errorf("scratch memory must grow to %d bytes during Capture; run the operations once before capturing them", b))
+		return 0
 	}
 	if be.scratch != 0 {
 		// The memory may still be read by queued kernels.

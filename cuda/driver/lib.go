@@ -36,8 +36,9 @@ var libraryDirs = []string{
 // addresses of the entry points this package binds; it is safe for
 // concurrent use and is never unloaded.
 type Driver struct {
-	lib string
-	fn  symbols
+	lib     string
+	fn      symbols
+	missing []string // optional entry points the library lacks
 }
 
 // symbols holds one address per bound driver entry point. The field tag
@@ -80,6 +81,15 @@ type symbols struct {
 	cuEventSynchronize   uintptr `sym:"cuEventSynchronize"`
 	cuEventElapsedTime   uintptr `sym:"cuEventElapsedTime"`
 	cuEventDestroy       uintptr `sym:"cuEventDestroy_v2"`
+
+	// Graphs (CUDA 11.4 and later; optional: without them Graphs reports
+	// false and Capture fails with a clear error).
+	cuStreamBeginCapture uintptr `sym:"cuStreamBeginCapture_v2" optional:"graphs"`
+	cuStreamEndCapture   uintptr `sym:"cuStreamEndCapture" optional:"graphs"`
+	cuGraphInstantiate   uintptr `sym:"cuGraphInstantiateWithFlags" optional:"graphs"`
+	cuGraphLaunch        uintptr `sym:"cuGraphLaunch" optional:"graphs"`
+	cuGraphExecDestroy   uintptr `sym:"cuGraphExecDestroy" optional:"graphs"`
+	cuGraphDestroy       uintptr `sym:"cuGraphDestroy" optional:"graphs"`
 }
 
 // Load opens the CUDA driver library, resolves every bound entry point and
@@ -159,6 +169,10 @@ func (d *Driver) resolve(h uintptr) error {
 		name := t.Field(i).Tag.Get("sym")
 		p, err := purego.Dlsym(h, name)
 		if err != nil || p == 0 {
+			if feature := t.Field(i).Tag.Get("optional"); feature != "" {
+				d.missing = append(d.missing, name)
+				continue
+			}
 			return fmt.Errorf("CUDA driver %s lacks %s (driver too old?)", d.lib, name)
 		}
 		*(*uintptr)(unsafe.Pointer(v.Field(i).UnsafeAddr())) = p
