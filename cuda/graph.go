@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/cuda/driver"
 )
+
+var _ compute.Capturer = (*Backend)(nil)
 
 // Graph is a recorded sequence of the backend's queued operations (kernel
 // launches, Fill, Copy), replayed as one CUDA graph by Launch: one driver
@@ -35,7 +38,7 @@ type Graph struct {
 // one is recorded, and an error when the driver has no graph support
 // (CUDA before 11.4) or the capture was invalidated. It panics after Close,
 // or if called during another Capture.
-func (be *Backend) Capture(f func()) (*Graph, error) {
+func (be *Backend) Capture(f func()) (compute.Graph, error) {
 	if be.closed.Load() {
 		panic("cuda: backend used after Close")
 	}

@@ -1,11 +1,14 @@
 package cuda_test
 
 import (
+	"context"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/nn"
 )
 
 // trainStep queues one training step of a two-layer MLP on fixed buffers:
@@ -117,5 +120,59 @@ func TestCapture(t *testing.T) {
 	g2.Launch()
 	if err := be.Sync(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTrainGraphs trains the same MLP and CoSTCo on CUDA with graph replay
+// (the default) and eagerly: the histories and the final parameters must be
+// bit-identical, batch sizes that leave a partial last step included.
+func TestTrainGraphs(t *testing.T) {
+	be := newBackend(t)
+	dims := []int{13, 7, 11}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const T, V = 700, 150
+	cells := make([]int32, (T+V)*3)
+	vals := make([]float64, T+V)
+	for i := range vals {
+		for n, d := range dims {
+			cells[i*3+n] = int32(rng.IntN(d))
+		}
+		vals[i] = rng.NormFloat64()
+	}
+	for _, costco := range []bool{false, true} {
+		run := func(eager bool) (nn.Result, []float32) {
+			r := rand.New(rand.NewPCG(1, 2))
+			var m *nn.Net
+			var err error
+			if costco {
+				m, err = nn.NewCoSTCo(be, nn.CoSTCoConfig{Dims: dims, Rank: 5, Channels: 6, Capacity: 256}, r)
+			} else {
+				m, err = nn.NewMLP(be, nn.Config{Dims: dims, Layers: []int{12, 32, 16}, Capacity: 256}, r)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			train, val := m.NewSet(cells[:T*3], vals[:T]), m.NewSet(cells[T*3:], vals[T:])
+			res, err := nn.Train(context.Background(), m, train, val, nn.TrainConfig{
+				Epochs: 4, Batch: 96, Patience: 4, LR: 1e-2, Shuffle: rand.New(rand.NewPCG(5, 6)), Eager: eager,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res, download(t, be, m.Params())
+		}
+		gr, gp := run(false)
+		er, ep := run(true)
+		for k := range er.Epochs {
+			g, e := gr.Epochs[k], er.Epochs[k]
+			if g.TrainMSE != e.TrainMSE || g.ValMSE != e.ValMSE {
+				t.Errorf("costco=%v epoch %d: graphs train/val MSE %v/%v, eager %v/%v", costco, k+1, g.TrainMSE, g.ValMSE, e.TrainMSE, e.ValMSE)
+			}
+		}
+		for i := range ep {
+			if math.Float32bits(ep[i]) != math.Float32bits(gp[i]) {
+				t.Fatalf("costco=%v: params[%d] %v with graphs, %v eager", costco, i, gp[i], ep[i])
+			}
+		}
 	}
 }

@@ -63,6 +63,14 @@ type TrainConfig struct {
 	// AfterEpoch, if not nil, runs after each epoch's validation pass with
 	// the model at that epoch's parameters Θ_k. An error stops training.
 	AfterEpoch func(Epoch) error
+	// Eager turns off graph replay. On a backend that implements
+	// compute.Capturer (CUDA), Train records each step's forward pass, MSE
+	// gradient and backward pass as a graph during the first epoch (step s
+	// always reads the same slice of the reshuffled, re-uploaded training
+	// set, so its graph serves every epoch) and launches it, with Adam
+	// queued after it, in every epoch: two driver calls per step instead of
+	// about one per kernel. The results are bit-identical either way.
+	Eager bool
 }
 
 // Epoch reports one finished epoch.
@@ -115,6 +123,32 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	}
 	hostRows, hostVals := make([]int32, T*order), make([]float32, T)
 	sqHost := make([]float32, steps)
+	// step queues the forward pass, the MSE gradient and the backward pass
+	// of step s, which reads cells [lo, hi) of the shuffled set.
+	step := func(s int) {
+		lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
+		rows, y := shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
+		pred := m.Forward(rows)
+		d := delta.Slice(0, hi-lo)
+		be.MSEGrad(d, sq.Slice(s, 1), pred, y, float32(2/float64(hi-lo)))
+		m.Backward(rows, d, false)
+	}
+	capturer, _ := be.(compute.Capturer)
+	if cfg.Eager {
+		capturer = nil
+	}
+	var graphs []compute.Graph
+	if capturer != nil {
+		graphs = make([]compute.Graph, steps)
+		defer func() {
+			for _, g := range graphs {
+				if g != nil {
+					g.Free()
+				}
+			}
+		}()
+		step(0) // sizes the backend's scratch memory before any capture
+	}
 	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 	res.BestValMSE = math.Inf(1)
 	for k := 1; k <= cfg.Epochs; k++ {
@@ -132,12 +166,19 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
-			rows, y := shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
-			pred := m.Forward(rows)
-			d := delta.Slice(0, hi-lo)
-			be.MSEGrad(d, sq.Slice(s, 1), pred, y, float32(2/float64(hi-lo)))
-			m.Backward(rows, d, false)
+			switch {
+			case capturer == nil:
+				step(s)
+			case graphs[s] == nil:
+				g, err := capturer.Capture(func() { step(s) })
+				if err != nil {
+					return res, fmt.Errorf("nn: capture of step %d: %w", s+1, err)
+				}
+				graphs[s] = g
+				fallthrough
+			default:
+				graphs[s].Launch()
+			}
 			adam.T++
 			be.Adam(m.params, m.grads, adamM, adamV, adam)
 		}
