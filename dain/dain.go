@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/dainx/dainx/compute"
@@ -75,20 +74,21 @@ func DefaultConfig() Config {
 	}
 }
 
-func oneOf(name, v string, allowed ...string) error {
-	for _, a := range allowed {
-		if v == a {
-			return nil
-		}
+// CheckRatio reports a ratio that cannot work: N_aug = ⌊r·|train|⌋ needs a
+// finite r ≥ 0.
+func CheckRatio(r float64) error {
+	if !(r >= 0) || math.IsInf(r, 0) {
+		return fmt.Errorf("ratio %v: want a finite number ≥ 0", r)
 	}
-	return fmt.Errorf("%s %q: want one of %s", name, v, strings.Join(allowed, ", "))
+	return nil
 }
 
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
+	if err := CheckRatio(c.Ratio); err != nil {
+		return err
+	}
 	switch {
-	case !(c.Ratio >= 0) || math.IsInf(c.Ratio, 0):
-		return fmt.Errorf("ratio %v: want a finite number ≥ 0", c.Ratio)
 	case c.Epochs <= 0:
 		return fmt.Errorf("epochs %d: want ≥ 1", c.Epochs)
 	case c.Batch <= 0:
@@ -110,19 +110,22 @@ func (c *Config) Validate() error {
 	case !(c.CPLambda >= 0) || c.CPSweeps <= 0:
 		return fmt.Errorf("rank-1 CP λ %v, sweeps %d: want λ ≥ 0 and sweeps ≥ 1", c.CPLambda, c.CPSweeps)
 	}
-	for _, e := range []error{
-		oneOf("method", c.Method, Methods...),
-		oneOf("model", c.Model, "mlp", "costco"),
-		oneOf("predictor", c.Predictor, "costco", "mlp"),
-		oneOf("influence", c.Influence, "tracin", "representer"),
-		oneOf("influence layers", c.InfluenceLayers, "last", "all"),
-		oneOf("entity importance", c.Entity, "sum", "cp1"),
-	} {
-		if e != nil {
-			return e
+	if _, err := lookup("method", c.Method, Methods); err != nil {
+		return err
+	}
+	for _, f := range []struct{ field, v string }{{"model", c.Model}, {"predictor", c.Predictor}} {
+		if _, err := lookup(f.field, f.v, Models); err != nil {
+			return err
 		}
 	}
-	return nil
+	if _, err := lookup("influence", c.Influence, Influences); err != nil {
+		return err
+	}
+	if _, err := lookup("influence layers", c.InfluenceLayers, InfluenceLayers); err != nil {
+		return err
+	}
+	_, err := lookup("entity importance", c.Entity, Entities)
+	return err
 }
 
 // Seconds holds the wall time of each step.
@@ -216,7 +219,7 @@ func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*R
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
 
 	// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
-	mlp, err := e.theta(ctx, "mlp")
+	mlp, err := e.model(ctx, Embedding{"mlp"})
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +237,7 @@ func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*R
 	sh := e.SharedSeconds(cfg)
 	rep.Seconds.Train, rep.Seconds.Influence, rep.Seconds.Entity = sh.Train, sh.Influence, sh.Entity
 	if sh.Train == 0 {
-		rep.Seconds.Train = mlp.seconds // the baselines' rmse_before model
+		rep.Seconds.Train = e.models.seconds(Embedding{"mlp"}) // the baselines' rmse_before model
 	}
 	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
 

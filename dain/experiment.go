@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/dainx/dainx/compute"
@@ -33,12 +34,14 @@ func rng(seed uint64, stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 0x5eed0000+stream))
 }
 
-// Experiment is one split of a tensor and the models trained on it, shared
-// by every augmentation method run on that split: the embedding model Θ of
-// each kind with its TracIn scores, the value predictors, entity importance.
-// Each is trained once, on first use, and its wall time recorded. Declare
-// every configuration with Need before the first Augment or Downstream, so
-// that all TracIn accumulators ride on one training of Θ.
+// Experiment is one split of a tensor and the stage results computed on
+// it, shared by every method run on that split: each stage (an embedding
+// model Θ, a cell-importance estimator, an entity-importance aggregator,
+// entity replacement's neighbours) is computed once, on first use, with its
+// buffers and wall time, in a memo keyed by the stage's value. The TracIn
+// passes of the methods named when the experiment is made ride on one
+// training of each Θ; a method not named still runs, at the cost of
+// training Θ once more.
 type Experiment struct {
 	cfg  Config
 	be   compute.Backend
@@ -47,55 +50,101 @@ type Experiment struct {
 	// Train, Val and Test are the split of the observed cells (step 0).
 	Train, Val, Test *tensor.COO
 
-	need    map[string]map[string]bool // model kind → TracIn layer variants to accumulate
-	thetas  map[string]*theta
-	imps    map[string]*importance
-	nbrs    map[string][][][]int32 // entity replacement's neighbours per Θ kind
-	nbrSecs map[string]float64
-	start   time.Time
+	plan       map[Embedding][]TracIn // TracIn passes to ride on each Θ's training
+	models     memo[Embedding, *trained]
+	cellScores memo[CellImportance, compute.F32]
+	entity     memo[EntityImportance, []*sampling.Alias]
+	nbrs       memo[Neighbours, [][][]int32]
+	retrained  []*trained    // Θ trained again for an unplanned TracIn pass
+	owned      []compute.F32 // score buffers the experiment frees
+	start      time.Time
 }
 
-// theta is a trained embedding model with its TracIn results.
-type theta struct {
+// memo holds the result and wall time of each stage computed so far.
+type memo[K comparable, V any] map[K]*done[V]
+
+type done[V any] struct {
+	val     V
+	seconds float64
+}
+
+// get returns the memoised result of k, computing it with f (which returns
+// the result and its own wall time) on first use.
+func (m memo[K, V]) get(k K, f func() (V, float64, error)) (V, error) {
+	if d := m[k]; d != nil {
+		return d.val, nil
+	}
+	v, secs, err := f()
+	if err != nil {
+		return v, err
+	}
+	m[k] = &done[V]{v, secs}
+	return v, nil
+}
+
+// seconds returns the wall time of k, 0 if it was not computed.
+func (m memo[K, V]) seconds(k K) float64 {
+	if d := m[k]; d != nil {
+		return d.seconds
+	}
+	return 0
+}
+
+// trained is an embedding model Θ trained on the training cells.
+type trained struct {
 	net              *nn.Net
 	train, val, test *nn.Set
 	res              nn.Result
 	rmse             float64 // test RMSE
-	seconds          float64 // training without the TracIn passes
-	scores           map[string]compute.F32
-	scoreSecs        map[string]float64
 	accs             []tracin.Accumulator
 }
 
-// importance is the per-mode entity importance of one configuration.
-type importance struct {
-	tables  []*sampling.Alias
-	seconds float64 // aggregation and alias tables
+func (t *trained) free() {
+	for _, a := range t.accs {
+		a.Free()
+	}
+	t.train.Free()
+	t.val.Free()
+	t.test.Free()
+	t.net.Free()
 }
 
-// NewExperiment splits x (step 0) for cfg on backend be. It returns an
-// error if cfg is invalid or a part of the split is empty.
-func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend) (*Experiment, error) {
+// NewExperiment splits x (step 0) for cfg on backend be. methods are the
+// configurations (cfg with other method settings) that will run on the
+// split besides cfg itself, so that their TracIn passes share one training
+// of Θ. It returns an error if a configuration is invalid or a part of the
+// split is empty.
+func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Layers == nil {
 		cfg.Layers = nn.DefaultLayers(x.Order())
 	}
-	if cfg.Layers[0]%x.Order() != 0 {
-		return nil, fmt.Errorf("dain: the first layer width %d is not a multiple of the tensor order %d", cfg.Layers[0], x.Order())
+	if err := nn.CheckLayers(cfg.Layers, x.Order()); err != nil {
+		return nil, fmt.Errorf("dain: %w", err)
 	}
 	if err := checkMemory(x, cfg); err != nil {
 		return nil, err
 	}
-	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(),
-		need: map[string]map[string]bool{}, thetas: map[string]*theta{},
-		imps: map[string]*importance{},
-		nbrs: map[string][][][]int32{}, nbrSecs: map[string]float64{}}
+	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
+		models: memo[Embedding, *trained]{}, cellScores: memo[CellImportance, compute.F32]{},
+		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{}}
 	e.logf = func(format string, args ...any) {
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, format+"\n", args...)
 		}
+	}
+	seen := map[stage]bool{}
+	for _, c := range append([]Config{cfg}, methods...) {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		walk(c.Pipeline().Cells, seen, func(s stage) {
+			if t, ok := s.(TracIn); ok {
+				e.plan[t.Model] = append(e.plan[t.Model], t)
+			}
+		})
 	}
 	tr, va, te := tensor.Split(x.NNZ(), cfg.TestFrac, cfg.ValFrac, cfg.Seed)
 	e.Train, e.Val, e.Test = x.Subset(tr), x.Subset(va), x.Subset(te)
@@ -107,7 +156,6 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend) (*Experiment, 
 			e.logf("dainx: mode %d: only %d of its %d entities (largest index + 1) occur; the others still get embeddings and memory — renumbering the indices densely (0…n−1) saves both", n, k, d)
 		}
 	}
-	e.Need(cfg)
 	return e, nil
 }
 
@@ -130,37 +178,15 @@ func distinctPerMode(x *tensor.COO) []int {
 
 // Close releases every model and buffer of the experiment.
 func (e *Experiment) Close() {
-	for _, t := range e.thetas {
-		for _, a := range t.accs {
-			a.Free()
-		}
-		for k, s := range t.scores {
-			if k == "representer" {
-				s.Free()
-			}
-		}
-		t.train.Free()
-		t.val.Free()
-		t.test.Free()
-		t.net.Free()
+	for _, d := range e.models {
+		d.val.free()
 	}
-}
-
-// Need declares that c (the experiment's configuration with other method,
-// model, predictor or importance settings) will be run, so that the TracIn
-// accumulators it needs ride on Θ's training. It panics if Θ of that kind
-// was already trained without them.
-func (e *Experiment) Need(c Config) {
-	if c.Method != "dain" || c.Influence != "tracin" {
-		return
+	for _, t := range e.retrained {
+		t.free()
 	}
-	if e.need[c.Model] == nil {
-		e.need[c.Model] = map[string]bool{}
+	for _, b := range e.owned {
+		b.Free()
 	}
-	if t := e.thetas[c.Model]; t != nil && t.scores["tracin-"+c.InfluenceLayers] == nil {
-		panic(fmt.Sprintf("dain: Need(%s TracIn %s layers) after Θ was trained", c.Model, c.InfluenceLayers))
-	}
-	e.need[c.Model][c.InfluenceLayers] = true
 }
 
 // mlpConfig is the downstream MLP's configuration.
@@ -184,145 +210,143 @@ func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig,
 	return nil, tc, fmt.Errorf("dain: unknown model %q", kind)
 }
 
-// theta trains (once) the embedding model of the given kind on the training
-// cells, with every TracIn accumulator declared for it.
-func (e *Experiment) theta(ctx context.Context, kind string) (*theta, error) {
-	if t := e.thetas[kind]; t != nil {
-		return t, nil
-	}
+// model returns the embedding model m trained on the training cells, with
+// the TracIn passes planned for it, training it on first use.
+func (e *Experiment) model(ctx context.Context, m Embedding) (*trained, error) {
+	return e.models.get(m, func() (*trained, float64, error) {
+		return e.train(ctx, m, e.plan[m])
+	})
+}
+
+// train trains a fresh embedding model m on the training cells with the
+// TracIn accumulators passes, recording their scores and wall times in
+// e.cellScores. It returns the model and its training's wall time without
+// the TracIn passes.
+func (e *Experiment) train(ctx context.Context, m Embedding, passes []TracIn) (*trained, float64, error) {
 	seedInit, seedShuffle := uint64(streamInit), uint64(streamShuffle)
-	if kind == "costco" {
+	if m.Kind == "costco" {
 		seedInit, seedShuffle = streamInitCoSTCo, streamShuffleCoSTCo
 	}
-	net, tc, err := e.newNet(kind, rng(e.cfg.Seed, seedInit))
+	net, tc, err := e.newNet(m.Kind, rng(e.cfg.Seed, seedInit))
 	if err != nil {
-		return nil, fmt.Errorf("dain: %w", err)
+		return nil, 0, fmt.Errorf("dain: %w", err)
 	}
-	t := &theta{net: net, scores: map[string]compute.F32{}, scoreSecs: map[string]float64{}}
+	t := &trained{net: net}
 	t.train, t.val, t.test = net.NewSet(e.Train.Idx, e.Train.Val), net.NewSet(e.Val.Idx, e.Val.Val), net.NewSet(e.Test.Idx, e.Test.Val)
-	e.thetas[kind] = t
-	type named struct {
-		name string
-		acc  tracin.Accumulator
-	}
-	var accs []named
-	for _, layers := range []string{"last", "all"} {
-		if !e.need[kind][layers] {
-			continue
+	ok := false
+	defer func() {
+		if !ok {
+			t.free()
 		}
+	}()
+	// The passes run in the order of the InfluenceLayers list.
+	passes = append([]TracIn(nil), passes...)
+	rank := func(p TracIn) int { return slices.Index(Names(InfluenceLayers), p.Layers) }
+	slices.SortStableFunc(passes, func(a, b TracIn) int { return rank(a) - rank(b) })
+	secs := make([]float64, len(passes))
+	for _, p := range passes {
 		var a tracin.Accumulator
-		if layers == "last" {
+		switch p.Layers {
+		case "last":
 			last := tracin.NewLastLayer(net, t.train, tc.LR)
 			tc.ValGradSum = last.ValGradSum()
 			a = last
-		} else {
+		case "all":
 			a = tracin.NewAllLayers(net, t.train, t.val, tc.LR)
+		default:
+			panic(fmt.Sprintf("dain: TracIn layers %q", p.Layers))
 		}
-		accs = append(accs, named{"tracin-" + layers, a})
 		t.accs = append(t.accs, a)
 	}
 	tc.Shuffle = rng(e.cfg.Seed, seedShuffle)
-	label := map[string]string{"mlp": "Θ", "costco": "Θc"}[kind]
+	label := map[string]string{"mlp": "Θ", "costco": "Θc"}[m.Kind]
 	tc.AfterEpoch = func(ep nn.Epoch) error {
-		for _, a := range accs {
+		for i, a := range t.accs {
 			t0 := time.Now()
-			if err := a.acc.Checkpoint(ep.Best); err != nil {
+			if err := a.Checkpoint(ep.Best); err != nil {
 				return err
 			}
-			t.scoreSecs[a.name] += time.Since(t0).Seconds()
+			secs[i] += time.Since(t0).Seconds()
 		}
 		logEpoch(e.cfg.Progress, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
 	}
-	if len(accs) > 0 {
-		e.logf("training %s (%s, %d parameters) with TracIn at every checkpoint", label, kind, net.NumParams())
+	if len(passes) > 0 {
+		e.logf("training %s (%s, %d parameters) with TracIn at every checkpoint", label, m.Kind, net.NumParams())
 	} else {
-		e.logf("training %s (%s, %d parameters)", label, kind, net.NumParams())
+		e.logf("training %s (%s, %d parameters)", label, m.Kind, net.NumParams())
 	}
 	t0 := time.Now()
 	t.res, err = nn.Train(ctx, net, t.train, t.val, tc)
 	if err != nil {
-		return nil, fmt.Errorf("dain: training %s: %w", label, err)
+		return nil, 0, fmt.Errorf("dain: training %s: %w", label, err)
 	}
-	t.seconds = time.Since(t0).Seconds()
-	for _, a := range accs {
-		t.scores[a.name] = a.acc.Scores()
-		t.seconds -= t.scoreSecs[a.name]
+	seconds := time.Since(t0).Seconds()
+	for i, p := range passes {
+		e.cellScores[p] = &done[compute.F32]{t.accs[i].Scores(), secs[i]}
+		seconds -= secs[i]
 	}
 	mse, err := net.Evaluate(t.test)
 	if err != nil {
-		return nil, fmt.Errorf("dain: testing %s: %w", label, err)
+		return nil, 0, fmt.Errorf("dain: testing %s: %w", label, err)
 	}
 	t.rmse = math.Sqrt(mse)
 	e.logf("%s: best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.res.BestEpoch, t.res.BestValMSE, t.rmse)
-	return t, nil
+	ok = true
+	return t, seconds, nil
 }
 
-// scores returns Θ's cell importance scores for c and their wall time.
-func (e *Experiment) scores(ctx context.Context, c Config) (compute.F32, *theta, error) {
-	t, err := e.theta(ctx, c.Model)
-	if err != nil {
-		return nil, nil, err
-	}
-	key := "representer"
-	if c.Influence == "tracin" {
-		key = "tracin-" + c.InfluenceLayers
-	}
-	if s := t.scores[key]; s != nil {
-		return s, t, nil
-	}
-	if key != "representer" {
-		panic(fmt.Sprintf("dain: %s scores of %s were not declared with Need", key, c.Model))
-	}
-	t0 := time.Now()
-	s, err := tracin.Representer(t.net, t.train, t.val)
-	if err != nil {
-		return nil, nil, fmt.Errorf("dain: %w", err)
-	}
-	t.scores[key], t.scoreSecs[key] = s, time.Since(t0).Seconds()
-	return s, t, nil
-}
-
-// importance returns the alias tables of c's entity importance (steps 2–3).
-func (e *Experiment) importance(ctx context.Context, c Config) (*importance, error) {
-	key := fmt.Sprint(c.Model, c.Influence, c.InfluenceLayers, c.Entity)
-	if imp := e.imps[key]; imp != nil {
-		return imp, nil
-	}
-	s, t, err := e.scores(ctx, c)
+// tables returns the alias tables of the entity importance s (steps 2–3).
+func (e *Experiment) tables(ctx context.Context, s EntityImportance) ([]*sampling.Alias, error) {
+	v, t, err := s.cells().scores(ctx, e)
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
-	var w [][]float64
-	if c.Entity == "cp1" {
-		w, err = tracin.EntityImportanceCP1(e.be, s, t.train.Rows, e.x.Dims, c.CPLambda, c.CPSweeps)
-	} else {
-		w, err = tracin.EntityImportance(e.be, s, t.train.Rows, e.x.Dims)
+	return e.entity.get(s, func() ([]*sampling.Alias, float64, error) {
+		t0 := time.Now()
+		w, err := s.aggregate(e, v, t)
+		if err != nil {
+			return nil, 0, fmt.Errorf("dain: %w", err)
+		}
+		tables := make([]*sampling.Alias, len(w))
+		for n := range w {
+			if tables[n], err = sampling.NewAlias(w[n]); err != nil {
+				return nil, 0, fmt.Errorf("dain: mode %d: %w", n+1, err)
+			}
+		}
+		return tables, time.Since(t0).Seconds(), nil
+	})
+}
+
+// neighbours returns the nearest entities s names.
+func (e *Experiment) neighbours(ctx context.Context, s Neighbours) ([][][]int32, error) {
+	t, err := e.model(ctx, s.Model)
+	if err != nil {
+		return nil, err
 	}
+	return e.nbrs.get(s, func() ([][][]int32, float64, error) {
+		t0 := time.Now()
+		nbr, err := nearest(t.net, e.Train)
+		return nbr, time.Since(t0).Seconds(), err
+	})
+}
+
+// sample draws n new cells from per-mode alias tables with Philox key key,
+// rejecting observed and repeated cells.
+func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key uint64, n int, st *AugStats) (*tensor.COO, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	dev := sampling.Upload(e.be, tables)
+	cells, s, err := dev.Cells(e.observed(), n, sampling.Options{Key: key})
+	dev.Free()
 	if err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
 	}
-	imp := &importance{tables: make([]*sampling.Alias, len(w))}
-	for n := range w {
-		if imp.tables[n], err = sampling.NewAlias(w[n]); err != nil {
-			return nil, fmt.Errorf("dain: mode %d: %w", n+1, err)
-		}
-	}
-	imp.seconds = time.Since(t0).Seconds()
-	e.imps[key] = imp
-	return imp, nil
-}
-
-// predictor returns the trained value predictor Θ_p of the given kind: a
-// model of that kind trained on the training cells, which is the embedding
-// model Θ of that kind (for "mlp", the paper's Θ itself).
-func (e *Experiment) predictor(ctx context.Context, kind string) (*nn.Net, error) {
-	t, err := e.theta(ctx, kind)
-	if err != nil {
-		return nil, err
-	}
-	return t.net, nil
+	st.Sample = time.Since(t0).Seconds()
+	st.Draws, st.RejectObserved, st.RejectRepeat = s.Draws, s.Observed, s.Duplicate
+	return &tensor.COO{Dims: append([]int(nil), e.x.Dims...), Idx: cells}, nil
 }
 
 // observed returns the indices of train ∪ validation (K×N).
@@ -374,33 +398,29 @@ type Shared struct {
 // Total returns the sum of the parts.
 func (s Shared) Total() float64 { return s.Train + s.Influence + s.Entity + s.Predictor }
 
-// SharedSeconds returns the shared work c used so far (call it after
-// Augment).
+// SharedSeconds returns the wall time of the shared stages c used so far
+// (call it after Augment): the embedding models behind its cells (Train),
+// its cell importance (Influence), its entity importance or neighbours
+// (Entity), and its value predictor when no stage behind its cells trained
+// that model (Predictor).
 func (e *Experiment) SharedSeconds(c Config) Shared {
 	var s Shared
-	switch c.Method {
-	case "dain":
-		if t := e.thetas[c.Model]; t != nil {
-			s.Train = t.seconds
-			key := "representer"
-			if c.Influence == "tracin" {
-				key = "tracin-" + c.InfluenceLayers
-			}
-			s.Influence = t.scoreSecs[key]
+	p := c.Pipeline()
+	seen := map[stage]bool{}
+	walk(p.Cells, seen, func(st stage) {
+		switch st := st.(type) {
+		case Embedding:
+			s.Train += e.models.seconds(st)
+		case CellImportance:
+			s.Influence += e.cellScores.seconds(st)
+		case EntityImportance:
+			s.Entity += e.entity.seconds(st)
+		case Neighbours:
+			s.Entity += e.nbrs.seconds(st)
 		}
-		if imp := e.imps[fmt.Sprint(c.Model, c.Influence, c.InfluenceLayers, c.Entity)]; imp != nil {
-			s.Entity = imp.seconds
-		}
-	case "entity-replacement":
-		if t := e.thetas[c.Model]; t != nil {
-			s.Train = t.seconds
-		}
-		s.Entity = e.nbrSecs[c.Model]
-	}
-	if c.Method == "dain" || c.Method == "random" {
-		if t := e.thetas[c.Predictor]; t != nil && (c.Method == "random" || c.Predictor != c.Model) {
-			s.Predictor = t.seconds
-		}
+	})
+	if p.Values != nil && !seen[p.Values.Model] {
+		s.Predictor = e.models.seconds(p.Values.Model)
 	}
 	return s
 }

@@ -9,14 +9,8 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
-	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )
-
-// Methods lists the augmentation methods: DAIN and the paper's baselines
-// (§5.1.2). Random+MLP and Random+CoSTCo are "random" with -predictor mlp
-// or costco.
-var Methods = []string{"dain", "duplication", "entity-replacement", "random"}
 
 // AugStats reports how an augmentation was made.
 type AugStats struct {
@@ -25,8 +19,8 @@ type AugStats struct {
 	Draws, RejectObserved, RejectRepeat int
 }
 
-// Augment makes n new cells with c's method (c must have been declared with
-// Need) and returns them with their values:
+// Augment makes n new cells with c's method (see Methods and Pipeline)
+// and returns them with their values:
 //
 //   - dain: entities drawn from c's entity importance, values from c's
 //     predictor (Algorithm 1, lines 6–15);
@@ -40,77 +34,31 @@ type AugStats struct {
 //
 // New cells of dain, random and entity-replacement are never observed (in
 // train ∪ validation) nor repeated. The cells of a smaller n are a prefix of
-// those of a larger one.
+// those of a larger one. Every stage c uses is computed once per
+// experiment. It returns an error if c is invalid.
 func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO, AugStats, error) {
 	var st AugStats
-	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
-	if n == 0 {
-		return aug, st, nil
+	if err := c.Validate(); err != nil {
+		return nil, st, err
 	}
-	switch c.Method {
-	case "dain", "random":
-		var tables []*sampling.Alias
-		key := rng(c.Seed, streamSample).Uint64()
-		if c.Method == "dain" {
-			imp, err := e.importance(ctx, c)
-			if err != nil {
-				return nil, st, err
-			}
-			tables = imp.tables
-		} else {
-			key = rng(c.Seed, streamRandom).Uint64()
-			for _, d := range e.x.Dims {
-				w := make([]float64, d)
-				for i := range w {
-					w[i] = 1
-				}
-				a, err := sampling.NewAlias(w)
-				if err != nil {
-					return nil, st, fmt.Errorf("dain: %w", err)
-				}
-				tables = append(tables, a)
-			}
-		}
-		if err := ctx.Err(); err != nil {
+	if n == 0 {
+		return &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}, st, nil
+	}
+	p := c.Pipeline()
+	aug, err := p.Cells.cells(ctx, e, n, &st)
+	if err != nil {
+		return nil, st, err
+	}
+	if p.Values != nil {
+		t, err := e.model(ctx, p.Values.Model)
+		if err != nil {
 			return nil, st, err
 		}
 		t0 := time.Now()
-		dev := sampling.Upload(e.be, tables)
-		cells, s, err := dev.Cells(e.observed(), n, sampling.Options{Key: key})
-		dev.Free()
-		if err != nil {
-			return nil, st, fmt.Errorf("dain: %w", err)
-		}
-		st.Sample = time.Since(t0).Seconds()
-		st.Draws, st.RejectObserved, st.RejectRepeat = s.Draws, s.Observed, s.Duplicate
-		p, err := e.predictor(ctx, c.Predictor)
-		if err != nil {
-			return nil, st, err
-		}
-		t0 = time.Now()
-		vals, err := predict(p, cells)
-		if err != nil {
+		if aug.Val, err = predict(t.net, aug.Idx); err != nil {
 			return nil, st, err
 		}
 		st.Predict = time.Since(t0).Seconds()
-		aug.Idx, aug.Val = cells, vals
-	case "duplication":
-		t0 := time.Now()
-		r := rng(c.Seed, streamDuplicate)
-		perm := r.Perm(e.Train.NNZ())
-		rows := make([]int, n)
-		for i := range rows {
-			rows[i] = perm[i%len(perm)]
-		}
-		aug = e.Train.Subset(rows)
-		st.Sample = time.Since(t0).Seconds()
-	case "entity-replacement":
-		var err error
-		if aug, err = e.replace(ctx, c, n, &st); err != nil {
-			return nil, st, err
-		}
-	default:
-		return nil, st, fmt.Errorf("dain: unknown augmentation method %q", c.Method)
 	}
 	return aug, st, nil
 }
@@ -143,31 +91,19 @@ func shortest(p float32) float64 {
 // from (paper §5.1.2).
 const neighbours = 10
 
-// replace implements entity replacement: each new cell is a uniformly drawn
-// training cell whose index in a uniformly drawn mode is replaced by one of
-// the 10 entities nearest to it in Θ's embedding table; observed and
+// replace implements entity replacement with the neighbour lists nbr: each
+// new cell is a uniformly drawn training cell whose index in a uniformly
+// drawn mode is replaced by one of the entities nearest to it; observed and
 // repeated results are redrawn, at most 100·n + 10⁵ times.
-func (e *Experiment) replace(ctx context.Context, c Config, n int, st *AugStats) (*tensor.COO, error) {
-	t, err := e.theta(ctx, c.Model)
-	if err != nil {
-		return nil, err
-	}
+func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *AugStats) (*tensor.COO, error) {
 	order := e.x.Order()
-	nbr := e.nbrs[c.Model]
-	if nbr == nil {
-		t0 := time.Now()
-		if nbr, err = nearest(t.net, e.Train); err != nil {
-			return nil, err
-		}
-		e.nbrs[c.Model], e.nbrSecs[c.Model] = nbr, time.Since(t0).Seconds()
-	}
 	t0 := time.Now()
 	seen := tensor.NewCellSet(e.x.Dims, e.Train.NNZ()+e.Val.NNZ()+n)
 	obs := e.observed()
 	for k := 0; k < len(obs); k += order {
 		seen.Add(obs[k : k+order])
 	}
-	r := rng(c.Seed, streamReplace)
+	r := rng(e.cfg.Seed, streamReplace)
 	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
 	cell := make([]int32, order)
 	for aug.NNZ() < n {

@@ -11,7 +11,8 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
-func experiment(t *testing.T, n int, mut func(*Config)) (*Experiment, Config) {
+// demoSubset returns the first n cells of the demo tensor.
+func demoSubset(t *testing.T, n int) *tensor.COO {
 	t.Helper()
 	x, err := demo.Read()
 	if err != nil {
@@ -21,7 +22,12 @@ func experiment(t *testing.T, n int, mut func(*Config)) (*Experiment, Config) {
 	for i := range rows {
 		rows[i] = i
 	}
-	x = x.Subset(rows)
+	return x.Subset(rows)
+}
+
+func experiment(t *testing.T, n int, mut func(*Config)) (*Experiment, Config) {
+	t.Helper()
+	x := demoSubset(t, n)
 	c := DefaultConfig()
 	c.Layers, c.Epochs, c.Batch, c.Rank, c.Channels = []int{24, 16, 8}, 3, 128, 4, 4
 	if mut != nil {
@@ -87,7 +93,7 @@ func TestEntityReplacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th, _ := e.theta(ctx, "mlp")
+	th, _ := e.model(ctx, Embedding{"mlp"})
 	table, _ := th.net.Table()
 	emb := make([]float32, table.Len())
 	e.be.Download(emb, table)
@@ -185,9 +191,10 @@ func TestRandomAndDAINCells(t *testing.T) {
 }
 
 // TestAblationsRun: every influence and importance variant runs end to end
-// on one experiment, sharing Θ.
+// on one experiment, sharing Θ: the TracIn passes of the configurations
+// named at NewExperiment ride on one training of each Θ.
 func TestAblationsRun(t *testing.T) {
-	e, base := experiment(t, 1500, nil)
+	_, base := experiment(t, 1500, nil)
 	var cfgs []Config
 	for _, mut := range []func(*Config){
 		func(c *Config) {},
@@ -199,9 +206,13 @@ func TestAblationsRun(t *testing.T) {
 	} {
 		c := base
 		mut(&c)
-		e.Need(c)
 		cfgs = append(cfgs, c)
 	}
+	e, err := NewExperiment(demoSubset(t, 1500), base, cpu.New(), cfgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
 	var first []int32
 	for i, c := range cfgs {
 		aug, _, err := e.Augment(context.Background(), c, 100)
@@ -217,7 +228,38 @@ func TestAblationsRun(t *testing.T) {
 			t.Error("all-layer TracIn drew the same cells as last-layer TracIn")
 		}
 	}
-	if len(e.thetas) != 2 {
-		t.Errorf("%d embedding models trained; want 2 (mlp, costco)", len(e.thetas))
+	if len(e.models) != 2 || len(e.retrained) != 0 {
+		t.Errorf("%d embedding models trained, %d again; want 2 (mlp, costco), 0", len(e.models), len(e.retrained))
+	}
+}
+
+// TestUnplannedTracIn: a TracIn variant not named at NewExperiment still
+// runs, on Θ trained again, and draws the cells it draws when planned.
+func TestUnplannedTracIn(t *testing.T) {
+	e, base := experiment(t, 1500, nil)
+	all := base
+	all.InfluenceLayers = "all"
+	ctx := context.Background()
+	if _, _, err := e.Augment(ctx, base, 100); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := e.Augment(ctx, all, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.retrained) != 1 {
+		t.Errorf("Θ trained again %d times; want 1", len(e.retrained))
+	}
+	planned, err := NewExperiment(demoSubset(t, 1500), all, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer planned.Close()
+	want, _, err := planned.Augment(ctx, all, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Idx, want.Idx) || !slices.Equal(got.Val, want.Val) {
+		t.Error("unplanned all-layer TracIn drew other cells than planned")
 	}
 }

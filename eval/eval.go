@@ -23,35 +23,19 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
-// Variants maps each method name eval accepts to the change it makes to the
-// base configuration (dain.DefaultConfig's DAIN: MLP embeddings, TracIn on
-// the last layer, aggregation, CoSTCo predictor).
-var Variants = map[string]func(*dain.Config){
-	"dain":                  func(c *dain.Config) {},
-	"duplication":           func(c *dain.Config) { c.Method = "duplication" },
-	"entity-replacement":    func(c *dain.Config) { c.Method = "entity-replacement" },
-	"random-mlp":            func(c *dain.Config) { c.Method, c.Predictor = "random", "mlp" },
-	"random-costco":         func(c *dain.Config) { c.Method, c.Predictor = "random", "costco" },
-	"dain-mlp-predictor":    func(c *dain.Config) { c.Predictor = "mlp" },
-	"dain-costco-embedding": func(c *dain.Config) { c.Model = "costco" },
-	"dain-representer":      func(c *dain.Config) { c.Influence = "representer" },
-	"dain-all-layers":       func(c *dain.Config) { c.InfluenceLayers = "all" },
-	"dain-cp1":              func(c *dain.Config) { c.Entity = "cp1" },
-}
-
-// VariantNames returns the accepted method names, sorted.
+// VariantNames returns the method names eval accepts (dain.Variants), in
+// their list order.
 func VariantNames() []string {
-	var out []string
-	for k := range Variants {
-		out = append(out, k)
+	out := make([]string, len(dain.Variants))
+	for i, v := range dain.Variants {
+		out[i] = v.Name
 	}
-	sort.Strings(out)
 	return out
 }
 
 // Spec describes an evaluation.
 type Spec struct {
-	Methods []string    // names from Variants; "dain" is the reference of the t-tests
+	Methods []string    // names of dain.Variants; "dain" is the reference of the t-tests
 	Ratios  []float64   // augmentation ratios; 0 is the shared no-augmentation baseline
 	Repeats int         // splits; repeat r uses seed Base.Seed + r
 	Base    dain.Config // hyper-parameters shared by every run (Method etc. are overridden)
@@ -75,7 +59,7 @@ func (s *Spec) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, m := range s.Methods {
-		if Variants[m] == nil {
+		if _, ok := dain.VariantNamed(m); !ok {
 			return fmt.Errorf("unknown method %q: want some of %s", m, strings.Join(VariantNames(), ", "))
 		}
 		if seen[m] {
@@ -87,8 +71,8 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("no ratios")
 	}
 	for _, r := range s.Ratios {
-		if !(r >= 0) || r > 1e6 {
-			return fmt.Errorf("ratio %v: want ≥ 0", r)
+		if err := dain.CheckRatio(r); err != nil {
+			return err
 		}
 	}
 	if s.Repeats < 1 {
@@ -227,17 +211,17 @@ func resumed(prev *Results, repeat int, seed uint64, methods []string, ratios []
 }
 
 func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config, r int, ratios []float64, be compute.Backend, step func(string)) ([]Run, error) {
-	e, err := dain.NewExperiment(x, base, be)
+	cfgs := make([]dain.Config, len(s.Methods))
+	for i, m := range s.Methods {
+		v, _ := dain.VariantNamed(m)
+		cfgs[i] = base
+		v.Set(&cfgs[i])
+	}
+	e, err := dain.NewExperiment(x, base, be, cfgs...)
 	if err != nil {
 		return nil, err
 	}
 	defer e.Close()
-	cfgs := make([]dain.Config, len(s.Methods))
-	for i, m := range s.Methods {
-		cfgs[i] = base
-		Variants[m](&cfgs[i])
-		e.Need(cfgs[i])
-	}
 	rmse0, res0, sec0, err := e.Downstream(ctx, &tensor.COO{Dims: x.Dims}, "")
 	if err != nil {
 		return nil, err

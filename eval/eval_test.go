@@ -88,7 +88,7 @@ func TestEvaluateTiny(t *testing.T) {
 		t.Errorf("duplication at 20%%: %+v", c)
 	}
 	dir := t.TempDir()
-	if err := res.WriteDir(dir, "test", map[string]any{"k": 1}); err != nil {
+	if err := res.WriteDir(dir, Provenance{Input: "tiny", Base: TrainingOf(base)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"runs.csv", "runs.json", "summary.json", "summary.md", "rmse.png", "runtime.png"} {
@@ -110,7 +110,7 @@ func TestEvaluateTiny(t *testing.T) {
 		}
 	}
 	back, cfg, err := Load(dir)
-	if err != nil || len(back.Runs) != len(res.Runs) || back.Runs[5] != res.Runs[5] || cfg["k"] != 1.0 {
+	if err != nil || len(back.Runs) != len(res.Runs) || back.Runs[5] != res.Runs[5] || cfg.Input != "tiny" || cfg.Version != ProvenanceVersion || cfg.Base.Epochs != base.Epochs {
 		t.Errorf("Load: %d runs, config %v, %v", len(back.Runs), cfg, err)
 	}
 	if strings.Join(back.Spec.Methods, ",") != strings.Join(spec.Methods, ",") {

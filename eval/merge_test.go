@@ -25,12 +25,12 @@ func writeFake(t *testing.T, seeds []uint64, layers []int) string {
 		}
 	}
 	dir := t.TempDir()
-	cfg := map[string]any{
-		"command": fmt.Sprint("dainx eval -seed ", seeds[0]), "dims": []int{3, 4}, "nnz": 12,
-		"methods": r.Spec.Methods, "ratios": []float64{0, 0.5}, "repeats": len(seeds),
-		"base": map[string]any{"Seed": seeds[0], "Layers": layers, "Progress": nil},
+	p := Provenance{
+		Command: fmt.Sprint("dainx eval -seed ", seeds[0]), Dims: []int{3, 4}, NNZ: 12,
+		Methods: r.Spec.Methods, Ratios: []float64{0, 0.5}, Repeats: len(seeds),
+		Base: Training{Seed: seeds[0], Layers: layers},
 	}
-	if err := r.WriteDir(dir, "fake", cfg); err != nil {
+	if err := r.WriteDir(dir, p); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -59,8 +59,8 @@ func TestMerge(t *testing.T) {
 			t.Errorf("seed %d became repeat %d; want %d", s, n, s)
 		}
 	}
-	if cfg["repeats"] != 5 || len(cfg["commands"].([]any)) != 2 || cfg["command"] != nil {
-		t.Errorf("config %v", cfg)
+	if cfg.Repeats != 5 || len(cfg.Commands) != 2 || cfg.Command != "" || len(cfg.Seeds) != 5 {
+		t.Errorf("provenance %+v", cfg)
 	}
 	c := res.Summarise().Cells["random-mlp"][0.5]
 	if c.N != 5 || math.IsNaN(c.PPaired) || c.TPaired <= 0 {
@@ -68,7 +68,7 @@ func TestMerge(t *testing.T) {
 	}
 	// The merged output can itself be written and read back.
 	dir := t.TempDir()
-	if err := res.WriteDir(dir, "merged", cfg); err != nil {
+	if err := res.WriteDir(dir, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if back, _, err := Load(dir); err != nil || len(back.Runs) != 20 {
@@ -85,7 +85,7 @@ func TestMergeErrors(t *testing.T) {
 	}{
 		{"one output", []string{a}, "at least two"},
 		{"same seed twice", []string{a, writeFake(t, []uint64{2, 3}, []int{8, 4})}, "same split"},
-		{"other layers", []string{a, writeFake(t, []uint64{3}, []int{16, 4})}, "Layers"},
+		{"other layers", []string{a, writeFake(t, []uint64{3}, []int{16, 4})}, "layers"},
 		{"missing", []string{a, t.TempDir()}, "runs.json"},
 	} {
 		if _, _, err := Merge(tc.dirs); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -83,21 +83,21 @@ func (r *Results) Summarise() Summary {
 	return s
 }
 
-// Load reads the runs.json that WriteDir wrote in dir and returns the
-// results (methods in their original order) and the recorded
-// configuration, so that the summary can be written again.
-func Load(dir string) (*Results, map[string]any, error) {
+// Load reads the runs.json that WriteDir wrote in dir, with any
+// ProvenanceVersion up to the current one, and returns the results
+// (methods in their original order) and the recorded provenance.
+func Load(dir string) (*Results, Provenance, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "runs.json"))
 	if err != nil {
-		return nil, nil, err
+		return nil, Provenance{}, err
 	}
 	var f struct {
-		Config  map[string]any `json:"config"`
-		Seconds float64        `json:"seconds"`
-		Runs    []Run          `json:"runs"`
+		Config  Provenance `json:"config"`
+		Seconds float64    `json:"seconds"`
+		Runs    []Run      `json:"runs"`
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "runs.json"), err)
+		return nil, Provenance{}, fmt.Errorf("%s: %w", filepath.Join(dir, "runs.json"), err)
 	}
 	r := &Results{Runs: f.Runs, Seconds: f.Seconds}
 	seen := map[string]bool{}
@@ -111,12 +111,13 @@ func Load(dir string) (*Results, map[string]any, error) {
 }
 
 // WriteDir writes the evaluation into dir (created if missing), each file
-// atomically: runs.csv and runs.json (every run), summary.json and
-// summary.md (the table and p-values, with command and config), rmse.png
-// (test RMSE vs ratio, paper Fig. 6) and runtime.png (seconds vs ratio,
-// Fig. 8). about is free text for the Markdown header (command, data,
-// machine).
-func (r *Results) WriteDir(dir string, about string, config any) error {
+// atomically: runs.csv and runs.json (every run, and p), summary.json and
+// summary.md (the table and p-values, headed by p.About, with p),
+// rmse.png (test RMSE vs ratio, paper Fig. 6) and runtime.png (seconds vs
+// ratio, Fig. 8). p is recorded with the current ProvenanceVersion.
+func (r *Results) WriteDir(dir string, p Provenance) error {
+	p.Version = ProvenanceVersion
+	config, about := p, p.About()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -106,16 +106,8 @@ func NewMLP(be compute.Backend, cfg Config, rng *rand.Rand) (*Net, error) {
 	if order == 0 {
 		return nil, fmt.Errorf("nn: tensor has no modes")
 	}
-	if len(cfg.Layers) == 0 {
-		return nil, fmt.Errorf("nn: no layers given")
-	}
-	for _, l := range cfg.Layers {
-		if l <= 0 {
-			return nil, fmt.Errorf("nn: layer width %d; widths must be positive (layers %v)", l, cfg.Layers)
-		}
-	}
-	if cfg.Layers[0]%order != 0 {
-		return nil, fmt.Errorf("nn: layers[0] = %d is not a multiple of the tensor order %d (it is order × embedding width)", cfg.Layers[0], order)
+	if err := CheckLayers(cfg.Layers, order); err != nil {
+		return nil, fmt.Errorf("nn: %w", err)
 	}
 	widths := append(append([]int(nil), cfg.Layers...), 1)
 	var layers []Layer
@@ -123,6 +115,24 @@ func NewMLP(be compute.Backend, cfg Config, rng *rand.Rand) (*Net, error) {
 		layers = append(layers, Layer{In: widths[l-1], Out: widths[l], Rows: 1, ReLU: l < len(widths)-1})
 	}
 	return newNet(be, "mlp", cfg.Dims, cfg.Layers[0]/order, compute.ModeMajor, layers, cfg.Capacity, rng)
+}
+
+// CheckLayers reports MLP layer widths that cannot work for a tensor of
+// the given order: none, a width ≤ 0, or a first width (order × embedding
+// width E) that is not a multiple of the order.
+func CheckLayers(layers []int, order int) error {
+	if len(layers) == 0 {
+		return fmt.Errorf("no layers given")
+	}
+	for _, l := range layers {
+		if l <= 0 {
+			return fmt.Errorf("layer width %d; widths must be positive (layers %v)", l, layers)
+		}
+	}
+	if layers[0]%order != 0 {
+		return fmt.Errorf("the first layer width %d is not a multiple of the tensor order %d (it is order × embedding width)", layers[0], order)
+	}
+	return nil
 }
 
 // CoSTCoConfig describes a CoSTCo model.

@@ -6,13 +6,21 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/cuda"
 )
 
 var errUsage = errors.New("usage")
 
-// newCUDA opens the CUDA backend on device dev with GEMM precision prec
-// (set in cuda_backend.go).
-var newCUDA func(dev int, prec compute.Precision) (compute.Backend, error)
+// newCUDA opens the CUDA backend on device dev with GEMM precision prec. It
+// returns an error, never a nil *cuda.Backend in a non-nil interface, when
+// no driver or device is usable.
+func newCUDA(dev int, prec compute.Precision) (compute.Backend, error) {
+	be, err := cuda.NewWith(cuda.Options{Device: dev, Precision: prec})
+	if err != nil {
+		return nil, err
+	}
+	return be, nil
+}
 
 // backendChoice is what the -backend, -device and -precision flags say.
 type backendChoice struct {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,7 +25,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dainx eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	bindInput(fs, &in)
-	fs.StringVar(&methods, "methods", "dain,duplication,entity-replacement,random-mlp,random-costco", "comma-separated `methods`: "+strings.Join(eval.VariantNames(), ", "))
+	fs.StringVar(&methods, "methods", strings.Join(defaultMethods(), ","), "comma-separated `methods`: "+strings.Join(eval.VariantNames(), ", "))
 	fs.StringVar(&ratios, "ratios", "0,0.1,0.2,0.3,0.4,0.5", "comma-separated augmentation `ratios` (0 is the no-augmentation baseline, shared by all methods)")
 	fs.IntVar(&repeats, "repeats", 10, "`number` of random splits; repeat r uses seed -seed + r")
 	fs.StringVar(&out, "out", "", "output `directory` for runs.csv, runs.json, summary.md, summary.json, rmse.png and runtime.png (required)")
@@ -47,13 +46,10 @@ finished repeats; -resume continues it. With -summarize it rewrites an earlier o
 outputs made with other seeds (repeats run in batches) into one; neither
 trains anything.
 
-Methods: dain (MLP embeddings, TracIn on the last layer, aggregation, CoSTCo
-values); baselines duplication, entity-replacement, random-mlp, random-costco;
-ablations dain-mlp-predictor, dain-costco-embedding, dain-representer,
-dain-all-layers, dain-cp1.
-
-Flags:
+Methods:
 `)
+		fmt.Fprint(stderr, methodsHelp())
+		fmt.Fprint(stderr, "\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parse(fs, args, stderr); done {
@@ -107,6 +103,27 @@ func splitList(s string) []string {
 	return out
 }
 
+// defaultMethods are DAIN and the paper's baselines.
+func defaultMethods() []string {
+	var out []string
+	for _, v := range dain.Variants {
+		if v.Role != "ablation" {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// methodsHelp lists every method of dain.Variants with its role and what it
+// changes.
+func methodsHelp() string {
+	var b strings.Builder
+	for _, v := range dain.Variants {
+		fmt.Fprintf(&b, "  %-22s %-9s %s\n", v.Name, v.Role, v.Doc)
+	}
+	return b.String()
+}
+
 func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, resume bool, args []string, stdout, stderr io.Writer) error {
 	t, name, _, err := readInput(in)
 	if err != nil {
@@ -123,31 +140,20 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 		return err
 	}
 	defer be.Close()
-	base := spec.Base
-	base.Progress = nil
-	// config is what runs.json and the summary record; done is the number
-	// of finished repeats.
-	config := func(seconds float64, done int) map[string]any {
-		c := map[string]any{
-			"input": name, "dims": t.Dims, "nnz": t.NNZ(), "backend": be.Name(), "device": be.Device(),
-			"methods": spec.Methods, "ratios": spec.Ratios, "repeats": done, "base": base,
-			"command": "dainx eval " + strings.Join(args, " "), "seconds": seconds,
+	// prov is what runs.json and the summary record after done repeats.
+	prov := func(seconds float64, done int) eval.Provenance {
+		p := eval.Provenance{
+			Input: name, Dims: t.Dims, NNZ: t.NNZ(), Backend: be.Name(), Device: be.Device(),
+			Methods: spec.Methods, Ratios: spec.Ratios, Repeats: done, Base: eval.TrainingOf(spec.Base),
+			Command: "dainx eval " + strings.Join(args, " "), Seconds: seconds,
 		}
 		if done < spec.Repeats {
-			c["repeats_requested"] = spec.Repeats
+			p.RepeatsRequested = spec.Repeats
 		}
-		return c
-	}
-	about := func(seconds float64, done int) string {
-		a := fmt.Sprintf("Command: `dainx eval %s`\n\nInput: %s (dims %v, %d cells); backend %s (%s); %d repeats; %.0f s in all.",
-			strings.Join(args, " "), name, t.Dims, t.NNZ(), be.Name(), be.Device(), done, seconds)
-		if done < spec.Repeats {
-			a += fmt.Sprintf("\n\n**Partial: %d of %d repeats.** Run the same command with -resume to finish.", done, spec.Repeats)
-		}
-		return a
+		return p
 	}
 	if resume {
-		prev, err := resumeFrom(out, config(0, spec.Repeats))
+		prev, err := resumeFrom(out, prov(0, spec.Repeats))
 		if err != nil {
 			return err
 		}
@@ -160,7 +166,7 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 	spec.AfterRepeat = func(r *eval.Results) error {
 		if d := repeatsDone(r); d < spec.Repeats {
 			wrote = true
-			return r.WriteDir(out, about(r.Seconds, d), config(r.Seconds, d))
+			return r.WriteDir(out, prov(r.Seconds, d))
 		}
 		return nil // the final write follows
 	}
@@ -173,7 +179,7 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 		}
 		return err
 	}
-	if err := res.WriteDir(out, about(res.Seconds, spec.Repeats), config(res.Seconds, spec.Repeats)); err != nil {
+	if err := res.WriteDir(out, prov(res.Seconds, spec.Repeats)); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "dainx eval: wrote %s/{runs.csv,runs.json,summary.md,summary.json,rmse.png,runtime.png}\n", out)
@@ -192,25 +198,16 @@ func repeatsDone(r *eval.Results) int {
 // resumeFrom loads the evaluation in dir for -resume, or returns nil if dir
 // has no runs.json. It is an error if that evaluation was made on another
 // tensor, with other methods, ratios or training configuration, or with
-// another -seed.
-func resumeFrom(dir string, cur map[string]any) (*eval.Results, error) {
+// another -seed (see eval.Provenance.Compatible).
+func resumeFrom(dir string, cur eval.Provenance) (*eval.Results, error) {
 	if _, err := os.Stat(filepath.Join(dir, "runs.json")); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	prev, prevCfg, err := eval.Load(dir)
+	prev, prevProv, err := eval.Load(dir)
 	if err != nil {
 		return nil, err
 	}
-	// Compare through JSON, as the earlier configuration was read.
-	b, err := json.Marshal(cur)
-	if err != nil {
-		return nil, err
-	}
-	var curCfg map[string]any
-	if err := json.Unmarshal(b, &curCfg); err != nil {
-		return nil, err
-	}
-	if err := eval.Compatible(prevCfg, curCfg, true); err != nil {
+	if err := prevProv.Compatible(cur, true); err != nil {
 		return nil, fmt.Errorf("-resume: %s: %w", dir, err)
 	}
 	return prev, nil
@@ -218,11 +215,12 @@ func resumeFrom(dir string, cur map[string]any) (*eval.Results, error) {
 
 // resummarize writes the summary files of dir again from its runs.json.
 func resummarize(dir string, stdout io.Writer) error {
-	res, config, err := eval.Load(dir)
+	res, prov, err := eval.Load(dir)
 	if err != nil {
 		return err
 	}
-	if err := res.WriteDir(dir, aboutText(config, res.Seconds), config); err != nil {
+	prov.Seconds = res.Seconds
+	if err := res.WriteDir(dir, prov); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "dainx eval: rewrote the summary of %s\n", dir)
@@ -231,32 +229,13 @@ func resummarize(dir string, stdout io.Writer) error {
 
 // mergeEval merges the eval outputs in dirs into out (see eval.Merge).
 func mergeEval(dirs []string, out string, stdout io.Writer) error {
-	res, config, err := eval.Merge(dirs)
+	res, prov, err := eval.Merge(dirs)
 	if err != nil {
 		return err
 	}
-	if err := res.WriteDir(out, aboutText(config, res.Seconds), config); err != nil {
+	if err := res.WriteDir(out, prov); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "dainx eval: merged %d outputs (%d runs) into %s/{runs.csv,runs.json,summary.md,summary.json,rmse.png,runtime.png}\n", len(dirs), len(res.Runs), out)
 	return nil
-}
-
-// aboutText is the Markdown header of a summary written again from a
-// recorded configuration: the command (or, for a merge, each source's
-// command), the tensor, the backend, the repeats and the seconds.
-func aboutText(config map[string]any, seconds float64) string {
-	var b strings.Builder
-	if cmds, ok := config["commands"].([]any); ok {
-		fmt.Fprintf(&b, "Merged (`dainx eval -merge`) from %d outputs, made by:\n\n", len(cmds))
-		for _, c := range cmds {
-			fmt.Fprintf(&b, "- `%v`\n", c)
-		}
-		fmt.Fprintf(&b, "\nSeeds %v.", config["seeds"])
-	} else {
-		fmt.Fprintf(&b, "Command: `%v`", config["command"])
-	}
-	fmt.Fprintf(&b, "\n\nInput: %v (dims %v, %v cells); backend %v (%v); %v repeats; %.0f s in all.",
-		config["input"], config["dims"], config["nnz"], config["backend"], config["device"], config["repeats"], seconds)
-	return b.String()
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/demo"
+	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -85,14 +86,15 @@ func bindTraining(fs *flag.FlagSet, c *dain.Config, layers *intList) {
 	fs.IntVar(&c.CoSTCoBatch, "costco-batch", c.CoSTCoBatch, "CoSTCo training batch `size`")
 }
 
-// bindMethod registers the flags that choose how cells are made.
+// bindMethod registers the flags that choose how cells are made; their
+// help lists dain's variants of each step.
 func bindMethod(fs *flag.FlagSet, c *dain.Config) {
-	fs.StringVar(&c.Method, "method", c.Method, "augmentation `method`: dain, duplication, entity-replacement or random (uniform cells; -predictor gives Random+MLP or Random+CoSTCo)")
-	fs.StringVar(&c.Model, "model", c.Model, "embedding `model` Θ whose influence ranks cells: mlp (the paper's) or costco")
-	fs.StringVar(&c.Predictor, "predictor", c.Predictor, "value `predictor` for new cells: costco (the paper's) or mlp (reuse Θ)")
-	fs.StringVar(&c.Influence, "influence", c.Influence, "cell importance `estimator`: tracin (the paper's) or representer")
-	fs.StringVar(&c.InfluenceLayers, "influence-layers", c.InfluenceLayers, "TracIn's `parameters`: last (the output layer, the paper's) or all (every layer and the embeddings)")
-	fs.StringVar(&c.Entity, "entity", c.Entity, "entity importance: `sum` (aggregation, eq. 6, the paper's) or cp1 (rank-1 CP, eq. 7)")
+	fs.StringVar(&c.Method, "method", c.Method, "augmentation `method`: "+dain.Help(dain.Methods))
+	fs.StringVar(&c.Model, "model", c.Model, "embedding `model` Θ whose influence ranks cells: "+dain.Help(dain.Models))
+	fs.StringVar(&c.Predictor, "predictor", c.Predictor, "value `predictor` for new cells: "+dain.Help(dain.Models)+"; mlp reuses Θ")
+	fs.StringVar(&c.Influence, "influence", c.Influence, "cell importance `estimator`: "+dain.Help(dain.Influences))
+	fs.StringVar(&c.InfluenceLayers, "influence-layers", c.InfluenceLayers, "TracIn's `parameters`: "+dain.Help(dain.InfluenceLayers))
+	fs.StringVar(&c.Entity, "entity", c.Entity, "entity importance `aggregator`: "+dain.Help(dain.Entities))
 }
 
 // finishConfig applies the parsed layers and checks the configuration.
@@ -130,10 +132,14 @@ func readInput(f *inputFlags) (*tensor.COO, string, tensor.Format, error) {
 	return t, f.input, format, err
 }
 
-// checkLayers reports a -layers whose first width does not fit the order.
+// checkLayers reports, as a usage error, a -layers that does not fit the
+// tensor's order.
 func checkLayers(c *dain.Config, order int) error {
-	if c.Layers != nil && c.Layers[0]%order != 0 {
-		return fmt.Errorf("%w: -layers %v: the first width must be a multiple of the tensor order %d (order × embedding width)", errUsage, (*intList)(&c.Layers).String(), order)
+	if c.Layers == nil {
+		return nil
+	}
+	if err := nn.CheckLayers(c.Layers, order); err != nil {
+		return fmt.Errorf("%w: -layers %v: %v", errUsage, (*intList)(&c.Layers).String(), err)
 	}
 	return nil
 }

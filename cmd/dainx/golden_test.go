@@ -194,3 +194,72 @@ func TestGoldenEval(t *testing.T) {
 		}
 	}
 }
+
+// copyDir copies the files of dir into a new temporary directory.
+func copyDir(t *testing.T, dir string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(dir))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestResumeOldOutput: an evaluation written before the typed provenance
+// (testdata/golden/eval-v0, version 0) is resumed by the same command with
+// more repeats: its two repeats are kept as they were, the third is run.
+func TestResumeOldOutput(t *testing.T) {
+	out := copyDir(t, filepath.Join("testdata", "golden", "eval-v0"))
+	old, err := os.ReadFile(filepath.Join(out, "runs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"eval", "-methods", goldenEvalMethods, "-ratios", "0,0.3", "-repeats", "3", "-out", out, "-resume"}, goldenFlags...)
+	if code, _, stderr := runCLI(args...); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	both, _ := os.ReadFile(filepath.Join(out, "runs.csv"))
+	if lines := strings.Count(string(both), "\n"); !bytes.HasPrefix(both, old) || lines != 1+3*10*2 {
+		t.Errorf("after -resume, runs.csv (%d lines) does not start with the old output's runs", lines)
+	}
+	// Another training configuration is refused, naming the field.
+	args = append(append([]string{"eval", "-methods", goldenEvalMethods, "-ratios", "0,0.3", "-repeats", "4", "-out", out, "-resume"}, goldenFlags...), "-patience", "3")
+	if code, _, stderr := runCLI(args...); code != exitFailure || !strings.Contains(stderr, "patience") {
+		t.Errorf("-resume with another -patience: exit %d, %q", code, stderr)
+	}
+}
+
+// TestMergeOldOutput: an evaluation written before the typed provenance
+// merges with one written now (another seed).
+func TestMergeOldOutput(t *testing.T) {
+	dir := t.TempDir()
+	now := filepath.Join(dir, "now")
+	args := append([]string{"eval", "-methods", goldenEvalMethods, "-ratios", "0,0.3", "-repeats", "1", "-out", now}, goldenFlags...)
+	args = append(args, "-seed", "9")
+	if code, _, stderr := runCLI(args...); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	merged := filepath.Join(dir, "merged")
+	old := filepath.Join("testdata", "golden", "eval-v0")
+	code, stdout, stderr := runCLI("eval", "-merge", old+","+now, "-out", merged)
+	if code != exitOK || !strings.Contains(stdout, "merged 2 outputs (60 runs)") {
+		t.Fatalf("merge: exit %d, %q, %q", code, stdout, stderr)
+	}
+	md, _ := os.ReadFile(filepath.Join(merged, "summary.md"))
+	if !strings.Contains(string(md), "3 repeats") || !strings.Contains(string(md), "Seeds [7 8 9]") {
+		t.Errorf("merged summary.md:\n%s", md)
+	}
+}

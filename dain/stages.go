@@ -1,0 +1,386 @@
+package dain
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/sampling"
+	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/tracin"
+)
+
+// This file is the one place that lists DAIN's ablated steps, their
+// variants and the named methods built from them. Config.Validate, the
+// command line's help and `dainx eval`'s method list are generated from it.
+// The README's "Adding an ablation" shows how to extend it.
+
+// Choice is one accepted value of a Config field that picks the variant of
+// a step, with its help text and the stage it builds. B is the builder's
+// type; the first Choice of each list is the paper's.
+type Choice[B any] struct {
+	Name  string
+	Doc   string
+	Build B
+}
+
+// Methods are the accepted Config.Method values: how new cells are made
+// (step 4). A nil Values means the cells keep training values.
+var Methods = []Choice[func(Config) Pipeline]{
+	{"dain", "entities drawn from the entity importance (Algorithm 1)", func(c Config) Pipeline {
+		return Pipeline{Cells: ImportanceCells{Entity: c.entity()}, Values: &Predictor{Model: Embedding{c.Predictor}}}
+	}},
+	{"duplication", "copies of random training cells", func(c Config) Pipeline {
+		return Pipeline{Cells: Duplicate{}}
+	}},
+	{"entity-replacement", "a training cell with one index swapped for one of its 10 nearest entities in Θ's embedding space", func(c Config) Pipeline {
+		return Pipeline{Cells: ReplaceEntity{Model: Embedding{c.Model}}}
+	}},
+	{"random", "uniform cells; -predictor gives Random+MLP or Random+CoSTCo", func(c Config) Pipeline {
+		return Pipeline{Cells: UniformCells{}, Values: &Predictor{Model: Embedding{c.Predictor}}}
+	}},
+}
+
+// Models are the accepted Config.Model and Config.Predictor values: the
+// kinds of embedding model (step 1, and the value predictor of step 4).
+var Models = []Choice[struct{}]{
+	{"mlp", "the MLP of eq. 4", struct{}{}},
+	{"costco", "CoSTCo (Liu et al., KDD 2019)", struct{}{}},
+}
+
+// Influences are the accepted Config.Influence values: the cell-importance
+// estimator (step 2).
+var Influences = []Choice[func(Config) CellImportance]{
+	{"tracin", "TracIn-CP, eq. 5", func(c Config) CellImportance {
+		return TracIn{Model: Embedding{c.Model}, Layers: c.InfluenceLayers}
+	}},
+	{"representer", "representer points", func(c Config) CellImportance {
+		return Representer{Model: Embedding{c.Model}}
+	}},
+}
+
+// InfluenceLayers are the accepted Config.InfluenceLayers values: the
+// parameters TracIn differentiates.
+var InfluenceLayers = []Choice[struct{}]{
+	{"last", "the output layer", struct{}{}},
+	{"all", "every layer and the embeddings", struct{}{}},
+}
+
+// Entities are the accepted Config.Entity values: the entity-importance
+// aggregator (step 3).
+var Entities = []Choice[func(Config, CellImportance) EntityImportance]{
+	{"sum", "aggregation, eq. 6", func(c Config, s CellImportance) EntityImportance {
+		return SumEntity{Cells: s}
+	}},
+	{"cp1", "rank-1 CP of the cell importance, eq. 7", func(c Config, s CellImportance) EntityImportance {
+		return CP1Entity{Cells: s, Lambda: c.CPLambda, Sweeps: c.CPSweeps}
+	}},
+}
+
+// Variant is a named method of `dainx eval`: DAIN, one of the paper's
+// baselines (§5.1.2) or an ablation (§5.4), as a change to the paper's
+// configuration.
+type Variant struct {
+	Name string
+	Role string // "method", "baseline" or "ablation"
+	Doc  string
+	Set  func(*Config)
+}
+
+// Variants are the methods `dainx eval` accepts, in the order its help
+// lists them.
+var Variants = []Variant{
+	{"dain", "method", "MLP embeddings, TracIn on the last layer, aggregation, CoSTCo values", func(c *Config) {}},
+	{"duplication", "baseline", "copies of training cells", func(c *Config) { c.Method = "duplication" }},
+	{"entity-replacement", "baseline", "one index of a training cell replaced by a near entity", func(c *Config) { c.Method = "entity-replacement" }},
+	{"random-mlp", "baseline", "uniform cells valued by Θ", func(c *Config) { c.Method, c.Predictor = "random", "mlp" }},
+	{"random-costco", "baseline", "uniform cells valued by CoSTCo", func(c *Config) { c.Method, c.Predictor = "random", "costco" }},
+	{"dain-mlp-predictor", "ablation", "values from Θ instead of CoSTCo", func(c *Config) { c.Predictor = "mlp" }},
+	{"dain-costco-embedding", "ablation", "CoSTCo as the embedding model Θ", func(c *Config) { c.Model = "costco" }},
+	{"dain-representer", "ablation", "representer points instead of TracIn", func(c *Config) { c.Influence = "representer" }},
+	{"dain-all-layers", "ablation", "TracIn over every layer", func(c *Config) { c.InfluenceLayers = "all" }},
+	{"dain-cp1", "ablation", "rank-1 CP entity importance", func(c *Config) { c.Entity = "cp1" }},
+}
+
+// VariantNamed returns the variant called name.
+func VariantNamed(name string) (Variant, bool) {
+	for _, v := range Variants {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return Variant{}, false
+}
+
+// Names returns the names of choices, in order.
+func Names[B any](choices []Choice[B]) []string {
+	out := make([]string, len(choices))
+	for i, c := range choices {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Help returns "a (doc), b (doc) or c (doc)" for a flag's help; the first
+// choice is marked as the paper's.
+func Help[B any](choices []Choice[B]) string {
+	parts := make([]string, len(choices))
+	for i, c := range choices {
+		doc := c.Doc
+		if i == 0 {
+			doc += ", the paper's"
+		}
+		parts[i] = fmt.Sprintf("%s (%s)", c.Name, doc)
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
+func lookup[B any](field, name string, choices []Choice[B]) (B, error) {
+	for _, c := range choices {
+		if c.Name == name {
+			return c.Build, nil
+		}
+	}
+	var zero B
+	return zero, fmt.Errorf("%s %q: want one of %s", field, name, strings.Join(Names(choices), ", "))
+}
+
+// Pipeline is a method as a composition of stages: the cells it makes
+// (step 4, with steps 1–3 behind it) and the predictor of their values.
+type Pipeline struct {
+	Cells  CellMaker
+	Values *Predictor // nil when Cells keeps the training cells' values
+}
+
+// Pipeline returns the composition of stages c names. It panics if c does
+// not pass Validate.
+func (c Config) Pipeline() Pipeline {
+	build, err := lookup("method", c.Method, Methods)
+	if err != nil {
+		panic("dain: " + err.Error())
+	}
+	return build(c)
+}
+
+func (c Config) entity() EntityImportance {
+	inf, err := lookup("influence", c.Influence, Influences)
+	if err != nil {
+		panic("dain: " + err.Error())
+	}
+	ent, err := lookup("entity importance", c.Entity, Entities)
+	if err != nil {
+		panic("dain: " + err.Error())
+	}
+	return ent(c, inf(c))
+}
+
+// A stage is one step of Algorithm 1 in one variant. Stages are comparable
+// values holding their own settings, and a stage's value is its cache
+// identity: within an Experiment, equal stages are computed once and their
+// result, buffers and wall time kept. deps lists the stages it uses.
+type stage interface {
+	deps() []stage
+}
+
+// walk calls f on s and every stage it depends on, each once.
+func walk(s stage, seen map[stage]bool, f func(stage)) {
+	if s == nil || seen[s] {
+		return
+	}
+	seen[s] = true
+	f(s)
+	for _, d := range s.deps() {
+		walk(d, seen, f)
+	}
+}
+
+// Embedding is step 1: the embedding model Θ of one kind (a Models name),
+// trained on the training cells with early stopping; the TracIn passes the
+// experiment's methods need ride on its training.
+type Embedding struct{ Kind string }
+
+func (Embedding) deps() []stage { return nil }
+
+// CellImportance is step 2: a score per training cell (in the order of the
+// training set), computed from a trained embedding model.
+type CellImportance interface {
+	stage
+	// scores returns the scores and the trained model they rank cells of.
+	scores(ctx context.Context, e *Experiment) (compute.F32, *trained, error)
+}
+
+// TracIn is TracIn-CP cell importance (eq. 5) over Layers ("last" or
+// "all") of Model, accumulated at every checkpoint of its training.
+type TracIn struct {
+	Model  Embedding
+	Layers string
+}
+
+func (s TracIn) deps() []stage { return []stage{s.Model} }
+
+func (s TracIn) scores(ctx context.Context, e *Experiment) (compute.F32, *trained, error) {
+	t, err := e.model(ctx, s.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d := e.cellScores[s]; d != nil {
+		return d.val, t, nil
+	}
+	// Not planned when the experiment began: train Θ again (the same
+	// seeds give the same model) with this accumulator.
+	t, _, err = e.train(ctx, s.Model, []TracIn{s})
+	if err != nil {
+		return nil, nil, err
+	}
+	e.retrained = append(e.retrained, t)
+	return e.cellScores[s].val, t, nil
+}
+
+// Representer is representer-point cell importance (the paper's §5.4
+// ablation) of the trained Model.
+type Representer struct{ Model Embedding }
+
+func (s Representer) deps() []stage { return []stage{s.Model} }
+
+func (s Representer) scores(ctx context.Context, e *Experiment) (compute.F32, *trained, error) {
+	t, err := e.model(ctx, s.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := e.cellScores.get(s, func() (compute.F32, float64, error) {
+		t0 := time.Now()
+		v, err := tracin.Representer(t.net, t.train, t.val)
+		if err != nil {
+			return nil, 0, fmt.Errorf("dain: %w", err)
+		}
+		e.owned = append(e.owned, v)
+		return v, time.Since(t0).Seconds(), nil
+	})
+	return v, t, err
+}
+
+// EntityImportance is step 3: per-mode entity weights from cell importance.
+type EntityImportance interface {
+	stage
+	cells() CellImportance
+	// aggregate returns one weight per entity of every mode from the cell
+	// scores s of t's training cells.
+	aggregate(e *Experiment, s compute.F32, t *trained) ([][]float64, error)
+}
+
+// SumEntity is eq. 6: the sum of |α_z| over the training cells of each
+// entity, normalised per mode.
+type SumEntity struct{ Cells CellImportance }
+
+func (s SumEntity) deps() []stage         { return []stage{s.Cells} }
+func (s SumEntity) cells() CellImportance { return s.Cells }
+func (s SumEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
+	return tracin.EntityImportance(e.be, v, t.train.Rows, e.x.Dims)
+}
+
+// CP1Entity is eq. 7: the factors of a rank-1 CP decomposition of the cell
+// importance tensor, with ridge Lambda and Sweeps ALS sweeps.
+type CP1Entity struct {
+	Cells  CellImportance
+	Lambda float64
+	Sweeps int
+}
+
+func (s CP1Entity) deps() []stage         { return []stage{s.Cells} }
+func (s CP1Entity) cells() CellImportance { return s.Cells }
+func (s CP1Entity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
+	return tracin.EntityImportanceCP1(e.be, v, t.train.Rows, e.x.Dims, s.Lambda, s.Sweeps)
+}
+
+// CellMaker is step 4's choice of new cells: n cells never observed nor
+// repeated (duplication excepted), with values when it keeps training
+// values, counting its draws in st.
+type CellMaker interface {
+	stage
+	cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error)
+}
+
+// ImportanceCells draws each index from Entity's per-mode alias tables
+// (Algorithm 1, lines 6–15).
+type ImportanceCells struct{ Entity EntityImportance }
+
+func (s ImportanceCells) deps() []stage { return []stage{s.Entity} }
+
+func (s ImportanceCells) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
+	tables, err := e.tables(ctx, s.Entity)
+	if err != nil {
+		return nil, err
+	}
+	return e.sample(ctx, tables, rng(e.cfg.Seed, streamSample).Uint64(), n, st)
+}
+
+// UniformCells draws every index uniformly (the Random baselines).
+type UniformCells struct{}
+
+func (UniformCells) deps() []stage { return nil }
+
+func (UniformCells) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
+	var tables []*sampling.Alias
+	for _, d := range e.x.Dims {
+		w := make([]float64, d)
+		for i := range w {
+			w[i] = 1
+		}
+		a, err := sampling.NewAlias(w)
+		if err != nil {
+			return nil, fmt.Errorf("dain: %w", err)
+		}
+		tables = append(tables, a)
+	}
+	return e.sample(ctx, tables, rng(e.cfg.Seed, streamRandom).Uint64(), n, st)
+}
+
+// Duplicate copies distinct random training cells with their values,
+// cycling when n exceeds |train|.
+type Duplicate struct{}
+
+func (Duplicate) deps() []stage { return nil }
+
+func (Duplicate) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
+	t0 := time.Now()
+	perm := rng(e.cfg.Seed, streamDuplicate).Perm(e.Train.NNZ())
+	rows := make([]int, n)
+	for i := range rows {
+		rows[i] = perm[i%len(perm)]
+	}
+	aug := e.Train.Subset(rows)
+	st.Sample = time.Since(t0).Seconds()
+	return aug, nil
+}
+
+// ReplaceEntity is entity replacement: a random training cell whose index
+// in a random mode is replaced by one of that entity's 10 nearest
+// neighbours in Model's embedding table, keeping the value.
+type ReplaceEntity struct{ Model Embedding }
+
+func (s ReplaceEntity) deps() []stage { return []stage{Neighbours(s)} }
+
+func (s ReplaceEntity) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
+	nbr, err := e.neighbours(ctx, Neighbours(s))
+	if err != nil {
+		return nil, err
+	}
+	return e.replace(ctx, nbr, n, st)
+}
+
+// Neighbours is the 10 nearest entities of every entity of the training
+// cells in Model's embedding table (part of step 3 for entity replacement).
+type Neighbours struct{ Model Embedding }
+
+func (s Neighbours) deps() []stage { return []stage{s.Model} }
+
+// Predictor is step 4's value predictor Θ_p: the trained Model of that
+// kind (for "mlp", Θ itself).
+type Predictor struct{ Model Embedding }
+
+func (s Predictor) deps() []stage { return []stage{s.Model} }

@@ -1,0 +1,206 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/dainx/dainx/dain"
+)
+
+// ProvenanceVersion is the version of Provenance that WriteDir records.
+// Version 0 is the untyped configuration written before versions existed
+// (its "base" keyed by dain.Config's Go field names); Load reads both.
+const ProvenanceVersion = 1
+
+// Provenance is what an evaluation's runs.json ("config") and summary.md
+// record about how it was made: the tensor, the methods, the ratios, the
+// training configuration, and the command or commands. -resume and -merge
+// compare two of them field by field (Compatible).
+type Provenance struct {
+	Version int    `json:"version"`
+	Input   string `json:"input"`
+	Dims    []int  `json:"dims"`
+	NNZ     int    `json:"nnz"`
+	Backend string `json:"backend"`
+	Device  string `json:"device"`
+	// Methods and Ratios are those of the Spec.
+	Methods []string  `json:"methods"`
+	Ratios  []float64 `json:"ratios"`
+	// Repeats is the number of finished repeats; RepeatsRequested, when
+	// more, the number asked for (a partial evaluation).
+	Repeats          int      `json:"repeats"`
+	RepeatsRequested int      `json:"repeats_requested,omitempty"`
+	Base             Training `json:"base"`
+	// Command is the command line of an evaluation that ran; a merge has
+	// Commands (each source's), MergedFrom (their directories) and Seeds
+	// (every split's seed) instead.
+	Command    string   `json:"command,omitempty"`
+	Commands   []string `json:"commands,omitempty"`
+	MergedFrom []string `json:"merged_from,omitempty"`
+	Seeds      []uint64 `json:"seeds,omitempty"`
+	Seconds    float64  `json:"seconds"`
+}
+
+// Training is the recorded training configuration: dain.Config without its
+// progress writer. Every field takes part in Compatible.
+type Training struct {
+	Ratio           float64 `json:"ratio"`
+	Seed            uint64  `json:"seed"`
+	Layers          []int   `json:"layers"`
+	Epochs          int     `json:"epochs"`
+	Batch           int     `json:"batch"`
+	Patience        int     `json:"patience"`
+	LR              float64 `json:"lr"`
+	TestFrac        float64 `json:"test_frac"`
+	ValFrac         float64 `json:"val_frac"`
+	EvalBatch       int     `json:"eval_batch"`
+	Method          string  `json:"method"`
+	Model           string  `json:"model"`
+	Predictor       string  `json:"predictor"`
+	Influence       string  `json:"influence"`
+	InfluenceLayers string  `json:"influence_layers"`
+	Entity          string  `json:"entity"`
+	Rank            int     `json:"rank"`
+	Channels        int     `json:"channels"`
+	CoSTCoLR        float64 `json:"costco_lr"`
+	CoSTCoBatch     int     `json:"costco_batch"`
+	CPLambda        float64 `json:"cp_lambda"`
+	CPSweeps        int     `json:"cp_sweeps"`
+}
+
+// TrainingOf returns the recorded form of c.
+func TrainingOf(c dain.Config) Training {
+	return Training{
+		Ratio: c.Ratio, Seed: c.Seed, Layers: c.Layers, Epochs: c.Epochs, Batch: c.Batch,
+		Patience: c.Patience, LR: c.LR, TestFrac: c.TestFrac, ValFrac: c.ValFrac, EvalBatch: c.EvalBatch,
+		Method: c.Method, Model: c.Model, Predictor: c.Predictor, Influence: c.Influence,
+		InfluenceLayers: c.InfluenceLayers, Entity: c.Entity, Rank: c.Rank, Channels: c.Channels,
+		CoSTCoLR: c.CoSTCoLR, CoSTCoBatch: c.CoSTCoBatch, CPLambda: c.CPLambda, CPSweeps: c.CPSweeps,
+	}
+}
+
+// UnmarshalJSON reads a provenance of any version. Version 0's "base"
+// has dain.Config's Go field names as keys (and a null "Progress"); its
+// "commands" may hold nulls.
+func (p *Provenance) UnmarshalJSON(b []byte) error {
+	type plain Provenance // without this method
+	var probe struct {
+		Version  int             `json:"version"`
+		Base     json.RawMessage `json:"base"`
+		Commands []*string       `json:"commands"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return err
+	}
+	if probe.Version > ProvenanceVersion {
+		return fmt.Errorf("provenance version %d is newer than this dainx's %d", probe.Version, ProvenanceVersion)
+	}
+	var v struct {
+		plain
+		Base     json.RawMessage `json:"base"`
+		Commands json.RawMessage `json:"commands"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*p = Provenance(v.plain)
+	p.Commands = nil
+	for _, c := range probe.Commands {
+		if c != nil {
+			p.Commands = append(p.Commands, *c)
+		} else {
+			p.Commands = append(p.Commands, "")
+		}
+	}
+	if len(probe.Base) == 0 || string(probe.Base) == "null" {
+		return fmt.Errorf("no training configuration (\"base\")")
+	}
+	if probe.Version >= 1 {
+		return json.Unmarshal(probe.Base, &p.Base)
+	}
+	// Version 0 wrote dain.Config as Go encodes it: field names as keys.
+	// These are the names of that time; they do not follow later renames.
+	var v0 struct {
+		Ratio                         float64
+		Seed                          uint64
+		Layers                        []int
+		Epochs, Batch, Patience       int
+		LR, TestFrac, ValFrac         float64
+		EvalBatch                     int
+		Method, Model, Predictor      string
+		Influence, InfluenceLayers    string
+		Entity                        string
+		Rank, Channels                int
+		CoSTCoLR                      float64
+		CoSTCoBatch                   int
+		CPLambda                      float64
+		CPSweeps                      int
+		Progress                      any
+	}
+	if err := json.Unmarshal(probe.Base, &v0); err != nil {
+		return fmt.Errorf("version 0 training configuration: %w", err)
+	}
+	p.Base = Training{
+		Ratio: v0.Ratio, Seed: v0.Seed, Layers: v0.Layers, Epochs: v0.Epochs, Batch: v0.Batch,
+		Patience: v0.Patience, LR: v0.LR, TestFrac: v0.TestFrac, ValFrac: v0.ValFrac, EvalBatch: v0.EvalBatch,
+		Method: v0.Method, Model: v0.Model, Predictor: v0.Predictor, Influence: v0.Influence,
+		InfluenceLayers: v0.InfluenceLayers, Entity: v0.Entity, Rank: v0.Rank, Channels: v0.Channels,
+		CoSTCoLR: v0.CoSTCoLR, CoSTCoBatch: v0.CoSTCoBatch, CPLambda: v0.CPLambda, CPSweeps: v0.CPSweeps,
+	}
+	return nil
+}
+
+// Compatible reports how the evaluations that p and q record differ in
+// what makes their runs comparable: the tensor's dims and nnz, the
+// methods, the ratios and every field of the training configuration apart
+// from its seed — or, with sameSeed, including it. It returns nil when they
+// agree. The versions they were written with do not matter.
+func (p Provenance) Compatible(q Provenance, sameSeed bool) error {
+	for _, f := range []struct {
+		name string
+		a, b any
+	}{{"dims", p.Dims, q.Dims}, {"nnz", p.NNZ, q.NNZ}, {"methods", p.Methods, q.Methods}, {"ratios", p.Ratios, q.Ratios}} {
+		if !reflect.DeepEqual(f.a, f.b) {
+			return fmt.Errorf("different %s (%v, %v)", f.name, f.a, f.b)
+		}
+	}
+	if sameSeed && p.Base.Seed != q.Base.Seed {
+		return fmt.Errorf("different -seed (%v, %v)", p.Base.Seed, q.Base.Seed)
+	}
+	a, b := reflect.ValueOf(p.Base), reflect.ValueOf(q.Base)
+	for i := 0; i < a.NumField(); i++ {
+		f := a.Type().Field(i)
+		if f.Name == "Seed" {
+			continue
+		}
+		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			return fmt.Errorf("different training configuration: %s %v, %v", name, a.Field(i), b.Field(i))
+		}
+	}
+	return nil
+}
+
+// About is the Markdown header of a summary: the command (or, for a merge,
+// each source's command and the seeds), the tensor, the backend, the
+// repeats and the seconds, and a note when the evaluation is partial.
+func (p Provenance) About() string {
+	var b strings.Builder
+	if p.Command == "" && len(p.Commands) > 0 {
+		fmt.Fprintf(&b, "Merged (`dainx eval -merge`) from %d outputs, made by:\n\n", len(p.Commands))
+		for _, c := range p.Commands {
+			fmt.Fprintf(&b, "- `%s`\n", c)
+		}
+		fmt.Fprintf(&b, "\nSeeds %v.", p.Seeds)
+	} else {
+		fmt.Fprintf(&b, "Command: `%s`", p.Command)
+	}
+	fmt.Fprintf(&b, "\n\nInput: %s (dims %v, %d cells); backend %s (%s); %d repeats; %.0f s in all.",
+		p.Input, p.Dims, p.NNZ, p.Backend, p.Device, p.Repeats, p.Seconds)
+	if p.RepeatsRequested > p.Repeats {
+		fmt.Fprintf(&b, "\n\n**Partial: %d of %d repeats.** Run the same command with -resume to finish.", p.Repeats, p.RepeatsRequested)
+	}
+	return b.String()
+}
