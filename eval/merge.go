@@ -80,4 +80,3 @@ func Merge(dirs []string) (*Results, Provenance, error) {
 	merged.Seconds = out.Seconds
 	return out, merged, nil
 }
-

@@ -123,21 +123,21 @@ func (p *Provenance) UnmarshalJSON(b []byte) error {
 	// Version 0 wrote dain.Config as Go encodes it: field names as keys.
 	// These are the names of that time; they do not follow later renames.
 	var v0 struct {
-		Ratio                         float64
-		Seed                          uint64
-		Layers                        []int
-		Epochs, Batch, Patience       int
-		LR, TestFrac, ValFrac         float64
-		EvalBatch                     int
-		Method, Model, Predictor      string
-		Influence, InfluenceLayers    string
-		Entity                        string
-		Rank, Channels                int
-		CoSTCoLR                      float64
-		CoSTCoBatch                   int
-		CPLambda                      float64
-		CPSweeps                      int
-		Progress                      any
+		Ratio                      float64
+		Seed                       uint64
+		Layers                     []int
+		Epochs, Batch, Patience    int
+		LR, TestFrac, ValFrac      float64
+		EvalBatch                  int
+		Method, Model, Predictor   string
+		Influence, InfluenceLayers string
+		Entity                     string
+		Rank, Channels             int
+		CoSTCoLR                   float64
+		CoSTCoBatch                int
+		CPLambda                   float64
+		CPSweeps                   int
+		Progress                   any
 	}
 	if err := json.Unmarshal(probe.Base, &v0); err != nil {
 		return fmt.Errorf("version 0 training configuration: %w", err)
