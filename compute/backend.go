@@ -21,7 +21,8 @@ type I32 interface {
 }
 
 // Layout says how Gather and ScatterRows lay out the N embedding rows of one
-// cell in its row of the batch matrix.
+// cell in its row of the batch matrix. Every operation that takes a Layout
+// panics on a value other than ModeMajor and RankMajor (CheckLayout).
 type Layout int
 
 const (
@@ -41,7 +42,10 @@ type AdamStep struct {
 // Backend is the set of operations DAIN runs on. See the package
 // documentation for notation, layout, error and aliasing policy. The float64
 // reference loop of each operation is the function of the same name in
-// package compute/ref.
+// package compute/ref. Every implementation validates an operation's
+// arguments with the Check function of its name in this package
+// (validate.go), so the panics documented here are the same on every
+// backend.
 type Backend interface {
 	// Name returns "cpu" or "cuda".
 	Name() string

@@ -333,9 +333,10 @@ func panics(f func()) (did bool) {
 	return false
 }
 
-// testPanics checks representative misuse that the compute package
-// documents as a panic: negative sizes, out-of-range views, lengths that do
-// not match, non-positive widths and buffers of another backend.
+// testPanics checks misuse that the compute package documents as a panic,
+// for every operation: negative sizes, out-of-range views, lengths that do
+// not match, non-positive widths, steps or orders, buffers of another
+// backend, and every operation that takes a Layout with invalid layouts.
 func testPanics(s *suite) {
 	be := s.be
 	a := func(n int) compute.F32 {
@@ -391,6 +392,58 @@ func testPanics(s *suite) {
 		{"Fill of a foreign F32", func() { be.Fill(foreignF32{4}, 0) }},
 		{"Copy from a foreign F32", func() { be.Copy(y4, foreignF32{4}) }},
 		{"UploadI32 into a foreign I32", func() { be.UploadI32(foreignI32{2}, make([]int32, 2)) }},
+		{"ScatterRows order 0", func() { be.ScatterRows(x10, a(4), cells2, 0, 2, compute.ModeMajor) }},
+		{"ScatterRows table not a multiple of width", func() { be.ScatterRows(x11, a(4), cells2, 2, 2, compute.ModeMajor) }},
+		{"Gather cells not a multiple of order", func() { be.Gather(a(6), x10, ai(3), 2, 2, compute.ModeMajor) }},
+		{"LinearForward x not a multiple of in", func() { be.LinearForward(y4, a(7), w6, x2, 3, 2, false) }},
+		{"LinearBackward w of wrong length", func() { be.LinearBackward(nil, nil, nil, y4, w6, y5, 3, 2, false, false) }},
+		{"LinearBackward dw of wrong length", func() { be.LinearBackward(nil, y5, nil, y4, w6, w6, 3, 2, false, false) }},
+		{"LinearBackward db of wrong length", func() { be.LinearBackward(nil, nil, a(3), y4, w6, w6, 3, 2, false, false) }},
+		{"LinearBackward in 0", func() { be.LinearBackward(nil, nil, nil, y4, w6, w6, 0, 2, false, false) }},
+		{"MSEGrad delta of wrong length", func() { be.MSEGrad(x11, nil, x10, x10, 1) }},
+		{"MSEGrad sq of length 2", func() { be.MSEGrad(x10, x2, x10, x10, 1) }},
+		{"Adam step 0", func() {
+			be.Adam(x10, a(10), a(10), a(10), compute.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, T: 0})
+		}},
+		{"Adam v of wrong length", func() {
+			be.Adam(x10, a(10), a(10), x11, compute.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, T: 1})
+		}},
+		{"InfluenceDot gb of wrong length", func() { be.InfluenceDot(a(2), y4, w6, w6, x1, 3, 2, 1) }},
+		{"InfluenceDot gw of wrong length", func() { be.InfluenceDot(a(2), y4, w6, y5, x2, 3, 2, 1) }},
+		{"InfluenceDot dy of wrong length", func() { be.InfluenceDot(a(2), y5, w6, w6, x2, 3, 2, 1) }},
+		// EmbeddingInfluence: 1 score, cells2 one cell of order 2, dx 1×(2·2), gtable 5×2.
+		{"EmbeddingInfluence dx of wrong length", func() { be.EmbeddingInfluence(x1, y5, cells2, x10, 2, compute.ModeMajor, 1) }},
+		{"EmbeddingInfluence cells not a multiple of scores", func() { be.EmbeddingInfluence(x2, y4, ai(3), x10, 2, compute.ModeMajor, 1) }},
+		{"EmbeddingInfluence width 0", func() { be.EmbeddingInfluence(x1, a(0), cells2, x10, 0, compute.ModeMajor, 1) }},
+		{"EmbeddingInfluence no scores, some cells", func() { be.EmbeddingInfluence(a(0), a(0), cells2, x10, 2, compute.ModeMajor, 1) }},
+		{"EntityImportance cells not a multiple of scores", func() { be.EntityImportance(x10, x2, ai(3)) }},
+		{"EntityImportance no scores, some cells", func() { be.EntityImportance(x10, a(0), cells2) }},
+		{"SampleAlias col = order", func() { be.SampleAlias(ai(4), 2, 2, th3, ai(3), 1, 0) }},
+		{"SampleAlias out not a multiple of order", func() { be.SampleAlias(ai(5), 2, 0, th3, ai(3), 1, 0) }},
+		{"SampleAlias empty table", func() { be.SampleAlias(ai(4), 2, 0, ai(0), ai(0), 1, 0) }},
+	}
+	// Every operation that takes a Layout panics on every value that is
+	// not ModeMajor or RankMajor, with otherwise valid arguments.
+	for _, l := range []compute.Layout{-1, 2, 3, 1 << 20} {
+		l := l
+		cases = append(cases, []struct {
+			what string
+			f    func()
+		}{
+			{fmt.Sprintf("Gather layout %d", l), func() { be.Gather(a(4), x10, cells2, 2, 2, l) }},
+			{fmt.Sprintf("ScatterRows layout %d", l), func() { be.ScatterRows(x10, a(4), cells2, 2, 2, l) }},
+			{fmt.Sprintf("EmbeddingInfluence layout %d", l), func() { be.EmbeddingInfluence(x1, a(4), cells2, x10, 2, l, 1) }},
+		}...)
+	}
+	// The same arguments with a valid layout do not panic.
+	for _, l := range []compute.Layout{compute.ModeMajor, compute.RankMajor} {
+		if panics(func() {
+			be.Gather(a(4), x10, cells2, 2, 2, l)
+			be.ScatterRows(a(10), a(4), cells2, 2, 2, l)
+			be.EmbeddingInfluence(a(1), a(4), cells2, x10, 2, l, 1)
+		}) {
+			s.errorf("layout %d: valid arguments panicked", l)
+		}
 	}
 	for _, c := range cases {
 		if !panics(c.f) {

@@ -180,12 +180,6 @@ func iv(b compute.I32) []int32 {
 	return v
 }
 
-func need(what string, got, want int) {
-	if got != want {
-		panic(fmt.Sprintf("cpu: %s has %d elements, want %d", what, got, want))
-	}
-}
-
 // Alloc returns a zeroed buffer of n float32.
 func (*Backend) Alloc(n int) compute.F32 {
 	if n < 0 {
@@ -205,21 +199,21 @@ func (*Backend) AllocI32(n int) compute.I32 {
 // Upload copies src into dst.
 func (*Backend) Upload(dst compute.F32, src []float32) {
 	d := f(dst)
-	need("Upload dst", len(d), len(src))
+	compute.CheckLen("Upload", "dst", len(d), len(src))
 	copy(d, src)
 }
 
 // UploadI32 copies src into dst.
 func (*Backend) UploadI32(dst compute.I32, src []int32) {
 	d := iv(dst)
-	need("UploadI32 dst", len(d), len(src))
+	compute.CheckLen("UploadI32", "dst", len(d), len(src))
 	copy(d, src)
 }
 
 // Download copies src into dst.
 func (*Backend) Download(dst []float32, src compute.F32) error {
 	s := f(src)
-	need("Download dst", len(dst), len(s))
+	compute.CheckLen("Download", "dst", len(dst), len(s))
 	copy(dst, s)
 	return nil
 }
@@ -227,7 +221,7 @@ func (*Backend) Download(dst []float32, src compute.F32) error {
 // DownloadI32 copies src into dst.
 func (*Backend) DownloadI32(dst []int32, src compute.I32) error {
 	s := iv(src)
-	need("DownloadI32 dst", len(dst), len(s))
+	compute.CheckLen("DownloadI32", "dst", len(dst), len(s))
 	copy(dst, s)
 	return nil
 }
@@ -243,7 +237,7 @@ func (*Backend) Fill(dst compute.F32, v float32) {
 // Copy copies src into dst.
 func (*Backend) Copy(dst, src compute.F32) {
 	d, s := f(dst), f(src)
-	need("Copy dst", len(d), len(s))
+	compute.CheckCopy(dst, src)
 	copy(d, s)
 }
 
@@ -253,22 +247,8 @@ func (*Backend) Sync() error { return nil }
 // Close returns nil.
 func (*Backend) Close() error { return nil }
 
-// checkGather validates the shapes shared by Gather, ScatterRows and
-// EmbeddingInfluence and returns the number of table rows.
-func checkGather(op string, xLen, tableLen, cellsLen, order, width int) int {
-	if order <= 0 || width <= 0 {
-		panic(fmt.Sprintf("cpu: %s: order %d, width %d", op, order, width))
-	}
-	if cellsLen%order != 0 {
-		panic(fmt.Sprintf("cpu: %s: cells of %d elements is not a multiple of order %d", op, cellsLen, order))
-	}
-	need(op+" batch matrix", xLen, cellsLen*width)
-	if tableLen%width != 0 {
-		panic(fmt.Sprintf("cpu: %s: table of %d elements is not a multiple of width %d", op, tableLen, width))
-	}
-	return tableLen / width
-}
-
+// checkRow panics if embedding row r is outside a table of rows rows
+// (compute leaves this check, which reads the cells, to the backends).
 func checkRow(op string, r int32, rows int) int {
 	if r < 0 || int(r) >= rows {
 		panic(fmt.Sprintf("cpu: %s: embedding row %d outside table of %d rows", op, r, rows))
@@ -280,7 +260,7 @@ func checkRow(op string, r int32, rows int) int {
 // batch rows.
 func (be *Backend) Gather(x, table compute.F32, cells compute.I32, order, width int, layout compute.Layout) {
 	xs, ts, cs := f(x), f(table), iv(cells)
-	rows := checkGather("Gather", len(xs), len(ts), len(cs), order, width)
+	rows := compute.CheckGather("Gather", x, table, cells, order, width, layout)
 	be.parallelFor(len(cs)/order, 16*1024/(order*width), func(lo, hi int) {
 		for k := lo * order; k < hi*order; k++ {
 			src := ts[checkRow("Gather", cs[k], rows)*width:][:width]
@@ -303,7 +283,7 @@ func (be *Backend) Gather(x, table compute.F32, cells compute.I32, order, width 
 // single pass.
 func (be *Backend) ScatterRows(dtable, dx compute.F32, cells compute.I32, order, width int, layout compute.Layout) {
 	ts, xs, cs := f(dtable), f(dx), iv(cells)
-	rows := checkGather("ScatterRows", len(xs), len(ts), len(cs), order, width)
+	rows := compute.CheckGather("ScatterRows", dx, dtable, cells, order, width, layout)
 	for _, r := range cs {
 		checkRow("ScatterRows", r, rows)
 	}
@@ -336,16 +316,10 @@ func (be *Backend) ScatterRows(dtable, dx compute.F32, cells compute.I32, order,
 // EmbeddingInfluence implements compute.Backend.EmbeddingInfluence (+=).
 func (*Backend) EmbeddingInfluence(score, dx compute.F32, cells compute.I32, gtable compute.F32, width int, layout compute.Layout, eta float32) {
 	ss, xs, cs, ts := f(score), f(dx), iv(cells), f(gtable)
-	if len(ss) == 0 {
-		need("EmbeddingInfluence cells", len(cs), 0)
-		need("EmbeddingInfluence dx", len(xs), 0)
+	order, rows := compute.CheckEmbeddingInfluence(score, dx, cells, gtable, width, layout)
+	if order == 0 {
 		return
 	}
-	if len(cs)%len(ss) != 0 {
-		panic(fmt.Sprintf("cpu: EmbeddingInfluence: cells of %d elements for %d scores", len(cs), len(ss)))
-	}
-	order := len(cs) / len(ss)
-	rows := checkGather("EmbeddingInfluence", len(xs), len(ts), len(cs), order, width)
 	for b := range ss {
 		var acc float32
 		for n := 0; n < order; n++ {
@@ -370,14 +344,10 @@ func pos(n, e, width, order int, layout compute.Layout) int {
 // are formed in float64 and added to imp once per entity.
 func (*Backend) EntityImportance(imp, score compute.F32, cells compute.I32) {
 	is, ss, cs := f(imp), f(score), iv(cells)
-	if len(ss) == 0 {
-		need("EntityImportance cells", len(cs), 0)
+	order := compute.CheckEntityImportance(imp, score, cells)
+	if order == 0 {
 		return
 	}
-	if len(cs)%len(ss) != 0 {
-		panic(fmt.Sprintf("cpu: EntityImportance: cells of %d elements for %d scores", len(cs), len(ss)))
-	}
-	order := len(cs) / len(ss)
 	acc := make([]float64, len(is))
 	for t, s := range ss {
 		a := math.Abs(float64(s))
@@ -393,13 +363,7 @@ func (*Backend) EntityImportance(imp, score compute.F32, cells compute.I32) {
 // SampleAlias implements compute.Backend.SampleAlias (= for column col).
 func (be *Backend) SampleAlias(out compute.I32, order, col int, thresh, alias compute.I32, key, ctr uint64) {
 	os, ts, as := iv(out), iv(thresh), iv(alias)
-	if order <= 0 || col < 0 || col >= order || len(os)%order != 0 {
-		panic(fmt.Sprintf("cpu: SampleAlias: out of %d elements, order %d, col %d", len(os), order, col))
-	}
-	need("SampleAlias alias", len(as), len(ts))
-	if len(ts) == 0 {
-		panic("cpu: SampleAlias: empty alias table")
-	}
+	compute.CheckSampleAlias(out, order, col, thresh, alias)
 	th := make([]uint32, len(ts))
 	for i, t := range ts {
 		th[i] = uint32(t)

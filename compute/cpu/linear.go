@@ -1,32 +1,17 @@
 package cpu
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu/internal/gemm"
 )
 
-// linearShape validates a Linear layer's buffers and returns the batch size.
-func linearShape(op string, xLen, wLen, in, out int) int {
-	if in <= 0 || out <= 0 {
-		panic(fmt.Sprintf("cpu: %s: in %d, out %d", op, in, out))
-	}
-	if xLen%in != 0 {
-		panic(fmt.Sprintf("cpu: %s: x of %d elements is not a multiple of in %d", op, xLen, in))
-	}
-	need(op+" w", wLen, out*in)
-	return xLen / in
-}
-
 // LinearForward implements compute.Backend.LinearForward (=): one GEMM
 // y = x·wᵀ with the bias and ReLU applied to each tile in registers.
 func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bool) {
 	ys, xs, ws, bs := f(y), f(x), f(w), f(bias)
-	batch := linearShape("LinearForward", len(xs), len(ws), in, out)
-	need("LinearForward y", len(ys), batch*out)
-	need("LinearForward bias", len(bs), out)
+	batch := compute.CheckLinearForward(y, x, w, bias, in, out)
 	if batch == 0 {
 		return
 	}
@@ -46,17 +31,7 @@ func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bo
 // at their ends (the results do not depend on the split).
 func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int, maskX, accumulate bool) {
 	dxs, dws, dbs, dys, xs, ws := f(dx), f(dw), f(db), f(dy), f(x), f(w)
-	batch := linearShape("LinearBackward", len(xs), len(ws), in, out)
-	need("LinearBackward dy", len(dys), batch*out)
-	if dws != nil {
-		need("LinearBackward dw", len(dws), out*in)
-	}
-	if dbs != nil {
-		need("LinearBackward db", len(dbs), out)
-	}
-	if dxs != nil {
-		need("LinearBackward dx", len(dxs), batch*in)
-	}
+	batch := compute.CheckLinearBackward(dx, dw, db, dy, x, w, in, out)
 	threads := be.nthreads()
 	gradW := func(threads int) {
 		be.kern.Sgemm(threads, &gemm.Params{
@@ -126,10 +101,7 @@ var tmpPool sync.Pool
 // eta·Σ_o dy[b,o]·t[b,o].
 func (be *Backend) InfluenceDot(score, dy, x, gw, gb compute.F32, in, out int, eta float32) {
 	ss, dys, xs, gws, gbs := f(score), f(dy), f(x), f(gw), f(gb)
-	batch := linearShape("InfluenceDot", len(xs), len(gws), in, out)
-	need("InfluenceDot score", len(ss), batch)
-	need("InfluenceDot dy", len(dys), batch*out)
-	need("InfluenceDot gb", len(gbs), out)
+	batch := compute.CheckInfluenceDot(score, dy, x, gw, gb, in, out)
 	if batch == 0 {
 		return
 	}

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/dainx/dainx/compute"
@@ -17,12 +16,7 @@ type adamConst struct {
 // element ranges.
 func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 	ps, gs, ms, vs := f(p), f(g), f(m), f(v)
-	need("Adam g", len(gs), len(ps))
-	need("Adam m", len(ms), len(ps))
-	need("Adam v", len(vs), len(ps))
-	if s.T < 1 {
-		panic(fmt.Sprintf("cpu: Adam: step %d, want ≥ 1", s.T))
-	}
+	compute.CheckAdam(p, g, m, v, s)
 	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
 	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
 	// 1−β is rounded from float64: forming it from float32(β) would
@@ -95,8 +89,7 @@ func addTo(dst, src []float32, simd bool) {
 // in float64 and rounded once.
 func (*Backend) MSEGrad(delta, sq, pred, y compute.F32, scale float32) {
 	ds, ss, ps, ys := f(delta), f(sq), f(pred), f(y)
-	need("MSEGrad delta", len(ds), len(ps))
-	need("MSEGrad y", len(ys), len(ps))
+	compute.CheckMSEGrad(delta, sq, pred, y)
 	ds, ys = ds[:len(ps)], ys[:len(ps)]
 	var s float64
 	for b, p := range ps {
@@ -105,7 +98,6 @@ func (*Backend) MSEGrad(delta, sq, pred, y compute.F32, scale float32) {
 		s += float64(e) * float64(e)
 	}
 	if ss != nil {
-		need("MSEGrad sq", len(ss), 1)
 		ss[0] = float32(s)
 	}
 }
