@@ -128,8 +128,8 @@ func TestSplit(t *testing.T) {
 			t.Errorf("split(%v): chunk %d", c, chunk)
 		case parts*chunk < c.k || (parts-1)*chunk >= c.k:
 			t.Errorf("split(%v) = %d×%d does not cover %d exactly", c, parts, chunk, c.k)
-		case c.blocks >= 2*be.sms && parts != 1:
-			t.Errorf("split(%v) = %d parts, want 1 for a full grid", c, parts)
+		case c.blocks >= be.sms && parts != 1:
+			t.Errorf("split(%v) = %d parts, want 1 for a grid of a block per SM or more", c, parts)
 		}
 	}
 }

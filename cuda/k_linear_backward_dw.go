@@ -14,19 +14,21 @@ import "github.com/dainx/dainx/cuda/driver"
 //
 //	  gridDim.z = 1:  dw[o,i] (= or += by kEpiAccumulate) Σ_b dy[b,o]·x[b,i]
 //	                  db[o]   (= or += by kEpiAccumulate) Σ_b dy[b,o]
-//	  gridDim.z = S:  part[z,o,c] = Σ_{b ∈ chunk z} dy[b,o]·x̂[b,c]          (=)
+//	  gridDim.z = S:  part[z,o,i] = Σ_{b ∈ chunk z} dy[b,o]·x[b,i]
+//	                  part[z,o,I] = Σ_{b ∈ chunk z} dy[b,o]                (=)
 //	                  then split_k_reduce adds the S parts in order into dw
 //	                  (c < I) and db (c = I).
-//	  x̂ is x with a column of ones appended at c = I when flags has
-//	  kEpiBias (8): the GEMM's column I is then the bias gradient, summed in
-//	  the same order as the weights. chunk z = [z·kchunk, min(B, (z+1)·kchunk)).
+//	  The bias gradient (kEpiBias, 8) is summed by the blocks of the first
+//	  column of tiles (blockIdx.y = 0) from the dy tiles they stage anyway
+//	  (common.cuh gemm_64x64, sum_a), in a fixed order.
+//	  chunk z = [z·kchunk, min(B, (z+1)·kchunk)).
 //
 //	Shapes: dy B×O, x B×I, dw O×I, db O (written only with kEpiBias), part
 //	  S×O×P with P = I + 1 with kEpiBias, else I (unused if S = 1).
-//	Launch: block 256 threads (16×16); grid (⌈O/64⌉, ⌈P/64⌉, S) with
+//	Launch: block 256 threads (16×16); grid (⌈O/64⌉, ⌈I/64⌉, S) with
 //	  S = ⌈B/kchunk⌉ and kchunk a multiple of 16; static shared memory
-//	  17 408 bytes (common.cuh gemm_64x64). Any B ≥ 1, I, O ≥ 1. 64-bit
-//	  offsets.
+//	  17 408 + 1 024 bytes (common.cuh gemm_64x64, gemm_row_sums). Any B, I,
+//	  O ≥ 1. 64-bit offsets.
 //	Atomics: none; deterministic (fixed chunks, reduced in a fixed order).
 //	Reference: compute/ref.LinearBackward (dw, db); with dy = 2e, the per-cell
 //	  products summed here form the validation gradient sum G of DAIN eq. 5.

@@ -14,19 +14,21 @@ import "github.com/dainx/dainx/cuda/driver"
 //
 //	  gridDim.z = 1:  dw[o,i] (= or += by kEpiAccumulate) Σ_b dy[b,o]·x[b,i]
 //	                  db[o]   (= or += by kEpiAccumulate) Σ_b dy[b,o]
-//	  gridDim.z = S:  part[z,o,c] = Σ_{b ∈ chunk z} dy[b,o]·x̂[b,c]          (=)
+//	  gridDim.z = S:  part[z,o,i] = Σ_{b ∈ chunk z} dy[b,o]·x[b,i]
+//	                  part[z,o,I] = Σ_{b ∈ chunk z} dy[b,o]                (=)
 //	                  then split_k_reduce adds the S parts in order into dw
 //	                  (c < I) and db (c = I).
-//	  x̂ is x with a column of ones appended at c = I when flags has
-//	  kEpiBias (8); products in TF32, or 3xTF32 if flags has kEpiX3 (16)
-//	  (gemm_tc.cuh; the ones are exact in TF32, so db rounds only dy);
+//	  Products in TF32, or 3xTF32 if flags has kEpiX3 (16) (gemm_tc.cuh). The
+//	  bias gradient (kEpiBias, 8) is summed in float32 by the blocks of the
+//	  first column of tiles (blockIdx.y = 0) from the dy tiles they stage
+//	  anyway (gemm_tc.cuh sum_a), in a fixed order.
 //	  chunk z = [z·kchunk, min(B, (z+1)·kchunk)).
 //
 //	Shapes: dy B×O, x B×I, dw O×I, db O (written only with kEpiBias), part
 //	  S×O×P with P = I + 1 with kEpiBias, else I (unused if S = 1).
-//	Launch: block 128 threads; grid (⌈O/64⌉, ⌈P/64⌉, S) with S = ⌈B/kchunk⌉;
-//	  static shared memory 40 960 bytes (gemm_tc.cuh). Any B, I, O ≥ 1.
-//	  64-bit offsets. Compute capability 8.0 or later.
+//	Launch: block 128 threads; grid (⌈O/64⌉, ⌈I/64⌉, S) with S = ⌈B/kchunk⌉;
+//	  static shared memory 40 960 + 512 bytes (gemm_tc.cuh, gemm_row_sums).
+//	  Any B, I, O ≥ 1. 64-bit offsets. Compute capability 8.0 or later.
 //	Atomics: none; deterministic (fixed chunks, reduced in a fixed order).
 //	Reference: compute/ref.LinearBackward (dw, db); with dy = 2e, the per-cell
 //	  products summed here form the validation gradient sum G of DAIN eq. 5.

@@ -137,11 +137,7 @@ constexpr int kGemmPad = 4;        // row padding (floats) of the staged tiles
 enum GemmLayout { kKContig = 0, kRContig = 1 };
 
 // GemmStage holds one thread's share (4 values) of a BK×64 operand tile on
-// its way from global to shared memory. With ones = true (kRContig only)
-// the operand has one more row r = R that reads as 1 for every k < kmax: a
-// GEMM against it sums the other operand over k, which is how
-// linear_backward_dw forms the bias gradient in the same pass as the weight
-// gradient.
+// its way from global to shared memory.
 template <int L>
 struct GemmStage {
     float v[4];
@@ -149,7 +145,7 @@ struct GemmStage {
     // load reads the share of thread tid of the tile rows [r0, r0+64) × k
     // [k0, k0+BK) of the R×K operand P (k < kmax), zero outside.
     __device__ __forceinline__ void load(const float* __restrict__ P, int64_t ld, int R, int kmax,
-                                         int r0, int k0, int tid, bool ones = false) {
+                                         int r0, int k0, int tid) {
         if (L == kKContig) {
             const int r = r0 + (tid >> 2);
             const int k = k0 + (tid & 3) * 4;
@@ -159,11 +155,9 @@ struct GemmStage {
         } else {
             const int r = r0 + (tid & 63);
             const int k = k0 + (tid >> 6);
-            const float pad = (ones && r == R) ? 1.f : 0.f;
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-                v[j] = (r < R && k + 4 * j < kmax) ? P[(int64_t)(k + 4 * j) * ld + r]
-                                                   : (k + 4 * j < kmax ? pad : 0.f);  // guard
+                v[j] = (r < R && k + 4 * j < kmax) ? P[(int64_t)(k + 4 * j) * ld + r] : 0.f;  // guard
         }
     }
 
@@ -183,15 +177,18 @@ struct GemmStage {
 
 // gemm_64x64 accumulates into acc (which it first clears) the tile of C at
 // rows [m0, m0+64) and columns [n0, n0+64), summing k over [k_begin, k_end).
-// ones_b adds the row of ones of GemmStage to B at column N (LB must be
-// kRContig). Must be called by all 256 threads of the block (it
-// synchronises).
+// With sum_a (uniform across the block), asum also gets this thread's share
+// of the row sums of A, Σ_k A(m,k): thread t adds, stage by stage, the k
+// rows 4·(t/64) … 4·(t/64)+3 of row m = m0 + (t mod 64) of each staged A
+// tile; gemm_row_sums adds the four shares (linear_backward_dw forms the
+// bias gradient so, in the same pass as the weight gradient). Must be
+// called by all 256 threads of the block (it synchronises).
 template <int LA, int LB>
-__device__ __forceinline__ void gemm_64x64(float (&acc)[4][4],
+__device__ __forceinline__ void gemm_64x64(float (&acc)[4][4], float& asum,
                                            const float* __restrict__ A, int64_t lda,
                                            const float* __restrict__ B, int64_t ldb,
                                            int M, int N, int m0, int n0, int k_begin, int k_end,
-                                           bool ones_b = false) {
+                                           bool sum_a = false) {
     __shared__ __align__(16) float As[2][kGemmBK][kGemmBM + kGemmPad];
     __shared__ __align__(16) float Bs[2][kGemmBK][kGemmBN + kGemmPad];
     const int tid = threadIdx.x;
@@ -200,12 +197,13 @@ __device__ __forceinline__ void gemm_64x64(float (&acc)[4][4],
     for (int i = 0; i < 4; ++i)
 #pragma unroll
         for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+    asum = 0.f;
     if (k_begin >= k_end) return;  // uniform across the block
 
     GemmStage<LA> sa;
     GemmStage<LB> sb;
     sa.load(A, lda, M, k_end, m0, k_begin, tid);
-    sb.load(B, ldb, N, k_end, n0, k_begin, tid, ones_b);
+    sb.load(B, ldb, N, k_end, n0, k_begin, tid);
     sa.store(As[0], tid);
     sb.store(Bs[0], tid);
     __syncthreads();
@@ -215,7 +213,11 @@ __device__ __forceinline__ void gemm_64x64(float (&acc)[4][4],
         const bool more = k0 + kGemmBK < k_end;
         if (more) {  // prefetch the next stage into registers
             sa.load(A, lda, M, k_end, m0, k0 + kGemmBK, tid);
-            sb.load(B, ldb, N, k_end, n0, k0 + kGemmBK, tid, ones_b);
+            sb.load(B, ldb, N, k_end, n0, k0 + kGemmBK, tid);
+        }
+        if (sum_a) {  // rows beyond M and k beyond k_end were staged as 0
+#pragma unroll
+            for (int j = 0; j < 4; ++j) asum += As[buf][(tid >> 6) * 4 + j][tid & 63];
         }
 #pragma unroll
         for (int kk = 0; kk < kGemmBK; ++kk) {
@@ -235,6 +237,21 @@ __device__ __forceinline__ void gemm_64x64(float (&acc)[4][4],
         __syncthreads();
         buf ^= 1;
     }
+}
+
+// gemm_row_sums adds the shares asum of the row sums of A that nthreads / 64
+// groups of 64 threads hold (thread t holds row t mod 64 of group t / 64),
+// in group order, through red (nthreads floats of shared memory), and
+// returns the sum of row t to threads t < 64 (0 to the others). Must be
+// called by all threads of the block (it synchronises).
+__device__ __forceinline__ float gemm_row_sums(float asum, float* red, int nthreads) {
+    const int tid = threadIdx.x;
+    red[tid] = asum;
+    __syncthreads();
+    float v = 0.f;
+    if (tid < 64)
+        for (int g = 0; g < nthreads; g += 64) v += red[g + tid];
+    return v;
 }
 
 // ---------------------------------------------------------------------------

@@ -19,11 +19,14 @@
 // of a warp read (g, t) = (lane/4, lane mod 4) at g·20 + t or t·72 + g,
 // which fall in 32 distinct banks.
 //
-// Pipeline: kTcStages = 4 stages of BK = 16, filled with cp.async.ca (4-byte
-// copies, so any alignment and leading dimension works; zero-filled outside
-// the operand, so any M, N, K ≥ 0 works), one commit group per stage and
-// one __syncthreads per stage: at iteration kt the block waits for stage kt,
-// then refills the stage it finished at kt − 1 with k-tile kt + 3.
+// Pipeline: kTcStages = 4 stages of BK = 16, filled with cp.async: 16-byte
+// cp.async.cg copies when the operand allows them (its address a multiple
+// of 16 bytes, its leading dimension and, for kKContig, k_begin multiples of
+// 4), else 4-byte cp.async.ca copies, so any alignment and leading dimension
+// works; zero-filled outside the operand (src-size below the copy size), so
+// any M, N, K ≥ 0 works. One commit group per stage and one __syncthreads
+// per stage: at iteration kt the block waits for stage kt, then refills the
+// stage it finished at kt − 1 with k-tile kt + 3.
 // Shared memory: 2 operands × 4 stages × 1 280 floats = 40 960 bytes,
 // static (under the 48 KiB that needs no opt-in).
 //
@@ -35,9 +38,10 @@
 // Accumulation is float32 in the tensor cores, in a fixed order:
 // deterministic.
 //
-// ones_b (kRContig B only) makes B's column n = N read as 1 for every valid
-// k, as GemmStage does for linear_backward_dw: C(m,N) is then Σ_k A(m,k).
-// Offsets are 64-bit.
+// With sum_a the block also sums the rows of A, Σ_k A(m,k), in float32 from
+// the staged (unrounded) tiles, as gemm_64x64 does for linear_backward_dw:
+// thread t adds k rows 8·(t/64) … 8·(t/64)+7 of row t mod 64 of every stage,
+// and gemm_row_sums (common.cuh) adds the two halves. Offsets are 64-bit.
 #pragma once
 
 #include "common.cuh"
@@ -89,6 +93,16 @@ __device__ __forceinline__ void cp_async4(float* dst, const float* src, bool val
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(valid ? 4 : 0) : "memory");
 }
 
+// cp_async16 copies the 16 bytes at src into shared memory at dst
+// asynchronously (cp.async.cg), reading only the first bytes (0, 4, 8, 12
+// or 16) of them and writing zeros for the rest. dst and src are 16-byte
+// aligned.
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, int bytes) {
+    uint32_t s;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(s) : "l"(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+}
+
 // cp_async_commit closes the group of the cp.async copies issued since the
 // last commit.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -103,36 +117,79 @@ __device__ __forceinline__ void cp_async_wait() {
 // End of the PTX wrappers.
 // ---------------------------------------------------------------------------
 
+// tc_clamp4 returns v clamped to [0, 4].
+__device__ __forceinline__ int tc_clamp4(int v) { return v < 0 ? 0 : (v > 4 ? 4 : v); }
+
 // tc_load_stage issues the copies of one k-tile [k0, k0+BK) ∩ [·, kmax) of
-// rows [r0, r0+64) of the R×K operand P into the stage S. Thread tid copies
-// 8 of its 1 024 elements; consecutive threads take consecutive addresses of
-// the operand's contiguous dimension. With ones, row r = R reads as 1 (a
-// plain shared store: it is made visible by the same barrier as the copies).
-template <int L>
+// rows [r0, r0+64) of the R×K operand P into the stage S, zero outside.
+// With VEC each thread copies 2 of the tile's 256 groups of 4 elements
+// along the contiguous dimension (16-byte copies; the caller has checked
+// the alignment), else 8 of its 1 024 elements (4-byte copies); consecutive
+// threads take consecutive addresses of the contiguous dimension.
+template <int L, bool VEC>
 __device__ __forceinline__ void tc_load_stage(float* S, const float* __restrict__ P, int64_t ld, int R,
-                                              int kmax, int r0, int k0, int tid, bool ones) {
+                                              int kmax, int r0, int k0, int tid) {
+    if (VEC) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        const int e = tid + kTcThreads * j;
-        int r, k, s;
-        if (L == kKContig) {
-            r = e >> 4;
-            k = e & 15;
-            s = r * kTcLdK + k;
-        } else {
-            k = e >> 6;
-            r = e & 63;
-            s = k * kTcLdR + r;
+        for (int j = 0; j < 2; ++j) {
+            const int e = tid + kTcThreads * j;
+            int r, k, s, n;
+            if (L == kKContig) {
+                r = e >> 2;
+                k = (e & 3) * 4;
+                s = r * kTcLdK + k;
+                n = r0 + r < R ? tc_clamp4(kmax - (k0 + k)) : 0;  // guard
+            } else {
+                k = e >> 4;
+                r = (e & 15) * 4;
+                s = k * kTcLdR + r;
+                n = k0 + k < kmax ? tc_clamp4(R - (r0 + r)) : 0;  // guard
+            }
+            const int64_t off = L == kKContig ? (int64_t)(r0 + r) * ld + (k0 + k) : (int64_t)(k0 + k) * ld + (r0 + r);
+            cp_async16(S + s, n > 0 ? P + off : P, 4 * n);
         }
-        const int gr = r0 + r, gk = k0 + k;
-        const bool valid = gr < R && gk < kmax;  // guard
-        if (ones && gr == R && gk < kmax) {
-            S[s] = 1.f;
-            continue;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const int e = tid + kTcThreads * j;
+            int r, k, s;
+            if (L == kKContig) {
+                r = e >> 4;
+                k = e & 15;
+                s = r * kTcLdK + k;
+            } else {
+                k = e >> 6;
+                r = e & 63;
+                s = k * kTcLdR + r;
+            }
+            const int gr = r0 + r, gk = k0 + k;
+            const bool valid = gr < R && gk < kmax;  // guard
+            const float* src = valid ? (L == kKContig ? P + (int64_t)gr * ld + gk : P + (int64_t)gk * ld + gr) : P;
+            cp_async4(S + s, src, valid);
         }
-        const float* src = valid ? (L == kKContig ? P + (int64_t)gr * ld + gk : P + (int64_t)gk * ld + gr) : P;
-        cp_async4(S + s, src, valid);
     }
+}
+
+// tc_vec reports whether the operand P of layout L can be staged with
+// 16-byte copies from k_begin on.
+template <int L>
+__device__ __forceinline__ bool tc_vec(const float* P, int64_t ld, int k_begin) {
+    return ((uintptr_t)P & 15) == 0 && (ld & 3) == 0 && (L == kRContig || (k_begin & 3) == 0);
+}
+
+// tc_load issues the copies of k-tile k0 of both operands into stage s.
+template <int LA, int LB>
+__device__ __forceinline__ void tc_load(float* As, float* Bs, int s, const float* __restrict__ A, int64_t lda,
+                                        const float* __restrict__ B, int64_t ldb, int M, int N, int kmax,
+                                        int m0, int n0, int k0, int tid, bool va, bool vb) {
+    if (va)
+        tc_load_stage<LA, true>(As + s * kTcStage, A, lda, M, kmax, m0, k0, tid);
+    else
+        tc_load_stage<LA, false>(As + s * kTcStage, A, lda, M, kmax, m0, k0, tid);
+    if (vb)
+        tc_load_stage<LB, true>(Bs + s * kTcStage, B, ldb, N, kmax, n0, k0, tid);
+    else
+        tc_load_stage<LB, false>(Bs + s * kTcStage, B, ldb, N, kmax, n0, k0, tid);
 }
 
 // tc_at reads element (r, k) of an operand stage S in layout L.
@@ -152,13 +209,15 @@ __device__ __forceinline__ void tc_split(float v, uint32_t& hi, uint32_t& lo) {
 // of C at rows [m0, m0+64) and columns [n0, n0+64), summing k over
 // [k_begin, k_end), using smem (kTcSmemFloats floats, 16-byte aligned) for
 // the stages. acc[i][j][c] is element c of MMA tile (i, j) of the warp (see
-// tc_for_each). Must be called by all 128 threads of the block.
+// tc_for_each). With sum_a (uniform across the block) asum gets this
+// thread's share of the row sums of A (see above). Must be called by all 128
+// threads of the block.
 template <int LA, int LB, bool X3>
-__device__ __forceinline__ void gemm_tc_64x64(float (&acc)[2][4][4], float* smem,
+__device__ __forceinline__ void gemm_tc_64x64(float (&acc)[2][4][4], float& asum, float* smem,
                                               const float* __restrict__ A, int64_t lda,
                                               const float* __restrict__ B, int64_t ldb,
                                               int M, int N, int m0, int n0, int k_begin, int k_end,
-                                              bool ones_b) {
+                                              bool sum_a) {
     const int tid = threadIdx.x;
     const int lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
@@ -169,31 +228,31 @@ __device__ __forceinline__ void gemm_tc_64x64(float (&acc)[2][4][4], float* smem
         for (int j = 0; j < 4; ++j)
 #pragma unroll
             for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
+    asum = 0.f;
     if (k_begin >= k_end) return;  // uniform across the block
     float* As = smem;
     float* Bs = smem + kTcStages * kTcStage;
     const int ktiles = (k_end - k_begin + kTcBK - 1) / kTcBK;
+    const bool va = tc_vec<LA>(A, lda, k_begin), vb = tc_vec<LB>(B, ldb, k_begin);
 
 #pragma unroll
     for (int s = 0; s < kTcStages - 1; ++s) {
-        if (s < ktiles) {
-            tc_load_stage<LA>(As + s * kTcStage, A, lda, M, k_end, m0, k_begin + s * kTcBK, tid, false);
-            tc_load_stage<LB>(Bs + s * kTcStage, B, ldb, N, k_end, n0, k_begin + s * kTcBK, tid, ones_b);
-        }
+        if (s < ktiles) tc_load<LA, LB>(As, Bs, s, A, lda, B, ldb, M, N, k_end, m0, n0, k_begin + s * kTcBK, tid, va, vb);
         cp_async_commit();  // possibly empty: one group per stage keeps the count uniform
     }
     for (int kt = 0; kt < ktiles; ++kt) {
         cp_async_wait<kTcStages - 2>();  // this thread's copies of k-tile kt have landed
         __syncthreads();                 // everyone's have; everyone is done with k-tile kt − 1
         const int nt = kt + kTcStages - 1;
-        if (nt < ktiles) {
-            const int s = nt % kTcStages;
-            tc_load_stage<LA>(As + s * kTcStage, A, lda, M, k_end, m0, k_begin + nt * kTcBK, tid, false);
-            tc_load_stage<LB>(Bs + s * kTcStage, B, ldb, N, k_end, n0, k_begin + nt * kTcBK, tid, ones_b);
-        }
+        if (nt < ktiles)
+            tc_load<LA, LB>(As, Bs, nt % kTcStages, A, lda, B, ldb, M, N, k_end, m0, n0, k_begin + nt * kTcBK, tid, va, vb);
         cp_async_commit();
         const float* as = As + (kt % kTcStages) * kTcStage;
         const float* bs = Bs + (kt % kTcStages) * kTcStage;
+        if (sum_a) {  // rows beyond M and k beyond k_end were staged as 0
+#pragma unroll
+            for (int j = 0; j < 8; ++j) asum += tc_at<LA>(as, tid & 63, (tid >> 6) * 8 + j);
+        }
 #pragma unroll
         for (int kk = 0; kk < kTcBK; kk += 8) {
             uint32_t ah[2][4], al[2][4], bh[4][2], bl[4][2];

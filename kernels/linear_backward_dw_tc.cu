@@ -4,19 +4,21 @@
 //
 //   gridDim.z = 1:  dw[o,i] (= or += by kEpiAccumulate) Σ_b dy[b,o]·x[b,i]
 //                   db[o]   (= or += by kEpiAccumulate) Σ_b dy[b,o]
-//   gridDim.z = S:  part[z,o,c] = Σ_{b ∈ chunk z} dy[b,o]·x̂[b,c]          (=)
+//   gridDim.z = S:  part[z,o,i] = Σ_{b ∈ chunk z} dy[b,o]·x[b,i]
+//                   part[z,o,I] = Σ_{b ∈ chunk z} dy[b,o]                (=)
 //                   then split_k_reduce adds the S parts in order into dw
 //                   (c < I) and db (c = I).
-//   x̂ is x with a column of ones appended at c = I when flags has
-//   kEpiBias (8); products in TF32, or 3xTF32 if flags has kEpiX3 (16)
-//   (gemm_tc.cuh; the ones are exact in TF32, so db rounds only dy);
+//   Products in TF32, or 3xTF32 if flags has kEpiX3 (16) (gemm_tc.cuh). The
+//   bias gradient (kEpiBias, 8) is summed in float32 by the blocks of the
+//   first column of tiles (blockIdx.y = 0) from the dy tiles they stage
+//   anyway (gemm_tc.cuh sum_a), in a fixed order.
 //   chunk z = [z·kchunk, min(B, (z+1)·kchunk)).
 //
 // Shapes: dy B×O, x B×I, dw O×I, db O (written only with kEpiBias), part
 //   S×O×P with P = I + 1 with kEpiBias, else I (unused if S = 1).
-// Launch: block 128 threads; grid (⌈O/64⌉, ⌈P/64⌉, S) with S = ⌈B/kchunk⌉;
-//   static shared memory 40 960 bytes (gemm_tc.cuh). Any B, I, O ≥ 1.
-//   64-bit offsets. Compute capability 8.0 or later.
+// Launch: block 128 threads; grid (⌈O/64⌉, ⌈I/64⌉, S) with S = ⌈B/kchunk⌉;
+//   static shared memory 40 960 + 512 bytes (gemm_tc.cuh, gemm_row_sums).
+//   Any B, I, O ≥ 1. 64-bit offsets. Compute capability 8.0 or later.
 // Atomics: none; deterministic (fixed chunks, reduced in a fixed order).
 // Reference: compute/ref.LinearBackward (dw, db); with dy = 2e, the per-cell
 //   products summed here form the validation gradient sum G of DAIN eq. 5.
@@ -28,30 +30,38 @@ linear_backward_dw_tc(float* __restrict__ dw, float* __restrict__ db, float* __r
                       int32_t out, int32_t kchunk, int32_t flags) {
     using namespace dainx;
     __shared__ __align__(16) float smem[kTcSmemFloats];
+    __shared__ float red[kTcThreads];
     const int m0 = blockIdx.x * kTcBM, n0 = blockIdx.y * kTcBN;
     const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)batch);
     const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)batch);
     const bool with_db = (flags & kEpiBias) != 0;
+    const bool sum_db = with_db && blockIdx.y == 0;  // uniform across the block
     const int pcols = in + (with_db ? 1 : 0);
-    float acc[2][4][4];
-    // C(o,i) = Σ_b A(o,b)·B(b,i), A(o,b) = dy[b·O + o], B(b,i) = x[b·I + i]
-    // (B(b,I) = 1 with the bias).
+    float acc[2][4][4], asum;
+    // C(o,i) = Σ_b A(o,b)·B(b,i), A(o,b) = dy[b·O + o], B(b,i) = x[b·I + i].
     if (flags & kEpiX3)
-        gemm_tc_64x64<kRContig, kRContig, true>(acc, smem, dy, out, x, in, out, in, m0, n0, k_begin, k_end, with_db);
+        gemm_tc_64x64<kRContig, kRContig, true>(acc, asum, smem, dy, out, x, in, out, in, m0, n0, k_begin, k_end, sum_db);
     else
-        gemm_tc_64x64<kRContig, kRContig, false>(acc, smem, dy, out, x, in, out, in, m0, n0, k_begin, k_end, with_db);
+        gemm_tc_64x64<kRContig, kRContig, false>(acc, asum, smem, dy, out, x, in, out, in, m0, n0, k_begin, k_end, sum_db);
     const bool split = gridDim.z > 1;
     const bool accumulate = !split && (flags & kEpiAccumulate) != 0;
     float* __restrict__ pz = part + (int64_t)blockIdx.z * out * pcols;
     tc_for_each(acc, m0, n0, [&](int m, int n, float v) {
-        if (m >= out || n >= pcols) return;  // guard
+        if (m >= out || n >= in) return;  // guard
         if (split) {
             pz[(int64_t)m * pcols + n] = v;
-        } else if (n < in) {
+        } else {
             const int64_t off = (int64_t)m * in + n;
             dw[off] = accumulate ? dw[off] + v : v;
-        } else {
-            db[m] = accumulate ? db[m] + v : v;
         }
     });
+    if (!sum_db) return;
+    const float v = gemm_row_sums(asum, red, kTcThreads);
+    const int m = m0 + threadIdx.x;
+    if (threadIdx.x >= 64 || m >= out) return;  // guard
+    if (split) {
+        pz[(int64_t)m * pcols + in] = v;
+    } else {
+        db[m] = accumulate ? db[m] + v : v;
+    }
 }

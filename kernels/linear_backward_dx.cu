@@ -26,9 +26,9 @@ linear_backward_dx(float* __restrict__ dx, float* __restrict__ part, const float
     const int m0 = blockIdx.x * kGemmBM, n0 = blockIdx.y * kGemmBN;
     const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)out);
     const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)out);
-    float acc[4][4];
+    float acc[4][4], asum;
     // C(b,i) = Σ_o A(b,o)·B(o,i), A(b,o) = dy[b·O + o], B(o,i) = w[o·I + i].
-    gemm_64x64<kKContig, kRContig>(acc, dy, out, w, in, batch, in, m0, n0, k_begin, k_end);
+    gemm_64x64<kKContig, kRContig>(acc, asum, dy, out, w, in, batch, in, m0, n0, k_begin, k_end);
     const bool split = gridDim.z > 1;
     float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * in : dx;
     const bool mask = !split && (flags & kEpiMask) != 0;

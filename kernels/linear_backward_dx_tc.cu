@@ -29,12 +29,12 @@ linear_backward_dx_tc(float* __restrict__ dx, float* __restrict__ part, const fl
     const int m0 = blockIdx.x * kTcBM, n0 = blockIdx.y * kTcBN;
     const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)out);
     const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)out);
-    float acc[2][4][4];
+    float acc[2][4][4], asum;
     // C(b,i) = Σ_o A(b,o)·B(o,i), A(b,o) = dy[b·O + o], B(o,i) = w[o·I + i].
     if (flags & kEpiX3)
-        gemm_tc_64x64<kKContig, kRContig, true>(acc, smem, dy, out, w, in, batch, in, m0, n0, k_begin, k_end, false);
+        gemm_tc_64x64<kKContig, kRContig, true>(acc, asum, smem, dy, out, w, in, batch, in, m0, n0, k_begin, k_end, false);
     else
-        gemm_tc_64x64<kKContig, kRContig, false>(acc, smem, dy, out, w, in, batch, in, m0, n0, k_begin, k_end, false);
+        gemm_tc_64x64<kKContig, kRContig, false>(acc, asum, smem, dy, out, w, in, batch, in, m0, n0, k_begin, k_end, false);
     const bool split = gridDim.z > 1;
     float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * in : dx;
     const bool mask = !split && (flags & kEpiMask) != 0;

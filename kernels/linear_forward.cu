@@ -25,9 +25,9 @@ linear_forward(float* __restrict__ y, float* __restrict__ part, const float* __r
     const int m0 = blockIdx.x * kGemmBM, n0 = blockIdx.y * kGemmBN;
     const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)in);
     const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)in);
-    float acc[4][4];
+    float acc[4][4], asum;
     // C(b,o) = Σ_i A(b,i)·B(i,o), A(b,i) = x[b·I + i], B(i,o) = w[o·I + i].
-    gemm_64x64<kKContig, kKContig>(acc, x, in, w, in, batch, out, m0, n0, k_begin, k_end);
+    gemm_64x64<kKContig, kKContig>(acc, asum, x, in, w, in, batch, out, m0, n0, k_begin, k_end);
     const bool split = gridDim.z > 1;
     float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * out : y;
     const bool relu = (flags & kEpiRelu) != 0;

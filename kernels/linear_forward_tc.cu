@@ -28,12 +28,12 @@ linear_forward_tc(float* __restrict__ y, float* __restrict__ part, const float* 
     const int m0 = blockIdx.x * kTcBM, n0 = blockIdx.y * kTcBN;
     const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)in);
     const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)in);
-    float acc[2][4][4];
+    float acc[2][4][4], asum;
     // C(b,o) = Σ_i A(b,i)·B(i,o), A(b,i) = x[b·I + i], B(i,o) = w[o·I + i].
     if (flags & kEpiX3)
-        gemm_tc_64x64<kKContig, kKContig, true>(acc, smem, x, in, w, in, batch, out, m0, n0, k_begin, k_end, false);
+        gemm_tc_64x64<kKContig, kKContig, true>(acc, asum, smem, x, in, w, in, batch, out, m0, n0, k_begin, k_end, false);
     else
-        gemm_tc_64x64<kKContig, kKContig, false>(acc, smem, x, in, w, in, batch, out, m0, n0, k_begin, k_end, false);
+        gemm_tc_64x64<kKContig, kKContig, false>(acc, asum, smem, x, in, w, in, batch, out, m0, n0, k_begin, k_end, false);
     const bool split = gridDim.z > 1;
     float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * out : y;
     const bool relu = (flags & kEpiRelu) != 0;

@@ -47,8 +47,12 @@ static float tf32r(float v) { uint32_t u = emu_tf32(v); float r; memcpy(&r, &u, 
 // 1e-4: a fragment element read from the wrong place, or not rounded, fails.
 // In 3xTF32 mode the reference uses the float32 operands themselves, at the
 // same tolerance, which plain TF32 (error about 2^-11 per product) fails.
-static void testTC(int B, int I, int O, mt19937& g) {
-    auto rndv = [&](size_t n) { uniform_real_distribution<float> d(-1, 1); vector<float> v(n); for (auto& x : v) x = d(g); return v; };
+// With off = 1 the operands start one float past a 16-byte boundary (the
+// 4-byte copy path even when the widths are multiples of 4).
+static void testTC(int B, int I, int O, int off, mt19937& g) {
+    // Operands live in buffers 16-byte aligned at element 0, viewed from element off.
+    struct Buf { vector<float> v; int off; float* data() { return v.data() + off; } float& operator[](size_t i) { return v[off + i]; } size_t size() const { return v.size() - off; } };
+    auto rndv = [&](size_t n) { uniform_real_distribution<float> d(-1, 1); Buf b{vector<float>(n + 4), off}; for (auto& x : b.v) x = d(g); return b; };
     auto x = rndv((size_t)B * I), w = rndv((size_t)O * I), bias = rndv(O), dy = rndv((size_t)B * O);
     for (size_t i = 0; i < x.size(); i += 3) x[i] = 0;
     char buf[160];
@@ -58,33 +62,33 @@ static void testTC(int B, int I, int O, mt19937& g) {
         // forward, ReLU
         vector<double> want((size_t)B * O);
         for (int b = 0; b < B; ++b) for (int o = 0; o < O; ++o) { double t = 0; for (int i = 0; i < I; ++i) t += R(x[b * I + i]) * R(w[o * I + i]); t += bias[o]; want[b * O + o] = t < 0 ? 0 : t; }
-        for (int kchunk : {I, 48}) {
+        for (int kchunk : {I, 48, 18}) {
             int parts = cdiv(I, kchunk);
             vector<float> y((size_t)B * O, NAN), part((size_t)parts * B * O, NAN);
             launch({cdiv(B, 64), cdiv(O, 64), (unsigned)parts}, {128, 1, 1}, [&] { linear_forward_tc(y.data(), part.data(), x.data(), w.data(), bias.data(), B, I, O, kchunk, 2 | fx); });
             if (parts > 1) launch({3, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(y.data(), nullptr, part.data(), bias.data(), nullptr, B, O, O, parts, 2); });
-            snprintf(buf, sizeof buf, "linear_forward_tc x3 %d %dx%dx%d chunk %d", x3, B, I, O, kchunk); check(buf, y, want);
+            snprintf(buf, sizeof buf, "linear_forward_tc x3 %d %dx%dx%d off %d chunk %d", x3, B, I, O, off, kchunk); check(buf, y, want);
         }
         // dx, mask
         vector<double> wdx((size_t)B * I);
         for (int b = 0; b < B; ++b) for (int i = 0; i < I; ++i) { double t = 0; for (int o = 0; o < O; ++o) t += R(dy[b * O + o]) * R(w[o * I + i]); wdx[b * I + i] = x[b * I + i] > 0 ? t : 0; }
-        for (int kchunk : {O, 16}) {
+        for (int kchunk : {O, 16, 18}) {
             int parts = cdiv(O, kchunk);
             vector<float> dx((size_t)B * I, NAN), part((size_t)parts * B * I, NAN);
             launch({cdiv(B, 64), cdiv(I, 64), (unsigned)parts}, {128, 1, 1}, [&] { linear_backward_dx_tc(dx.data(), part.data(), dy.data(), w.data(), x.data(), B, I, O, kchunk, 4 | fx); });
             if (parts > 1) launch({3, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(dx.data(), nullptr, part.data(), nullptr, x.data(), B, I, I, parts, 4); });
-            snprintf(buf, sizeof buf, "linear_backward_dx_tc x3 %d %dx%dx%d chunk %d", x3, B, I, O, kchunk); check(buf, dx, wdx);
+            snprintf(buf, sizeof buf, "linear_backward_dx_tc x3 %d %dx%dx%d off %d chunk %d", x3, B, I, O, off, kchunk); check(buf, dx, wdx);
         }
-        // dw and db, accumulate
+        // dw and db, accumulate (db is summed in float32 from the staged dy, unrounded)
         vector<double> wdw((size_t)O * I), wdb(O);
-        for (int o = 0; o < O; ++o) { double tb = 1; for (int b = 0; b < B; ++b) tb += R(dy[b * O + o]); wdb[o] = tb; for (int i = 0; i < I; ++i) { double t = 1; for (int b = 0; b < B; ++b) t += R(dy[b * O + o]) * R(x[b * I + i]); wdw[o * I + i] = t; } }
-        for (int kchunk : {B, 48}) for (int withb = 0; withb < 2; ++withb) {
+        for (int o = 0; o < O; ++o) { double tb = 1; for (int b = 0; b < B; ++b) tb += dy[b * O + o]; wdb[o] = tb; for (int i = 0; i < I; ++i) { double t = 1; for (int b = 0; b < B; ++b) t += R(dy[b * O + o]) * R(x[b * I + i]); wdw[o * I + i] = t; } }
+        for (int kchunk : {B, 48, 18}) for (int withb = 0; withb < 2; ++withb) {
             int parts = cdiv(B, kchunk), P = I + withb;
             vector<float> dw((size_t)O * I, 1.f), db(O, 1.f), part((size_t)parts * O * P, NAN);
-            launch({cdiv(O, 64), cdiv(P, 64), (unsigned)parts}, {128, 1, 1}, [&] { linear_backward_dw_tc(dw.data(), withb ? db.data() : nullptr, part.data(), dy.data(), x.data(), B, I, O, kchunk, 1 | (withb ? 8 : 0) | fx); });
+            launch({cdiv(O, 64), cdiv(I, 64), (unsigned)parts}, {128, 1, 1}, [&] { linear_backward_dw_tc(dw.data(), withb ? db.data() : nullptr, part.data(), dy.data(), x.data(), B, I, O, kchunk, 1 | (withb ? 8 : 0) | fx); });
             if (parts > 1) launch({4, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(dw.data(), withb ? db.data() : nullptr, part.data(), nullptr, nullptr, O, I, P, parts, 1); });
-            snprintf(buf, sizeof buf, "linear_backward_dw_tc x3 %d %dx%dx%d chunk %d db %d", x3, B, I, O, kchunk, withb); check(buf, dw, wdw);
-            if (withb) { snprintf(buf, sizeof buf, "linear_backward_dw_tc (db) x3 %d %dx%dx%d chunk %d", x3, B, I, O, kchunk); check(buf, db, wdb); }
+            snprintf(buf, sizeof buf, "linear_backward_dw_tc x3 %d %dx%dx%d off %d chunk %d db %d", x3, B, I, O, off, kchunk, withb); check(buf, dw, wdw);
+            if (withb) { snprintf(buf, sizeof buf, "linear_backward_dw_tc (db) x3 %d %dx%dx%d off %d chunk %d", x3, B, I, O, off, kchunk); check(buf, db, wdb); }
         }
     }
 }
@@ -138,7 +142,7 @@ int main() {
                     int P = I + withb;
                     vector<float> dw((size_t)O * I, acc ? 1.f : NAN), db(O, acc ? 1.f : NAN), part((size_t)parts * O * P, NAN);
                     int flags = (acc ? 1 : 0) | (withb ? 8 : 0);
-                    launch({cdiv(O, 64), cdiv(P, 64), (unsigned)parts}, {256, 1, 1}, [&] { linear_backward_dw(dw.data(), withb ? db.data() : nullptr, part.data(), dy.data(), x.data(), B, I, O, kchunk, flags); });
+                    launch({cdiv(O, 64), cdiv(I, 64), (unsigned)parts}, {256, 1, 1}, [&] { linear_backward_dw(dw.data(), withb ? db.data() : nullptr, part.data(), dy.data(), x.data(), B, I, O, kchunk, flags); });
                     if (parts > 1) launch({4, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(dw.data(), withb ? db.data() : nullptr, part.data(), nullptr, nullptr, O, I, P, parts, acc); });
                     snprintf(buf, sizeof buf, "linear_backward_dw %dx%dx%d chunk %d acc %d db %d", B, I, O, kchunk, acc, withb); check(buf, dw, want);
                     if (withb) { snprintf(buf, sizeof buf, "linear_backward_dw (db) %dx%dx%d chunk %d acc %d", B, I, O, kchunk, acc); check(buf, db, wantb); }
@@ -181,8 +185,12 @@ int main() {
     // tensor-core GEMMs
     {
         mt19937 g(7);
-        int tcs[][3] = {{1, 1, 1}, {65, 17, 3}, {130, 150, 70}, {3, 40, 129}, {64, 64, 64}, {70, 33, 1}};
-        for (auto& s : tcs) testTC(s[0], s[1], s[2], g);
+        // (B, I, O, off): odd widths (4-byte copies), widths that are
+        // multiples of 4 (16-byte copies, with edge vectors partly outside),
+        // and the same misaligned (off = 1).
+        int tcs[][4] = {{1, 1, 1, 0}, {65, 17, 3, 0}, {130, 150, 70, 0}, {3, 40, 129, 0}, {64, 64, 64, 0}, {70, 33, 1, 0},
+                        {100, 36, 72, 0}, {130, 68, 4, 0}, {100, 36, 72, 1}, {61, 44, 20, 0}};
+        for (auto& s : tcs) testTC(s[0], s[1], s[2], s[3], g);
     }
     if (!only_tc) {
     // gather / scatter / embedding influence / entity importance

@@ -1,17 +1,44 @@
 #!/usr/bin/env bash
 # kernel-emu/run.sh: a host emulation of the CUDA kernels, for checking
-# their index arithmetic, guards, barriers and warp reductions on a machine
-# with no GPU. It is a development aid, not part of CI and no substitute for
-# the conformance suite on a GPU (no memory model, no timing, float atomics
-# in host order).
+# their index arithmetic, guards, barriers, warp reductions and tensor-core
+# fragment layouts on a machine with no GPU. It is a development aid, not
+# part of CI and no substitute for the conformance suite on a GPU.
 #
-# It copies kernels/*.cu into a temporary directory with a patched
-# common.cuh (the PTX inline assembly replaced by host equivalents), compiles
-# them as C++20 with shim.h, which runs every CUDA thread of a block as a
-# host thread (std::barrier for __syncthreads and per-warp shuffles), and
-# runs emu_test.cpp: each kernel against a float64 loop, plus Philox
-# known-answer values. Needs g++ ≥ 12 and python3. Run from the repository
-# root; takes about a minute.
+# It copies kernels/*.cu and *.cuh into a temporary directory with patched
+# headers (the PTX inline assembly of common.cuh and gemm_tc.cuh replaced by
+# host equivalents), compiles them as C++20 with shim.h, which runs every
+# CUDA thread of a block as a host thread (std::barrier for __syncthreads
+# and per-warp exchanges), and runs emu_test.cpp: each kernel against a
+# float64 loop, plus Philox known-answer values. EMU_ONLY=tc runs only the
+# tensor-core kernels. Needs g++ ≥ 12 and python3. Run from the repository
+# root; takes about two minutes on two cores.
+#
+# What it models:
+#   - mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: the warp's lanes
+#     exchange fragments and each lane computes its D elements from A and B
+#     assembled by the fragment layouts of the PTX ISA; an operand whose 13
+#     low bits are not zero (not rounded to TF32) is counted as an error;
+#   - cvt.rna.tf32.f32, bit for bit (ties away from zero);
+#   - cp.async.ca (4 bytes) and cp.async.cg (16 bytes, alignment checked),
+#     with src-size zero-fill: copies are queued per thread, grouped by
+#     commit_group and performed only when wait_group lets them complete, so
+#     a kernel that reads a stage before waiting for it reads stale data;
+#     copies still queued when a block ends are counted as errors.
+# What it cannot model:
+#   - the tensor cores' own accumulation: the emulator adds the eight
+#     products and C exactly (float64) and rounds once, where the hardware
+#     may truncate or order differently; so results can differ from a GPU's
+#     in the last bits, and accuracy is checked against float64 with a
+#     tolerance, not bit for bit;
+#   - operands that are not TF32 in hardware (the emulator flags them; the
+#     hardware ignores or truncates the low bits);
+#   - the memory model: host threads share memory coherently, so a missing
+#     __syncthreads between a thread's wait_group and another thread's read,
+#     or a missing memory fence, is found only by chance; shared-memory bank
+#     conflicts, occupancy, register limits and timing are not modelled;
+#   - float atomics, which run in host order;
+#   - launch limits (grid dimensions, 48 KiB of static shared memory):
+#     check-kernels (ptxas) and the conformance suite on a GPU check those.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
@@ -35,6 +62,7 @@ s = cut(s, '// tf32 returns a rounded', '// End of the PTX wrappers.',
         '__device__ __forceinline__ uint32_t tf32(float a) { return emu_tf32(a); }\n'
         '__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) { emu_mma_tf32(d, a, b); }\n'
         '__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) { emu_cp_async4(dst, src, valid); }\n'
+        '__device__ __forceinline__ void cp_async16(float* dst, const float* src, int bytes) { emu_cp_async16(dst, src, bytes); }\n'
         '__device__ __forceinline__ void cp_async_commit() { emu_cp_commit(); }\n'
         'template <int N> __device__ __forceinline__ void cp_async_wait() { emu_cp_wait(N); }\n')
 open(sys.argv[4], 'w').write(s)

@@ -43,8 +43,9 @@ inline float emu_shfl_xor(float v, int mask) { return (float)emu_shfl((double)v,
 inline double emu_shfl_xor_d(double v, int mask) { return emu_shfl(v, mask); }
 
 // g_emu_errors counts violations of the PTX rules the emulator checks (an
-// mma operand that is not TF32, cp.async copies left pending at the end of a
-// block); emu_test fails if it is not zero.
+// mma operand that is not TF32, a misaligned 16-byte cp.async, cp.async
+// copies left pending at the end of a block); emu_test fails if it is not
+// zero.
 inline std::atomic<int> g_emu_errors{0};
 
 // emu_tf32 is cvt.rna.tf32.f32: a rounded to 10 explicit mantissa bits, to
@@ -92,14 +93,22 @@ inline void emu_mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (
 // cp.async: a copy is queued when issued, its group closed by commit, and
 // performed only when wait_group lets it complete; so a kernel that reads a
 // stage before waiting for it reads the previous contents.
-struct EmuCopy { float* dst; const float* src; bool valid; };
+// A copy of size floats reads the first n of them (src-size = 4n bytes)
+// and zero-fills the rest; 16-byte copies must have 16-byte aligned
+// addresses (checked).
+struct EmuCopy { float* dst; const float* src; int size, n; };
 inline thread_local std::vector<EmuCopy> emu_cp_open;
 inline thread_local std::deque<std::vector<EmuCopy>> emu_cp_groups;
-inline void emu_cp_async4(float* dst, const float* src, bool valid) { emu_cp_open.push_back({dst, src, valid}); }
+inline void emu_cp_async4(float* dst, const float* src, bool valid) { emu_cp_open.push_back({dst, src, 1, valid ? 1 : 0}); }
+inline void emu_cp_async16(float* dst, const float* src, int bytes) {
+    if (((uintptr_t)dst & 15) || ((uintptr_t)src & 15) || bytes < 0 || bytes > 16 || bytes % 4) g_emu_errors++;
+    emu_cp_open.push_back({dst, src, 4, bytes / 4});
+}
 inline void emu_cp_commit() { emu_cp_groups.push_back(std::move(emu_cp_open)); emu_cp_open.clear(); }
 inline void emu_cp_wait(int n) {
     while ((int)emu_cp_groups.size() > n) {
-        for (auto& c : emu_cp_groups.front()) *c.dst = c.valid ? *c.src : 0.f;
+        for (auto& c : emu_cp_groups.front())
+            for (int i = 0; i < c.size; ++i) c.dst[i] = i < c.n ? c.src[i] : 0.f;
         emu_cp_groups.pop_front();
     }
 }
