@@ -1,14 +1,18 @@
 # dainx — make targets. `make help` lists them.
 
-GO      ?= go
+# GO is the go command: scripts/go finds a Go as new as go.mod's, or
+# installs one, so every target works on a fresh machine.
+GO      ?= $(CURDIR)/scripts/go
 PKGS    := ./...
 BENCH   ?= .
 
-.PHONY: help build test test-short vet fmt-check bench bench-quick bench-go clean
+.PHONY: help demo build test test-short vet fmt-check tidy-check bench bench-quick bench-go clean
 
 help:
+	@echo "make demo           build ./dainx and run DAIN on the embedded demo tensor (installs Go if missing)"
 	@echo "make build          build ./dainx"
-	@echo "make test           vet, gofmt check and the full test suite (what CI runs)"
+	@echo "make test           vet, gofmt check and the full test suite (installs Go if missing)"
+	@echo "make tidy-check     fail if go mod tidy would change go.mod or go.sum"
 	@echo "make test-short     the suite without the end-to-end runs"
 	@echo "make bench          benchmarks (ops, training step, PyTorch peer, end to end) into bench/results/"
 	@echo "make bench-quick    make bench without the end-to-end runs"
@@ -20,11 +24,20 @@ help:
 build:
 	$(GO) build -o dainx ./cmd/dainx
 
+# make demo: the main job, `dainx augment` with default flags on the
+# embedded demo tensor (about a minute on two cores); the JSON report goes
+# to standard output, progress to standard error.
+demo: build
+	./dainx augment
+
 vet:
 	$(GO) vet $(PKGS)
 
 fmt-check:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+tidy-check:
+	@$(GO) mod tidy -diff || { echo "go mod tidy would change go.mod or go.sum (diff above); run go mod tidy"; exit 1; }
 
 test: vet fmt-check
 	$(GO) test -count=1 $(PKGS)
