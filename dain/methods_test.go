@@ -263,3 +263,51 @@ func TestUnplannedTracIn(t *testing.T) {
 		t.Error("unplanned all-layer TracIn drew other cells than planned")
 	}
 }
+
+// TestMaxEntity: the max aggregator gives each entity the largest |α_z| of
+// its training cells, normalised per mode, and dain-max-entity runs.
+func TestMaxEntity(t *testing.T) {
+	e, c := experiment(t, 1500, func(c *Config) { c.Entity = "max" })
+	ctx := context.Background()
+	s := TracIn{Model: Embedding{"mlp"}, Layers: "last"}
+	v, th, err := s.scores(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := MaxEntity{Cells: s}.aggregate(e, v, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alpha := make([]float32, v.Len())
+	e.be.Download(alpha, v)
+	order := e.x.Order()
+	for n := 0; n < order; n++ {
+		want := make([]float64, e.x.Dims[n])
+		var sum float64
+		for z, a := range alpha {
+			i := e.Train.Idx[z*order+n]
+			want[i] = math.Max(want[i], math.Abs(float64(a)))
+		}
+		for _, x := range want {
+			sum += x
+		}
+		for i := range want {
+			if want[i] /= sum; math.Abs(w[n][i]-want[i]) > 1e-15 {
+				t.Fatalf("mode %d entity %d: %v, want %v", n, i, w[n][i], want[i])
+			}
+		}
+	}
+	v2, ok := VariantNamed("dain-max-entity")
+	if !ok {
+		t.Fatal("dain-max-entity is not a variant")
+	}
+	base := DefaultConfig()
+	v2.Set(&base)
+	if base.Entity != "max" {
+		t.Errorf("dain-max-entity sets entity %q", base.Entity)
+	}
+	aug, _, err := e.Augment(ctx, c, 200)
+	if err != nil || aug.NNZ() != 200 {
+		t.Fatalf("Augment: %v", err)
+	}
+}

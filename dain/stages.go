@@ -3,8 +3,11 @@ package dain
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
+
+	"gonum.org/v1/gonum/floats"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/sampling"
@@ -77,6 +80,9 @@ var Entities = []Choice[func(Config, CellImportance) EntityImportance]{
 	{"cp1", "rank-1 CP of the cell importance, eq. 7", func(c Config, s CellImportance) EntityImportance {
 		return CP1Entity{Cells: s, Lambda: c.CPLambda, Sweeps: c.CPSweeps}
 	}},
+	{"max", "the largest cell importance of each entity", func(c Config, s CellImportance) EntityImportance {
+		return MaxEntity{Cells: s}
+	}},
 }
 
 // Variant is a named method of `dainx eval`: DAIN, one of the paper's
@@ -102,6 +108,7 @@ var Variants = []Variant{
 	{"dain-representer", "ablation", "representer points instead of TracIn", func(c *Config) { c.Influence = "representer" }},
 	{"dain-all-layers", "ablation", "TracIn over every layer", func(c *Config) { c.InfluenceLayers = "all" }},
 	{"dain-cp1", "ablation", "rank-1 CP entity importance", func(c *Config) { c.Entity = "cp1" }},
+	{"dain-max-entity", "ablation", "entity importance by the max instead of the sum", func(c *Config) { c.Entity = "max" }},
 }
 
 // VariantNamed returns the variant called name.
@@ -295,6 +302,34 @@ func (s CP1Entity) deps() []stage         { return []stage{s.Cells} }
 func (s CP1Entity) cells() CellImportance { return s.Cells }
 func (s CP1Entity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
 	return tracin.EntityImportanceCP1(e.be, v, t.train.Rows, e.x.Dims, s.Lambda, s.Sweeps)
+}
+
+// MaxEntity is entity importance by the largest |α_z| over the training
+// cells of each entity instead of their sum (eq. 6), normalised per mode.
+type MaxEntity struct{ Cells CellImportance }
+
+func (s MaxEntity) deps() []stage         { return []stage{s.Cells} }
+func (s MaxEntity) cells() CellImportance { return s.Cells }
+func (s MaxEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
+	alpha := make([]float32, v.Len())
+	if err := e.be.Download(alpha, v); err != nil {
+		return nil, err
+	}
+	order := e.x.Order()
+	w := make([][]float64, order)
+	for n := range w {
+		w[n] = make([]float64, e.x.Dims[n])
+		for z, a := range alpha {
+			i := e.Train.Idx[z*order+n]
+			w[n][i] = max(w[n][i], math.Abs(float64(a)))
+		}
+		sum := floats.Sum(w[n])
+		if !(sum > 0) {
+			return nil, fmt.Errorf("every cell importance is zero, so mode %d has no important entity", n+1)
+		}
+		floats.Scale(1/sum, w[n])
+	}
+	return w, nil
 }
 
 // CellMaker is step 4's choice of new cells: n cells never observed nor
