@@ -32,7 +32,7 @@ type Choice[B any] struct {
 // Methods are the accepted Config.Method values: how new cells are made
 // (step 4). A nil Values means the cells keep training values.
 var Methods = []Choice[func(Config) Pipeline]{
-	{"dain", "entities drawn from the entity importance (Algorithm 1)", func(c Config) Pipeline {
+	{"dain", "entities drawn from the entity importance, Algorithm 1", func(c Config) Pipeline {
 		return Pipeline{Cells: ImportanceCells{Entity: c.entity()}, Values: &Predictor{Model: Embedding{c.Predictor}}}
 	}},
 	{"duplication", "copies of random training cells", func(c Config) Pipeline {
@@ -50,7 +50,7 @@ var Methods = []Choice[func(Config) Pipeline]{
 // kinds of embedding model (step 1, and the value predictor of step 4).
 var Models = []Choice[struct{}]{
 	{"mlp", "the MLP of eq. 4", struct{}{}},
-	{"costco", "CoSTCo (Liu et al., KDD 2019)", struct{}{}},
+	{"costco", "CoSTCo, Liu et al., KDD 2019", struct{}{}},
 }
 
 // Influences are the accepted Config.Influence values: the cell-importance
