@@ -39,12 +39,13 @@ type Config struct {
 	ValFrac   float64 // share of the remaining cells used for validation
 	EvalBatch int     // cells per forward pass outside training
 
-	Method          string // augmentation method: dain, duplication, entity-replacement, random
-	Model           string // embedding model Θ: mlp (paper) or costco
-	Predictor       string // value predictor Θ_p: costco (paper) or mlp (reuse Θ)
-	Influence       string // cell importance: tracin (paper) or representer
-	InfluenceLayers string // TracIn's parameters: last (paper) or all
-	Entity          string // entity importance: sum (eq. 6) or cp1 (eq. 7)
+	// The variant of each step, by name; stages.go lists the names.
+	Method          string // how cells are made: a Methods name (dain, duplication, …)
+	Model           string // embedding model Θ: a Models name (mlp, the paper's, or costco)
+	Predictor       string // value predictor Θ_p: a Models name (costco, the paper's; mlp reuses Θ)
+	Influence       string // cell importance: an Influences name (tracin, the paper's, or representer)
+	InfluenceLayers string // TracIn's parameters: an InfluenceLayers name (last, the paper's, or all)
+	Entity          string // entity importance: an Entities name (sum, eq. 6, the paper's; cp1; max)
 
 	Rank, Channels int     // CoSTCo's R and C (20, 20)
 	CoSTCoLR       float64 // CoSTCo's Adam learning rate (1e-3; see DefaultConfig)
