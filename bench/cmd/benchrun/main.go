@@ -193,6 +193,7 @@ func main() {
 		e2eBackend = flag.String("e2e-backend", "", "-backend of the end-to-end runs, cpu or cuda (default: cuda when a GPU was found, else cpu)")
 		e2ePrec    = flag.String("e2e-precision", "", "-precision of the end-to-end runs (fp32, tf32, 3xtf32; default: dainx's own, fp32)")
 		generic    = flag.Bool("generic", true, "also benchmark the portable CPU paths (gonum, generic) besides the default one")
+		cpuRows    = flag.Bool("cpu", true, "benchmark the CPU backend and the CPU PyTorch peer (false: only the GPU rows, to fit a short GPU lease)")
 		mlLayers   = flag.String("movielens-layers", "", "-layers for the movielens run (empty: the default)")
 		mmEpochs   = flag.Int("movingmnist-epochs", 2, "-epochs for the movingmnist100 memory run (0: skip it)")
 		mmFull     = flag.Bool("movingmnist-full", false, "also run the whole default `dainx augment` on movingmnist100 (default flags)")
@@ -252,7 +253,7 @@ func main() {
 	if *micro {
 		// The peers: the interpreter and the script, or why not.
 		py := peerPython(r, *python, *peerScript)
-		microBench(r, py, *generic, gpu, precs, *minTime, *rounds, *gpuSteps)
+		microBench(r, py, *cpuRows, *generic, gpu, precs, *minTime, *rounds, *gpuSteps)
 	}
 
 	if *e2e {
@@ -306,7 +307,7 @@ func peerPython(r *Results, python, script string) peerCmd {
 
 // microBench measures the peak, the ops, the training steps and the
 // peers into r.
-func microBench(r *Results, py peerCmd, generic, gpu bool, precs []compute.Precision, minTime time.Duration, rounds, gpuSteps int) {
+func microBench(r *Results, py peerCmd, cpuRows, generic, gpu bool, precs []compute.Precision, minTime time.Duration, rounds, gpuSteps int) {
 	pk := cpu.PeakGFLOPS(runtime.GOMAXPROCS(0), 2*time.Second)
 	r.Peak.PerCore, r.Peak.Wall = pk.PerCore, pk.Wall
 	r.Peak.Machine = pk.PerCore * float64(runtime.GOMAXPROCS(0))
@@ -323,7 +324,7 @@ func microBench(r *Results, py peerCmd, generic, gpu bool, precs []compute.Preci
 	}
 	var bes []named
 	for _, k := range cpu.Kernels() {
-		if k != cpu.Kernels()[0] && !generic {
+		if !cpuRows || k != cpu.Kernels()[0] && !generic {
 			continue
 		}
 		be, err := cpu.NewWith(cpu.Options{Kernel: k})
@@ -363,8 +364,8 @@ func microBench(r *Results, py peerCmd, generic, gpu bool, precs []compute.Preci
 		b.be.Close()
 	}
 
-	if py.python == "" {
-		// peerPython said why in r.PeerMsg.
+	if py.python == "" || !cpuRows {
+		// peerPython said why in r.PeerMsg, or -cpu=false.
 	} else if p, msg := cpuPeer(py); p != nil {
 		r.Peer = p
 		if len(r.Steps) > 0 {
