@@ -38,10 +38,11 @@ func rng(seed uint64, stream uint64) *rand.Rand {
 // it, shared by every method run on that split: each stage (an embedding
 // model Θ, a cell-importance estimator, an entity-importance aggregator,
 // entity replacement's neighbours) is computed once, on first use, with its
-// buffers and wall time, in a memo keyed by the stage's value. The TracIn
-// passes of the methods named when the experiment is made ride on one
-// training of each Θ; a method not named still runs, at the cost of
-// training Θ once more.
+// buffers and wall time, in a memo keyed by the stage's value. Every
+// TracIn pass asked for before its Θ is trained rides on Θ's one training:
+// those of the methods named at NewExperiment and of the first method run.
+// A TracIn pass asked for later still runs, at the cost of training Θ
+// once more (the same seeds give the same Θ).
 type Experiment struct {
 	cfg  Config
 	be   compute.Backend
@@ -214,15 +215,15 @@ func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig,
 // the TracIn passes planned for it, training it on first use.
 func (e *Experiment) model(ctx context.Context, m Embedding) (*trained, error) {
 	return e.models.get(m, func() (*trained, float64, error) {
-		return e.train(ctx, m, e.plan[m])
+		return m.train(ctx, e, e.plan[m])
 	})
 }
 
-// train trains a fresh embedding model m on the training cells with the
-// TracIn accumulators passes, recording their scores and wall times in
-// e.cellScores. It returns the model and its training's wall time without
-// the TracIn passes.
-func (e *Experiment) train(ctx context.Context, m Embedding, passes []TracIn) (*trained, float64, error) {
+// train trains a fresh model of kind m on e's training cells, with its own
+// random streams, and the TracIn accumulators passes riding on it; it
+// records their scores and wall times in e.cellScores. It returns the model
+// and its training's wall time without the TracIn passes.
+func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*trained, float64, error) {
 	seedInit, seedShuffle := uint64(streamInit), uint64(streamShuffle)
 	if m.Kind == "costco" {
 		seedInit, seedShuffle = streamInitCoSTCo, streamShuffleCoSTCo

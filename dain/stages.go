@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -231,6 +232,9 @@ type TracIn struct {
 func (s TracIn) deps() []stage { return []stage{s.Model} }
 
 func (s TracIn) scores(ctx context.Context, e *Experiment) (compute.F32, *trained, error) {
+	if _, trainedAlready := e.models[s.Model]; !trainedAlready && !slices.Contains(e.plan[s.Model], s) {
+		e.plan[s.Model] = append(e.plan[s.Model], s) // ride on Θ's first training
+	}
 	t, err := e.model(ctx, s.Model)
 	if err != nil {
 		return nil, nil, err
@@ -240,7 +244,7 @@ func (s TracIn) scores(ctx context.Context, e *Experiment) (compute.F32, *traine
 	}
 	// Not planned when the experiment began: train Θ again (the same
 	// seeds give the same model) with this accumulator.
-	t, _, err = e.train(ctx, s.Model, []TracIn{s})
+	t, _, err = s.Model.train(ctx, e, []TracIn{s})
 	if err != nil {
 		return nil, nil, err
 	}
