@@ -8,8 +8,6 @@
 #                                 ./cmd/dainx does not build yet)
 #   .dev/cuda.test                conformance suite on the CUDA backend
 #   .dev/cuda_driver.test         driver binding tests
-#   .dev/compute_cpu.test         conformance suite on the CPU backend
-#   .dev/bench.test               benchmarks (if ./bench has tests)
 #   .dev/benchrun                 `make bench` as a binary (GPU and CPU rows,
 #                                 PyTorch peers on the CPU and on the GPU)
 #   .dev/data/                    the tensors of the end-to-end runs
@@ -42,7 +40,7 @@ else
 fi
 
 status=0
-for pkg in ./cuda ./cuda/driver ./compute/cpu ./bench; do
+for pkg in ./cuda ./cuda/driver; do
 	name=$(echo "${pkg#./}" | tr / _)
 	if ! go list "$pkg" >/dev/null 2>&1; then
 		echo "device-bundle: $pkg does not exist; skipped" >&2
