@@ -134,9 +134,9 @@ func fmtCell(cell []int32, base int64) string {
 	return b.String()
 }
 
-// findDuplicate reports the first row k (in row order) whose cell equals an
-// earlier row's cell, and that earlier row. Indices must lie within dims.
-func findDuplicate(dims []int, idx []int32, nnz int) (k, first int, found bool) {
+// findDuplicateSerial is findDuplicate on one goroutine, with a map or a
+// bitset over the grid.
+func findDuplicateSerial(dims []int, idx []int32, nnz int) (k, first int, found bool) {
 	n := len(dims)
 	if n == 0 || nnz < 2 {
 		return 0, 0, false

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// Format is a tensor file format. It decides the default index base and the
-// field separator used when writing; reading accepts spaces, tabs and '#'
-// comment lines in either format.
+// Format is a tensor file format. For the text formats (TSV, TNS) it decides
+// the default index base and the field separator used when writing; reading
+// accepts spaces, tabs and '#' comment lines in either. BIN is SPLATT's
+// binary coordinate format (see the package doc).
 type Format int
 
 const (
@@ -17,20 +18,28 @@ const (
 	// TNS is the FROSTT .tns format: space-separated 1-based indices, then
 	// the value; '#' starts a comment line.
 	TNS
+	// BIN is SPLATT's binary coordinate format (.bin, as written by
+	// "splatt convert"): a header, the mode sizes, then the 0-based indices
+	// mode by mode and the values, little-endian.
+	BIN
 )
 
-// String returns "tsv" or "tns" (or "Format(k)" for an unknown value).
+// String returns "tsv", "tns" or "bin" (or "Format(k)" for an unknown
+// value).
 func (f Format) String() string {
 	switch f {
 	case TSV:
 		return "tsv"
 	case TNS:
 		return "tns"
+	case BIN:
+		return "bin"
 	}
 	return fmt.Sprintf("Format(%d)", int(f))
 }
 
-// DefaultIndexBase returns the index base of the format: 0 for TSV, 1 for TNS.
+// DefaultIndexBase returns the index base of the format: 0 for TSV and BIN,
+// 1 for TNS.
 func (f Format) DefaultIndexBase() int {
 	if f == TNS {
 		return 1
@@ -38,27 +47,33 @@ func (f Format) DefaultIndexBase() int {
 	return 0
 }
 
-// ParseFormat parses a format name, "tsv" or "tns" (case-insensitive).
+// ParseFormat parses a format name, "tsv", "tns" or "bin"
+// (case-insensitive).
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(s) {
 	case "tsv":
 		return TSV, nil
 	case "tns":
 		return TNS, nil
+	case "bin":
+		return BIN, nil
 	}
-	return 0, fmt.Errorf("tensor: unknown format %q (want tsv or tns)", s)
+	return 0, fmt.Errorf("tensor: unknown format %q (want tsv, tns or bin)", s)
 }
 
 // FormatOf guesses the format from a file name: after stripping a ".gz"
-// suffix, the extension ".tns" (case-insensitive) means TNS and anything
-// else TSV.
+// suffix, the extension ".tns" (case-insensitive) means TNS, ".bin" means
+// BIN and anything else TSV.
 func FormatOf(path string) Format {
 	p := path
 	if strings.HasSuffix(strings.ToLower(p), ".gz") {
 		p = p[:len(p)-3]
 	}
-	if strings.EqualFold(filepath.Ext(p), ".tns") {
+	switch ext := filepath.Ext(p); {
+	case strings.EqualFold(ext, ".tns"):
 		return TNS
+	case strings.EqualFold(ext, ".bin"):
+		return BIN
 	}
 	return TSV
 }

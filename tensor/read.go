@@ -8,26 +8,36 @@ import (
 	"io"
 	"math"
 	"os"
+	"sort"
 	"strconv"
+	"unsafe"
 )
 
 // ReadOptions controls Read and ReadFile.
 type ReadOptions struct {
 	// Format of the input, as decided by the caller (usually
-	// FormatOf(path)). It only sets the default index base.
+	// FormatOf(path)). For TSV and TNS it only sets the default index base
+	// (the text reader accepts either layout); BIN selects the binary
+	// reader.
 	Format Format
 	// IndexBase is the number that denotes the first entity of a mode in the
-	// file: -1 means the format's default (TSV 0, TNS 1); otherwise any value
-	// in 0..MaxDim. It is subtracted from every index read.
+	// file: -1 means the format's default (TSV 0, TNS 1, BIN 0); otherwise
+	// any value in 0..MaxDim. It is subtracted from every index read.
 	IndexBase int
+
+	// serial selects the single-goroutine text parser (tests compare the
+	// two); blockSize overrides the parallel parser's block size.
+	serial    bool
+	blockSize int
 }
 
-// maxLine is the longest line Read accepts.
-const maxLine = 64 << 20
+// maxLine is the longest line Read accepts (a variable for tests).
+var maxLine = 64 << 20
 
 // ReadFile reads a tensor file (plain or gzip-compressed, detected by
-// content). Bad content gives a *ParseError with File = path; failing to
-// open the file gives the *fs.PathError from os.Open.
+// content) in the format opt.Format. Bad content gives a *ParseError with
+// File = path; failing to open the file gives the *fs.PathError from
+// os.Open.
 func ReadFile(path string, opt ReadOptions) (*COO, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -37,17 +47,26 @@ func ReadFile(path string, opt ReadOptions) (*COO, error) {
 	return Read(f, path, opt)
 }
 
-// Read reads a tensor from r (plain or gzip-compressed, detected by content);
-// name is used in error messages. Bad content (see the package doc) gives a
-// *ParseError; an invalid opt.IndexBase gives a plain error. The result has
-// Dims[n] = max index of mode n + 1 and the cells in file order.
+// Read reads a tensor from r (plain or gzip-compressed, detected by content)
+// in the format opt.Format; name is used in error messages. Bad content (see
+// the package doc) gives a *ParseError; an invalid opt.IndexBase gives a
+// plain error. For the text formats the result has Dims[n] = max index of
+// mode n + 1; for BIN, Dims are the mode sizes stored in the file. The cells
+// are in file order.
+//
+// Text is parsed on all cores (GOMAXPROCS goroutines, blocks of a few MiB
+// cut at line ends); the result and the error, the first bad line in file
+// order, are those of a line-by-line parse.
 func Read(r io.Reader, name string, opt ReadOptions) (*COO, error) {
 	base, err := resolveBase(opt.Format, opt.IndexBase)
 	if err != nil {
 		return nil, err
 	}
-	br := bufio.NewReaderSize(r, 1<<16)
+	size := sizeOf(r)
+	cr := &countingReader{r: r}
+	br := bufio.NewReaderSize(cr, 1<<16)
 	var src io.Reader = br
+	gzipped := false
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
@@ -55,25 +74,104 @@ func Read(r io.Reader, name string, opt ReadOptions) (*COO, error) {
 		}
 		defer zr.Close()
 		src = zr
+		gzipped = true
 	} else if _, err := br.Peek(1); err != nil && err != io.EOF {
 		return nil, &ParseError{File: name, Msg: "read: " + err.Error()}
 	}
+	if opt.Format == BIN {
+		if gzipped {
+			size = -1
+		}
+		return readBin(src, name, base, size)
+	}
+	if opt.serial {
+		return readSerial(src, name, base)
+	}
+	return readParallel(src, name, base, opt.blockSize, cr, size, gzipped)
+}
+
+// sizeOf returns the number of bytes left in r when r can tell (an
+// *os.File on a regular file, a *bytes.Reader, a *strings.Reader), else -1.
+func sizeOf(r io.Reader) int64 {
+	switch v := r.(type) {
+	case interface{ Len() int }:
+		return int64(v.Len())
+	case *os.File:
+		fi, err := v.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return -1
+		}
+		off, err := v.Seek(0, io.SeekCurrent)
+		if err != nil || off > fi.Size() {
+			return -1
+		}
+		return fi.Size() - off
+	}
+	return -1
+}
+
+// countingReader counts the bytes read through it (the parallel parser
+// uses the count to size its result from the bytes still to come).
+type countingReader struct {
+	r io.Reader
+	n int64 // read by one goroutine at a time (Read happens-before the use)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// readSerial is the line-by-line parser: the reference the parallel one
+// must match.
+func readSerial(src io.Reader, name string, base int64) (*COO, error) {
 	p := parser{name: name, base: base}
 	if err := p.run(src); err != nil {
 		return nil, err
 	}
-	if len(p.val) == 0 {
+	return finish(name, base, p.order, p.idx, p.val, p.maxIdx, &p.lines)
+}
+
+// finish builds the COO of a parsed text file and checks it for duplicate
+// cells, naming both lines through lines.
+func finish(name string, base int64, order int, idx []int32, val []float64, maxIdx []int32, lines *lineMap) (*COO, error) {
+	if len(val) == 0 {
 		return nil, &ParseError{File: name, Msg: "no cells"}
 	}
-	t := &COO{Dims: make([]int, p.order), Idx: p.idx, Val: p.val}
-	for m, x := range p.maxIdx {
+	t := &COO{Dims: make([]int, order), Idx: idx, Val: val}
+	for m, x := range maxIdx {
 		t.Dims[m] = int(x) + 1
 	}
 	if k, first, dup := findDuplicate(t.Dims, t.Idx, len(t.Val)); dup {
-		return nil, &ParseError{File: name, Line: p.lines[k],
-			Msg: fmt.Sprintf("duplicate cell %s, first on line %d", fmtCell(t.Cell(k), base), p.lines[first])}
+		return nil, &ParseError{File: name, Line: lines.lineOf(k),
+			Msg: fmt.Sprintf("duplicate cell %s, first on line %d", fmtCell(t.Cell(k), base), lines.lineOf(first))}
 	}
 	return t, nil
+}
+
+// lineMap maps cell numbers to line numbers in little memory: a run of
+// cells on consecutive lines is one entry, so a file whose only blank or
+// comment lines come first needs one entry in all. It replaces a line
+// number per cell, kept only to name lines in the duplicate-cell error.
+type lineMap struct {
+	cell []int // first cell of each run, increasing
+	line []int // the line of that cell
+}
+
+// add records that cell k (k = the previous cell + 1, or 0) is on line.
+func (m *lineMap) add(k, line int) {
+	if n := len(m.cell); n > 0 && line-m.line[n-1] == k-m.cell[n-1] {
+		return
+	}
+	m.cell = append(m.cell, k)
+	m.line = append(m.line, line)
+}
+
+// lineOf returns the line of cell k (k must have been added).
+func (m *lineMap) lineOf(k int) int {
+	i := sort.SearchInts(m.cell, k+1) - 1
+	return m.line[i] + k - m.cell[i]
 }
 
 type parser struct {
@@ -82,7 +180,7 @@ type parser struct {
 	order  int // 0 until the first data line
 	idx    []int32
 	val    []float64
-	lines  []int // line number of each cell
+	lines  lineMap
 	maxIdx []int32
 	fields [][]byte
 }
@@ -93,39 +191,48 @@ func (p *parser) errf(line int, format string, args ...any) error {
 
 func (p *parser) run(r io.Reader) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), maxLine)
+	sc.Buffer(make([]byte, min(1<<20, maxLine)), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
+		n := len(p.val)
 		if err := p.line(sc.Bytes(), line); err != nil {
 			return err
+		}
+		if len(p.val) > n {
+			p.lines.add(n, line)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
 			return p.errf(line+1, "line longer than %d bytes", maxLine)
 		}
-		var msg string
-		switch {
-		case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader),
-			errors.Is(err, io.ErrUnexpectedEOF):
-			msg = "corrupt gzip stream"
-		default:
-			msg = "read error"
-		}
-		return p.errf(0, "%s after line %d: %v", msg, line, err)
+		return readErr(p.name, line, err)
 	}
 	return nil
 }
 
+// readErr is the error for a failed read (not a bad line) after line.
+func readErr(name string, line int, err error) error {
+	return &ParseError{File: name, Msg: fmt.Sprintf("%s after line %d: %v", gzipOrRead(err), line, err)}
+}
+
 func isBlank(c byte) bool { return c == ' ' || c == '\t' }
 
-// line parses one line (without its '\n').
-func (p *parser) line(b []byte, line int) error {
+// dropCR drops one trailing '\r' (what bufio.ScanLines does to a line).
+func dropCR(b []byte) []byte {
 	if n := len(b); n > 0 && b[n-1] == '\r' {
-		b = b[:n-1]
+		return b[:n-1]
 	}
-	fs := p.fields[:0]
+	return b
+}
+
+// splitFields appends the blank-separated fields of line b (without its
+// '\n' and with one '\r' already dropped) to fs[:0]: none for a blank or
+// comment line.
+func splitFields(b []byte, fs [][]byte) [][]byte {
+	b = dropCR(b)
+	fs = fs[:0]
 	for i := 0; i < len(b); {
 		for i < len(b) && isBlank(b[i]) {
 			i++
@@ -134,7 +241,7 @@ func (p *parser) line(b []byte, line int) error {
 			break
 		}
 		if len(fs) == 0 && b[i] == '#' {
-			return nil // comment line
+			return fs[:0] // comment line
 		}
 		j := i
 		for j < len(b) && !isBlank(b[j]) {
@@ -143,9 +250,15 @@ func (p *parser) line(b []byte, line int) error {
 		fs = append(fs, b[i:j])
 		i = j
 	}
+	return fs
+}
+
+// line parses one line (without its '\n' and with one '\r' dropped).
+func (p *parser) line(b []byte, line int) error {
+	fs := splitFields(b, p.fields)
 	p.fields = fs
 	if len(fs) == 0 {
-		return nil // blank line
+		return nil // blank or comment line
 	}
 	if p.order == 0 {
 		if len(fs) < 2 {
@@ -186,7 +299,9 @@ func (p *parser) line(b []byte, line int) error {
 		}
 	}
 	vf := fs[p.order]
-	v, err := strconv.ParseFloat(string(vf), 64)
+	// The string does not outlive the call on success; on failure only
+	// errors.Is looks at the error, before vf's bytes can change.
+	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(vf), len(vf)), 64)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
 			return p.errf(line, "value %q is out of range for float64", vf)
@@ -197,7 +312,6 @@ func (p *parser) line(b []byte, line int) error {
 		return p.errf(line, "value %q is not finite", vf)
 	}
 	p.val = append(p.val, v)
-	p.lines = append(p.lines, line)
 	return nil
 }
 

@@ -13,18 +13,26 @@ import (
 // WriteOptions controls Write and WriteFile.
 type WriteOptions struct {
 	// Format decides the separator (TSV '\t', TNS ' ') and the default index
-	// base.
+	// base; BIN writes SPLATT's binary coordinate format.
 	Format Format
 	// IndexBase is added to every index written: -1 means the format's
-	// default (TSV 0, TNS 1); otherwise any value in 0..MaxDim.
+	// default (TSV 0, TNS 1, BIN 0); otherwise any value in 0..MaxDim.
 	IndexBase int
 }
 
-// Write writes t as plain text to w: one cell per line, its indices plus the
-// index base separated by the format's separator, then the value formatted
-// with strconv.FormatFloat(v, 'g', -1, 64), then '\n'. Reading the output
-// back with the same format and base gives the same COO, except that Dims
-// are recomputed from the largest indices (Dims are not stored in the file).
+// Write writes t to w in the format opt.Format.
+//
+// Text (TSV, TNS): one cell per line, its indices plus the index base
+// separated by the format's separator, then the value formatted with
+// strconv.FormatFloat(v, 'g', -1, 64), then '\n'. Reading the output back
+// with the same format and base gives the same COO, except that Dims are
+// recomputed from the largest indices (Dims are not stored in the file).
+//
+// BIN: SPLATT's binary coordinate format (see the package doc) with t.Dims
+// as the mode sizes and SPLATT's own choice of widths: 4-byte indices (8
+// when NNZ ≥ 2^32−1), and 4-byte values when every value is exactly a
+// float32, else 8, so the file is lossless. Reading it back gives the same
+// COO, Dims included.
 //
 // t is checked with Validate first; an invalid t (or an invalid IndexBase)
 // is an error and nothing is written. Write errors from w are returned.
@@ -40,6 +48,9 @@ func Write(w io.Writer, t *COO, opt WriteOptions) error {
 }
 
 func write(w io.Writer, t *COO, f Format, base int64) error {
+	if f == BIN {
+		return writeBin(w, t, base)
+	}
 	sep := byte('\t')
 	if f == TNS {
 		sep = ' '
@@ -63,7 +74,7 @@ func write(w io.Writer, t *COO, f Format, base int64) error {
 }
 
 // WriteFile writes t to path as Write does, gzip-compressed when path ends
-// in ".gz" (case-insensitive). It is atomic: it writes a temporary file in
+// in ".gz" (case-insensitive; whatever the format). It is atomic: it writes a temporary file in
 // the same directory, syncs it and renames it over path, so on any error no
 // file at path is created or changed and the temporary file is removed. The
 // new file gets mode 0644 (the umask is not applied). t is checked with

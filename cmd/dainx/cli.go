@@ -22,6 +22,7 @@ Usage:
   dainx augment [flags]   run DAIN (or a baseline) on a tensor and write the augmented cells
   dainx eval [flags]      compare methods over augmentation ratios and repeats, with statistics and plots
   dainx synth [flags]     write a synthetic tensor built from random factor matrices
+  dainx convert [flags]   convert a tensor between tsv, tns and SPLATT .bin, and index bases
   dainx version           print the version
   dainx help              print this help
 
@@ -40,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return evalCmd(args[1:], stdout, stderr)
 	case "synth":
 		return synth(args[1:], stdout, stderr)
+	case "convert":
+		return convert(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "dainx", version())
 		return exitOK
