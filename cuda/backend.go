@@ -585,12 +585,6 @@ func (be *Backend) own(op string, b *buf) {
 	}
 }
 
-func need(what string, got, want int) {
-	if got != want {
-		panic(fmt.Sprintf("cuda: %s has %d elements, want %d", what, got, want))
-	}
-}
-
 // i32 converts a size for a kernel argument. It panics if v does not fit in
 // an int32: the kernels take int32 sizes (and use 64-bit offsets).
 func i32(op string, v int) int32 {

@@ -98,7 +98,7 @@ func at(b *F32, off int) driver.DevicePtr { return b.ptr + driver.DevicePtr(4*of
 // the lengths differ.
 func (be *Backend) Upload(dst compute.F32, src []float32) {
 	d := be.fm("Upload", dst)
-	need("Upload dst", d.n, len(src))
+	compute.CheckLen("Upload", "dst", d.n, len(src))
 	if len(src) == 0 {
 		return
 	}
@@ -113,7 +113,7 @@ func (be *Backend) Upload(dst compute.F32, src []float32) {
 // UploadI32 copies src into dst. It panics if the lengths differ.
 func (be *Backend) UploadI32(dst compute.I32, src []int32) {
 	d := be.iv("UploadI32", dst)
-	need("UploadI32 dst", d.n, len(src))
+	compute.CheckLen("UploadI32", "dst", d.n, len(src))
 	if len(src) == 0 {
 		return
 	}
@@ -130,7 +130,7 @@ func (be *Backend) UploadI32(dst compute.I32, src []int32) {
 // lengths differ.
 func (be *Backend) Download(dst []float32, src compute.F32) error {
 	s := be.fm("Download", src)
-	need("Download dst", len(dst), s.n)
+	compute.CheckLen("Download", "dst", len(dst), s.n)
 	var err error
 	be.do(func() {
 		if be.err == nil && len(dst) > 0 {
@@ -145,7 +145,7 @@ func (be *Backend) Download(dst []float32, src compute.F32) error {
 // DownloadI32 is Download for I32.
 func (be *Backend) DownloadI32(dst []int32, src compute.I32) error {
 	s := be.iv("DownloadI32", src)
-	need("DownloadI32 dst", len(dst), s.n)
+	compute.CheckLen("DownloadI32", "dst", len(dst), s.n)
 	var err error
 	be.do(func() {
 		if be.err == nil && len(dst) > 0 {
@@ -174,7 +174,7 @@ func (be *Backend) Fill(dst compute.F32, v float32) {
 // Copy copies src into dst (=). It panics if the lengths differ.
 func (be *Backend) Copy(dst, src compute.F32) {
 	d, s := be.fm("Copy", dst), be.fm("Copy", src)
-	need("Copy dst", d.n, s.n)
+	compute.CheckLen("Copy", "dst", d.n, s.n)
 	if d.n == 0 {
 		return
 	}
@@ -192,32 +192,13 @@ func (be *Backend) zero(op string, p driver.DevicePtr, n int) {
 	}
 }
 
-// checkGather validates the shapes shared by Gather, ScatterRows and
-// EmbeddingInfluence and returns the number of table rows.
-func checkGather(op string, xLen, tableLen, cellsLen, order, width int, layout compute.Layout) int {
-	if order <= 0 || width <= 0 {
-		panic(fmt.Sprintf("cuda: %s: order %d, width %d", op, order, width))
-	}
-	if layout != compute.ModeMajor && layout != compute.RankMajor {
-		panic(fmt.Sprintf("cuda: %s: unknown layout %d", op, layout))
-	}
-	if cellsLen%order != 0 {
-		panic(fmt.Sprintf("cuda: %s: cells of %d elements is not a multiple of order %d", op, cellsLen, order))
-	}
-	need(op+" batch matrix", xLen, cellsLen*width)
-	if tableLen%width != 0 {
-		panic(fmt.Sprintf("cuda: %s: table of %d elements is not a multiple of width %d", op, tableLen, width))
-	}
-	return tableLen / width
-}
-
 // Gather implements compute.Backend.Gather (=) with the kernel gather
 // (kernels/gather.cu); see compute/ref.Gather. A cell row outside the table
 // yields NaN in x (undefined by the interface; the CPU backend panics).
 func (be *Backend) Gather(x, table compute.F32, cells compute.I32, order, width int, layout compute.Layout) {
 	const op = "Gather"
 	xs, ts, cs := be.fm(op, x), be.fm(op, table), be.iv(op, cells)
-	rows := checkGather(op, xs.n, ts.n, cs.n, order, width, layout)
+	rows := compute.CheckGather(op, x, table, cells, order, width, layout)
 	if cs.n == 0 {
 		return
 	}
@@ -237,7 +218,7 @@ func (be *Backend) Gather(x, table compute.F32, cells compute.I32, order, width 
 func (be *Backend) ScatterRows(dtable, dx compute.F32, cells compute.I32, order, width int, layout compute.Layout) {
 	const op = "ScatterRows"
 	ts, xs, cs := be.fm(op, dtable), be.fm(op, dx), be.iv(op, cells)
-	rows := checkGather(op, xs.n, ts.n, cs.n, order, width, layout)
+	rows := compute.CheckGather(op, dx, dtable, cells, order, width, layout)
 	if cs.n == 0 {
 		return
 	}
@@ -248,18 +229,6 @@ func (be *Backend) ScatterRows(dtable, dx compute.F32, cells compute.I32, order,
 			be.fail("scatter_rows", be.kScatterRows(grid, block1D, 0, ts.ptr, xs.ptr, cs.ptr, batch, o, w, r, l))
 		}
 	})
-}
-
-// linearShape validates a Linear layer's buffers and returns the batch size.
-func linearShape(op string, xLen, wLen, in, out int) int {
-	if in <= 0 || out <= 0 {
-		panic(fmt.Sprintf("cuda: %s: in %d, out %d", op, in, out))
-	}
-	if xLen%in != 0 {
-		panic(fmt.Sprintf("cuda: %s: x of %d elements is not a multiple of in %d", op, xLen, in))
-	}
-	need(op+" w", wLen, out*in)
-	return xLen / in
 }
 
 // Epilogue flags of the GEMM kernels and split_k_reduce (kernels/common.cuh
@@ -348,9 +317,7 @@ func (be *Backend) forwardGEMM(g gemmPlan, y, part, x, w, bias driver.DevicePtr,
 func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bool) {
 	const op = "LinearForward"
 	ys, xs, ws, bs := be.fm(op, y), be.fm(op, x), be.fm(op, w), be.fm(op, bias)
-	batch := linearShape(op, xs.n, ws.n, in, out)
-	need(op+" y", ys.n, batch*out)
-	need(op+" bias", bs.n, out)
+	batch := compute.CheckLinearForward(y, x, w, bias, in, out)
 	if batch == 0 {
 		return
 	}
@@ -409,17 +376,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 	const op = "LinearBackward"
 	dxs, dws, dbs := be.f(op, dx), be.f(op, dw), be.f(op, db)
 	dys, xs, ws := be.fm(op, dy), be.fm(op, x), be.fm(op, w)
-	batch := linearShape(op, xs.n, ws.n, in, out)
-	need(op+" dy", dys.n, batch*out)
-	if dxs != nil {
-		need(op+" dx", dxs.n, batch*in)
-	}
-	if dws != nil {
-		need(op+" dw", dws.n, out*in)
-	}
-	if dbs != nil {
-		need(op+" db", dbs.n, out)
-	}
+	batch := compute.CheckLinearBackward(dx, dw, db, dy, x, w, in, out)
 	if batch == 0 {
 		if !accumulate {
 			be.post(func() {
@@ -549,11 +506,9 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 func (be *Backend) MSEGrad(delta, sq, pred, y compute.F32, scale float32) {
 	const op = "MSEGrad"
 	ds, ss, ps, ys := be.fm(op, delta), be.f(op, sq), be.fm(op, pred), be.fm(op, y)
-	need(op+" delta", ds.n, ps.n)
-	need(op+" y", ys.n, ps.n)
+	compute.CheckMSEGrad(delta, sq, pred, y)
 	var sqPtr driver.DevicePtr
 	if ss != nil {
-		need(op+" sq", ss.n, 1)
 		sqPtr = ss.ptr
 	}
 	if ps.n == 0 {
@@ -581,12 +536,7 @@ func (be *Backend) MSEGrad(delta, sq, pred, y compute.F32, scale float32) {
 func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 	const op = "Adam"
 	ps, gs, ms, vs := be.fm(op, p), be.fm(op, g), be.fm(op, m), be.fm(op, v)
-	need(op+" g", gs.n, ps.n)
-	need(op+" m", ms.n, ps.n)
-	need(op+" v", vs.n, ps.n)
-	if s.T < 1 {
-		panic(fmt.Sprintf("cuda: Adam: step %d, want ≥ 1", s.T))
-	}
+	compute.CheckAdam(p, g, m, v, s)
 	if ps.n == 0 {
 		return
 	}
@@ -615,10 +565,7 @@ func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 func (be *Backend) InfluenceDot(score, dy, x, gw, gb compute.F32, in, out int, eta float32) {
 	const op = "InfluenceDot"
 	ss, dys, xs, gws, gbs := be.fm(op, score), be.fm(op, dy), be.fm(op, x), be.fm(op, gw), be.fm(op, gb)
-	batch := linearShape(op, xs.n, gws.n, in, out)
-	need(op+" score", ss.n, batch)
-	need(op+" dy", dys.n, batch*out)
-	need(op+" gb", gbs.n, out)
+	batch := compute.CheckInfluenceDot(score, dy, x, gw, gb, in, out)
 	if batch == 0 {
 		return
 	}
@@ -663,16 +610,10 @@ func (be *Backend) InfluenceDot(score, dy, x, gw, gb compute.F32, in, out int, e
 func (be *Backend) EmbeddingInfluence(score, dx compute.F32, cells compute.I32, gtable compute.F32, width int, layout compute.Layout, eta float32) {
 	const op = "EmbeddingInfluence"
 	ss, xs, cs, ts := be.fm(op, score), be.fm(op, dx), be.iv(op, cells), be.fm(op, gtable)
-	if ss.n == 0 {
-		need(op+" cells", cs.n, 0)
-		need(op+" dx", xs.n, 0)
+	order, rows := compute.CheckEmbeddingInfluence(score, dx, cells, gtable, width, layout)
+	if order == 0 {
 		return
 	}
-	if cs.n%ss.n != 0 {
-		panic(fmt.Sprintf("cuda: EmbeddingInfluence: cells of %d elements for %d scores", cs.n, ss.n))
-	}
-	order := cs.n / ss.n
-	rows := checkGather(op, xs.n, ts.n, cs.n, order, width, layout)
 	nb, o, w, r, l := i32(op, ss.n), i32(op, order), i32(op, width), i32(op, rows), int32(layout)
 	i32(op, order*width)
 	grid := be.grid1D(int64(ss.n), warpsPerBlk)
@@ -690,14 +631,10 @@ func (be *Backend) EmbeddingInfluence(score, dx compute.F32, cells compute.I32, 
 func (be *Backend) EntityImportance(imp, score compute.F32, cells compute.I32) {
 	const op = "EntityImportance"
 	is, ss, cs := be.fm(op, imp), be.fm(op, score), be.iv(op, cells)
-	if ss.n == 0 {
-		need(op+" cells", cs.n, 0)
+	order := compute.CheckEntityImportance(imp, score, cells)
+	if order == 0 {
 		return
 	}
-	if cs.n%ss.n != 0 {
-		panic(fmt.Sprintf("cuda: EntityImportance: cells of %d elements for %d scores", cs.n, ss.n))
-	}
-	order := cs.n / ss.n
 	count, o, r := i32(op, ss.n), i32(op, order), i32(op, is.n)
 	grid := be.grid1D(int64(cs.n), threads)
 	be.post(func() {
@@ -714,13 +651,7 @@ func (be *Backend) EntityImportance(imp, score compute.F32, cells compute.I32) {
 func (be *Backend) SampleAlias(out compute.I32, order, col int, thresh, alias compute.I32, key, ctr uint64) {
 	const op = "SampleAlias"
 	os, ts, as := be.iv(op, out), be.iv(op, thresh), be.iv(op, alias)
-	if order <= 0 || col < 0 || col >= order || os.n%order != 0 {
-		panic(fmt.Sprintf("cuda: SampleAlias: out of %d elements, order %d, col %d", os.n, order, col))
-	}
-	need(op+" alias", as.n, ts.n)
-	if ts.n == 0 {
-		panic("cuda: SampleAlias: empty alias table")
-	}
+	compute.CheckSampleAlias(out, order, col, thresh, alias)
 	if os.n == 0 {
 		return
 	}
