@@ -39,6 +39,9 @@ type Backend struct {
 	scratch driver.DevicePtr
 	scrLen  int64           // bytes
 	graphs  map[*Graph]bool // instantiated graphs, destroyed by Close
+	// retired are scratch blocks replaced while graphs that use them
+	// lived; freed with the last graph (or by Close, through live).
+	retired []driver.DevicePtr
 }
 
 var _ compute.Backend = (*Backend)(nil)
@@ -324,7 +327,7 @@ func (be *Backend) release() error {
 	for g := range be.graphs {
 		keep(g.exec.Destroy())
 	}
-	be.graphs = map[*Graph]bool{}
+	be.graphs, be.retired = map[*Graph]bool{}, nil
 	for k, m := range be.mods {
 		if m != nil {
 			keep(m.Unload())
@@ -407,10 +410,16 @@ func (be *Backend) scratchBuf(b int64) driver.DevicePtr {
 		return 0
 	}
 	if be.scratch != 0 {
-		// The memory may still be read by queued kernels.
-		be.fail("scratch", be.stream.Synchronize())
-		delete(be.live, be.scratch)
-		be.fail("scratch", be.ctx.MemFree(be.scratch))
+		if len(be.graphs) > 0 {
+			// Live graphs hold the old address: keep it until the
+			// last of them is freed (or Close).
+			be.retired = append(be.retired, be.scratch)
+		} else {
+			// The memory may still be read by queued kernels.
+			be.fail("scratch", be.stream.Synchronize())
+			delete(be.live, be.scratch)
+			be.fail("scratch", be.ctx.MemFree(be.scratch))
+		}
 		be.scratch, be.scrLen = 0, 0
 	}
 	if be.err != nil {

@@ -25,7 +25,9 @@ type Graph struct {
 // returns the graph. Nothing runs until Launch.
 //
 // The graph freezes each operation's arguments: the buffers (by address),
-// sizes and scalars f passed. A Launch reads and writes those buffers' then
+// sizes and scalars f passed, the backend's scratch memory included (which
+// is therefore kept, not freed, when a later operation needs more of it,
+// until the last graph is freed). A Launch reads and writes those buffers' then
 // current contents, so a step whose inputs change from run to run keeps
 // them in fixed buffers that are refilled between launches. The buffers
 // must stay allocated while the graph lives.
@@ -127,6 +129,15 @@ func (g *Graph) Free() {
 		if be.graphs[g] {
 			delete(be.graphs, g)
 			be.fail("graph free", g.exec.Destroy())
+			if len(be.graphs) == 0 && len(be.retired) > 0 {
+				// Queued replays may still use the retired scratch.
+				be.fail("graph free", be.stream.Synchronize())
+				for _, p := range be.retired {
+					delete(be.live, p)
+					be.fail("graph free", be.ctx.MemFree(p))
+				}
+				be.retired = nil
+			}
 		}
 	})
 }
