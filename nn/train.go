@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/dainx/dainx/compute"
@@ -63,14 +64,17 @@ type TrainConfig struct {
 	// AfterEpoch, if not nil, runs after each epoch's validation pass with
 	// the model at that epoch's parameters Θ_k. An error stops training.
 	AfterEpoch func(Epoch) error
-	// Eager turns off graph replay. On a backend that implements
-	// compute.Capturer (CUDA), Train records each step's forward pass, MSE
-	// gradient and backward pass as a graph during the first epoch (step s
-	// always reads the same slice of the reshuffled, re-uploaded training
-	// set, so its graph serves every epoch) and launches it, with Adam
-	// queued after it, in every epoch: two driver calls per step instead of
-	// about one per kernel. The results are bit-identical either way.
-	Eager bool
+	// Graphs turns on graph replay (also DAINX_CUDA_GRAPHS=1 in the
+	// environment). On a backend that implements compute.Capturer (CUDA),
+	// Train then records each step's forward pass, MSE gradient and
+	// backward pass as a graph during the first epoch (step s always reads
+	// the same slice of the reshuffled, re-uploaded training set, so its
+	// graph serves every epoch) and launches it, with Adam queued after it,
+	// in every epoch: two driver calls per step instead of about one per
+	// kernel, with results bit-identical to eager steps. It is off by
+	// default until a GPU run has checked it end to end (issue 13); other
+	// backends ignore it.
+	Graphs bool
 }
 
 // Epoch reports one finished epoch.
@@ -134,7 +138,7 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		m.Backward(rows, d, false)
 	}
 	capturer, _ := be.(compute.Capturer)
-	if cfg.Eager {
+	if !cfg.Graphs && os.Getenv("DAINX_CUDA_GRAPHS") != "1" {
 		capturer = nil
 	}
 	var graphs []compute.Graph
