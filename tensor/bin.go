@@ -9,6 +9,8 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"runtime"
+	"sync"
 )
 
 // SPLATT's binary coordinate format, as SPLATT's src/io.c writes it
@@ -184,7 +186,9 @@ func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
 			} else if short {
 				return fail("truncated SPLATT .bin file: the header (%v) promises %d bytes, found %d", l, l.total, off)
 			}
-			if i := decodeIdx(t.Idx, b, l.iw, l.order, m, k, base, int64(l.dims[m])); i >= 0 {
+			if i := parDecode(c, func(i0, i1 int) int {
+				return decodeIdx(t.Idx, b[i0*l.iw:i1*l.iw], l.iw, l.order, m, k+i0, base, int64(l.dims[m]))
+			}); i >= 0 {
 				var v uint64
 				if l.iw == 4 {
 					v = uint64(binary.LittleEndian.Uint32(b[4*i:]))
@@ -205,7 +209,9 @@ func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
 		} else if short {
 			return fail("truncated SPLATT .bin file: the header (%v) promises %d bytes, found %d", l, l.total, off)
 		}
-		if i := decodeVal(t.Val[k:k+c], b, l.vw); i >= 0 {
+		if i := parDecode(c, func(i0, i1 int) int {
+			return decodeVal(t.Val[k+i0:k+i1], b[i0*l.vw:i1*l.vw], l.vw)
+		}); i >= 0 {
 			return fail("cell %d of %d (byte %d): value %v is not finite", k+i+1, l.nnz, at+int64(i*l.vw), t.Val[k+i])
 		}
 	}
@@ -213,6 +219,37 @@ func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
 		return fail("duplicate cell %s: cells %d and %d (counting from 1)", fmtCell(t.Cell(k), base), first+1, k+1)
 	}
 	return t, nil
+}
+
+// parDecode runs f over [0, c) split into GOMAXPROCS pieces [i0, i1) at
+// once, each returning the position in its piece of the first bad item or
+// -1, and returns the first bad position overall, or -1.
+func parDecode(c int, f func(i0, i1 int) int) int {
+	w := min(runtime.GOMAXPROCS(0), max(1, c/(64<<10)))
+	if w == 1 {
+		return f(0, c)
+	}
+	bad := make([]int, w)
+	var wg sync.WaitGroup
+	for j := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			i0, i1 := c*j/w, c*(j+1)/w
+			if i := f(i0, i1); i >= 0 {
+				bad[j] = i0 + i
+			} else {
+				bad[j] = -1
+			}
+		}()
+	}
+	wg.Wait()
+	for _, i := range bad {
+		if i >= 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // decodeIdx decodes the indices of mode m of cells k, k+1, … from b (width

@@ -44,36 +44,29 @@ func mix64(x uint64) uint64 {
 // distinct. Each cell gets a 64-bit hash, one-to-one when the grid has
 // fewer than 2^63 cells (the mixed-radix key, mixed) and a hash of the
 // indices otherwise. The hashes are partitioned by their top bits into
-// pieces of a few thousand, on all cores (a histogram pass, then a scatter
-// pass into one array of nnz hashes: 8 bytes per cell while it runs), and
-// each piece is checked for a repeated hash in a small open-addressing
-// table that stays in cache.
+// pieces of about 16K, on all cores, and each piece is checked for a
+// repeated hash in a small open-addressing table that stays in cache.
+//
+// From 2^20 cells on the partitions are handled in 2 rounds of a half
+// each, so the array the hashes are gathered into holds about half of them
+// (4 bytes per cell instead of 8, while it runs): fresh memory is slow to
+// touch on some machines (page faults in a virtual machine: 4–8 ms per MB
+// on the 2-core development VM), about as slow as hashing every cell again.
+// Each round hashes every cell and keeps those of its partitions (a scatter
+// pass); a first pass counts the cells of every partition per worker.
 func mayHaveDuplicate(dims []int, idx []int32, nnz int) bool {
 	n := len(dims)
 	strides, exact := radixStrides(dims)
-	hash := func(cell []int32) uint64 {
-		var h uint64
-		if exact {
-			for i, x := range cell {
-				h += uint64(x) * strides[i]
-			}
-		} else {
-			for _, x := range cell {
-				h = (h ^ uint64(uint32(x))) * 0x100000001b3
-				h ^= h >> 29
-			}
-		}
-		return mix64(h)
-	}
 	pbits := 0
-	for pbits < 10 && nnz>>(pbits+13) > 0 {
+	for pbits < 10 && nnz>>(pbits+14) > 0 {
 		pbits++
 	}
-	np := 1 << pbits
-	part := func(h uint64) int { return int(h >> (64 - pbits) & uint64(np-1)) }
-	if pbits == 0 {
-		part = func(uint64) int { return 0 }
+	rounds := 1
+	if nnz >= 1<<20 {
+		rounds = 2 // pbits ≥ 6 here
 	}
+	np := 1 << pbits
+	shift := uint(64 - pbits) // h >> 64 is 0 in Go: one partition when pbits is 0
 	workers := min(runtime.GOMAXPROCS(0), max(1, nnz/dupParallelMin))
 	lo := func(w int) int { return nnz * w / workers }
 	par := func(f func(w int)) {
@@ -84,78 +77,151 @@ func mayHaveDuplicate(dims []int, idx []int32, nnz int) bool {
 		}
 		wg.Wait()
 	}
-
-	// Histogram of partitions per worker's rows.
-	hist := make([][]int, workers)
-	par(func(w int) {
-		h := make([]int, np)
-		for k := lo(w); k < lo(w+1); k++ {
-			h[part(hash(idx[k*n:(k+1)*n]))]++
-		}
-		hist[w] = h
-	})
-	// Where each worker writes each partition, and where partitions start.
-	starts := make([]int, np+1)
-	pos := 0
-	for p := range np {
-		starts[p] = pos
-		for w := range workers {
-			c := hist[w][p]
-			hist[w][p] = pos
-			pos += c
+	// each calls f with the hashes of the worker's rows, a batch at a time.
+	each := func(w int, f func(hs []uint64)) {
+		var buf [1024]uint64
+		for k := lo(w); k < lo(w+1); k += len(buf) {
+			c := min(len(buf), lo(w+1)-k)
+			hashCells(buf[:c], idx[k*n:(k+c)*n], n, strides, exact)
+			f(buf[:c])
 		}
 	}
-	starts[np] = pos
-	keys := make([]uint64, nnz)
+
+	// Cells per partition per worker's rows.
+	hist := make([][]int, workers)
 	par(func(w int) {
-		at := hist[w]
-		for k := lo(w); k < lo(w+1); k++ {
-			h := hash(idx[k*n : (k+1)*n])
-			p := part(h)
-			keys[at[p]] = h
-			at[p]++
-		}
+		c := make([]int, np)
+		each(w, func(hs []uint64) {
+			for _, h := range hs {
+				c[h>>shift]++
+			}
+		})
+		hist[w] = c
 	})
-	// Each partition on its own.
-	var next atomic.Int64
+	// Where each worker writes each partition (within its round), where
+	// partitions start, and the largest round.
+	at := make([][]int, workers)
+	for w := range at {
+		at[w] = make([]int, np)
+	}
+	starts := make([]int, np)
+	roundEnd := make([]int, rounds)
+	most := 0
+	for r := range rounds {
+		pos := 0
+		for p := r * np / rounds; p < (r+1)*np/rounds; p++ {
+			starts[p] = pos
+			for w := range workers {
+				at[w][p] = pos
+				pos += hist[w][p]
+			}
+		}
+		roundEnd[r] = pos
+		most = max(most, pos)
+	}
+	keys := make([]uint64, most)
 	var dup atomic.Bool
-	par(func(int) {
-		var table []uint64
-		for !dup.Load() {
-			p := int(next.Add(1) - 1)
-			if p >= np {
-				return
-			}
-			ks := keys[starts[p]:starts[p+1]]
-			size := 1 << max(4, bits.Len(uint(2*len(ks))))
-			if cap(table) < size {
-				table = make([]uint64, size)
-			}
-			table = table[:size]
-			clear(table)
-			mask := uint64(size - 1)
-			zero := false
-			for _, h := range ks {
-				if h == 0 {
-					if zero {
-						dup.Store(true)
-						return
-					}
-					zero = true
-					continue
-				}
-				for s := h & mask; ; s = (s + 1) & mask {
-					if table[s] == 0 {
-						table[s] = h
-						break
-					}
-					if table[s] == h {
-						dup.Store(true)
-						return
+	for r := range rounds {
+		p0, p1 := r*np/rounds, (r+1)*np/rounds
+		par(func(w int) {
+			at := at[w]
+			each(w, func(hs []uint64) {
+				for _, h := range hs {
+					if p := int(h >> shift); p >= p0 && p < p1 {
+						keys[at[p]] = h
+						at[p]++
 					}
 				}
+			})
+		})
+		// Each partition on its own (its end is the next one's start, or
+		// the round's end).
+		end := func(p int) int {
+			if p+1 == p1 {
+				return roundEnd[r]
 			}
+			return starts[p+1]
 		}
-	})
-	return dup.Load()
+		var next atomic.Int64
+		next.Store(int64(p0))
+		par(func(int) {
+			var table []uint64
+			for !dup.Load() {
+				p := int(next.Add(1) - 1)
+				if p >= p1 {
+					return
+				}
+				ks := keys[starts[p]:end(p)]
+				size := 1 << max(4, bits.Len(uint(2*len(ks))))
+				if cap(table) < size {
+					table = make([]uint64, size)
+				}
+				table = table[:size]
+				clear(table)
+				mask := uint64(size - 1)
+				zero := false
+				for _, h := range ks {
+					if h == 0 {
+						if zero {
+							dup.Store(true)
+							return
+						}
+						zero = true
+						continue
+					}
+					for s := h & mask; ; s = (s + 1) & mask {
+						if table[s] == 0 {
+							table[s] = h
+							break
+						}
+						if table[s] == h {
+							dup.Store(true)
+							return
+						}
+					}
+				}
+			}
+		})
+		if dup.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// hashCells sets dst[i] to the hash of cell i of idx (order n): the
+// mixed-radix key when exact, else a hash of the indices, then mix64.
+func hashCells(dst []uint64, idx []int32, n int, strides []uint64, exact bool) {
+	idx = idx[:len(dst)*n]
+	switch {
+	case exact && n == 3:
+		s0, s1 := strides[0], strides[1]
+		for i := range dst {
+			c := idx[3*i : 3*i+3 : 3*i+3]
+			dst[i] = mix64(uint64(c[0])*s0 + uint64(c[1])*s1 + uint64(c[2]))
+		}
+	case exact && n == 2:
+		s0 := strides[0]
+		for i := range dst {
+			c := idx[2*i : 2*i+2 : 2*i+2]
+			dst[i] = mix64(uint64(c[0])*s0 + uint64(c[1]))
+		}
+	case exact:
+		for i := range dst {
+			var h uint64
+			for m, x := range idx[i*n : (i+1)*n] {
+				h += uint64(x) * strides[m]
+			}
+			dst[i] = mix64(h)
+		}
+	default:
+		for i := range dst {
+			var h uint64
+			for _, x := range idx[i*n : (i+1)*n] {
+				h = (h ^ uint64(uint32(x))) * 0x100000001b3
+				h ^= h >> 29
+			}
+			dst[i] = mix64(h)
+		}
+	}
 }
