@@ -21,6 +21,12 @@ help:
 	@echo "make kernels        compile kernels/*.cu to committed PTX (needs nvcc)"
 	@echo "make check-kernels  check that every kernel compiles, ptxas accepts it and the PTX is current"
 	@echo "make device-bundle  build dainx and test binaries into .dev/ for the GPU machine"
+	@echo "make lib            libdainx, the pipeline as a C library: build/lib/libdainx.so, build/include/dainx.h, dainx.pc (needs cc)"
+	@echo "make install        install libdainx (and libdainx_kernels when built) under PREFIX (/usr/local)"
+	@echo "make python         the Python package dainx over libdainx into build/python/ (pip install build/python)"
+	@echo "make kernels-lib    the kernels as a CUDA library: build/lib/libdainx_kernels.a, build/include/dainx_kernels.h (needs nvcc)"
+	@echo "make examples       build the C example and, with nvcc, the CUDA example into build/examples/"
+	@echo "make test-embed     the C API tests, the Python tests and the examples on the CPU (what CI runs after make test)"
 
 build:
 	$(GO) build -o dainx ./cmd/dainx
@@ -71,6 +77,7 @@ bench-go:
 
 clean:
 	rm -f dainx
-	rm -rf .dev
+	rm -rf .dev build
 
 -include kernels/kernels.mk
+-include embed.mk

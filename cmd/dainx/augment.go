@@ -8,21 +8,15 @@ import (
 	"io"
 
 	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/tensor"
 )
 
 func augment(args []string, stdout, stderr io.Writer) int {
-	cfg := dain.DefaultConfig()
-	var in inputFlags
-	var output, report string
 	fs := flag.NewFlagSet("dainx augment", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	bindInput(fs, &in)
-	fs.StringVar(&output, "output", "", "write the augmented cells only to this `file`, in the input's format and index base (gzip if it ends in .gz); written to a temporary file and renamed, never half-written")
-	fs.StringVar(&report, "report", "", "also write the JSON report to this `file` (it always goes to standard output)")
-	fs.Float64Var(&cfg.Ratio, "ratio", cfg.Ratio, "augmentation `ratio`: draw ratio × |train| new cells")
-	bindTraining(fs, &cfg, &in.layers)
-	bindMethod(fs, &cfg)
+	a := cli.NewAugment(fs) // the flags the library's options name too
+	cfg, in := &a.Config, &a.In
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx augment [flags]
 
@@ -42,12 +36,12 @@ Flags:
 	if code, done := parse(fs, args, stderr); done {
 		return code
 	}
-	if err := finishConfig(&cfg, &in, stderr); err != nil {
+	if err := finishConfig(cfg, in, stderr); err != nil {
 		return exitFor("augment", fmt.Errorf("%w: %v", errUsage, err), nil, stderr)
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	return exitFor("augment", runAugment(ctx, cfg, &in, output, report, stdout, stderr), ctx, stderr)
+	return exitFor("augment", runAugment(ctx, *cfg, in, a.Output, a.Report, stdout, stderr), ctx, stderr)
 }
 
 func runAugment(ctx context.Context, cfg dain.Config, in *inputFlags, output, report string, stdout, stderr io.Writer) error {
@@ -77,7 +71,7 @@ func runAugment(ctx context.Context, cfg dain.Config, in *inputFlags, output, re
 	}
 	js = append(js, '\n')
 	if output != "" {
-		if err := tensor.WriteFile(output, res.Aug, tensor.WriteOptions{Format: format, IndexBase: in.indexBase}); err != nil {
+		if err := tensor.WriteFile(output, res.Aug, tensor.WriteOptions{Format: format, IndexBase: in.IndexBase}); err != nil {
 			return err
 		}
 	}

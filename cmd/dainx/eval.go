@@ -32,7 +32,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&summarize, "summarize", "", "write the summary, tables and plots of an earlier run in `directory` again from its runs.json, and train nothing")
 	fs.BoolVar(&resume, "resume", false, "continue an interrupted evaluation in -out: repeats already in its runs.json (same tensor, configuration and seeds) are kept, the rest are run")
 	fs.StringVar(&merge, "merge", "", "comma-separated eval output `directories` of the same tensor and configuration with other seeds (e.g. repeats run in batches) to merge into -out as one evaluation, training nothing")
-	bindTraining(fs, &cfg, &in.layers)
+	bindTraining(fs, &cfg, &in.Layers)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx eval -out DIR [flags]
 
@@ -85,7 +85,7 @@ Methods:
 	if err := spec.Validate(); err != nil {
 		return exitFor("eval", fmt.Errorf("%w: %v", errUsage, err), nil, stderr)
 	}
-	if !in.quiet {
+	if !in.Quiet {
 		spec.Progress = stderr
 	}
 	ctx, stop := signalContext()

@@ -1,0 +1,306 @@
+/* capi_test.c: tests of libdainx's C API (run by run.sh, which makes the
+ * tensor and the binary's outputs it compares against).
+ *
+ *   capi_test TENSOR OPTIONS BIN_AUG BIN_REPORT OPTIONS_SEED8 BIN_AUG_SEED8
+ *
+ * 1. dainx_augment's cells, values and RMSEs equal those of `dainx augment`
+ *    run on the same file with the same flags (BIN_AUG, BIN_REPORT).
+ * 2. Every bad input returns DAINX_EINPUT with a message naming the cell or
+ *    option, leaves *out untouched, and the process goes on.
+ * 3. Two threads calling dainx_augment at once (seeds 7 and 8) both succeed
+ *    and get what the binary got for their seed; the last error is per
+ *    thread.
+ * 4. The host's SIGINT handler is still its own after the calls, SIGTERM is
+ *    still SIG_DFL, and a raised SIGINT reaches the host's handler.
+ * 5. dainx_read/dainx_write round-trip tsv, tns, bin and gzip, and report
+ *    file errors.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dainx.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                         \
+	do {                                                         \
+		if (!(cond)) {                                           \
+			failures++;                                          \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                        \
+			fprintf(stderr, "\n");                               \
+		}                                                        \
+	} while (0)
+
+/* field returns the text of the JSON number after "key": (static buffer). */
+static const char *field(const char *report, const char *key) {
+	static __thread char buf[64];
+	char pat[64];
+	snprintf(pat, sizeof pat, "\"%s\":", key);
+	const char *p = strstr(report, pat);
+	if (!p) return "";
+	p += strlen(pat);
+	while (*p == ' ') p++;
+	size_t n = strcspn(p, ",\n}");
+	if (n >= sizeof buf) n = sizeof buf - 1;
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	return buf;
+}
+
+static dainx_result *read_or_die(const char *path) {
+	dainx_result *r = NULL;
+	if (dainx_read(path, NULL, &r) != DAINX_OK) {
+		fprintf(stderr, "FAIL: dainx_read %s: %s\n", path, dainx_last_error());
+		exit(1);
+	}
+	return r;
+}
+
+/* same_cells reports whether a and b hold the same cells in the same order,
+ * bit for bit. */
+static int same_cells(const dainx_result *a, const dainx_result *b) {
+	int64_t n = dainx_result_count(a);
+	int32_t o = dainx_result_order(a);
+	if (n != dainx_result_count(b) || o != dainx_result_order(b)) return 0;
+	return n == 0 || (memcmp(dainx_result_indices(a), dainx_result_indices(b), (size_t)n * o * 4) == 0 &&
+	                  memcmp(dainx_result_values(a), dainx_result_values(b), (size_t)n * 8) == 0);
+}
+
+static dainx_result *tensor; /* the input */
+
+/* ---- 1. equal to the binary ---- */
+
+static void test_equal_binary(const char *opts, const char *bin_aug, const char *bin_report) {
+	dainx_result *aug = NULL;
+	int rc = dainx_augment(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                       dainx_result_order(tensor), opts, &aug);
+	CHECK(rc == DAINX_OK, "dainx_augment: %d %s", rc, dainx_last_error());
+	if (rc != DAINX_OK) return;
+	dainx_result *want = read_or_die(bin_aug);
+	CHECK(same_cells(aug, want), "cells differ from the binary's (%lld vs %lld)", (long long)dainx_result_count(aug),
+	      (long long)dainx_result_count(want));
+	FILE *f = fopen(bin_report, "r");
+	static char rep[1 << 20];
+	size_t n = f ? fread(rep, 1, sizeof rep - 1, f) : 0;
+	rep[n] = 0;
+	if (f) fclose(f);
+	const char *keys[] = {"rmse_before", "rmse_after", "n_train", "n_val", "n_test", "n_aug", "best_epoch",
+	                      "best_epoch_after", "sample_draws"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		char a[64];
+		snprintf(a, sizeof a, "%s", field(dainx_result_report(aug), keys[i]));
+		CHECK(a[0] && strcmp(a, field(rep, keys[i])) == 0, "report %s: library %s, binary %s", keys[i], a,
+		      field(rep, keys[i]));
+	}
+	char before[64];
+	snprintf(before, sizeof before, "%s", field(dainx_result_report(aug), "rmse_before"));
+	printf("ok   equal to the binary: %lld new cells, rmse %s -> %s\n", (long long)dainx_result_count(aug), before,
+	       field(dainx_result_report(aug), "rmse_after"));
+	dainx_result_free(want);
+	dainx_result_free(aug);
+}
+
+/* ---- 2. bad input ---- */
+
+static const char *QUIET = "{\"quiet\":true,\"backend\":\"cpu\",\"epochs\":1,\"layers\":\"12,4\"}";
+
+static void expect_error(const char *name, const int32_t *idx, const double *val, int64_t nnz, int32_t order,
+                         const char *opts, const char *want) {
+	dainx_result *sentinel = (dainx_result *)(uintptr_t)0x1234, *out = sentinel;
+	int rc = dainx_augment(idx, val, nnz, order, opts, &out);
+	const char *msg = dainx_last_error();
+	CHECK(rc == DAINX_EINPUT, "%s: rc %d (%s), want DAINX_EINPUT", name, rc, msg);
+	CHECK(out == sentinel, "%s: *out was touched", name);
+	CHECK(strstr(msg, want) != NULL, "%s: message '%s' lacks \"%s\"", name, msg, want);
+	if (rc == DAINX_EINPUT && out == sentinel && strstr(msg, want)) printf("ok   %-28s %s\n", name, msg);
+}
+
+static void test_bad_input(void) {
+	int32_t idx[] = {0, 0, 0, 1, 2, 3, 2, 1, 0, 3, 3, 3};
+	double val[] = {1, 2, 3, 4};
+	int32_t bad[12];
+	double badv[4];
+	memcpy(bad, idx, sizeof idx);
+	bad[4] = -5;
+	expect_error("negative index", bad, val, 4, 3, QUIET, "cell 1 (1, -5, 3): index -5 in mode 2 is negative");
+	memcpy(bad, idx, sizeof idx);
+	bad[11] = 2147483647;
+	expect_error("index outside int32 sizes", bad, val, 4, 3, QUIET, "cell 3 (3, 3, 2147483647)");
+	memcpy(badv, val, sizeof val);
+	badv[2] = NAN;
+	expect_error("NaN value", idx, badv, 4, 3, QUIET, "cell 2 (2, 1, 0): value NaN is not finite");
+	badv[2] = INFINITY;
+	expect_error("infinite value", idx, badv, 4, 3, QUIET, "not finite");
+	memcpy(bad, idx, sizeof idx);
+	bad[9] = 1, bad[10] = 2, bad[11] = 3;
+	expect_error("duplicate cell", bad, val, 4, 3, QUIET, "cell 3 (1, 2, 3) duplicates cell 1");
+	expect_error("nnz 0", idx, val, 0, 3, QUIET, "nnz 0");
+	expect_error("nnz < 0", idx, val, -7, 3, QUIET, "nnz -7");
+	expect_error("order 0", idx, val, 4, 0, QUIET, "order 0");
+	expect_error("order < 0", idx, val, 4, -2, QUIET, "order -2");
+	expect_error("idx NULL", NULL, val, 4, 3, QUIET, "idx is NULL");
+	expect_error("val NULL", idx, NULL, 4, 3, QUIET, "val is NULL");
+	expect_error("options not JSON", idx, val, 4, 3, "{\"ratio\":", "not a JSON object");
+	expect_error("options an array", idx, val, 4, 3, "[1,2]", "not a JSON object");
+	expect_error("options null", idx, val, 4, 3, "null", "not a JSON object");
+	expect_error("unknown option", idx, val, 4, 3, "{\"bogus\":1}", "option \"bogus\": unknown");
+	expect_error("option -ratio (dash)", idx, val, 4, 3, "{\"-ratio\":1}", "option \"-ratio\": unknown");
+	expect_error("bad number", idx, val, 4, 3, "{\"ratio\":\"abc\"}", "option \"ratio\": invalid value");
+	expect_error("bool for a number", idx, val, 4, 3, "{\"epochs\":true}", "option \"epochs\": want a number");
+	expect_error("number for a bool", idx, val, 4, 3, "{\"quiet\":1}", "option \"quiet\": want true or false");
+	expect_error("array value", idx, val, 4, 3, "{\"layers\":[12,4]}", "option \"layers\": want a JSON number");
+	expect_error("input option", idx, val, 4, 3, "{\"input\":\"x.tsv\"}", "option \"input\"");
+	expect_error("bad backend", idx, val, 4, 3, "{\"backend\":\"tpu\",\"quiet\":true}", "-backend \"tpu\"");
+	expect_error("bad precision", idx, val, 4, 3, "{\"precision\":\"fp16\",\"quiet\":true}", "fp16");
+	expect_error("bad method", idx, val, 4, 3, "{\"method\":\"magic\"}", "magic");
+	expect_error("epochs 0", idx, val, 4, 3, "{\"epochs\":0}", "epochs 0");
+	expect_error("negative ratio", idx, val, 4, 3, "{\"ratio\":-1}", "ratio -1");
+	expect_error("layers vs order", idx, val, 4, 3, "{\"layers\":\"10,4\",\"quiet\":true}", "-layers 10,4");
+	expect_error("output dir missing", idx, val, 4, 3, "{\"output\":\"/nonexistent/dir/x.tsv\",\"quiet\":true}",
+	             "directory /nonexistent/dir does not exist");
+	dainx_result *r = NULL;
+	CHECK(dainx_augment(idx, val, 4, 3, QUIET, NULL) == DAINX_EINPUT, "out NULL accepted");
+	/* Too few cells for a split with every part non-empty: a run failure. */
+	int rc = dainx_augment(idx, val, 2, 3, QUIET, &r);
+	CHECK(rc == DAINX_ERUN && strstr(dainx_last_error(), "every part must be non-empty"), "2 cells: rc %d %s", rc,
+	      dainx_last_error());
+	if (rc == DAINX_ERUN) printf("ok   %-28s %s\n", "2 cells (run failure)", dainx_last_error());
+	dainx_result_free(NULL); /* allowed */
+}
+
+/* ---- 3. threads ---- */
+
+struct job {
+	const char *opts;
+	dainx_result *out;
+	int rc;
+	char err_before[64], err_after_bad[256];
+};
+
+static void *run_job(void *p) {
+	struct job *j = p;
+	snprintf(j->err_before, sizeof j->err_before, "%s", dainx_last_error());
+	j->rc = dainx_augment(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                      dainx_result_order(tensor), j->opts, &j->out);
+	int32_t idx[] = {0, -1};
+	double val[] = {1};
+	dainx_result *r = NULL;
+	dainx_augment(idx, val, 1, 2, "{}", &r); /* fails on this thread only */
+	snprintf(j->err_after_bad, sizeof j->err_after_bad, "%s", dainx_last_error());
+	return NULL;
+}
+
+static void test_threads(const char *opts7, const char *bin_aug7, const char *opts8, const char *bin_aug8) {
+	dainx_augment(NULL, NULL, 1, 1, NULL, NULL); /* main thread's error: out is NULL */
+	struct job jobs[2] = {{.opts = opts7}, {.opts = opts8}};
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, run_job, &jobs[i]);
+	for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+	const char *want[2] = {bin_aug7, bin_aug8};
+	for (int i = 0; i < 2; i++) {
+		CHECK(jobs[i].rc == DAINX_OK, "thread %d: rc %d", i, jobs[i].rc);
+		CHECK(jobs[i].err_before[0] == 0, "thread %d: last error '%s' before any call", i, jobs[i].err_before);
+		CHECK(strstr(jobs[i].err_after_bad, "negative") != NULL, "thread %d: own error '%s'", i, jobs[i].err_after_bad);
+		if (jobs[i].rc == DAINX_OK) {
+			dainx_result *w = read_or_die(want[i]);
+			CHECK(same_cells(jobs[i].out, w), "thread %d: cells differ from the binary's", i);
+			dainx_result_free(w);
+			dainx_result_free(jobs[i].out);
+		}
+	}
+	CHECK(strstr(dainx_last_error(), "out is NULL") != NULL, "main thread's error overwritten: '%s'",
+	      dainx_last_error());
+	printf("ok   two threads at once: both equal the binary's cells; errors per thread\n");
+}
+
+/* ---- 4. signals ---- */
+
+static volatile sig_atomic_t got_sigint;
+static void on_sigint(int sig) {
+	(void)sig;
+	got_sigint = 1;
+}
+
+static void test_signals(void) {
+	struct sigaction sa;
+	sigaction(SIGINT, NULL, &sa);
+	CHECK(sa.sa_handler == on_sigint, "SIGINT handler replaced");
+	sigaction(SIGTERM, NULL, &sa);
+	CHECK(sa.sa_handler == SIG_DFL, "SIGTERM handler installed by the library");
+	sigaction(SIGQUIT, NULL, &sa);
+	CHECK(sa.sa_handler == SIG_DFL, "SIGQUIT handler installed by the library");
+	raise(SIGINT);
+	CHECK(got_sigint == 1, "SIGINT did not reach the host's handler");
+	printf("ok   signals: the host's SIGINT handler kept and called; SIGTERM, SIGQUIT untouched\n");
+}
+
+/* ---- 5. files ---- */
+
+static void test_files(const char *dir) {
+	const char *names[] = {"rt.tsv", "rt.tns", "rt.bin", "rt.tsv.gz", "rt.tns.gz"};
+	char path[4096];
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		int rc = dainx_write(path, dainx_result_indices(tensor), dainx_result_values(tensor),
+		                     dainx_result_count(tensor), dainx_result_order(tensor), NULL);
+		CHECK(rc == DAINX_OK, "write %s: %s", names[i], dainx_last_error());
+		dainx_result *r = NULL;
+		rc = dainx_read(path, NULL, &r);
+		CHECK(rc == DAINX_OK, "read %s: %s", names[i], dainx_last_error());
+		if (rc == DAINX_OK) {
+			CHECK(same_cells(r, tensor), "%s: round trip changed the cells", names[i]);
+			dainx_result_free(r);
+		}
+	}
+	snprintf(path, sizeof path, "%s/rt.txt", dir);
+	CHECK(dainx_write(path, dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                  dainx_result_order(tensor), "{\"format\":\"tns\",\"index-base\":1}") == DAINX_OK,
+	      "write with options: %s", dainx_last_error());
+	dainx_result *r = NULL;
+	CHECK(dainx_read(path, "{\"format\":\"tns\"}", &r) == DAINX_OK && same_cells(r, tensor),
+	      "read with options: %s", dainx_last_error());
+	dainx_result_free(r);
+	r = NULL;
+	CHECK(dainx_read("/nonexistent.tsv", NULL, &r) == DAINX_EINPUT && r == NULL, "missing file");
+	snprintf(path, sizeof path, "%s/bad.tsv", dir);
+	FILE *f = fopen(path, "w");
+	fputs("0\t1\t2\t1.5\n3\t4\tx\t2\n", f);
+	fclose(f);
+	CHECK(dainx_read(path, NULL, &r) == DAINX_EINPUT && strstr(dainx_last_error(), "bad.tsv:2") != NULL,
+	      "bad line: %s", dainx_last_error());
+	CHECK(dainx_read(path, "{\"format\":\"xml\"}", &r) == DAINX_EINPUT, "bad format option");
+	printf("ok   files: tsv, tns, bin, gzip round trips; missing file and bad line are errors\n");
+}
+
+int main(int argc, char **argv) {
+	if (argc != 8) {
+		fprintf(stderr, "usage: %s TENSOR OPTS7 BIN_AUG7 BIN_REPORT7 OPTS8 BIN_AUG8 TMPDIR\n", argv[0]);
+		return 2;
+	}
+	struct sigaction sa = {0};
+	sa.sa_handler = on_sigint;
+	sigaction(SIGINT, &sa, NULL);
+
+	CHECK(dainx_last_error()[0] == 0, "last error set before any call");
+	printf("libdainx %s\n", dainx_version());
+	tensor = read_or_die(argv[1]);
+	test_equal_binary(argv[2], argv[3], argv[4]);
+	test_bad_input();
+	test_threads(argv[2], argv[3], argv[5], argv[6]);
+	test_files(argv[7]);
+	test_signals();
+	dainx_result_free(tensor);
+	if (failures) {
+		fprintf(stderr, "capi_test: %d failures\n", failures);
+		return 1;
+	}
+	printf("capi_test: all passed\n");
+	return 0;
+}

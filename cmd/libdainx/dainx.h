@@ -1,0 +1,129 @@
+/*
+ * dainx.h: the C API of libdainx, DAIN (influence-guided data augmentation
+ * for neural tensor completion; Oh, Kim, Rossi, Kumar, CIKM 2021) as a
+ * library. `dainx_augment` is `dainx augment` on cells held in memory: the
+ * same code, the same flags (as JSON options), the same results for the
+ * same cells, seed and flags.
+ *
+ * Build and link:   make lib   (build/lib/libdainx.so, build/include/dainx.h,
+ *                               build/lib/pkgconfig/dainx.pc)
+ *                   cc prog.c $(pkg-config --cflags --libs dainx)
+ *
+ * Conventions of every function below:
+ *   - Indices are int32, 0-based, row-major: cell k of an order-N tensor is
+ *     idx[k*N .. k*N+N-1]. Values are doubles (the pipeline computes in
+ *     float32; values are converted on the way in and out).
+ *   - A function returning int returns 0 on success, or DAINX_EINPUT /
+ *     DAINX_ERUN; then dainx_last_error() holds the message on the calling
+ *     thread and no output argument has been touched.
+ *   - Ownership: the library never keeps or frees the caller's arrays; it
+ *     only reads them during the call. Every dainx_result it returns belongs
+ *     to the caller, who frees it with dainx_result_free; the pointers the
+ *     accessors return live as long as the result. Strings returned by
+ *     dainx_version and dainx_last_error belong to the library.
+ *   - Thread safety: every function may be called from several threads at
+ *     once. Each dainx_augment call opens and closes its own backend (the
+ *     CPU, or a CUDA device's primary context, shared with the host's CUDA
+ *     runtime).
+ *   - Robustness: bad input is an error, never a crash; a failure inside the
+ *     library (a Go panic) is returned as DAINX_ERUN. The library installs no
+ *     handler for SIGINT, SIGTERM or any other asynchronous signal of its
+ *     host (the Go runtime handles only synchronous signals, SIGPIPE and
+ *     SIGURG, and passes on those it does not cause). Running out of memory
+ *     is fatal, as in any Go program; dainx refuses, before training, a
+ *     tensor whose tables would need more than half of the machine's memory.
+ */
+#ifndef DAINX_H
+#define DAINX_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes. */
+#define DAINX_OK 0
+#define DAINX_EINPUT 1 /* bad cells, bad options, or a configuration that cannot work */
+#define DAINX_ERUN 2   /* the run failed: device error, too few new cells reachable, internal error */
+
+/* dainx_version returns the library's version (the git revision it was built
+ * from, as `dainx version` prints it). Static storage; never NULL. */
+const char *dainx_version(void);
+
+/* dainx_last_error returns the message of the calling thread's last failed
+ * call, or "" if none has failed on this thread. A successful call does not
+ * clear it. The string stays valid until the next failing call on the same
+ * thread. Never NULL. */
+const char *dainx_last_error(void);
+
+/* A result: cells (indices and values) and a JSON report. Opaque. */
+typedef struct dainx_result dainx_result;
+
+/* dainx_augment runs `dainx augment` on an in-memory COO tensor.
+ *
+ * idx: nnz*order int32, row-major, 0-based; val: nnz doubles. The mode sizes
+ * are the largest index of each mode + 1, as when the binary reads a file;
+ * indices should be dense (0..n-1 in each mode).
+ *
+ * options: NULL or "", or a JSON object whose keys are `dainx augment` flag
+ * names without the dash and whose values are what the flag accepts, as JSON
+ * numbers, strings or booleans, e.g.
+ *   {"ratio":0.5,"seed":7,"layers":"48,16","epochs":3,"backend":"cpu","quiet":true}
+ * Every flag is accepted except "input" (the cells come from idx and val);
+ * unknown keys are an error. Defaults are the flags' defaults: progress goes
+ * to standard error unless "quiet" is true; "backend" is "auto" (CUDA when
+ * a driver and device exist, else the CPU); "output" and "report" also
+ * write the new cells and the report to files ("format" and "index-base"
+ * then apply to "output", whose format is otherwise chosen by extension).
+ *
+ * On success returns 0 and sets *out to a new result: the n_aug new cells
+ * (same order as the input) with their predicted values, and the JSON
+ * report `dainx augment` prints (rmse_before, rmse_after, n_train, …;
+ * without "input"). Free it with dainx_result_free.
+ *
+ * Errors (non-zero, *out untouched, dainx_last_error() set):
+ *   DAINX_EINPUT: idx, val or out NULL; nnz <= 0; order <= 0; a negative
+ *     index, an index of 2147483647 (mode sizes must fit in int32), a NaN or
+ *     infinite value, a duplicate cell (each names the cell by its 0-based
+ *     row and indices); malformed options, an unknown option, a bad value
+ *     (each names the option); layers that do not fit the order.
+ *   DAINX_ERUN: the run failed (CUDA error, a split with an empty part, too
+ *     few new cells reachable, an internal error).
+ * Safe to call from several threads at once; each call uses its own
+ * backend. It blocks until the run is done (minutes for large tensors). */
+int dainx_augment(const int32_t *idx, const double *val, int64_t nnz,
+                  int32_t order, const char *options, dainx_result **out);
+
+/* dainx_read reads a tensor file as `dainx augment -input` does: DAIN TSV,
+ * FROSTT .tns or SPLATT .bin, gzip detected by content. options: NULL or a
+ * JSON object with "format" ("tsv", "tns" or "bin"; default by extension:
+ * .tns[.gz] tns, .bin bin, else tsv) and "index-base" (default the format's
+ * own: tsv 0, tns 1, bin 0). On success *out holds the cells (count = nnz,
+ * 0-based indices, file order) and its report is {"dims":[...],"format":"..."}.
+ * Errors: DAINX_EINPUT for a missing file or bad content ("file:line:
+ * reason"), DAINX_ERUN for an I/O failure. */
+int dainx_read(const char *path, const char *options, dainx_result **out);
+
+/* dainx_write writes nnz cells (idx nnz*order int32 0-based, val nnz
+ * doubles) to path as `dainx augment -output` does: text (tsv, tns) is
+ * gzipped when the name ends in .gz; the file is written to a temporary
+ * name and renamed, never half-written. options as for dainx_read. The
+ * cells are checked as dainx_augment checks them (DAINX_EINPUT). */
+int dainx_write(const char *path, const int32_t *idx, const double *val,
+                int64_t nnz, int32_t order, const char *options);
+
+/* Accessors. r must be a result from this library (not NULL, except for
+ * dainx_result_free). The arrays are owned by r. */
+int64_t        dainx_result_count(const dainx_result *r);   /* new cells (or cells read) */
+int32_t        dainx_result_order(const dainx_result *r);   /* N, indices per cell */
+const int32_t *dainx_result_indices(const dainx_result *r); /* count*order, 0-based, row-major; NULL if count is 0 */
+const double  *dainx_result_values(const dainx_result *r);  /* count; NULL if count is 0 */
+const char    *dainx_result_report(const dainx_result *r);  /* the JSON report, NUL-terminated */
+void           dainx_result_free(dainx_result *r);          /* NULL is fine */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DAINX_H */

@@ -1,0 +1,134 @@
+package main
+
+// #include "shim.h"
+import "C"
+
+import (
+	"os"
+	"sync"
+	"unsafe"
+)
+
+// maxCells bounds nnz·order so that the slices over the caller's arrays
+// stay far from the address-space limit (2^40 indices = 4 TiB).
+const maxCells = 1 << 40
+
+// The exported functions are internal: shim.c wraps them as the public
+// functions of dainx.h (which checks NULL pointers first). Each recovers
+// any panic into an error and stores the message with dainx__set_error on
+// the calling thread.
+
+var versionOnce sync.Once
+var versionC *C.char
+
+//export dainxGoVersion
+func dainxGoVersion() *C.char {
+	versionOnce.Do(func() { versionC = C.CString(version()) }) // never freed
+	return versionC
+}
+
+//export dainxGoAugment
+func dainxGoAugment(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_t, options *C.char, out **C.dainx_result) C.int {
+	var r *C.dainx_result
+	err := safely(func() error {
+		is, vs, err := cells(idx, val, nnz, order)
+		if err != nil {
+			return err
+		}
+		t, err := buildTensor(is, vs, int(order))
+		if err != nil {
+			return err
+		}
+		res, err := augment(t, goString(options), os.Stderr)
+		if err != nil {
+			return err
+		}
+		r, err = newResult(res.aug.Idx, res.aug.Val, int(order), res.report)
+		return err
+	})
+	return finish(err, out, r)
+}
+
+//export dainxGoRead
+func dainxGoRead(path *C.char, options *C.char, out **C.dainx_result) C.int {
+	var r *C.dainx_result
+	err := safely(func() error {
+		t, report, err := readTensor(C.GoString(path), goString(options))
+		if err != nil {
+			return err
+		}
+		r, err = newResult(t.Idx, t.Val, t.Order(), report)
+		return err
+	})
+	return finish(err, out, r)
+}
+
+//export dainxGoWrite
+func dainxGoWrite(path *C.char, idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_t, options *C.char) C.int {
+	err := safely(func() error {
+		is, vs, err := cells(idx, val, nnz, order)
+		if err != nil {
+			return err
+		}
+		return writeTensor(C.GoString(path), is, vs, int(order), goString(options))
+	})
+	return finish(err, nil, nil)
+}
+
+// cells returns views of the caller's arrays, after checking the sizes.
+func cells(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_t) ([]int32, []float64, error) {
+	switch {
+	case order <= 0:
+		return nil, nil, inputErr("order %d: want ≥ 1", order)
+	case nnz <= 0:
+		return nil, nil, inputErr("nnz %d: want ≥ 1 cell", nnz)
+	case int64(nnz) > maxCells/int64(order):
+		return nil, nil, inputErr("nnz %d × order %d: too many indices", nnz, order)
+	}
+	is := unsafe.Slice((*int32)(unsafe.Pointer(idx)), int(nnz)*int(order))
+	vs := unsafe.Slice((*float64)(unsafe.Pointer(val)), int(nnz))
+	return is, vs, nil
+}
+
+// newResult copies cells and a report into a new C result.
+func newResult(idx []int32, val []float64, order int, report []byte) (*C.dainx_result, error) {
+	r := C.dainx__result_new(C.int64_t(len(val)), C.int32_t(order), C.size_t(len(report)))
+	if r == nil {
+		return nil, &libError{codeRun, "dainx: out of memory for the result"}
+	}
+	if len(val) > 0 {
+		copy(unsafe.Slice((*int32)(unsafe.Pointer(r.idx)), len(idx)), idx)
+		copy(unsafe.Slice((*float64)(unsafe.Pointer(r.val)), len(val)), val)
+	}
+	if len(report) > 0 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(r.report)), len(report)), report)
+	}
+	return r, nil
+}
+
+// finish stores err as the thread's last error and returns its code, or
+// sets *out to r and returns 0.
+func finish(err error, out **C.dainx_result, r *C.dainx_result) C.int {
+	if err != nil {
+		if r != nil {
+			C.dainx_result_free(r)
+		}
+		msg := message(err)
+		if len(msg) == 0 {
+			msg = "dainx: unknown error"
+		}
+		C.dainx__set_error((*C.char)(unsafe.Pointer(unsafe.StringData(msg))), C.size_t(len(msg)))
+		return C.int(codeOf(err))
+	}
+	if out != nil {
+		*out = r
+	}
+	return 0
+}
+
+func goString(s *C.char) string {
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
+}

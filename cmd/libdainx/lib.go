@@ -1,0 +1,397 @@
+package main
+
+// The library's logic in plain Go (no cgo), so that `go test` covers it
+// with CGO_ENABLED=0 too; export.go converts between it and C.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/internal/cli"
+	"github.com/dainx/dainx/tensor"
+)
+
+// Error classes, the non-zero return codes of the C API (dainx.h
+// DAINX_EINPUT, DAINX_ERUN).
+const (
+	codeInput = 1 // bad cells, bad options, a configuration that cannot work
+	codeRun   = 2 // the run failed: device error, too few reachable cells, internal error
+)
+
+// libError is an error with its C API code.
+type libError struct {
+	code int
+	msg  string
+}
+
+func (e *libError) Error() string { return e.msg }
+
+func inputErr(format string, args ...any) error {
+	return &libError{codeInput, fmt.Sprintf(format, args...)}
+}
+
+// codeOf returns the C API code of err (codeRun unless it says otherwise).
+func codeOf(err error) int {
+	var le *libError
+	if errors.As(err, &le) {
+		return le.code
+	}
+	if errors.Is(err, cli.ErrUsage) {
+		return codeInput
+	}
+	return codeRun
+}
+
+// message returns err's text as the command would print it (without the
+// "usage: " marker of a bad flag).
+func message(err error) string {
+	return strings.TrimPrefix(err.Error(), cli.ErrUsage.Error()+": ")
+}
+
+// version is what `dainx version` prints after "dainx ".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+		if bi.Main.Version != "" {
+			return bi.Main.Version
+		}
+	}
+	return "(devel)"
+}
+
+// buildTensor checks nnz cells of order indices (idx, row-major, 0-based)
+// and values and returns them as a COO whose Dims are the largest index of
+// each mode + 1, as the binary's readers make them. idx and val are copied.
+// Errors name the cell (0-based row) and its indices.
+func buildTensor(idx []int32, val []float64, order int) (*tensor.COO, error) {
+	if order <= 0 {
+		return nil, inputErr("order %d: want ≥ 1", order)
+	}
+	nnz := len(val)
+	if nnz <= 0 {
+		return nil, inputErr("nnz %d: want ≥ 1 cell", nnz)
+	}
+	if len(idx) != nnz*order {
+		return nil, inputErr("%d indices for %d cells of order %d", len(idx), nnz, order)
+	}
+	dims := make([]int, order)
+	for k := range nnz {
+		cell := idx[k*order : (k+1)*order]
+		for m, x := range cell {
+			switch {
+			case x < 0:
+				return nil, inputErr("cell %d %s: index %d in mode %d is negative (indices are 0-based)", k, fmtCell(cell), x, m+1)
+			case int64(x) >= tensor.MaxDim:
+				return nil, inputErr("cell %d %s: index %d in mode %d is too large (a mode size must fit in int32: largest index %d)", k, fmtCell(cell), x, m+1, tensor.MaxDim-1)
+			}
+			dims[m] = max(dims[m], int(x)+1)
+		}
+		if v := val[k]; math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, inputErr("cell %d %s: value %v is not finite", k, fmtCell(cell), v)
+		}
+	}
+	t := &tensor.COO{Dims: dims, Idx: append([]int32(nil), idx...), Val: append([]float64(nil), val...)}
+	if err := t.Validate(); err != nil { // duplicates
+		return nil, inputErr("%s", strings.TrimPrefix(err.Error(), "tensor: "))
+	}
+	return t, nil
+}
+
+func fmtCell(cell []int32) string {
+	s := make([]string, len(cell))
+	for i, x := range cell {
+		s[i] = strconv.Itoa(int(x))
+	}
+	return "(" + strings.Join(s, ", ") + ")"
+}
+
+// setOptions applies a JSON object of flag names (without the dash) and
+// values to fs: numbers and strings are given to the flag as their text,
+// booleans only to boolean flags. Unknown keys, and keys fs does not take
+// (skip), are errors.
+func setOptions(fs *flag.FlagSet, options string, skip map[string]string) error {
+	if strings.TrimSpace(options) == "" {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(options))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return inputErr("options: not a JSON object: %v", err)
+	}
+	if m == nil {
+		return inputErr("options: not a JSON object: null")
+	}
+	if dec.More() {
+		return inputErr("options: text after the JSON object")
+	}
+	for _, key := range sortedKeys(m) {
+		v := m[key]
+		if why, ok := skip[key]; ok {
+			return inputErr("option %q: %s", key, why)
+		}
+		f := fs.Lookup(key)
+		if f == nil {
+			return inputErr("option %q: unknown (the options are the flags of `%s` without the dash: %s)", key, fs.Name(), strings.Join(flagNames(fs, skip), ", "))
+		}
+		_, isBool := f.Value.(interface{ IsBoolFlag() bool })
+		var text string
+		switch x := v.(type) {
+		case json.Number:
+			if isBool {
+				return inputErr("option %q: want true or false, not %s", key, x)
+			}
+			text = x.String()
+		case string:
+			text = x
+		case bool:
+			if !isBool {
+				return inputErr("option %q: want %s, not %v", key, kindOf(f), x)
+			}
+			text = strconv.FormatBool(x)
+		default:
+			return inputErr("option %q: want a JSON number, string or boolean, not %s", key, jsonKind(v))
+		}
+		if err := fs.Set(key, text); err != nil {
+			return inputErr("option %q: invalid value %q: %v", key, text, err)
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ { // insertion sort: a handful of keys
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+func flagNames(fs *flag.FlagSet, skip map[string]string) []string {
+	var out []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := skip[f.Name]; !ok {
+			out = append(out, f.Name)
+		}
+	})
+	return out
+}
+
+func kindOf(f *flag.Flag) string {
+	switch f.Value.(type) {
+	case *cli.IntList:
+		return "a string of comma-separated widths such as \"48,16\""
+	}
+	if _, err := strconv.ParseFloat(f.DefValue, 64); err == nil {
+		return "a number"
+	}
+	return "a string"
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// augmentSkip are the augment flags the library refuses, and why.
+var augmentSkip = map[string]string{
+	"input": "the cells are passed in memory (idx, val); to augment a file, read it first (dainx_read)",
+}
+
+// augmentResult is what augment returns.
+type augmentResult struct {
+	aug    *tensor.COO
+	report []byte // the JSON report, as `dainx augment` prints it
+}
+
+// augment is `dainx augment` on t with the options (a JSON object of flag
+// names without the dash). Progress goes to stderr unless "quiet" is set.
+// Every call opens and closes its own backend.
+func augment(t *tensor.COO, options string, stderr io.Writer) (*augmentResult, error) {
+	fs := flag.NewFlagSet("dainx augment", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	a := cli.NewAugment(fs)
+	if err := setOptions(fs, options, augmentSkip); err != nil {
+		return nil, err
+	}
+	if err := cli.FinishConfig(&a.Config, &a.In, stderr); err != nil {
+		return nil, inputErr("%v", err)
+	}
+	if err := cli.CheckLayers(&a.Config, t.Order()); err != nil {
+		return nil, err
+	}
+	format, err := outputFormat(&a.In, a.Output)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []string{a.Output, a.Report} {
+		if p == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
+			return nil, inputErr("cannot write %s: directory %s does not exist", p, filepath.Dir(p))
+		}
+	}
+	be, err := cli.Open(&a.In, stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer be.Close()
+	res, err := dain.Run(context.Background(), t, a.Config, be)
+	if err != nil {
+		return nil, err
+	}
+	js, err := json.MarshalIndent(res.Report, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding the report: %w", err)
+	}
+	js = append(js, '\n')
+	if a.Output != "" {
+		if err := tensor.WriteFile(a.Output, res.Aug, tensor.WriteOptions{Format: format, IndexBase: a.In.IndexBase}); err != nil {
+			return nil, err
+		}
+	}
+	if a.Report != "" {
+		if err := tensor.AtomicWrite(a.Report, func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
+			return nil, err
+		}
+	}
+	return &augmentResult{aug: res.Aug, report: js}, nil
+}
+
+// outputFormat is the format of "output": "format" if given, else by the
+// file's extension.
+func outputFormat(in *cli.Input, output string) (tensor.Format, error) {
+	if in.Format != "" {
+		f, err := tensor.ParseFormat(in.Format)
+		if err != nil {
+			return 0, inputErr("option \"format\": %v", strings.TrimPrefix(err.Error(), "tensor: "))
+		}
+		return f, nil
+	}
+	return tensor.FormatOf(output), nil
+}
+
+// fileOptions are the options of dainx_read and dainx_write.
+type fileOptions struct {
+	format    string
+	indexBase int
+}
+
+// parseFileOptions parses {"format": "tsv"|"tns"|"bin", "index-base": B}.
+func parseFileOptions(options string) (fileOptions, error) {
+	o := fileOptions{indexBase: -1}
+	fs := flag.NewFlagSet("dainx_read/dainx_write", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.format, "format", "", "tsv, tns or bin; empty: by the file's extension")
+	fs.IntVar(&o.indexBase, "index-base", -1, "index base of the file; -1: the format's own")
+	if err := setOptions(fs, options, nil); err != nil {
+		return o, err
+	}
+	if o.indexBase < -1 {
+		return o, inputErr("option \"index-base\" %d: want -1 (the format's own), 0, 1, …", o.indexBase)
+	}
+	return o, nil
+}
+
+func (o fileOptions) formatFor(path string) (tensor.Format, error) {
+	if o.format == "" {
+		return tensor.FormatOf(path), nil
+	}
+	f, err := tensor.ParseFormat(o.format)
+	if err != nil {
+		return 0, inputErr("option \"format\": %v", strings.TrimPrefix(err.Error(), "tensor: "))
+	}
+	return f, nil
+}
+
+// readTensor reads a tensor file as `dainx augment -input` does (and
+// convert, for .bin), with the report {"dims": […], "format": "…"}.
+func readTensor(path, options string) (*tensor.COO, []byte, error) {
+	o, err := parseFileOptions(options)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := o.formatFor(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := tensor.ReadFile(path, tensor.ReadOptions{Format: f, IndexBase: o.indexBase})
+	if err != nil {
+		var pe *tensor.ParseError
+		if errors.As(err, &pe) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			return nil, nil, inputErr("%v", err)
+		}
+		return nil, nil, err
+	}
+	js, err := json.Marshal(struct {
+		Dims   []int  `json:"dims"`
+		Format string `json:"format"`
+	}{t.Dims, f.String()})
+	return t, js, err
+}
+
+// writeTensor writes cells as `dainx augment -output` does. The mode sizes
+// are the largest indices + 1.
+func writeTensor(path string, idx []int32, val []float64, order int, options string) error {
+	o, err := parseFileOptions(options)
+	if err != nil {
+		return err
+	}
+	f, err := o.formatFor(path)
+	if err != nil {
+		return err
+	}
+	t, err := buildTensor(idx, val, order)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return inputErr("cannot write %s: directory %s does not exist", path, filepath.Dir(path))
+	}
+	return tensor.WriteFile(path, t, tensor.WriteOptions{Format: f, IndexBase: o.indexBase})
+}
+
+// safely runs f, turning a panic into an error with its stack (the host
+// process must survive a bug here).
+func safely(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var b bytes.Buffer
+			fmt.Fprintf(&b, "dainx: internal error: %v", r)
+			if s := debug.Stack(); len(s) > 0 {
+				fmt.Fprintf(&b, "\n%s", s)
+			}
+			err = &libError{codeRun, b.String()}
+		}
+	}()
+	return f()
+}

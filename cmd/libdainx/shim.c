@@ -1,0 +1,95 @@
+/* shim.c: the C side of libdainx: the public functions of dainx.h, the
+ * per-thread error message and the result type. The Go side (export.go)
+ * runs on the calling thread, so the __thread buffer it fills through
+ * dainx__set_error is the caller's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+#include "_cgo_export.h"
+
+#define DAINX_ERRMAX 8192
+
+static __thread char last_error[DAINX_ERRMAX];
+
+void dainx__set_error(const char *msg, size_t n) {
+	if (n >= DAINX_ERRMAX) {
+		n = DAINX_ERRMAX - 1;
+		/* do not end inside a UTF-8 sequence */
+		while (n > 0 && ((unsigned char)msg[n] & 0xC0) == 0x80) n--;
+	}
+	memcpy(last_error, msg, n);
+	last_error[n] = 0;
+}
+
+static void set_error(const char *msg) { dainx__set_error(msg, strlen(msg)); }
+
+const char *dainx_last_error(void) { return last_error; }
+
+const char *dainx_version(void) { return dainxGoVersion(); }
+
+dainx_result *dainx__result_new(int64_t count, int32_t order, size_t report_len) {
+	dainx_result *r = calloc(1, sizeof *r);
+	if (r == NULL) return NULL;
+	r->count = count;
+	r->order = order;
+	r->report = malloc(report_len + 1);
+	if (count > 0) {
+		r->idx = malloc((size_t)count * (size_t)order * sizeof(int32_t));
+		r->val = malloc((size_t)count * sizeof(double));
+	}
+	if (r->report == NULL || (count > 0 && (r->idx == NULL || r->val == NULL))) {
+		dainx_result_free(r);
+		return NULL;
+	}
+	r->report[report_len] = 0;
+	return r;
+}
+
+int dainx_augment(const int32_t *idx, const double *val, int64_t nnz, int32_t order, const char *options,
+                  dainx_result **out) {
+	if (out == NULL) {
+		set_error("dainx_augment: out is NULL");
+		return DAINX_EINPUT;
+	}
+	if (nnz > 0 && order > 0 && (idx == NULL || val == NULL)) {
+		set_error(idx == NULL ? "dainx_augment: idx is NULL" : "dainx_augment: val is NULL");
+		return DAINX_EINPUT;
+	}
+	return dainxGoAugment((int32_t *)idx, (double *)val, nnz, order, (char *)options, out);
+}
+
+int dainx_read(const char *path, const char *options, dainx_result **out) {
+	if (out == NULL || path == NULL) {
+		set_error(out == NULL ? "dainx_read: out is NULL" : "dainx_read: path is NULL");
+		return DAINX_EINPUT;
+	}
+	return dainxGoRead((char *)path, (char *)options, out);
+}
+
+int dainx_write(const char *path, const int32_t *idx, const double *val, int64_t nnz, int32_t order,
+                const char *options) {
+	if (path == NULL) {
+		set_error("dainx_write: path is NULL");
+		return DAINX_EINPUT;
+	}
+	if (nnz > 0 && order > 0 && (idx == NULL || val == NULL)) {
+		set_error(idx == NULL ? "dainx_write: idx is NULL" : "dainx_write: val is NULL");
+		return DAINX_EINPUT;
+	}
+	return dainxGoWrite((char *)path, (int32_t *)idx, (double *)val, nnz, order, (char *)options);
+}
+
+int64_t dainx_result_count(const dainx_result *r) { return r ? r->count : 0; }
+int32_t dainx_result_order(const dainx_result *r) { return r ? r->order : 0; }
+const int32_t *dainx_result_indices(const dainx_result *r) { return r ? r->idx : NULL; }
+const double *dainx_result_values(const dainx_result *r) { return r ? r->val : NULL; }
+const char *dainx_result_report(const dainx_result *r) { return r ? r->report : ""; }
+
+void dainx_result_free(dainx_result *r) {
+	if (r == NULL) return;
+	free(r->idx);
+	free(r->val);
+	free(r->report);
+	free(r);
+}

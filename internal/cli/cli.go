@@ -1,0 +1,216 @@
+// Package cli holds the flags of `dainx augment` (and the input, training
+// and method flags that `dainx eval` shares) and the backend choice they
+// make, so that the dainx command and the embedding library (cmd/libdainx,
+// whose options are these flags without the dash) parse them through the
+// same flag.FlagSet definitions and open the same backend.
+//
+// Nothing here installs signal handlers or writes to the process's standard
+// streams by itself: callers pass the writers.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/cuda"
+	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/nn"
+)
+
+// ErrUsage marks an error in the command line (or the library's options):
+// exit code 2 for the command, "bad option" for the library.
+var ErrUsage = errors.New("usage")
+
+// IntList is a flag.Value for comma-separated positive integers.
+type IntList []int
+
+func (l *IntList) String() string {
+	s := make([]string, len(*l))
+	for i, v := range *l {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+// Set parses comma-separated positive integers.
+func (l *IntList) Set(s string) error {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v <= 0 {
+			return fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, v)
+	}
+	*l = out
+	return nil
+}
+
+// Input holds the flags every command that reads a tensor shares.
+type Input struct {
+	Input, Format, Backend string
+	Precision              string
+	Device                 int
+	IndexBase              int
+	Quiet                  bool
+	Layers                 IntList
+}
+
+// BindInput registers the input, backend and progress flags.
+func BindInput(fs *flag.FlagSet, f *Input) {
+	fs.StringVar(&f.Input, "input", "", "input tensor `file`: DAIN TSV (0-based indices, tab-separated, then the value) or FROSTT .tns (1-based, # comments); gzip is detected by content. Empty: the embedded demo tensor (DAIN's synthetic_10K)")
+	fs.StringVar(&f.Format, "format", "", "input `format`: tsv or tns; empty: by extension (.tns or .tns.gz is tns, anything else tsv)")
+	fs.IntVar(&f.IndexBase, "index-base", -1, "index `base` of the input and output files (0 or 1); -1: the format's own (tsv 0, tns 1)")
+	fs.StringVar(&f.Backend, "backend", "auto", "compute `backend`: auto (CUDA if a driver and device exist, else CPU), cpu or cuda")
+	dev, err := cuda.DeviceFromEnv()
+	if err != nil {
+		dev = -1 // reported by OpenBackend as a bad -device
+	}
+	fs.IntVar(&f.Device, "device", dev, "CUDA device `ordinal` (default $DAINX_DEVICE, else 0); dainx shares the device's primary context")
+	fs.StringVar(&f.Precision, "precision", "fp32", "GEMM `precision` of the CUDA backend: fp32 (exact float32), tf32 (tensor cores, 10-bit mantissa products) or 3xtf32 (tensor cores, split operands, about fp32 accuracy)")
+	fs.BoolVar(&f.Quiet, "quiet", false, "no progress on standard error")
+}
+
+// BindTraining registers the flags of the models' training and the split.
+func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random `seed` for the split, initialisation, shuffling and sampling")
+	fs.Var(layers, "layers", "MLP layer `widths`: N·E (N modes × embedding width E) then the hidden widths, comma-separated; default N·50,1024,1024,128")
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "maximum training `epochs` per model")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "MLP training batch `size` in cells")
+	fs.Float64Var(&c.LR, "lr", c.LR, "MLP Adam learning `rate`, also TracIn's step size η")
+	fs.IntVar(&c.Patience, "patience", c.Patience, "early-stopping patience in `epochs` without a better validation MSE")
+	fs.Float64Var(&c.TestFrac, "test-frac", c.TestFrac, "`fraction` of all cells held out for test")
+	fs.Float64Var(&c.ValFrac, "val-frac", c.ValFrac, "`fraction` of the remaining cells used for validation")
+	fs.IntVar(&c.Rank, "rank", c.Rank, "CoSTCo embedding `rank` R")
+	fs.IntVar(&c.Channels, "channels", c.Channels, "CoSTCo convolution `channels` C")
+	fs.Float64Var(&c.CoSTCoLR, "costco-lr", c.CoSTCoLR, "CoSTCo Adam learning `rate`")
+	fs.IntVar(&c.CoSTCoBatch, "costco-batch", c.CoSTCoBatch, "CoSTCo training batch `size`")
+}
+
+// BindMethod registers the flags that choose how cells are made; their
+// help lists dain's variants of each step.
+func BindMethod(fs *flag.FlagSet, c *dain.Config) {
+	fs.StringVar(&c.Method, "method", c.Method, "augmentation `method`: "+dain.Help(dain.Methods))
+	fs.StringVar(&c.Model, "model", c.Model, "embedding `model` Θ whose influence ranks cells: "+dain.Help(dain.Models))
+	fs.StringVar(&c.Predictor, "predictor", c.Predictor, "value `predictor` for new cells: "+dain.Help(dain.Models)+"; mlp reuses Θ")
+	fs.StringVar(&c.Influence, "influence", c.Influence, "cell importance `estimator`: "+dain.Help(dain.Influences))
+	fs.StringVar(&c.InfluenceLayers, "influence-layers", c.InfluenceLayers, "TracIn's `parameters`: "+dain.Help(dain.InfluenceLayers))
+	fs.StringVar(&c.Entity, "entity", c.Entity, "entity importance `aggregator`: "+dain.Help(dain.Entities))
+}
+
+// Augment holds every flag of `dainx augment`.
+type Augment struct {
+	Config dain.Config
+	In     Input
+	Output string // -output: the augmented cells
+	Report string // -report: the JSON report
+}
+
+// NewAugment returns the defaults of `dainx augment` and registers its
+// flags on fs, bound to the returned value.
+func NewAugment(fs *flag.FlagSet) *Augment {
+	a := &Augment{Config: dain.DefaultConfig()}
+	BindInput(fs, &a.In)
+	fs.StringVar(&a.Output, "output", "", "write the augmented cells only to this `file`, in the input's format and index base (gzip if it ends in .gz); written to a temporary file and renamed, never half-written")
+	fs.StringVar(&a.Report, "report", "", "also write the JSON report to this `file` (it always goes to standard output)")
+	fs.Float64Var(&a.Config.Ratio, "ratio", a.Config.Ratio, "augmentation `ratio`: draw ratio × |train| new cells")
+	BindTraining(fs, &a.Config, &a.In.Layers)
+	BindMethod(fs, &a.Config)
+	return a
+}
+
+// FinishConfig applies the parsed layers to c, sends progress to stderr
+// unless f.Quiet, and checks the configuration.
+func FinishConfig(c *dain.Config, f *Input, stderr io.Writer) error {
+	if len(f.Layers) > 0 {
+		c.Layers = f.Layers
+	}
+	if f.IndexBase < -1 {
+		return fmt.Errorf("-index-base %d: want 0, 1 (or -1 for the format's own)", f.IndexBase)
+	}
+	if !f.Quiet {
+		c.Progress = stderr
+	}
+	return c.Validate()
+}
+
+// CheckLayers reports, as a usage error, a -layers that does not fit the
+// tensor's order.
+func CheckLayers(c *dain.Config, order int) error {
+	if c.Layers == nil {
+		return nil
+	}
+	if err := nn.CheckLayers(c.Layers, order); err != nil {
+		return fmt.Errorf("%w: -layers %v: %v", ErrUsage, (*IntList)(&c.Layers).String(), err)
+	}
+	return nil
+}
+
+// NewCUDA opens the CUDA backend on device dev with GEMM precision prec. It
+// returns an error, never a nil *cuda.Backend in a non-nil interface, when
+// no driver or device is usable.
+func NewCUDA(dev int, prec compute.Precision) (compute.Backend, error) {
+	be, err := cuda.NewWith(cuda.Options{Device: dev, Precision: prec})
+	if err != nil {
+		return nil, err
+	}
+	return be, nil
+}
+
+// OpenBackend returns the backend that -backend name, -device and
+// -precision say and, when the choice was automatic, a sentence saying why
+// it was made. Each call opens a backend of its own; the caller closes it.
+func OpenBackend(name string, device int, precision string) (compute.Backend, string, error) {
+	prec, err := compute.ParsePrecision(precision)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: -%v", ErrUsage, err)
+	}
+	if device < 0 {
+		return nil, "", fmt.Errorf("%w: -device %d: want a device ordinal (0, 1, …)", ErrUsage, device)
+	}
+	switch name {
+	case "cpu":
+		if prec != compute.FP32 {
+			return nil, "", fmt.Errorf("%w: -precision %s is for -backend cuda (tensor cores); the CPU backend multiplies in fp32", ErrUsage, prec)
+		}
+		return cpu.New(), "", nil
+	case "cuda":
+		be, err := NewCUDA(device, prec)
+		if err != nil {
+			return nil, "", fmt.Errorf("-backend cuda: %w", err)
+		}
+		return be, "", nil
+	case "auto":
+		be, err := NewCUDA(device, prec)
+		if err == nil {
+			return be, "chosen automatically: " + be.Device(), nil
+		}
+		cb := cpu.New()
+		why := fmt.Sprintf("chosen automatically, CUDA unavailable (%v); %s", err, cb.Device())
+		if prec != compute.FP32 {
+			why += "; fp32 instead of -precision " + prec.String()
+		}
+		return cb, why, nil
+	default:
+		return nil, "", fmt.Errorf("%w: -backend %q: want auto, cpu or cuda", ErrUsage, name)
+	}
+}
+
+// Open opens the backend f names and, unless f.Quiet, says on stderr which
+// was chosen when the choice was automatic.
+func Open(f *Input, stderr io.Writer) (compute.Backend, error) {
+	be, why, err := OpenBackend(f.Backend, f.Device, f.Precision)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" && !f.Quiet {
+		fmt.Fprintf(stderr, "dainx: backend %s: %s\n", be.Name(), why)
+	}
+	return be, nil
+}
