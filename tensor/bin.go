@@ -212,7 +212,7 @@ func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
 		if i := parDecode(c, func(i0, i1 int) int {
 			return decodeVal(t.Val[k+i0:k+i1], b[i0*l.vw:i1*l.vw], l.vw)
 		}); i >= 0 {
-			return fail("cell %d of %d (byte %d): value %v is not finite", k+i+1, l.nnz, at+int64(i*l.vw), t.Val[k+i])
+			return fail("cell %d of %d (byte %d): value %v %s", k+i+1, l.nnz, at+int64(i*l.vw), t.Val[k+i], valueProblem(t.Val[k+i]))
 		}
 	}
 	if k, first, dup := findDuplicate(t.Dims, t.Idx, l.nnz); dup {
@@ -284,14 +284,14 @@ func decodeIdx(idx []int32, b []byte, iw, n, m, k int, base, dim int64) int {
 }
 
 // decodeVal decodes the values in b (width vw) into val and returns the
-// position of the first one that is not finite, or -1.
+// position of the first one that is not finite or exceeds MaxValue, or -1.
 func decodeVal(val []float64, b []byte, vw int) int {
 	if vw == 4 {
 		b = b[:4*len(val)]
 		for i := range val {
 			v := float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 			val[i] = v
-			if v-v != 0 {
+			if !valueOK(v) {
 				return i
 			}
 		}
@@ -301,7 +301,7 @@ func decodeVal(val []float64, b []byte, vw int) int {
 	for i := range val {
 		v := math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
 		val[i] = v
-		if v-v != 0 {
+		if !valueOK(v) {
 			return i
 		}
 	}

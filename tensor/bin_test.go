@@ -103,7 +103,7 @@ func TestBinLayout(t *testing.T) {
 func TestBinRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []*COO{sample(), big(3000), {Dims: []int{10, 20, 30}, Idx: []int32{9, 19, 29}, Val: []float64{-0.0}},
-		{Dims: []int{MaxDim, 1}, Idx: []int32{MaxDim - 1, 0, 0, 0}, Val: []float64{math.MaxFloat64, math.SmallestNonzeroFloat64}}} {
+		{Dims: []int{MaxDim, 1}, Idx: []int32{MaxDim - 1, 0, 0, 0}, Val: []float64{MaxValue, math.SmallestNonzeroFloat64}}} {
 		for _, base := range []int{-1, 0, 1, MaxDim} {
 			var buf bytes.Buffer
 			if err := Write(&buf, c, WriteOptions{Format: BIN, IndexBase: base}); err != nil {
@@ -201,6 +201,7 @@ func TestBadBin(t *testing.T) {
 			"cell 2 of 2 (byte 48): index 0 in mode 2 is out of range: the mode has size 3, so 1-based indices run 1..3"},
 		{"nan", binFile(0, 4, 8, []uint64{4}, 2, [][]uint64{{0, 1}}, []float64{1, math.NaN()}), -1, "cell 2 of 2 (byte 48): value NaN is not finite"},
 		{"inf32", binFile(0, 4, 4, []uint64{4}, 2, [][]uint64{{0, 1}}, []float64{math.Inf(-1), 1}), -1, "cell 1 of 2 (byte 40): value -Inf is not finite"},
+		{"huge", binFile(0, 4, 8, []uint64{4}, 2, [][]uint64{{0, 1}}, []float64{1, 1e30}), -1, "cell 2 of 2 (byte 48): value 1e+30 is too large: its square overflows float32"},
 		{"duplicate", binFile(0, 4, 4, []uint64{4, 3}, 3, [][]uint64{{3, 1, 3}, {1, 2, 1}}, []float64{1, 2, 3}), 1, "duplicate cell (3, 1): cells 1 and 3 (counting from 1)"},
 		{"duplicate 0-based", binFile(0, 4, 4, []uint64{4, 3}, 3, [][]uint64{{3, 0, 3}, {1, 2, 1}}, []float64{1, 2, 3}), -1, "duplicate cell (3, 1): cells 1 and 3 (counting from 1)"},
 	}

@@ -12,6 +12,23 @@ import (
 // mode size must fit in int32 too, so the largest index is MaxDim-1.
 const MaxDim = math.MaxInt32
 
+// MaxValue is the largest magnitude a cell value may have: the square root
+// of the largest float32, 1.8446743e19. The models train in float32 on
+// squared errors, so a larger value overflows to +Inf in the first loss.
+// Readers refuse larger values (with file and line), as Validate does.
+const MaxValue = 1.8446743e19
+
+// valueOK reports whether v is finite and at most MaxValue in magnitude.
+func valueOK(v float64) bool { return v-v == 0 && math.Abs(v) <= MaxValue }
+
+// valueProblem says why v is refused ("is not finite" or "is too large …").
+func valueProblem(v float64) string {
+	if v-v != 0 {
+		return "is not finite"
+	}
+	return fmt.Sprintf("is too large: its square overflows float32 (|value| must be at most %.8g); rescale the values", MaxValue)
+}
+
 // COO is a sparse tensor in coordinate format.
 //
 // With N = len(Dims) (the order) and NNZ = len(Val), Idx has NNZ×N entries
@@ -110,8 +127,8 @@ func (t *COO) Validate() error {
 					k, fmtCell(t.Cell(k), 0), x, m+1, t.Dims[m])
 			}
 		}
-		if v := t.Val[k]; math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("tensor: cell %d %s: value %v is not finite", k, fmtCell(t.Cell(k), 0), v)
+		if v := t.Val[k]; !valueOK(v) {
+			return fmt.Errorf("tensor: cell %d %s: value %v %s", k, fmtCell(t.Cell(k), 0), v, valueProblem(v))
 		}
 	}
 	if k, first, ok := findDuplicate(t.Dims, t.Idx, nnz); ok {

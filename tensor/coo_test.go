@@ -67,6 +67,7 @@ func TestValidate(t *testing.T) {
 		{"negative", func(c *COO) { c.Idx[2] = -1 }, "index -1 in mode 3"},
 		{"nan", func(c *COO) { c.Val[3] = nan() }, "cell 3 (0, 0, 0): value NaN is not finite"},
 		{"inf", func(c *COO) { c.Val[0] = math.Inf(-1) }, "is not finite"},
+		{"huge", func(c *COO) { c.Val[1] = 1e20 }, "is too large"},
 		{"dup", func(c *COO) { copy(c.Cell(3), c.Cell(2)) }, "cell 3 (1, 1, 1) duplicates cell 2"},
 		{"dup big dims", func(c *COO) { c.Dims = []int{MaxDim, MaxDim, MaxDim}; copy(c.Cell(3), c.Cell(0)) }, "cell 3 (0, 4, 1) duplicates cell 0"},
 	} {

@@ -199,6 +199,7 @@ func TestBadInput(t *testing.T) {
 		{"NaN", TSV, -1, "1 1 NaN\n", "f:1: ", `value "NaN" is not finite`},
 		{"inf", TSV, -1, "1 1 +Inf\n", "f:1: ", `value "+Inf" is not finite`},
 		{"-inf", TSV, -1, "1 1 -infinity\n", "f:1: ", "is not finite"},
+		{"square overflows float32", TSV, -1, "0 0 1\n1 1 -2e19\n", "f:2: ", `value "-2e19" is too large: its square overflows float32`},
 		{"range", TSV, -1, "1 1 1e999\n", "f:1: ", `value "1e999" is out of range`},
 		{"bad value", TSV, -1, "1 1 x1\n", "f:1: ", `value "x1" is not a number`},
 		{"duplicate", TSV, -1, "# c\n3 4 5 1\n0 0 0 1\n3 4 5 2\n", "f:4: ", "duplicate cell (3, 4, 5), first on line 2"},

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -308,8 +307,8 @@ func (p *parser) line(b []byte, line int) error {
 		}
 		return p.errf(line, "value %q is not a number", vf)
 	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return p.errf(line, "value %q is not finite", vf)
+	if !valueOK(v) {
+		return p.errf(line, "value %q %s", vf, valueProblem(v))
 	}
 	p.val = append(p.val, v)
 	return nil

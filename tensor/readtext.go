@@ -413,7 +413,7 @@ func (p *parser) fast(data []byte, pos int) (int, bool) {
 		return 0, false
 	}
 	v, err := strconv.ParseFloat(unsafe.String(&data[s], e-s), 64)
-	if err != nil || v-v != 0 { // v-v != 0: NaN or ±Inf
+	if err != nil || !valueOK(v) { // the serial path words the error
 		p.idx = p.idx[:k0]
 		return 0, false
 	}
