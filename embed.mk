@@ -78,6 +78,10 @@ test-lib: lib build-dainx
 test-python: python build-dainx
 	PYTHONPATH=$(BUILD)/python $(PYTHON) -m unittest discover -s python/tests -v
 	PYTHONPATH=$(BUILD)/python $(PYTHON) examples/python/augment.py --epochs 2
+	rm -rf $(BUILD)/venv $(BUILD)/python/build $(BUILD)/python/*.egg-info
+	$(PYTHON) -m venv --without-pip --system-site-packages $(BUILD)/venv
+	$(BUILD)/venv/bin/python -m pip install -q --no-build-isolation --no-index $(BUILD)/python
+	cd / && $(CURDIR)/$(BUILD)/venv/bin/python -c 'import dainx; i, v, r = dainx.augment([[0, 1], [1, 0], [2, 2], [1, 1], [0, 0], [2, 1], [1, 2], [0, 2], [2, 0], [3, 3]], [1.0] * 10, layers="8,4", epochs=1, backend="cpu", quiet=True, method="random"); print("pip install build/python: ok,", dainx.library_path, r["n_aug"], "new cells")'
 
 # ---- the kernels as a CUDA library ----
 

@@ -1,7 +1,14 @@
 /* shim.c: the C side of libdainx: the public functions of dainx.h, the
  * per-thread error message and the result type. The Go side (export.go)
- * runs on the calling thread, so the __thread buffer it fills through
- * dainx__set_error is the caller's. */
+ * runs on the calling thread, so the thread-specific buffer it fills
+ * through dainx__set_error is the caller's.
+ *
+ * The buffer is a pthread key's value (malloc'd on a thread's first
+ * failure, freed when the thread exits), not a __thread array: a shared
+ * library that is dlopen'd (Python's ctypes) cannot count on space in the
+ * static TLS block, and glibc refuses to load one whose initial-exec TLS
+ * does not fit ("cannot allocate memory in static TLS block"). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,21 +17,37 @@
 
 #define DAINX_ERRMAX 8192
 
-static __thread char last_error[DAINX_ERRMAX];
+static pthread_key_t error_key;
+static pthread_once_t error_once = PTHREAD_ONCE_INIT;
+
+static void make_key(void) { pthread_key_create(&error_key, free); }
 
 void dainx__set_error(const char *msg, size_t n) {
+	pthread_once(&error_once, make_key);
+	char *buf = pthread_getspecific(error_key);
+	if (buf == NULL) {
+		buf = malloc(DAINX_ERRMAX);
+		if (buf == NULL || pthread_setspecific(error_key, buf) != 0) {
+			free(buf);
+			return; /* out of memory: the return code still says what happened */
+		}
+	}
 	if (n >= DAINX_ERRMAX) {
 		n = DAINX_ERRMAX - 1;
 		/* do not end inside a UTF-8 sequence */
 		while (n > 0 && ((unsigned char)msg[n] & 0xC0) == 0x80) n--;
 	}
-	memcpy(last_error, msg, n);
-	last_error[n] = 0;
+	memcpy(buf, msg, n);
+	buf[n] = 0;
 }
 
 static void set_error(const char *msg) { dainx__set_error(msg, strlen(msg)); }
 
-const char *dainx_last_error(void) { return last_error; }
+const char *dainx_last_error(void) {
+	pthread_once(&error_once, make_key);
+	const char *buf = pthread_getspecific(error_key);
+	return buf ? buf : "";
+}
 
 const char *dainx_version(void) { return dainxGoVersion(); }
 
