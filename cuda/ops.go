@@ -335,7 +335,7 @@ func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bo
 		})
 		return
 	}
-	parts, chunk := be.splitK(tiles(batch, out), in)
+	parts, chunk := be.planForward(batch, in, out)
 	g := planGEMM(op, batch, out, parts, chunk)
 	be.post(func() {
 		if be.err != nil {
@@ -411,7 +411,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 		}
 		i32(op, in+1)
 		cols := (in + 31) / 32
-		parts, chunk := be.split(cols, batch, 64)
+		parts, chunk := be.planOut1(batch, in)
 		grid := driver.Dim3{X: uint32(cols), Y: uint32(parts), Z: 1}
 		reduce := parts > 1 && (dws != nil || dbs != nil)
 		be.post(func() {
@@ -439,7 +439,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 			pcols, flags = in+1, acc|epiBias
 		}
 		i32(op, pcols)
-		parts, chunk := be.split(tiles(out, in), batch, 256)
+		parts, chunk := be.planDW(batch, in, out)
 		g := planGEMM(op, out, in, parts, chunk)
 		be.post(func() {
 			if be.err != nil {
@@ -460,7 +460,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 		})
 	} else if dbs != nil {
 		cols := (out + 31) / 32
-		parts, chunk := be.split(cols, batch, 1024)
+		parts, chunk := be.planDB(batch, out)
 		grid := driver.Dim3{X: uint32(cols), Y: uint32(parts), Z: 1}
 		np, nc := int32(parts), int32(chunk)
 		be.post(func() {
@@ -478,7 +478,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 		})
 	}
 	if dxs != nil {
-		parts, chunk := be.splitK(tiles(batch, in), out)
+		parts, chunk := be.planDX(batch, in, out)
 		g := planGEMM(op, batch, in, parts, chunk)
 		be.post(func() {
 			if be.err != nil {
@@ -580,7 +580,7 @@ func (be *Backend) InfluenceDot(score, dy, x, gw, gb compute.F32, in, out int, e
 		})
 		return
 	}
-	chunk := max(min(batch, influenceScratch/out), gemmTile)
+	chunk := influenceChunk(batch, out)
 	for off := 0; off < batch; off += chunk {
 		rows := min(chunk, batch-off)
 		nr := i32(op, rows)
