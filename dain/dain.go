@@ -40,12 +40,15 @@ type Config struct {
 	EvalBatch int     // cells per forward pass outside training
 
 	// The variant of each step, by name; stages.go lists the names.
-	Method          string // how cells are made: a Methods name (dain, duplication, …)
-	Model           string // embedding model Θ: a Models name (mlp, the paper's, or costco)
-	Predictor       string // value predictor Θ_p: a Models name (costco, the paper's; mlp reuses Θ)
-	Influence       string // cell importance: an Influences name (tracin, the paper's, or representer)
-	InfluenceLayers string // TracIn's parameters: an InfluenceLayers name (last, the paper's, or all)
-	Entity          string // entity importance: an Entities name (sum, eq. 6, the paper's; cp1; max)
+	Method          string  // how cells are made: a Methods name (dain, duplication, …)
+	Model           string  // embedding model Θ: a Models name (mlp, the paper's, or costco)
+	Predictor       string  // value predictor Θ_p: a Models name (costco, the paper's; mlp reuses Θ)
+	Influence       string  // cell importance: an Influences name (tracin, the paper's, or representer)
+	InfluenceLayers string  // TracIn's parameters: an InfluenceLayers name (last, the paper's, or all)
+	Entity          string  // entity importance: an Entities name (sum, eq. 6, the paper's; cp1; max)
+	Sign            string  // cell score to importance: a Signs name (abs, the paper's; "" means abs)
+	Temperature     float64 // τ on entity importance, α^τ (1, the paper's; 0 is uniform); see Tempered
+	Mix             float64 // share of the uniform distribution mixed into entity importance (0, the paper's)
 
 	Rank, Channels int     // CoSTCo's R and C (20, 20)
 	CoSTCoLR       float64 // CoSTCo's Adam learning rate (1e-3; see DefaultConfig)
@@ -70,7 +73,7 @@ func DefaultConfig() Config {
 	return Config{
 		Ratio: 0.5, Seed: 1, Epochs: 50, Batch: 1024, Patience: 10, LR: 1e-3,
 		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096,
-		Method: "dain", Model: "mlp", Predictor: "costco", Influence: "tracin", InfluenceLayers: "last", Entity: "sum",
+		Method: "dain", Model: "mlp", Predictor: "costco", Influence: "tracin", InfluenceLayers: "last", Entity: "sum", Sign: "abs", Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
 	}
 }
@@ -110,6 +113,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("CoSTCo lr %v, batch %d: want > 0", c.CoSTCoLR, c.CoSTCoBatch)
 	case !(c.CPLambda >= 0) || c.CPSweeps <= 0:
 		return fmt.Errorf("rank-1 CP λ %v, sweeps %d: want λ ≥ 0 and sweeps ≥ 1", c.CPLambda, c.CPSweeps)
+	case !(c.Temperature >= 0) || math.IsInf(c.Temperature, 0):
+		return fmt.Errorf("temperature %v: want a finite number ≥ 0", c.Temperature)
+	case !(c.Mix >= 0 && c.Mix <= 1):
+		return fmt.Errorf("mix %v: want 0 ≤ mix ≤ 1", c.Mix)
+	}
+	if _, err := lookup("sign", c.sign(), Signs); err != nil {
+		return err
 	}
 	if _, err := lookup("method", c.Method, Methods); err != nil {
 		return err
@@ -244,7 +254,7 @@ func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*R
 
 	// Step 5.
 	e.logf("step 5: retraining on %d + %d cells", rep.NTrain, rep.NAug)
-	rmse, res, secs, err := e.Downstream(ctx, aug, "Θ'")
+	rmse, res, secs, err := e.Retrain(ctx, cfg, aug, nAug, "Θ'")
 	if err != nil {
 		return nil, err
 	}

@@ -56,9 +56,11 @@ type Experiment struct {
 	cellScores memo[CellImportance, compute.F32]
 	entity     memo[EntityImportance, []*sampling.Alias]
 	nbrs       memo[Neighbours, [][][]int32]
-	retrained  []*trained    // Θ trained again for an unplanned TracIn pass
-	owned      []compute.F32 // score buffers the experiment frees
-	start      time.Time
+	retrained  []*trained // Θ trained again for an unplanned TracIn pass
+	// onRetrained, if not nil, sees every model Downstream trains (OnRetrained).
+	onRetrained func(*nn.Net) error
+	owned       []compute.F32 // score buffers the experiment frees
+	start       time.Time
 }
 
 // memo holds the result and wall time of each stage computed so far.
@@ -299,9 +301,13 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 
 // tables returns the alias tables of the entity importance s (steps 2–3).
 func (e *Experiment) tables(ctx context.Context, s EntityImportance) ([]*sampling.Alias, error) {
-	v, t, err := s.cells().scores(ctx, e)
-	if err != nil {
-		return nil, err
+	var v compute.F32
+	var t *trained
+	if c := s.cells(); c != nil { // nil: an importance without cell scores (FrequencyEntity)
+		var err error
+		if v, t, err = c.scores(ctx, e); err != nil {
+			return nil, err
+		}
 	}
 	return e.entity.get(s, func() ([]*sampling.Alias, float64, error) {
 		t0 := time.Now()
@@ -383,6 +389,11 @@ func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label stri
 	mse, err := m.Evaluate(test)
 	if err != nil {
 		return 0, res, 0, fmt.Errorf("dain: testing the retrained model: %w", err)
+	}
+	if e.onRetrained != nil {
+		if err := e.onRetrained(m); err != nil {
+			return 0, res, 0, err
+		}
 	}
 	return math.Sqrt(mse), res, time.Since(t0).Seconds(), nil
 }

@@ -45,6 +45,21 @@ var Methods = []Choice[func(Config) Pipeline]{
 	{"random", "uniform cells; -predictor gives Random+MLP or Random+CoSTCo", func(c Config) Pipeline {
 		return Pipeline{Cells: UniformCells{}, Values: &Predictor{Model: Embedding{c.Predictor}}}
 	}},
+	{"degree", "entities drawn by their number of training cells (FrequencyEntity: no influence), values from -predictor", func(c Config) Pipeline {
+		return Pipeline{Cells: ImportanceCells{Entity: c.withTemperature(FrequencyEntity{})}, Values: &Predictor{Model: Embedding{c.Predictor}}}
+	}},
+	{"no-aug-steps", "no new cells; the retraining on train alone gets the optimiser steps of train plus N_aug cells (training-length control)", func(c Config) Pipeline {
+		return Pipeline{Cells: NoCells{}, MatchSteps: true}
+	}},
+	{"near-cells", "an important training cell (drawn by its cell importance) with one index redrawn from that mode's entity importance (NearCells), values from -predictor", func(c Config) Pipeline {
+		return Pipeline{Cells: NearCells{Entity: c.entity()}, Values: &Predictor{Model: Embedding{c.Predictor}}}
+	}},
+	{"dain-average", "dain's cells valued by the mean of CoSTCo's and the MLP Θ's predictions (AverageValues)", func(c Config) Pipeline {
+		return Pipeline{Cells: AverageValues{Cells: ImportanceCells{Entity: c.entity()}, A: Embedding{"costco"}, B: Embedding{"mlp"}}}
+	}},
+	{"dain-agree", "2·N_aug of dain's cells, keeping the N_aug on which CoSTCo and the MLP Θ agree best, valued by CoSTCo (AgreeCells)", func(c Config) Pipeline {
+		return Pipeline{Cells: AgreeCells{Cells: ImportanceCells{Entity: c.entity()}, A: Embedding{"costco"}, B: Embedding{"mlp"}}}
+	}},
 }
 
 // Models are the accepted Config.Model and Config.Predictor values: the
@@ -84,6 +99,18 @@ var Entities = []Choice[func(Config, CellImportance) EntityImportance]{
 	{"max", "the largest cell importance of each entity", func(c Config, s CellImportance) EntityImportance {
 		return MaxEntity{Cells: s}
 	}},
+	{"mean", "the mean cell importance of each entity's training cells (frequency-neutral)", func(c Config, s CellImportance) EntityImportance {
+		return MeanEntity{Cells: s}
+	}},
+}
+
+// Signs are the accepted Config.Sign values: how a signed cell score
+// becomes an importance.
+var Signs = []Choice[func(CellImportance) CellImportance]{
+	{"abs", "|α_z|, eq. 5", func(s CellImportance) CellImportance { return s }},
+	{"positive", "only cells whose score says they lower the validation loss, max(α_z, 0)", func(s CellImportance) CellImportance {
+		return Signed{Cells: s}
+	}},
 }
 
 // Variant is a named method of `dainx eval`: DAIN, one of the paper's
@@ -110,6 +137,16 @@ var Variants = []Variant{
 	{"dain-all-layers", "ablation", "TracIn over every layer", func(c *Config) { c.InfluenceLayers = "all" }},
 	{"dain-cp1", "ablation", "rank-1 CP entity importance", func(c *Config) { c.Entity = "cp1" }},
 	{"dain-max-entity", "ablation", "entity importance by the max instead of the sum", func(c *Config) { c.Entity = "max" }},
+	{"degree", "baseline", "entities drawn by their training-cell count (no influence), CoSTCo values", func(c *Config) { c.Method = "degree" }},
+	{"no-aug-steps", "control", "no new cells, train alone for the optimiser steps of train ∪ N_aug", func(c *Config) { c.Method = "no-aug-steps" }},
+	{"dain-mean-entity", "ablation", "entity importance by the mean instead of the sum (frequency-neutral)", func(c *Config) { c.Entity = "mean" }},
+	{"dain-signed", "ablation", "only cells whose TracIn score lowers the validation loss, max(S_z, 0)", func(c *Config) { c.Sign = "positive" }},
+	{"dain-tau0.5", "ablation", "temperature τ = 0.5 on entity importance (α^τ, flatter)", func(c *Config) { c.Temperature = 0.5 }},
+	{"dain-tau2", "ablation", "temperature τ = 2 on entity importance (α^τ, sharper)", func(c *Config) { c.Temperature = 2 }},
+	{"dain-mix0.5", "ablation", "entity importance mixed half and half with uniform", func(c *Config) { c.Mix = 0.5 }},
+	{"dain-near-cells", "ablation", "one index of an important training cell redrawn from that mode's importance", func(c *Config) { c.Method = "near-cells" }},
+	{"dain-avg-predictor", "ablation", "values the mean of CoSTCo's and Θ's predictions", func(c *Config) { c.Method = "dain-average" }},
+	{"dain-agree", "ablation", "of 2·N_aug dain cells, the N_aug on which CoSTCo and Θ agree best", func(c *Config) { c.Method = "dain-agree" }},
 }
 
 // VariantNamed returns the variant called name.
@@ -163,6 +200,9 @@ func lookup[B any](field, name string, choices []Choice[B]) (B, error) {
 type Pipeline struct {
 	Cells  CellMaker
 	Values *Predictor // nil when Cells keeps the training cells' values
+	// MatchSteps: the retraining on train alone runs the optimiser steps of
+	// train ∪ N_aug cells (Experiment.Retrain).
+	MatchSteps bool
 }
 
 // Pipeline returns the composition of stages c names. It panics if c does
@@ -184,7 +224,11 @@ func (c Config) entity() EntityImportance {
 	if err != nil {
 		panic("dain: " + err.Error())
 	}
-	return ent(c, inf(c))
+	sign, err := lookup("sign", c.sign(), Signs)
+	if err != nil {
+		panic("dain: " + err.Error())
+	}
+	return c.withTemperature(ent(c, sign(inf(c))))
 }
 
 // A stage is one step of Algorithm 1 in one variant. Stages are comparable

@@ -246,7 +246,7 @@ func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config
 			run.NAug = aug.NNZ()
 			run.SecAugment = st.Sample + st.Predict
 			run.SecFixed = e.SharedSeconds(cfgs[i]).Total()
-			rmse, res, sec, err := e.Downstream(ctx, aug, "")
+			rmse, res, sec, err := e.Retrain(ctx, cfgs[i], aug, n, "")
 			if err != nil {
 				return nil, fmt.Errorf("repeat %d, %s, ratio %g: %w", r+1, m, ratio, err)
 			}

@@ -39,6 +39,9 @@ type Summary struct {
 	Methods []string
 	Ratios  []float64
 	Cells   map[string]map[float64]Cell
+	// Comparisons are every method against each of References present,
+	// Holm-corrected (Results.Compare).
+	Comparisons []Comparison
 }
 
 // Summarise computes mean ± standard deviation of the test RMSE and of the
@@ -50,7 +53,7 @@ type Summary struct {
 func (r *Results) Summarise() Summary {
 	runs := append([]Run(nil), r.Runs...)
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Repeat < runs[j].Repeat })
-	s := Summary{Methods: r.Spec.Methods, Cells: map[string]map[float64]Cell{}}
+	s := Summary{Methods: r.Spec.Methods, Cells: map[string]map[float64]Cell{}, Comparisons: r.Compare()}
 	rmse := map[string]map[float64][]float64{}
 	secs := map[string]map[float64][]float64{}
 	ratios := map[float64]bool{}
@@ -113,6 +116,8 @@ func Load(dir string) (*Results, Provenance, error) {
 // WriteDir writes the evaluation into dir (created if missing), each file
 // atomically: runs.csv and runs.json (every run, and p), summary.json and
 // summary.md (the table and p-values, headed by p.About, with p),
+// comparisons.json (Results.Compare: paired differences with 95%
+// intervals and Holm-corrected p-values against each reference method),
 // rmse.png (test RMSE vs ratio, paper Fig. 6) and runtime.png (seconds vs
 // ratio, Fig. 8). p is recorded with the current ProvenanceVersion.
 func (r *Results) WriteDir(dir string, p Provenance) error {
@@ -132,6 +137,7 @@ func (r *Results) WriteDir(dir string, p Provenance) error {
 		}},
 		{"summary.json", func(w io.Writer) error { return writeJSON(w, s.jsonable()) }},
 		{"summary.md", func(w io.Writer) error { return s.writeMarkdown(w, about, config) }},
+		{"comparisons.json", func(w io.Writer) error { return writeJSON(w, comparisonsJSON(s.Comparisons)) }},
 		{"rmse.png", func(w io.Writer) error {
 			return s.plot(w, "Test RMSE vs augmentation", "test RMSE", func(c Cell) (float64, float64) { return c.Mean, c.Std })
 		}},
@@ -266,6 +272,7 @@ func (s Summary) writeMarkdown(w io.Writer, about string, config any) error {
 			}
 		}
 	}
+	writeComparisons(&b, s.Comparisons)
 	b.WriteString("\n")
 	header("Seconds per run (shared models + augmentation + retraining), mean")
 	for _, m := range s.Methods {

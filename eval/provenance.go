@@ -62,6 +62,9 @@ type Training struct {
 	Influence       string  `json:"influence"`
 	InfluenceLayers string  `json:"influence_layers"`
 	Entity          string  `json:"entity"`
+	Sign            string  `json:"sign"`
+	Temperature     float64 `json:"temperature"`
+	Mix             float64 `json:"mix"`
 	Rank            int     `json:"rank"`
 	Channels        int     `json:"channels"`
 	CoSTCoLR        float64 `json:"costco_lr"`
@@ -78,7 +81,15 @@ func TrainingOf(c dain.Config) Training {
 		Method: c.Method, Model: c.Model, Predictor: c.Predictor, Influence: c.Influence,
 		InfluenceLayers: c.InfluenceLayers, Entity: c.Entity, Rank: c.Rank, Channels: c.Channels,
 		CoSTCoLR: c.CoSTCoLR, CoSTCoBatch: c.CoSTCoBatch, CPLambda: c.CPLambda, CPSweeps: c.CPSweeps,
+		Sign: c.Sign, Temperature: c.Temperature, Mix: c.Mix,
 	}
+}
+
+// paperVariant holds the settings added after the first records (sign,
+// temperature, mix) at the paper's values, which records that lack them
+// were made with.
+func paperVariant(t *Training) {
+	t.Sign, t.Temperature, t.Mix = "abs", 1, 0
 }
 
 // UnmarshalJSON reads a provenance of any version. Version 0's "base"
@@ -117,6 +128,7 @@ func (p *Provenance) UnmarshalJSON(b []byte) error {
 	if len(probe.Base) == 0 || string(probe.Base) == "null" {
 		return fmt.Errorf("no training configuration (\"base\")")
 	}
+	paperVariant(&p.Base)
 	if probe.Version >= 1 {
 		return json.Unmarshal(probe.Base, &p.Base)
 	}
@@ -149,6 +161,7 @@ func (p *Provenance) UnmarshalJSON(b []byte) error {
 		InfluenceLayers: v0.InfluenceLayers, Entity: v0.Entity, Rank: v0.Rank, Channels: v0.Channels,
 		CoSTCoLR: v0.CoSTCoLR, CoSTCoBatch: v0.CoSTCoBatch, CPLambda: v0.CPLambda, CPSweeps: v0.CPSweeps,
 	}
+	paperVariant(&p.Base)
 	return nil
 }
 

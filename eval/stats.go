@@ -2,6 +2,7 @@ package eval
 
 import (
 	"math"
+	"sort"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -80,4 +81,56 @@ func Paired(a, b []float64) (t, df, p float64) {
 	t = m / (s / math.Sqrt(float64(len(d))))
 	p = 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(math.Abs(t))
 	return t, df, p
+}
+
+// MeanCI returns the mean of the paired differences dᵢ = aᵢ − bᵢ and its
+// two-sided confidence interval at level (0.95 for 95%) from the Student t
+// distribution with n − 1 degrees of freedom:
+//
+//	d̄ ± t_{(1+level)/2, n−1} · s_d/√n
+//
+// It returns NaNs if the samples differ in length or have fewer than 2
+// pairs; a zero deviation gives the interval [d̄, d̄].
+func MeanCI(a, b []float64, level float64) (mean, lo, hi float64) {
+	if len(a) != len(b) || len(a) < 2 {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	d := make([]float64, len(a))
+	for i := range a {
+		d[i] = a[i] - b[i]
+	}
+	m, s := MeanStd(d)
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(d) - 1)}.Quantile((1 + level) / 2)
+	h := q * s / math.Sqrt(float64(len(d)))
+	return m, m - h, m + h
+}
+
+// Holm returns Holm's step-down adjustment of the p-values p of one family
+// of tests, which controls the family-wise error rate: with the m non-NaN
+// p-values sorted increasingly, p₍₁₎ ≤ … ≤ p₍ₘ₎,
+//
+//	p̃₍ᵢ₎ = max_{j ≤ i} min(1, (m − j + 1)·p₍ⱼ₎)
+//
+// in p's order. A NaN stays NaN and does not count towards m. Rejecting
+// where p̃ < α rejects exactly the hypotheses Holm's procedure rejects at
+// level α.
+//
+// Reference: S. Holm, "A simple sequentially rejective multiple test
+// procedure", Scandinavian Journal of Statistics 6(2), 65–70, 1979.
+func Holm(p []float64) []float64 {
+	out := make([]float64, len(p))
+	var idx []int
+	for i, v := range p {
+		out[i] = math.NaN()
+		if !math.IsNaN(v) {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return p[idx[i]] < p[idx[j]] })
+	m, run := len(idx), 0.0
+	for j, i := range idx {
+		run = math.Max(run, math.Min(1, float64(m-j)*p[i]))
+		out[i] = run
+	}
+	return out
 }

@@ -1,0 +1,438 @@
+package dain
+
+// Variants of DAIN's steps beyond the paper's ablations, for the study of
+// whether influence-guided placement beats uniform or frequency placement
+// (issue 14). Each is a stage type here and an entry in a list of
+// stages.go; the paper's method (dain) uses none of them.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+
+	"gonum.org/v1/gonum/floats"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/sampling"
+	"github.com/dainx/dainx/tensor"
+)
+
+// Random streams of the variants, kept apart from experiment.go's list so
+// that neither shifts the other.
+const (
+	streamNear = 0x100 + iota
+)
+
+// entityCounts returns, for every mode, each entity's number of training
+// cells.
+func (e *Experiment) entityCounts() [][]float64 {
+	order := e.x.Order()
+	w := make([][]float64, order)
+	for n := range w {
+		w[n] = make([]float64, e.x.Dims[n])
+	}
+	for k, i := range e.Train.Idx {
+		w[k%order][i]++
+	}
+	return w
+}
+
+// normalise scales each mode of w to sum 1; it fails for a mode whose
+// weights are all zero.
+func normalise(w [][]float64) error {
+	for n := range w {
+		sum := floats.Sum(w[n])
+		if !(sum > 0) {
+			return fmt.Errorf("every weight of mode %d is zero, so it has no entity to draw", n+1)
+		}
+		floats.Scale(1/sum, w[n])
+	}
+	return nil
+}
+
+// FrequencyEntity is the degree baseline's entity importance: each entity's
+// number of training cells, normalised per mode — eq. 6 with every α_z
+// replaced by 1. It needs no cell importance and no Θ, so it is the null
+// model that tells what DAIN's influence step adds to drawing popular
+// entities.
+type FrequencyEntity struct{}
+
+func (FrequencyEntity) deps() []stage         { return nil }
+func (FrequencyEntity) cells() CellImportance { return nil }
+func (FrequencyEntity) aggregate(e *Experiment, _ compute.F32, _ *trained) ([][]float64, error) {
+	w := e.entityCounts()
+	return w, normalise(w)
+}
+
+// hostScores downloads cell scores.
+func (e *Experiment) hostScores(v compute.F32) ([]float32, error) {
+	alpha := make([]float32, v.Len())
+	if err := e.be.Download(alpha, v); err != nil {
+		return nil, fmt.Errorf("dain: %w", err)
+	}
+	return alpha, nil
+}
+
+// MeanEntity is entity importance by the mean instead of the sum of eq. 6:
+// α⁽ⁿ⁾_i = (Σ_{z∈train, zₙ=i} |α_z|) / #{z∈train : zₙ=i}, normalised per
+// mode, so that an entity's weight no longer grows with its number of
+// training cells (frequency-neutral). Entities without training cells get
+// 0.
+type MeanEntity struct{ Cells CellImportance }
+
+func (s MeanEntity) deps() []stage         { return []stage{s.Cells} }
+func (s MeanEntity) cells() CellImportance { return s.Cells }
+func (s MeanEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
+	alpha, err := e.hostScores(v)
+	if err != nil {
+		return nil, err
+	}
+	order := e.x.Order()
+	counts := e.entityCounts()
+	w := make([][]float64, order)
+	for n := range w {
+		w[n] = make([]float64, e.x.Dims[n])
+	}
+	for z, a := range alpha {
+		for n := 0; n < order; n++ {
+			w[n][e.Train.Idx[z*order+n]] += math.Abs(float64(a))
+		}
+	}
+	for n := range w {
+		for i, c := range counts[n] {
+			if c > 0 {
+				w[n][i] /= c
+			}
+		}
+	}
+	return w, normalise(w)
+}
+
+// Signed is signed cell importance: the positive part of Cells' signed
+// score instead of its absolute value (eq. 5 without |·|). TracIn's signed
+// sum S_z = Σ_k η ∇ℓ(Θ_k, z)·G_k is positive when a gradient step on z
+// lowers the validation loss to first order (the step changes it by
+// −η ∇ℓ(Θ_k, z)·G_k), so Signed keeps only those cells (proponents) and
+// scores the others 0; the aggregators then see max(S_z, 0) as α_z.
+type Signed struct{ Cells CellImportance }
+
+func (s Signed) deps() []stage { return []stage{s.Cells} }
+
+func (s Signed) scores(ctx context.Context, e *Experiment) (compute.F32, *trained, error) {
+	v, t, err := s.Cells.scores(ctx, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := e.cellScores.get(s, func() (compute.F32, float64, error) {
+		t0 := time.Now()
+		alpha, err := e.hostScores(v)
+		if err != nil {
+			return nil, 0, err
+		}
+		pos := 0
+		for z, a := range alpha {
+			if a > 0 {
+				pos++
+			} else {
+				alpha[z] = 0
+			}
+		}
+		if pos == 0 {
+			return nil, 0, fmt.Errorf("dain: no training cell has a positive (validation-loss-lowering) influence score")
+		}
+		b := e.be.Alloc(len(alpha))
+		e.be.Upload(b, alpha)
+		e.owned = append(e.owned, b)
+		return b, time.Since(t0).Seconds(), nil
+	})
+	return out, t, err
+}
+
+// Tempered sharpens or flattens Entity's importance with a temperature τ
+// and mixes it with the uniform distribution: per mode,
+//
+//	p_i = (1 − Mix)·α_i^τ / Σ_j α_j^τ + Mix / I_n
+//
+// (eq. 6 followed by this map). τ = 1 and Mix = 0 give Entity itself; τ = 0
+// gives the uniform distribution over every entity (0⁰ = 1), τ > 1
+// concentrates the draws on the most important entities.
+type Tempered struct {
+	Entity   EntityImportance
+	Tau, Mix float64
+}
+
+func (s Tempered) deps() []stage         { return []stage{s.Entity} }
+func (s Tempered) cells() CellImportance { return s.Entity.cells() }
+func (s Tempered) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
+	w, err := s.Entity.aggregate(e, v, t)
+	if err != nil {
+		return nil, err
+	}
+	return w, temper(w, s.Tau, s.Mix)
+}
+
+// temper applies Tempered's map to w in place.
+func temper(w [][]float64, tau, mix float64) error {
+	for n := range w {
+		for i, a := range w[n] {
+			w[n][i] = math.Pow(a, tau)
+		}
+	}
+	if err := normalise(w); err != nil {
+		return err
+	}
+	for n := range w {
+		u := mix / float64(len(w[n]))
+		for i := range w[n] {
+			w[n][i] = (1-mix)*w[n][i] + u
+		}
+	}
+	return nil
+}
+
+// sign returns c.Sign, "abs" when empty.
+func (c Config) sign() string {
+	if c.Sign == "" {
+		return "abs"
+	}
+	return c.Sign
+}
+
+// withTemperature wraps ent in Tempered when c asks for a temperature or a
+// mixture other than the paper's (τ = 1, Mix = 0).
+func (c Config) withTemperature(ent EntityImportance) EntityImportance {
+	if c.Temperature == 1 && c.Mix == 0 {
+		return ent
+	}
+	return Tempered{Entity: ent, Tau: c.Temperature, Mix: c.Mix}
+}
+
+// NearCells draws new cells next to important observed cells instead of
+// from independent modes (Algorithm 1, lines 8–13, changed): a training
+// cell z with probability |α_z| / Σ|α| (Entity's cell importance), a mode
+// n uniformly, and a new index for mode n from Entity's alias table of
+// that mode; the cell keeps z's other N−1 indices. Observed and repeated
+// cells are redrawn, at most 100·N_aug + 10⁵ times.
+type NearCells struct{ Entity EntityImportance }
+
+func (s NearCells) deps() []stage { return []stage{s.Entity} }
+
+func (s NearCells) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
+	src := s.Entity.cells()
+	if src == nil {
+		return nil, fmt.Errorf("dain: near-cells needs an entity importance built from cell importance")
+	}
+	v, _, err := src.scores(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	tables, err := e.tables(ctx, s.Entity)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	alpha, err := e.hostScores(v)
+	if err != nil {
+		return nil, err
+	}
+	w := make([]float64, len(alpha))
+	for z, a := range alpha {
+		w[z] = math.Abs(float64(a))
+	}
+	cellTable, err := sampling.NewAlias(w)
+	if err != nil {
+		return nil, fmt.Errorf("dain: cell importance: %w", err)
+	}
+	order := e.x.Order()
+	observed := tensor.NewCellSet(e.x.Dims, e.Train.NNZ()+e.Val.NNZ())
+	obs := e.observed()
+	for k := 0; k < len(obs); k += order {
+		observed.Add(obs[k : k+order])
+	}
+	drawn := tensor.NewCellSet(e.x.Dims, n)
+	r := rng(e.cfg.Seed, streamNear)
+	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
+	cell := make([]int32, order)
+	for len(aug.Idx) < n*order { // no values yet: aug.NNZ() counts values
+		if st.Draws >= 100*n+100000 {
+			return nil, fmt.Errorf("dain: near-cells gave up after %d draws with %d of %d new cells", st.Draws, len(aug.Idx)/order, n)
+		}
+		if st.Draws%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		st.Draws++
+		copy(cell, e.Train.Cell(int(drawAlias(cellTable, r))))
+		mode := r.IntN(order)
+		cell[mode] = drawAlias(tables[mode], r)
+		if observed.Has(cell) {
+			st.RejectObserved++
+			continue
+		}
+		if !drawn.Add(cell) {
+			st.RejectRepeat++
+			continue
+		}
+		aug.Idx = append(aug.Idx, cell...)
+	}
+	st.Sample = time.Since(t0).Seconds()
+	return aug, nil
+}
+
+// drawAlias draws one outcome of a on the host.
+func drawAlias(a *sampling.Alias, r *rand.Rand) int32 {
+	j := r.IntN(len(a.Thresh))
+	if r.Uint32() < a.Thresh[j] {
+		return int32(j)
+	}
+	return a.Alias[j]
+}
+
+// NoCells makes no new cells: the training-length control, whose
+// retraining on train alone Config.Retrain stretches to the optimiser
+// steps of train ∪ N_aug cells.
+type NoCells struct{}
+
+func (NoCells) deps() []stage { return nil }
+
+func (NoCells) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
+	return &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}, nil
+}
+
+// AverageValues values Cells' new cells by the mean of two predictors'
+// predictions, (A(z) + B(z))/2, instead of one (Algorithm 1, line 14).
+type AverageValues struct {
+	Cells CellMaker
+	A, B  Embedding
+}
+
+func (s AverageValues) deps() []stage { return []stage{s.Cells, s.A, s.B} }
+
+func (s AverageValues) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
+	aug, err := s.Cells.cells(ctx, e, n, st)
+	if err != nil {
+		return nil, err
+	}
+	a, b, err := e.twoPredictions(ctx, s.A, s.B, aug.Idx, st)
+	if err != nil {
+		return nil, err
+	}
+	aug.Val = make([]float64, len(a))
+	for i := range a {
+		aug.Val[i] = shortest(float32((a[i] + b[i]) / 2))
+	}
+	return aug, nil
+}
+
+// AgreeCells draws 2·N_aug candidate cells with Cells, predicts each with
+// A and B, and keeps the N_aug on which the two agree best (smallest
+// |A(z) − B(z)|, ties by draw order), valued by A. It filters Algorithm 1's
+// new cells by the predictors' agreement, a proxy for the value's error.
+type AgreeCells struct {
+	Cells CellMaker
+	A, B  Embedding
+}
+
+func (s AgreeCells) deps() []stage { return []stage{s.Cells, s.A, s.B} }
+
+func (s AgreeCells) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
+	cand, err := s.Cells.cells(ctx, e, 2*n, st)
+	if err != nil {
+		return nil, err
+	}
+	a, b, err := e.twoPredictions(ctx, s.A, s.B, cand.Idx, st)
+	if err != nil {
+		return nil, err
+	}
+	order := e.x.Order()
+	idx := make([]int, len(a))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		return math.Abs(a[idx[i]]-b[idx[i]]) < math.Abs(a[idx[j]]-b[idx[j]])
+	})
+	keep := idx[:n]
+	slices.Sort(keep) // draw order
+	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
+	for _, k := range keep {
+		aug.Idx = append(aug.Idx, cand.Idx[k*order:(k+1)*order]...)
+		aug.Val = append(aug.Val, a[k])
+	}
+	return aug, nil
+}
+
+// twoPredictions returns the predictions of the trained models A and B for
+// cells, adding the time to st.Predict.
+func (e *Experiment) twoPredictions(ctx context.Context, A, B Embedding, cells []int32, st *AugStats) ([]float64, []float64, error) {
+	var out [2][]float64
+	for i, m := range []Embedding{A, B} {
+		t, err := e.model(ctx, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		t0 := time.Now()
+		if out[i], err = predict(t.net, cells); err != nil {
+			return nil, nil, err
+		}
+		st.Predict += time.Since(t0).Seconds()
+	}
+	return out[0], out[1], nil
+}
+
+// stepsScale returns how many times more optimiser steps an epoch over
+// train ∪ n cells takes than one over train alone, at batch b.
+func stepsScale(train, n, b int) float64 {
+	steps := func(m int) int { return (m + b - 1) / b }
+	return float64(steps(train+n)) / float64(steps(train))
+}
+
+// Retrain is step 5 for c's method: Downstream on train ∪ aug, except for
+// a method whose Pipeline has MatchSteps (no-aug-steps), which trains on
+// train alone with its epoch cap and patience multiplied by the ratio of
+// optimiser steps per epoch over train ∪ n cells to those over train
+// (rounded up), so that it gets the step budget of a retraining on train ∪
+// n new cells: the control for the extra training an augmentation brings.
+func (e *Experiment) Retrain(ctx context.Context, c Config, aug *tensor.COO, n int, label string) (float64, nn.Result, float64, error) {
+	if !c.Pipeline().MatchSteps || n == 0 {
+		return e.Downstream(ctx, aug, label)
+	}
+	f := stepsScale(e.Train.NNZ(), n, e.cfg.Batch)
+	saved := e.cfg
+	defer func() { e.cfg = saved }()
+	e.cfg.Epochs = int(math.Ceil(float64(saved.Epochs) * f))
+	e.cfg.Patience = int(math.Ceil(float64(saved.Patience) * f))
+	return e.Downstream(ctx, &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}, label)
+}
+
+// TestPredictions returns the test-cell predictions of the embedding model
+// of kind (a Models name) trained on the split, training it if needed.
+func (e *Experiment) TestPredictions(ctx context.Context, kind string) ([]float64, error) {
+	t, err := e.model(ctx, Embedding{kind})
+	if err != nil {
+		return nil, err
+	}
+	return predict(t.net, e.Test.Idx)
+}
+
+// OnRetrained, when not nil, is called with every model Downstream trains
+// and its test predictions, before the model is freed.
+func (e *Experiment) OnRetrained(f func(testPred []float64)) {
+	e.onRetrained = func(m *nn.Net) error {
+		p, err := predict(m, e.Test.Idx)
+		if err != nil {
+			return err
+		}
+		f(p)
+		return nil
+	}
+	if f == nil {
+		e.onRetrained = nil
+	}
+}
