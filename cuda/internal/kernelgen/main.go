@@ -17,8 +17,15 @@
 //
 //	go run ./cuda/internal/kernelgen            # write cuda/k_*.go
 //	go run ./cuda/internal/kernelgen -check     # fail if they are stale
+//	go run ./cuda/internal/kernelgen -c DIR     # CUDA library wrappers
 //
-// `make kernels` runs the first form, `make check-kernels` the second.
+// `make kernels` runs the first form, `make check-kernels` the second and
+// `make kernels-lib` the third: for libdainx_kernels it writes a wrapper
+// (DIR/kern_NAME.cu) for each kernel, which compiles kernels/NAME.cu with the kernel renamed
+// dainx_kern_NAME (so that short names such as gather and adam cannot clash
+// in a host program) plus its raw launch function dainx_kern_NAME_launch,
+// and DIR/dainx_kern.h declaring those functions. Nothing it writes is
+// committed, and the PTX of `make kernels` is unchanged.
 package main
 
 import (
@@ -38,8 +45,15 @@ func main() {
 	src := flag.String("src", "kernels", "directory of the .cu kernel sources")
 	out := flag.String("out", "cuda", "directory of the generated Go launchers")
 	check := flag.Bool("check", false, "compare instead of writing; exit 1 if a launcher is stale")
+	clib := flag.String("c", "", "write the CUDA library wrappers into this `directory` instead")
 	flag.Parse()
-	if err := run(*src, *out, *check); err != nil {
+	var err error
+	if *clib != "" {
+		err = runC(*src, *clib)
+	} else {
+		err = run(*src, *out, *check)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "kernelgen:", err)
 		os.Exit(1)
 	}
@@ -397,4 +411,53 @@ func launchTest(ks []kernel) ([]byte, error) {
 	}
 	fmt.Fprintf(&b, "}\n")
 	return format.Source(b.Bytes())
+}
+
+// cType maps each allowed C parameter type to the type of the raw launch
+// function's parameter.
+var cType = map[string]string{
+	"float*": "float*", "const float*": "const float*", "int32_t*": "int32_t*", "const int32_t*": "const int32_t*",
+	"int32_t": "int32_t", "uint32_t": "uint32_t", "float": "float", "uint64_t": "uint64_t",
+	"const int32_t": "int32_t", "const uint32_t": "uint32_t", "const float": "float", "const uint64_t": "uint64_t",
+}
+
+// runC writes the CUDA library wrappers (see the package doc).
+func runC(srcDir, outDir string) error {
+	files, err := filepath.Glob(filepath.Join(srcDir, "*.cu"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no .cu files in %s", srcDir)
+	}
+	sort.Strings(files)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	var h bytes.Buffer
+	fmt.Fprintf(&h, "%s\n// The raw launch functions of the kernels, renamed dainx_kern_NAME, for\n// kernels/lib/dainx_kernels.cu. Each launches its kernel with the given\n// grid, block, dynamic shared memory and stream, and returns\n// cudaGetLastError(). Internal to libdainx_kernels.\n#pragma once\n\n#include <cstdint>\n#include <cuda_runtime.h>\n\n", marker)
+	for _, f := range files {
+		k, err := parse(f)
+		if err != nil {
+			return err
+		}
+		var params, args []string
+		for _, p := range k.params {
+			params = append(params, cType[p.ctype]+" "+p.name)
+			args = append(args, p.name)
+		}
+		sig := fmt.Sprintf("cudaError_t dainx_kern_%s_launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, %s)", k.name, strings.Join(params, ", "))
+		fmt.Fprintf(&h, "extern \"C\" %s;\n", sig)
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "%s\n// Source: %s, with the kernel renamed dainx_kern_%s.\n", marker, k.file, k.name)
+		// The headers come first, so the rename below touches nothing in
+		// them (and they are #pragma once).
+		fmt.Fprintf(&b, "#include \"common.cuh\"\n#include \"gemm_tc.cuh\"\n#include \"dainx_kern.h\"\n\n")
+		fmt.Fprintf(&b, "#define %s dainx_kern_%s\n#include \"%s.cu\"\n#undef %s\n\n", k.name, k.name, k.name, k.name)
+		fmt.Fprintf(&b, "extern \"C\" %s {\n    dainx_kern_%s<<<grid, block, shared, stream>>>(%s);\n    return cudaGetLastError();\n}\n", sig, k.name, strings.Join(args, ", "))
+		if err := os.WriteFile(filepath.Join(outDir, "kern_"+k.name+".cu"), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(outDir, "dainx_kern.h"), h.Bytes(), 0o644)
 }
