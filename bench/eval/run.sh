@@ -2,7 +2,8 @@
 # run.sh reproduces bench/results/eval/: `dainx eval` on the four real tensors
 # of ../shared/data (or $DAINX_DATA) with the configuration a 2-core CPU
 # machine finishes in a few hours:
-#   methods dain, duplication, entity-replacement, random-mlp, random-costco;
+#   methods dain, duplication, entity-replacement, random-mlp, random-costco,
+#   degree (the entity-frequency null model);
 #   ratios 0, 0.1 … 0.5; 5 repeats (seeds 1–5);
 #   downstream and embedding MLP layers N·16,64,32 (E = 16), at most 20
 #   epochs, patience 5, batch 1024, lr 1e-3; CoSTCo R = C = 20, lr 1e-3,
@@ -21,7 +22,7 @@ for t in "${tensors[@]}"; do
 	mkdir -p "$out"
 	echo "== $t ($(date -u +%FT%TZ))"
 	.dev/dainx eval -backend cpu -input "$data/$t.tsv.gz" \
-		-methods dain,duplication,entity-replacement,random-mlp,random-costco \
+		-methods dain,duplication,entity-replacement,random-mlp,random-costco,degree \
 		-ratios 0,0.1,0.2,0.3,0.4,0.5 -repeats 5 \
 		-layers $((order * 16)),64,32 -epochs 20 -patience 5 \
 		-out "$out" 2> >(tr '\r' '\n' | grep -v '^$' | tail -n 3 > "$out/progress.log")

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/eval"
@@ -21,7 +22,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	var in inputFlags
 	var methods, ratios, out, summarize, merge string
 	var repeats int
-	var resume bool
+	var resume, diagnose bool
 	fs := flag.NewFlagSet("dainx eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	bindInput(fs, &in)
@@ -32,6 +33,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&summarize, "summarize", "", "write the summary, tables and plots of an earlier run in `directory` again from its runs.json, and train nothing")
 	fs.BoolVar(&resume, "resume", false, "continue an interrupted evaluation in -out: repeats already in its runs.json (same tensor, configuration and seeds) are kept, the rest are run")
 	fs.StringVar(&merge, "merge", "", "comma-separated eval output `directories` of the same tensor and configuration with other seeds (e.g. repeats run in batches) to merge into -out as one evaluation, training nothing")
+	fs.BoolVar(&diagnose, "diagnose", false, "instead of the evaluation, diagnose the split of -seed at the largest ratio: the entity-frequency profile of every method's new cells, and the value predictors' and every retrained model's test RMSE per frequency band; writes diagnose.json and diagnose.md into -out")
 	bindTraining(fs, &cfg, &in.Layers)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx eval -out DIR [flags]
@@ -90,7 +92,7 @@ Methods:
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	return exitFor("eval", runEval(ctx, spec, &in, out, resume, args, stdout, stderr), ctx, stderr)
+	return exitFor("eval", runEval(ctx, spec, &in, out, resume, diagnose, args, stdout, stderr), ctx, stderr)
 }
 
 func splitList(s string) []string {
@@ -124,7 +126,7 @@ func methodsHelp() string {
 	return b.String()
 }
 
-func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, resume bool, args []string, stdout, stderr io.Writer) error {
+func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, resume, diagnose bool, args []string, stdout, stderr io.Writer) error {
 	t, name, _, err := readInput(in)
 	if err != nil {
 		return err
@@ -151,6 +153,20 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 			p.RepeatsRequested = spec.Repeats
 		}
 		return p
+	}
+	if diagnose {
+		t0 := time.Now()
+		d, err := eval.Diagnose(ctx, t, spec, be)
+		if err != nil {
+			return err
+		}
+		p := prov(time.Since(t0).Seconds(), 1)
+		p.RepeatsRequested = 0
+		if err := d.WriteDir(out, p); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "dainx eval: wrote %s/{diagnose.json,diagnose.md}\n", out)
+		return nil
 	}
 	if resume {
 		prev, err := resumeFrom(out, prov(0, spec.Repeats))

@@ -102,6 +102,9 @@ func BindMethod(fs *flag.FlagSet, c *dain.Config) {
 	fs.StringVar(&c.Influence, "influence", c.Influence, "cell importance `estimator`: "+dain.Help(dain.Influences))
 	fs.StringVar(&c.InfluenceLayers, "influence-layers", c.InfluenceLayers, "TracIn's `parameters`: "+dain.Help(dain.InfluenceLayers))
 	fs.StringVar(&c.Entity, "entity", c.Entity, "entity importance `aggregator`: "+dain.Help(dain.Entities))
+	fs.StringVar(&c.Sign, "sign", c.Sign, "cell score to importance: "+dain.Help(dain.Signs))
+	fs.Float64Var(&c.Temperature, "temperature", c.Temperature, "temperature `τ` on entity importance, drawn ∝ α^τ: 1 the paper's, 0 uniform, > 1 sharper (dain, degree, near-cells)")
+	fs.Float64Var(&c.Mix, "mix", c.Mix, "`share` of the uniform distribution mixed into entity importance, 0 to 1 (0 the paper's)")
 }
 
 // Augment holds every flag of `dainx augment`.
