@@ -169,6 +169,7 @@ type Report struct {
 	NAug           int        `json:"n_aug"`
 	RMSEBefore     float64    `json:"rmse_before"` // test RMSE of the MLP Θ on train alone, √mean(e²)
 	RMSEAfter      float64    `json:"rmse_after"`  // test RMSE after retraining on train ∪ aug
+	Improved       bool       `json:"improved"`    // whether the augmentation lowered the test RMSE: rmse_after < rmse_before
 	BestEpoch      int        `json:"best_epoch"`  // K, Θ's best checkpoint
 	BestEpochAfter int        `json:"best_epoch_after"`
 	Backend        string     `json:"backend"`
@@ -212,6 +213,23 @@ type Result struct {
 // returns ctx's error when cancelled, an error for a configuration that
 // cannot work with t, and the backend's error if the device failed.
 func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*Result, error) {
+	return run(ctx, t, cfg, be, nil)
+}
+
+// RunCheckpointed is Run saving its state in ck.Dir after every epoch
+// of every training stage, and with ck.Resume going on from the state
+// saved there (see Checkpoint). On the CPU backend a run interrupted at any
+// point (even by SIGKILL) and resumed gives the result of a run never
+// interrupted, wall times aside; the wall times of a resumed run count the
+// epochs it saved and those it ran. Besides Run's errors, it returns an
+// error if ck.Dir holds a checkpoint and ck.Resume is not set
+// (ErrCheckpointExists), or if the checkpoint there was made with another
+// configuration or input, naming the first difference.
+func RunCheckpointed(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
+	return run(ctx, t, cfg, be, &ck)
+}
+
+func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck *Checkpoint) (*Result, error) {
 	start := time.Now()
 	e, err := NewExperiment(t, cfg, be)
 	if err != nil {
@@ -219,6 +237,11 @@ func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*R
 	}
 	defer e.Close()
 	cfg = e.cfg
+	if ck != nil {
+		if e.ck, err = openCheckpoint(ck, e, t); err != nil {
+			return nil, err
+		}
+	}
 	rep := Report{
 		Dims: append([]int(nil), t.Dims...), NNZ: t.NNZ(), Backend: be.Name(), Device: be.Device(),
 		Seed: cfg.Seed, Ratio: cfg.Ratio, Layers: cfg.Layers, Epochs: cfg.Epochs, Batch: cfg.Batch,
@@ -229,28 +252,48 @@ func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*R
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
 
-	// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
-	mlp, err := e.model(ctx, Embedding{"mlp"})
-	if err != nil {
-		return nil, err
-	}
-	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, history(mlp.res)
 	nAug := int(cfg.Ratio * float64(rep.NTrain))
-	if nAug > 0 {
-		e.logf("step 4: %s, %d new cells", cfg.Method, nAug)
-	}
-	aug, st, err := e.Augment(ctx, cfg, nAug)
+	saved, aug, err := e.ck.loadAugmented()
 	if err != nil {
 		return nil, err
 	}
-	rep.NAug = aug.NNZ()
-	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
-	sh := e.SharedSeconds(cfg)
-	rep.Seconds.Train, rep.Seconds.Influence, rep.Seconds.Entity = sh.Train, sh.Influence, sh.Entity
-	if sh.Train == 0 {
-		rep.Seconds.Train = e.models.seconds(Embedding{"mlp"}) // the baselines' rmse_before model
+	if saved != nil {
+		// Steps 1–4 finished before the interruption.
+		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = saved.RMSEBefore, saved.BestEpoch, saved.HistoryBefore
+		st := saved.Stats
+		rep.NAug = aug.NNZ()
+		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
+		rep.Seconds = saved.Seconds
+		e.logf("steps 1–4 finished before the interruption (checkpoint): test RMSE %.6f before augmentation, %d new cells", rep.RMSEBefore, rep.NAug)
+	} else {
+		// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
+		mlp, err := e.model(ctx, Embedding{"mlp"})
+		if err != nil {
+			return nil, err
+		}
+		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, history(mlp.res)
+		if nAug > 0 {
+			e.logf("step 4: %s, %d new cells", cfg.Method, nAug)
+		}
+		var st AugStats
+		aug, st, err = e.Augment(ctx, cfg, nAug)
+		if err != nil {
+			return nil, err
+		}
+		rep.NAug = aug.NNZ()
+		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
+		sh := e.SharedSeconds(cfg)
+		rep.Seconds.Train, rep.Seconds.Influence, rep.Seconds.Entity = sh.Train, sh.Influence, sh.Entity
+		if sh.Train == 0 {
+			rep.Seconds.Train = e.models.seconds(Embedding{"mlp"}) // the baselines' rmse_before model
+		}
+		rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
+		err = e.ck.saveAugmented(augRecord{RMSEBefore: rep.RMSEBefore, BestEpoch: rep.BestEpoch, HistoryBefore: rep.HistoryBefore,
+			NAug: rep.NAug, Stats: st, Seconds: rep.Seconds, Dims: aug.Dims}, aug)
+		if err != nil {
+			return nil, err
+		}
 	}
-	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
 
 	// Step 5.
 	e.logf("step 5: retraining on %d + %d cells", rep.NTrain, rep.NAug)
@@ -259,9 +302,13 @@ func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*R
 		return nil, err
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
+	rep.Improved = rep.RMSEAfter < rep.RMSEBefore
 	rep.Seconds.Retrain = secs
 	rep.Seconds.Total = time.Since(start).Seconds()
 	e.logf("test RMSE %.6f → %.6f after %d augmented cells (%.1fs)", rep.RMSEBefore, rep.RMSEAfter, rep.NAug, rep.Seconds.Total)
+	if !rep.Improved {
+		e.logf("the augmentation did not lower the test RMSE: %.6f after it, %.6f before (%+.2f%%); the augmented cells did not help this model on this split", rep.RMSEAfter, rep.RMSEBefore, 100*(rep.RMSEAfter/rep.RMSEBefore-1))
+	}
 	return &Result{Report: rep, Aug: aug}, nil
 }
 

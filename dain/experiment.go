@@ -2,6 +2,7 @@ package dain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -34,6 +35,12 @@ func rng(seed uint64, stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 0x5eed0000+stream))
 }
 
+// rngPCG is rng with its source, whose state a checkpoint saves.
+func rngPCG(seed uint64, stream uint64) (*rand.Rand, *rand.PCG) {
+	p := rand.NewPCG(seed, 0x5eed0000+stream)
+	return rand.New(p), p
+}
+
 // Experiment is one split of a tensor and the stage results computed on
 // it, shared by every method run on that split: each stage (an embedding
 // model Θ, a cell-importance estimator, an entity-importance aggregator,
@@ -61,6 +68,7 @@ type Experiment struct {
 	onRetrained func(*nn.Net) error
 	owned       []compute.F32 // score buffers the experiment frees
 	start       time.Time
+	ck          *checkpointer // nil unless the run is checkpointed (RunCheckpointed)
 }
 
 // memo holds the result and wall time of each stage computed so far.
@@ -130,6 +138,9 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 	if err := checkMemory(x, cfg); err != nil {
 		return nil, err
 	}
+	if err := checkValues(x); err != nil {
+		return nil, err
+	}
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
 		models: memo[Embedding, *trained]{}, cellScores: memo[CellImportance, compute.F32]{},
 		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{}}
@@ -160,6 +171,25 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 		}
 	}
 	return e, nil
+}
+
+// checkValues returns an error naming the first cell of x whose value is
+// not finite or whose square overflows float32 (|v| > tensor.MaxValue):
+// the models train in float32 on squared errors, so such a value makes the
+// first loss infinite. The readers refuse these values with file and line;
+// this catches tensors built in memory.
+func checkValues(x *tensor.COO) error {
+	for k, v := range x.Val {
+		if v-v == 0 && math.Abs(v) <= tensor.MaxValue {
+			continue
+		}
+		why := fmt.Sprintf("is too large: its square overflows float32, in which the models compute squared errors (|value| must be at most %.8g); rescale the values", tensor.MaxValue)
+		if v-v != 0 {
+			why = "is not finite"
+		}
+		return fmt.Errorf("dain: cell %d (0-based indices %v): value %v %s", k, x.Cell(k), v, why)
+	}
+	return nil
 }
 
 // distinctPerMode returns, for each mode of x, how many distinct indices
@@ -261,15 +291,35 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		}
 		t.accs = append(t.accs, a)
 	}
-	tc.Shuffle = rng(e.cfg.Seed, seedShuffle)
+	var pcg *rand.PCG
+	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
 	label := map[string]string{"mlp": "Θ", "costco": "Θc"}[m.Kind]
+	stage := stageName(m.Kind, passes)
+	if seconds, s, found, err := e.ck.loadModel(stage, t); err != nil {
+		return nil, 0, err
+	} else if found {
+		for i, p := range passes {
+			e.cellScores[p] = &done[compute.F32]{t.accs[i].Scores(), s[i]}
+		}
+		e.logf("%s: trained before the interruption (checkpoint): best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.res.BestEpoch, t.res.BestValMSE, t.rmse)
+		ok = true
+		return t, seconds, nil
+	}
 	tc.AfterEpoch = func(ep nn.Epoch) error {
+		if err := e.ck.at(stage, ep.N, "trained"); err != nil {
+			return err
+		}
 		for i, a := range t.accs {
 			t0 := time.Now()
 			if err := a.Checkpoint(ep.Best); err != nil {
 				return err
 			}
 			secs[i] += time.Since(t0).Seconds()
+		}
+		if len(t.accs) > 0 {
+			if err := e.ck.at(stage, ep.N, "tracin"); err != nil {
+				return err
+			}
 		}
 		logEpoch(e.cfg.Progress, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
@@ -280,11 +330,15 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		e.logf("training %s (%s, %d parameters)", label, m.Kind, net.NumParams())
 	}
 	t0 := time.Now()
+	fit := &fitting{c: e.ck, stage: stage, label: label, shuffle: pcg, accs: t.accs, secs: secs}
+	if err := fit.resume(&tc, e.logf, func() float64 { return time.Since(t0).Seconds() }); err != nil {
+		return nil, 0, err
+	}
 	t.res, err = nn.Train(ctx, net, t.train, t.val, tc)
 	if err != nil {
-		return nil, 0, fmt.Errorf("dain: training %s: %w", label, err)
+		return nil, 0, e.trainError(label, m.Kind, err)
 	}
-	seconds := time.Since(t0).Seconds()
+	seconds := fit.prior + time.Since(t0).Seconds()
 	for i, p := range passes {
 		e.cellScores[p] = &done[compute.F32]{t.accs[i].Scores(), secs[i]}
 		seconds -= secs[i]
@@ -295,8 +349,41 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	}
 	t.rmse = math.Sqrt(mse)
 	e.logf("%s: best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.res.BestEpoch, t.res.BestValMSE, t.rmse)
+	if err := e.ck.saveModel(stage, t, seconds, secs); err != nil {
+		return nil, 0, err
+	}
 	ok = true
 	return t, seconds, nil
+}
+
+// trainError turns a training error of the model labelled label (of kind
+// "mlp" or "costco") into the run's: a divergence names
+// the stage and epoch and suggests a remedy.
+func (e *Experiment) trainError(label, kind string, err error) error {
+	var div *nn.DivergenceError
+	if !errors.As(err, &div) {
+		return fmt.Errorf("dain: training %s: %w", label, err)
+	}
+	lr, flag := e.cfg.LR, "-lr"
+	if kind == "costco" {
+		lr, flag = e.cfg.CoSTCoLR, "-costco-lr"
+	}
+	return fmt.Errorf("dain: training %s (%s) diverged at epoch %d: %s (train MSE %.6g, validation MSE %.6g); lower the learning rate (%s %g; try %g) or rescale the values%s",
+		label, kind, div.Epoch, div.Reason, div.TrainMSE, div.ValMSE, flag, lr, lr/10, e.scaleHint())
+}
+
+// scaleHint returns, when the training values are large (above 10⁴ in
+// magnitude), a parenthesis naming the largest and the power of ten to
+// divide them by; otherwise "".
+func (e *Experiment) scaleHint() string {
+	big := 0.0
+	for _, v := range e.Train.Val {
+		big = max(big, math.Abs(v))
+	}
+	if !(big > 1e4) {
+		return ""
+	}
+	return fmt.Sprintf(" (the largest |value| is %.3g: dividing the values by about %.0e brings them to order 1)", big, math.Pow(10, math.Floor(math.Log10(big))))
 }
 
 // tables returns the alias tables of the entity importance s (steps 2–3).
@@ -313,7 +400,7 @@ func (e *Experiment) tables(ctx context.Context, s EntityImportance) ([]*samplin
 		t0 := time.Now()
 		w, err := s.aggregate(e, v, t)
 		if err != nil {
-			return nil, 0, fmt.Errorf("dain: %w", err)
+			return nil, 0, fmt.Errorf("dain: %w%s", err, e.scaleHint())
 		}
 		tables := make([]*sampling.Alias, len(w))
 		for n := range w {
@@ -377,13 +464,26 @@ func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label stri
 	val, test := m.NewSet(e.Val.Idx, e.Val.Val), m.NewSet(e.Test.Idx, e.Test.Val)
 	defer val.Free()
 	defer test.Free()
-	tc.Shuffle = rng(e.cfg.Seed, streamShuffleAfter)
+	var pcg *rand.PCG
+	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
+	const stage = "retrain"
 	tc.AfterEpoch = func(ep nn.Epoch) error {
+		if err := e.ck.at(stage, ep.N, "trained"); err != nil {
+			return err
+		}
 		logEpoch(e.cfg.Progress, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
 	}
+	fit := &fitting{c: e.ck, stage: stage, label: label, shuffle: pcg}
+	if err := fit.resume(&tc, e.logf, func() float64 { return time.Since(t0).Seconds() }); err != nil {
+		return 0, nn.Result{}, 0, err
+	}
 	res, err := nn.Train(ctx, m, both, val, tc)
 	if err != nil {
+		var div *nn.DivergenceError
+		if errors.As(err, &div) {
+			return 0, res, 0, e.trainError(label+", the retraining", "mlp", err)
+		}
 		return 0, res, 0, fmt.Errorf("dain: retraining: %w", err)
 	}
 	mse, err := m.Evaluate(test)
@@ -395,7 +495,7 @@ func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label stri
 			return 0, res, 0, err
 		}
 	}
-	return math.Sqrt(mse), res, time.Since(t0).Seconds(), nil
+	return math.Sqrt(mse), res, fit.prior + time.Since(t0).Seconds(), nil
 }
 
 // Shared is the wall time of the shared work a configuration uses, each

@@ -372,8 +372,8 @@ func (s MaxEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]floa
 			w[n][i] = max(w[n][i], math.Abs(float64(a)))
 		}
 		sum := floats.Sum(w[n])
-		if !(sum > 0) {
-			return nil, fmt.Errorf("every cell importance is zero, so mode %d has no important entity", n+1)
+		if err := tracin.NoImportance(sum, n); err != nil {
+			return nil, err
 		}
 		floats.Scale(1/sum, w[n])
 	}

@@ -75,6 +75,99 @@ type TrainConfig struct {
 	// default until a GPU run has checked it end to end (issue 13); other
 	// backends ignore it.
 	Graphs bool
+	// Resume, if not nil, continues the run whose state Save received
+	// after epoch Resume.Epoch instead of starting afresh: the parameters,
+	// Adam's moments and step, the best parameters, the cell order and the
+	// epochs so far are restored, and training goes on with epoch
+	// Resume.Epoch+1 (or stops at once if that run had stopped there). The
+	// caller restores everything else the epochs use to its state at that
+	// moment (Shuffle's source, AfterEpoch's own state, the model's
+	// initialisation being overwritten). With the same configuration the
+	// continued run is bit-identical to one never interrupted on a
+	// deterministic backend (the CPU). Train returns an error if the state
+	// does not fit the model or the training set.
+	Resume *TrainState
+	// Save, if not nil, receives the state after every epoch, after
+	// AfterEpoch; an error stops training. The state's slices are fresh
+	// copies on the host that Train does not touch again.
+	Save func(*TrainState) error
+}
+
+// TrainState is a training run after a whole epoch: what Train needs to
+// continue it exactly (see TrainConfig.Resume and Save).
+type TrainState struct {
+	Epoch  int       // epochs completed, k
+	Step   int       // Adam's step count t after epoch k
+	Params []float32 // Θ_k, laid out like Net.Params
+	AdamM  []float32 // Adam's first moment
+	AdamV  []float32 // Adam's second moment
+	Best   []float32 // the parameters of the best epoch so far
+	Perm   []int32   // the order of the training cells in epoch k, which the next epoch shuffles again
+	Result Result    // the best epoch, its validation MSE and epochs 1…k
+}
+
+// DivergenceError reports a training run stopped because its loss left
+// any sane range (see Train).
+type DivergenceError struct {
+	Epoch    int     // the 1-based epoch
+	TrainMSE float64 // its mean training batch MSE
+	ValMSE   float64 // its validation MSE
+	Reason   string  // which bound, in words
+}
+
+func (e *DivergenceError) Error() string {
+	return fmt.Sprintf("nn: the training diverged at epoch %d: %s (train MSE %.6g, validation MSE %.6g)", e.Epoch, e.Reason, e.TrainMSE, e.ValMSE)
+}
+
+// Divergence bounds. A freshly initialised model's outputs are O(1) (the
+// PyTorch initialisation does not depend on the data), so an untrained
+// model's MSE is about the mean squared value ms plus O(1), and predicting 0
+// gives exactly ms. A model that learns only lowers its loss. So an epoch
+// whose mean training MSE or validation MSE exceeds SaneMSEFactor·(ms + 1),
+// six orders of magnitude above an untrained model, or whose training MSE
+// grew GrowthFactor-fold over the first epoch's (which includes the
+// untrained steps), has diverged: a learning rate too high for the values'
+// scale, or values so large that float32 overflows. `dainx augment -lr 100`
+// on the demo tensor reaches a training MSE of 10¹⁵ in its first epoch.
+const (
+	SaneMSEFactor = 1e6
+	GrowthFactor  = 1e3
+)
+
+// divergence returns a *DivergenceError if epoch ep of a run whose training
+// values have mean square ms has left the sane range, first its first
+// epoch.
+func divergence(ep, first Epoch, ms float64) error {
+	bound := SaneMSEFactor * (ms + 1)
+	reason := ""
+	switch {
+	case math.IsNaN(ep.TrainMSE) || math.IsInf(ep.TrainMSE, 0):
+		reason = "the training MSE is not finite"
+	case math.IsNaN(ep.ValMSE) || math.IsInf(ep.ValMSE, 0):
+		reason = "the validation MSE is not finite"
+	case ep.TrainMSE > bound:
+		reason = fmt.Sprintf("the training MSE exceeds %g × (mean squared value %.6g + 1)", SaneMSEFactor, ms)
+	case ep.ValMSE > bound:
+		reason = fmt.Sprintf("the validation MSE exceeds %g × (mean squared training value %.6g + 1)", SaneMSEFactor, ms)
+	case ep.N > 1 && ep.TrainMSE > GrowthFactor*first.TrainMSE:
+		reason = fmt.Sprintf("the training MSE grew more than %g-fold over epoch 1's %.6g", GrowthFactor, first.TrainMSE)
+	default:
+		return nil
+	}
+	return &DivergenceError{Epoch: ep.N, TrainMSE: ep.TrainMSE, ValMSE: ep.ValMSE, Reason: reason}
+}
+
+// MeanSquare returns the mean of the squared values of s (in float64), the
+// scale the divergence bounds are relative to.
+func (s *Set) MeanSquare() float64 {
+	var sum float64
+	for _, v := range s.vals {
+		sum += float64(v) * float64(v)
+	}
+	if len(s.vals) == 0 {
+		return 0
+	}
+	return sum / float64(len(s.vals))
 }
 
 // Epoch reports one finished epoch.
@@ -96,8 +189,11 @@ type Result struct {
 // Train fits m to train by Adam on the batch-mean MSE (paper eq. 1) with
 // shuffled mini-batches, evaluates on val after every epoch, stops after
 // Patience epochs without improvement (or Epochs epochs), and leaves the
-// best checkpoint's parameters in m. It returns ctx's error if cancelled
-// and the backend's sticky error if the device failed.
+// best checkpoint's parameters in m. It returns ctx's error if cancelled,
+// the backend's sticky error if the device failed, and a
+// *DivergenceError, before AfterEpoch and Save see that epoch, if an
+// epoch's training or validation MSE is not finite or leaves the bounds
+// of SaneMSEFactor and GrowthFactor.
 func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Result, error) {
 	var res Result
 	if cfg.Epochs <= 0 || cfg.Batch <= 0 || cfg.Patience <= 0 || !(cfg.LR > 0) {
@@ -155,7 +251,20 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	}
 	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 	res.BestValMSE = math.Inf(1)
-	for k := 1; k <= cfg.Epochs; k++ {
+	first := 1
+	if r := cfg.Resume; r != nil {
+		if err := resume(m, r, T, perm, adamM, adamV, best); err != nil {
+			return res, err
+		}
+		adam.T = r.Step
+		res = Result{BestEpoch: r.Result.BestEpoch, BestValMSE: r.Result.BestValMSE, Epochs: append([]Epoch(nil), r.Result.Epochs...)}
+		first = r.Epoch + 1
+		if r.Epoch >= cfg.Epochs || r.Epoch-res.BestEpoch >= cfg.Patience {
+			first = cfg.Epochs + 1 // that run had stopped
+		}
+	}
+	ms := train.MeanSquare()
+	for k := first; k <= cfg.Epochs; k++ {
 		start := time.Now()
 		if cfg.Shuffle != nil {
 			cfg.Shuffle.Shuffle(T, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
@@ -198,6 +307,14 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		if ep.ValMSE, err = m.evaluate(val, cfg.ValGradSum); err != nil {
 			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
 		}
+		if k == 1 {
+			err = divergence(ep, ep, ms)
+		} else {
+			err = divergence(ep, res.Epochs[0], ms)
+		}
+		if err != nil {
+			return res, err
+		}
 		if ep.ValMSE < res.BestValMSE {
 			ep.Best = true
 			res.BestEpoch, res.BestValMSE = k, ep.ValMSE
@@ -210,12 +327,68 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 				return res, err
 			}
 		}
+		if cfg.Save != nil {
+			st, err := state(m, k, adam.T, perm, adamM, adamV, best, res)
+			if err != nil {
+				return res, err
+			}
+			if err := cfg.Save(st); err != nil {
+				return res, err
+			}
+		}
 		if k-res.BestEpoch >= cfg.Patience {
 			break
 		}
 	}
 	be.Copy(m.params, best)
 	return res, be.Sync()
+}
+
+// state copies the run after epoch k to the host.
+func state(m *Net, k, step int, perm []int, adamM, adamV, best compute.F32, res Result) (*TrainState, error) {
+	st := &TrainState{Epoch: k, Step: step, Perm: make([]int32, len(perm)),
+		Result: Result{BestEpoch: res.BestEpoch, BestValMSE: res.BestValMSE, Epochs: append([]Epoch(nil), res.Epochs...)}}
+	for i, p := range perm {
+		if p > math.MaxInt32 {
+			return nil, fmt.Errorf("nn: %d training cells are too many to save the run's state", len(perm))
+		}
+		st.Perm[i] = int32(p)
+	}
+	for _, c := range []struct {
+		dst *[]float32
+		src compute.F32
+	}{{&st.Params, m.params}, {&st.AdamM, adamM}, {&st.AdamV, adamV}, {&st.Best, best}} {
+		*c.dst = make([]float32, c.src.Len())
+		if err := m.be.Download(*c.dst, c.src); err != nil {
+			return nil, fmt.Errorf("nn: epoch %d: %w", k, err)
+		}
+	}
+	return st, nil
+}
+
+// resume restores the state r into the model and Train's buffers, after
+// checking that it fits them.
+func resume(m *Net, r *TrainState, T int, perm []int, adamM, adamV, best compute.F32) error {
+	n := m.params.Len()
+	if len(r.Params) != n || len(r.AdamM) != n || len(r.AdamV) != n || len(r.Best) != n || len(r.Perm) != T {
+		return fmt.Errorf("nn: the saved state (%d parameters, %d training cells) does not fit this model (%d parameters) and training set (%d cells)", len(r.Params), len(r.Perm), n, T)
+	}
+	if r.Epoch < 1 || r.Step < 0 || len(r.Result.Epochs) != r.Epoch {
+		return fmt.Errorf("nn: the saved state after epoch %d holds %d epochs", r.Epoch, len(r.Result.Epochs))
+	}
+	seen := make([]bool, T)
+	for i, p := range r.Perm {
+		if p < 0 || int(p) >= T || seen[p] {
+			return fmt.Errorf("nn: the saved cell order is not a permutation of %d cells", T)
+		}
+		seen[p] = true
+		perm[i] = int(p)
+	}
+	m.be.Upload(m.params, r.Params)
+	m.be.Upload(adamM, r.AdamM)
+	m.be.Upload(adamV, r.AdamV)
+	m.be.Upload(best, r.Best)
+	return nil
 }
 
 // Evaluate returns the mean squared error of m over s, Σ(x̂−x)²/T, summed in

@@ -84,8 +84,8 @@ func EntityImportanceCP1(be compute.Backend, score compute.F32, rows compute.I32
 		mean += y[t]
 	}
 	mean /= float64(T)
-	if !(mean > 0) {
-		return nil, fmt.Errorf("tracin: every cell importance is zero")
+	if err := NoImportance(mean, -1); err != nil {
+		return nil, fmt.Errorf("tracin: %w", err)
 	}
 	// Start from the all-ones rank-1 tensor (the data have mean 1).
 	a := make([][]float64, order)

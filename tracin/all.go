@@ -19,6 +19,62 @@ type Accumulator interface {
 	Scores() compute.F32
 	// Free releases the accumulator's buffers.
 	Free()
+	// State copies the accumulator's state between checkpoints to the
+	// host: what Restore needs to continue it exactly.
+	State() (State, error)
+	// Restore sets the state to s, which State returned for an
+	// accumulator of the same training set; it returns an error if s does
+	// not fit.
+	Restore(s State) error
+}
+
+// State is an accumulator between two checkpoints: the number of
+// checkpoints taken, the running sums and the sums at the best checkpoint
+// so far, one per training cell. The validation gradient G_k is formed
+// anew at every checkpoint, so it is not part of it.
+type State struct {
+	K         int
+	Run, Best []float32
+}
+
+// saveState downloads run and best.
+func saveState(be compute.Backend, k int, run, best compute.F32) (State, error) {
+	s := State{K: k, Run: make([]float32, run.Len()), Best: make([]float32, best.Len())}
+	if err := be.Download(s.Run, run); err != nil {
+		return s, fmt.Errorf("tracin: %w", err)
+	}
+	if err := be.Download(s.Best, best); err != nil {
+		return s, fmt.Errorf("tracin: %w", err)
+	}
+	return s, nil
+}
+
+// restoreState uploads s into run and best and returns its K.
+func restoreState(be compute.Backend, s State, run, best compute.F32) (int, error) {
+	if len(s.Run) != run.Len() || len(s.Best) != best.Len() || s.K < 0 {
+		return 0, fmt.Errorf("tracin: a saved state of %d and %d scores after %d checkpoints does not fit %d training cells", len(s.Run), len(s.Best), s.K, run.Len())
+	}
+	be.Upload(run, s.Run)
+	be.Upload(best, s.Best)
+	return s.K, nil
+}
+
+// State returns the checkpoint count and the running and best sums.
+func (a *LastLayer) State() (State, error) { return saveState(a.m.Backend(), a.k, a.run, a.best) }
+
+// Restore continues from s.
+func (a *LastLayer) Restore(s State) (err error) {
+	a.k, err = restoreState(a.m.Backend(), s, a.run, a.best)
+	return err
+}
+
+// State returns the checkpoint count and the running and best sums.
+func (a *AllLayers) State() (State, error) { return saveState(a.m.Backend(), a.k, a.run, a.best) }
+
+// Restore continues from s.
+func (a *AllLayers) Restore(s State) (err error) {
+	a.k, err = restoreState(a.m.Backend(), s, a.run, a.best)
+	return err
 }
 
 var (

@@ -28,6 +28,7 @@ package tracin
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
@@ -107,6 +108,23 @@ func (a *LastLayer) Checkpoint(best bool) error {
 // α_z = |S_K[z]|.
 func (a *LastLayer) Scores() compute.F32 { return a.best }
 
+// NoImportance returns the error for mode n (0-based; n < 0: the cells as
+// a whole) whose entity importance sums to sum, or nil when sum is a
+// usable positive number. It says why a sum is zero or not finite.
+func NoImportance(sum float64, n int) error {
+	what := "no entity importance can be formed"
+	if n >= 0 {
+		what = fmt.Sprintf("mode %d has no important entity", n+1)
+	}
+	switch {
+	case math.IsNaN(sum) || math.IsInf(sum, 0):
+		return fmt.Errorf("the cell importance is not finite (%v), so %s: the model's float32 arithmetic overflowed, which happens when the values are too large (squared errors near float32's limit, 3.4e38) or the training diverged; rescale the values or lower the learning rate", sum, what)
+	case !(sum > 0):
+		return fmt.Errorf("every cell importance is zero, so %s: TracIn's terms (learning rate × training gradient · validation gradient) all vanished, because the model fits every training cell exactly or its output no longer depends on its input (e.g. every ReLU is off after a degenerate training); check the training history, lower the learning rate or rescale the values", what)
+	}
+	return nil
+}
+
 // EntityImportance aggregates cell importance into per-mode entity
 // importance (paper eq. 6) and normalises each mode to sum 1:
 //
@@ -136,8 +154,8 @@ func EntityImportance(be compute.Backend, score compute.F32, rows compute.I32, d
 			out[n][i] = float64(host[off+i])
 			sum += out[n][i]
 		}
-		if !(sum > 0) {
-			return nil, fmt.Errorf("tracin: every cell importance is zero, so mode %d has no important entity", n+1)
+		if err := NoImportance(sum, n); err != nil {
+			return nil, fmt.Errorf("tracin: %w", err)
 		}
 		for i := range out[n] {
 			out[n][i] /= sum

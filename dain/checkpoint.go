@@ -1,0 +1,548 @@
+package dain
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/tracin"
+)
+
+// Checkpoint makes a run restartable (RunCheckpointed). After every epoch
+// of every training stage — Θ with its TracIn passes, the value predictor
+// (CoSTCo), the retraining — the run saves in Dir what it needs to go on:
+// the parameters, Adam's moments and step, the best parameters and epoch
+// so far, the shuffling generator's state and cell order, and the TracIn
+// running and best sums. A finished model is saved with its TracIn scores,
+// and the augmented cells with their values once made. Each file is written
+// to a temporary name, synced and renamed, so a run killed at any moment
+// leaves whole files only.
+//
+// With Resume, a run first reads Dir and goes on from the last saved
+// epoch of the unfinished stage, skipping the finished ones. On the CPU
+// backend the result is bit-identical to that of a run never interrupted
+// (wall times aside). Every file records the dainx version, the
+// configuration (every setting of Config and the backend) and a
+// fingerprint of the input tensor (its cell count, dims and the SHA-256 of
+// its indices and values); a run whose configuration or input differs is
+// refused, naming the difference.
+//
+// Files in Dir (names may change between format versions):
+//
+//	<stage>.train.ckpt  the state of an unfinished training stage after its last epoch
+//	<stage>.done.ckpt   a finished model Θ or Θc: parameters, result, TracIn scores
+//	augmented.ckpt      the new cells and their values, and what the report needs of the steps before
+//
+// where <stage> is theta-<model>[.tracin-<layers>…] or retrain.
+type Checkpoint struct {
+	Dir string
+	// Resume continues the run saved in Dir. Without it, a Dir that
+	// already holds a checkpoint is refused (nothing is overwritten); with
+	// it, an empty or missing Dir starts the run from the beginning.
+	Resume bool
+	// Input names the input in messages (a file name).
+	Input string
+	// Program is the version of the program writing, recorded in every
+	// file's header.
+	Program string
+	// Hook, if not nil, is called at fixed points of the run; an error it
+	// returns stops the run there with that error, as a kill would. It is
+	// for tests that interrupt a run at a given point.
+	Hook func(CheckpointPoint) error
+}
+
+// CheckpointPoint is a point of a checkpointed run at which
+// Checkpoint.Hook is called.
+type CheckpointPoint struct {
+	Stage string // theta-mlp.tracin-last, theta-costco, augmented, retrain, …
+	Epoch int    // the 1-based epoch; 0 for augmented
+	// Event is "trained" (the epoch's steps and validation pass ran,
+	// nothing of it is saved), "tracin" (its TracIn passes ran too; only
+	// in stages with TracIn) or "saved" (its checkpoint is written).
+	Event string
+}
+
+// ckFile kinds.
+const (
+	kindTrain     = "train"
+	kindModel     = "model"
+	kindAugmented = "augmented"
+)
+
+// ckHeader is the first section of every checkpoint file.
+type ckHeader struct {
+	Dainx   string    // the program's version
+	Kind    string    // kindTrain, kindModel or kindAugmented
+	Stage   string    // the stage it belongs to
+	Config  []ckField // the configuration, as flag = value
+	Input   ckInput
+	Backend string // the backend's device, in words (a difference is reported, not refused)
+}
+
+type ckField struct{ Name, Value string }
+
+// ckInput is the fingerprint of an input tensor.
+type ckInput struct {
+	Name   string
+	Cells  int
+	Dims   []int
+	SHA256 string // of the dims, the indices (int32) and the values (float64 bits), little endian
+}
+
+func (in ckInput) String() string {
+	return fmt.Sprintf("%s (%d cells, dims %v, SHA-256 %s…)", in.Name, in.Cells, in.Dims, in.SHA256[:16])
+}
+
+// fingerprint returns x's ckInput.
+func fingerprint(x *tensor.COO, name string) ckInput {
+	h := sha256.New()
+	buf := make([]byte, 0, 1<<16)
+	flush := func(force bool) {
+		if force || len(buf) > cap(buf)-8 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(len(x.Dims)))
+	for _, d := range x.Dims {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(d))
+	}
+	for _, i := range x.Idx {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(i))
+		flush(false)
+	}
+	for _, v := range x.Val {
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+		flush(false)
+	}
+	flush(true)
+	return ckInput{Name: name, Cells: x.NNZ(), Dims: append([]int(nil), x.Dims...), SHA256: hex.EncodeToString(h.Sum(nil))}
+}
+
+// flagNames are the flags of `dainx augment` that set Config's fields.
+var flagNames = map[string]string{
+	"Ratio": "-ratio", "Seed": "-seed", "Layers": "-layers", "Epochs": "-epochs", "Batch": "-batch",
+	"Patience": "-patience", "LR": "-lr", "TestFrac": "-test-frac", "ValFrac": "-val-frac",
+	"Method": "-method", "Model": "-model", "Predictor": "-predictor", "Influence": "-influence",
+	"InfluenceLayers": "-influence-layers", "Entity": "-entity", "Rank": "-rank", "Channels": "-channels",
+	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch",
+}
+
+// configFields lists every setting of c (every field but Progress, so a
+// field added to Config is covered without a change here), by the flag of
+// `dainx augment` that sets it or else by its Go name, and the backend.
+// Values are formatted exactly (floats in their shortest round-tripping
+// form).
+func configFields(c Config, backend string) []ckField {
+	var out []ckField
+	v := reflect.ValueOf(c)
+	for i := 0; i < v.NumField(); i++ {
+		f, x := v.Type().Field(i), v.Field(i)
+		if f.Name == "Progress" || !f.IsExported() {
+			continue
+		}
+		name := f.Name
+		if n, ok := flagNames[name]; ok {
+			name = n
+		}
+		var val string
+		switch x.Kind() {
+		case reflect.Float32, reflect.Float64:
+			val = strconv.FormatFloat(x.Float(), 'g', -1, 64)
+		case reflect.Slice:
+			parts := make([]string, x.Len())
+			for k := range parts {
+				parts[k] = fmt.Sprint(x.Index(k).Interface())
+			}
+			val = strings.Join(parts, ",")
+		default:
+			val = fmt.Sprint(x.Interface())
+		}
+		out = append(out, ckField{name, val})
+	}
+	return append(out, ckField{"-backend", backend})
+}
+
+// checkpointer is the checkpoint directory of a running experiment.
+type checkpointer struct {
+	dir  string
+	head ckHeader // this run's; Kind and Stage set per file
+	hook func(CheckpointPoint) error
+}
+
+// ErrCheckpointExists is returned (wrapped) when a run without Resume
+// finds a checkpoint in its directory.
+var ErrCheckpointExists = errors.New("the checkpoint directory already holds a checkpoint")
+
+// openCheckpoint prepares ck's directory for experiment e on input x:
+// it creates it, removes temporary files a killed run left, and, with
+// Resume, checks that every file there belongs to this configuration and
+// input; without Resume it refuses a directory that holds a checkpoint.
+func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*checkpointer, error) {
+	if ck.Dir == "" {
+		return nil, fmt.Errorf("dain: checkpoint directory not given")
+	}
+	if err := os.MkdirAll(ck.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dain: checkpoint directory: %w", err)
+	}
+	c := &checkpointer{dir: ck.Dir, hook: ck.Hook, head: ckHeader{
+		Dainx: ck.Program, Config: configFields(e.cfg, e.be.Name()), Backend: e.be.Device()}}
+	entries, err := os.ReadDir(ck.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("dain: checkpoint directory: %w", err)
+	}
+	var files []string
+	for _, de := range entries {
+		name := de.Name()
+		switch {
+		case strings.HasPrefix(name, ".") && strings.Contains(name, ".ckpt.tmp-"):
+			os.Remove(filepath.Join(ck.Dir, name)) // a write a kill interrupted
+		case strings.HasSuffix(name, ".ckpt"):
+			files = append(files, name)
+		}
+	}
+	if len(files) > 0 && !ck.Resume {
+		return nil, fmt.Errorf("dain: %w: %s holds %s; continue that run with -resume, or remove them or choose another directory to start afresh", ErrCheckpointExists, ck.Dir, strings.Join(files, ", "))
+	}
+	c.head.Input = fingerprint(x, ck.Input)
+	if ck.Resume && len(files) == 0 {
+		e.logf("checkpoint: %s holds no checkpoint yet; starting from the beginning", ck.Dir)
+	}
+	for _, name := range files {
+		f, err := readCkFile(filepath.Join(ck.Dir, name), true)
+		if err != nil {
+			return nil, fmt.Errorf("dain: -resume: %w", err)
+		}
+		if err := c.compatible(f.header, filepath.Join(ck.Dir, name)); err != nil {
+			return nil, err
+		}
+	}
+	if len(files) > 0 {
+		e.logf("checkpoint: resuming from %s (%s)", ck.Dir, strings.Join(files, ", "))
+	}
+	return c, nil
+}
+
+// compatible returns an error naming the first difference between the
+// saved header h (of file path) and this run's.
+func (c *checkpointer) compatible(h ckHeader, path string) error {
+	refuse := func(what string) error {
+		return fmt.Errorf("dain: -resume: %s; resume with the same input and flags, or start afresh with another -checkpoint directory", what)
+	}
+	if h.Input.SHA256 != c.head.Input.SHA256 || h.Input.Cells != c.head.Input.Cells || !slices.Equal(h.Input.Dims, c.head.Input.Dims) {
+		return refuse(fmt.Sprintf("the checkpoint in %s was made from another input, %v; this run reads %v", c.dir, h.Input, c.head.Input))
+	}
+	saved := map[string]string{}
+	for _, f := range h.Config {
+		saved[f.Name] = f.Value
+	}
+	for _, f := range c.head.Config {
+		if v, ok := saved[f.Name]; !ok || v != f.Value {
+			if !ok {
+				v = "(not recorded)"
+			}
+			return refuse(fmt.Sprintf("the checkpoint in %s was made with %s %s; this run has %s %s", c.dir, f.Name, v, f.Name, f.Value))
+		}
+	}
+	if len(saved) != len(c.head.Config) {
+		return refuse(fmt.Sprintf("%s records settings this dainx does not have (written by dainx %s)", path, h.Dainx))
+	}
+	return nil
+}
+
+// path returns the file of a stage's record of kind.
+func (c *checkpointer) path(kind, stage string) string {
+	if kind == kindAugmented {
+		return filepath.Join(c.dir, "augmented.ckpt")
+	}
+	return filepath.Join(c.dir, stage+"."+map[string]string{kindTrain: "train", kindModel: "done"}[kind]+".ckpt")
+}
+
+// write writes the record of kind for stage atomically, its sections
+// written by body.
+func (c *checkpointer) write(kind, stage string, body func(w *ckWriter)) error {
+	h := c.head
+	h.Kind, h.Stage = kind, stage
+	err := tensor.AtomicWrite(c.path(kind, stage), func(f io.Writer) error {
+		w := newCkWriter(f)
+		w.gob("header", h)
+		body(w)
+		return w.close()
+	})
+	if err != nil {
+		return fmt.Errorf("dain: writing the checkpoint: %w", err)
+	}
+	return nil
+}
+
+// read returns the record of kind for stage, nil if there is none.
+func (c *checkpointer) read(kind, stage string) (*ckFile, error) {
+	path := c.path(kind, stage)
+	f, err := readCkFile(path, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dain: -resume: %w", err)
+	}
+	if err := c.compatible(f.header, path); err != nil {
+		return nil, err
+	}
+	if f.header.Kind != kind || f.header.Stage != stage {
+		return nil, fmt.Errorf("dain: -resume: %s holds a %s record of stage %s", path, f.header.Kind, f.header.Stage)
+	}
+	return f, nil
+}
+
+// remove deletes the record of kind for stage, if any.
+func (c *checkpointer) remove(kind, stage string) error {
+	if err := os.Remove(c.path(kind, stage)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("dain: checkpoint: %w", err)
+	}
+	return nil
+}
+
+// at calls the hook at point p.
+func (c *checkpointer) at(stage string, epoch int, event string) error {
+	if c == nil || c.hook == nil {
+		return nil
+	}
+	return c.hook(CheckpointPoint{Stage: stage, Epoch: epoch, Event: event})
+}
+
+// trainRecord is the gob-encoded part of a training stage's state; the
+// arrays are sections of their own.
+type trainRecord struct {
+	Epoch, Step   int
+	Result        nn.Result
+	Shuffle       []byte    // the shuffling PCG's state (rand.PCG.MarshalBinary)
+	Seconds       float64   // the stage's wall time so far, TracIn included
+	TracInSeconds []float64 // each TracIn pass's share of it
+	TracInK       []int     // each TracIn accumulator's checkpoint count
+}
+
+// fitting is one checkpointed training stage.
+type fitting struct {
+	c       *checkpointer
+	stage   string
+	label   string
+	shuffle *rand.PCG
+	accs    []tracin.Accumulator
+	secs    []float64 // TracIn seconds, shared with the caller
+	prior   float64   // wall time of the stage before this process
+}
+
+// resume sets tc to continue the stage's saved training, if any, and to
+// save its state after every epoch.
+func (f *fitting) resume(tc *nn.TrainConfig, logf func(string, ...any), since func() float64) error {
+	if f.c == nil {
+		return nil
+	}
+	file, err := f.c.read(kindTrain, f.stage)
+	if err != nil {
+		return err
+	}
+	if file != nil {
+		var r trainRecord
+		if err := file.decode("train", &r); err != nil {
+			return fmt.Errorf("dain: -resume: %s: %w", f.c.path(kindTrain, f.stage), err)
+		}
+		bad := func(what string) error {
+			return fmt.Errorf("dain: -resume: %s: %w: %s", f.c.path(kindTrain, f.stage), errNotCheckpoint, what)
+		}
+		if len(r.TracInK) != len(f.accs) || len(r.TracInSeconds) != len(f.accs) {
+			return bad(fmt.Sprintf("%d TracIn accumulators saved, %d here", len(r.TracInK), len(f.accs)))
+		}
+		st := &nn.TrainState{Epoch: r.Epoch, Step: r.Step, Result: r.Result,
+			Params: file.f32s["params"], AdamM: file.f32s["adam_m"], AdamV: file.f32s["adam_v"], Best: file.f32s["best"], Perm: file.i32s["perm"]}
+		tc.Resume = st
+		if err := f.shuffle.UnmarshalBinary(r.Shuffle); err != nil {
+			return bad("shuffle state: " + err.Error())
+		}
+		for i, a := range f.accs {
+			s := tracin.State{K: r.TracInK[i], Run: file.f32s[fmt.Sprintf("tracin_run_%d", i)], Best: file.f32s[fmt.Sprintf("tracin_best_%d", i)]}
+			if err := a.Restore(s); err != nil {
+				return bad(err.Error())
+			}
+		}
+		copy(f.secs, r.TracInSeconds)
+		f.prior = r.Seconds
+		logf("%s: resuming after epoch %d", f.label, r.Epoch)
+	}
+	tc.Save = func(st *nn.TrainState) error {
+		r := trainRecord{Epoch: st.Epoch, Step: st.Step, Result: st.Result, Seconds: f.prior + since(),
+			TracInSeconds: append([]float64(nil), f.secs...), TracInK: make([]int, len(f.accs))}
+		var err error
+		if r.Shuffle, err = f.shuffle.MarshalBinary(); err != nil {
+			return fmt.Errorf("dain: checkpoint: %w", err)
+		}
+		states := make([]tracin.State, len(f.accs))
+		for i, a := range f.accs {
+			if states[i], err = a.State(); err != nil {
+				return err
+			}
+			r.TracInK[i] = states[i].K
+		}
+		err = f.c.write(kindTrain, f.stage, func(w *ckWriter) {
+			w.gob("train", r)
+			w.f32("params", st.Params)
+			w.f32("adam_m", st.AdamM)
+			w.f32("adam_v", st.AdamV)
+			w.f32("best", st.Best)
+			w.i32("perm", st.Perm)
+			for i, s := range states {
+				w.f32(fmt.Sprintf("tracin_run_%d", i), s.Run)
+				w.f32(fmt.Sprintf("tracin_best_%d", i), s.Best)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return f.c.at(f.stage, st.Epoch, "saved")
+	}
+	return nil
+}
+
+// modelRecord is the gob-encoded part of a finished model's record.
+type modelRecord struct {
+	Result        nn.Result
+	RMSE          float64
+	Seconds       float64 // training without the TracIn passes
+	TracInSeconds []float64
+	TracInK       []int
+}
+
+// saveModel records the finished model t of stage (its TracIn passes'
+// scores and wall times included) and drops the stage's training state.
+func (c *checkpointer) saveModel(stage string, t *trained, seconds float64, tracinSecs []float64) error {
+	if c == nil {
+		return nil
+	}
+	params := make([]float32, t.net.NumParams())
+	if err := t.net.Backend().Download(params, t.net.Params()); err != nil {
+		return fmt.Errorf("dain: checkpoint: %w", err)
+	}
+	r := modelRecord{Result: t.res, RMSE: t.rmse, Seconds: seconds, TracInSeconds: tracinSecs, TracInK: make([]int, len(t.accs))}
+	states := make([]tracin.State, len(t.accs))
+	for i, a := range t.accs {
+		var err error
+		if states[i], err = a.State(); err != nil {
+			return err
+		}
+		r.TracInK[i] = states[i].K
+	}
+	err := c.write(kindModel, stage, func(w *ckWriter) {
+		w.gob("model", r)
+		w.f32("params", params)
+		for i, s := range states {
+			w.f32(fmt.Sprintf("tracin_%d", i), s.Best)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return c.remove(kindTrain, stage)
+}
+
+// loadModel restores the finished model of stage into t (whose net, sets
+// and accumulators are built), returning its training seconds, the TracIn
+// passes' seconds and whether there was one.
+func (c *checkpointer) loadModel(stage string, t *trained) (float64, []float64, bool, error) {
+	if c == nil {
+		return 0, nil, false, nil
+	}
+	file, err := c.read(kindModel, stage)
+	if err != nil || file == nil {
+		return 0, nil, false, err
+	}
+	path := c.path(kindModel, stage)
+	var r modelRecord
+	if err := file.decode("model", &r); err != nil {
+		return 0, nil, false, fmt.Errorf("dain: -resume: %s: %w", path, err)
+	}
+	params := file.f32s["params"]
+	if len(params) != t.net.NumParams() || len(r.TracInK) != len(t.accs) || len(r.TracInSeconds) != len(t.accs) {
+		return 0, nil, false, fmt.Errorf("dain: -resume: %s: %w: %d parameters and %d TracIn passes, this model %d and %d", path, errNotCheckpoint, len(params), len(r.TracInK), t.net.NumParams(), len(t.accs))
+	}
+	t.net.Backend().Upload(t.net.Params(), params)
+	for i, a := range t.accs {
+		s := file.f32s[fmt.Sprintf("tracin_%d", i)]
+		if err := a.Restore(tracin.State{K: r.TracInK[i], Run: s, Best: s}); err != nil {
+			return 0, nil, false, fmt.Errorf("dain: -resume: %s: %w", path, err)
+		}
+	}
+	t.res, t.rmse = r.Result, r.RMSE
+	return r.Seconds, r.TracInSeconds, true, nil
+}
+
+// augRecord is the gob-encoded part of the augmented record: what Run's
+// report needs of steps 1–4.
+type augRecord struct {
+	RMSEBefore    float64
+	BestEpoch     int
+	HistoryBefore []EpochLog
+	NAug          int
+	Stats         AugStats
+	Seconds       Seconds // Train, Influence, Entity, Sample and Predict
+	Dims          []int
+}
+
+func (c *checkpointer) saveAugmented(r augRecord, aug *tensor.COO) error {
+	if c == nil {
+		return nil
+	}
+	if err := c.write(kindAugmented, "", func(w *ckWriter) {
+		w.gob("augmented", r)
+		w.i32("idx", aug.Idx)
+		w.f64("val", aug.Val)
+	}); err != nil {
+		return err
+	}
+	return c.at("augmented", 0, "saved")
+}
+
+// loadAugmented returns the augmented record, nil if there is none.
+func (c *checkpointer) loadAugmented() (*augRecord, *tensor.COO, error) {
+	if c == nil {
+		return nil, nil, nil
+	}
+	file, err := c.read(kindAugmented, "")
+	if err != nil || file == nil {
+		return nil, nil, err
+	}
+	var r augRecord
+	path := c.path(kindAugmented, "")
+	if err := file.decode("augmented", &r); err != nil {
+		return nil, nil, fmt.Errorf("dain: -resume: %s: %w", path, err)
+	}
+	aug := &tensor.COO{Dims: r.Dims, Idx: file.i32s["idx"], Val: file.f64s["val"]}
+	if len(aug.Idx) != r.NAug*len(r.Dims) || len(aug.Val) != r.NAug {
+		return nil, nil, fmt.Errorf("dain: -resume: %s: %w: %d indices and %d values for %d cells", path, errNotCheckpoint, len(aug.Idx), len(aug.Val), r.NAug)
+	}
+	if r.NAug == 0 {
+		aug.Idx, aug.Val = nil, nil // as Augment makes no cells
+	}
+	return &r, aug, nil
+}
+
+// stageName is the checkpoint name of training model kind with passes.
+func stageName(kind string, passes []TracIn) string {
+	s := "theta-" + kind
+	for _, p := range passes {
+		s += ".tracin-" + p.Layers
+	}
+	return s
+}
