@@ -16,6 +16,7 @@ func augment(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dainx augment", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	a := cli.NewAugment(fs) // the flags the library's options name too
+	ck := bindCheckpoint(fs)
 	cfg, in := &a.Config, &a.In
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx augment [flags]
@@ -39,12 +40,15 @@ Flags:
 	if err := finishConfig(cfg, in, stderr); err != nil {
 		return exitFor("augment", fmt.Errorf("%w: %v", errUsage, err), nil, stderr)
 	}
+	if err := ck.check(); err != nil {
+		return exitFor("augment", err, nil, stderr)
+	}
 	ctx, stop := signalContext()
 	defer stop()
-	return exitFor("augment", runAugment(ctx, *cfg, in, a.Output, a.Report, stdout, stderr), ctx, stderr)
+	return exitFor("augment", runAugment(ctx, *cfg, in, ck, a.Output, a.Report, stdout, stderr), ctx, stderr)
 }
 
-func runAugment(ctx context.Context, cfg dain.Config, in *inputFlags, output, report string, stdout, stderr io.Writer) error {
+func runAugment(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkpointFlags, output, report string, stdout, stderr io.Writer) error {
 	t, name, format, err := readInput(in)
 	if err != nil {
 		return err
@@ -60,7 +64,7 @@ func runAugment(ctx context.Context, cfg dain.Config, in *inputFlags, output, re
 		return err
 	}
 	defer be.Close()
-	res, err := dain.Run(ctx, t, cfg, be)
+	res, err := ck.run(ctx, t, cfg, be, name)
 	if err != nil {
 		return err
 	}
