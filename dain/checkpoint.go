@@ -221,6 +221,7 @@ func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*checkpointer
 	if ck.Resume && len(files) == 0 {
 		e.logf("checkpoint: %s holds no checkpoint yet; starting from the beginning", ck.Dir)
 	}
+	var notes []string
 	for _, name := range files {
 		f, err := readCkFile(filepath.Join(ck.Dir, name), true)
 		if err != nil {
@@ -229,6 +230,12 @@ func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*checkpointer
 		if err := c.compatible(f.header, filepath.Join(ck.Dir, name)); err != nil {
 			return nil, err
 		}
+		if h := f.header; h.Dainx != c.head.Dainx || h.Backend != c.head.Backend {
+			notes = append(notes, fmt.Sprintf("checkpoint: %s was written by dainx %s on %s; this is dainx %s on %s (resumed all the same; the result may differ from an uninterrupted run's)", name, h.Dainx, h.Backend, c.head.Dainx, c.head.Backend))
+		}
+	}
+	for _, n := range notes {
+		e.logf("%s", n)
 	}
 	if len(files) > 0 {
 		e.logf("checkpoint: resuming from %s (%s)", ck.Dir, strings.Join(files, ", "))
