@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/tensor"
@@ -63,14 +65,18 @@ type Profile struct {
 
 // Diagnosis is Diagnose's result for one split.
 type Diagnosis struct {
-	Seed     uint64             `json:"seed"`
-	Ratio    float64            `json:"ratio"`
-	Bands    []string           `json:"bands"`
-	Methods  []string           `json:"methods"`
-	RMSE     map[string]float64 `json:"test_rmse"`      // per method, all test cells
-	MeanNew  map[string]float64 `json:"new_value_mean"` // per method, mean value of its new cells
-	MeanTest float64            `json:"test_value_mean"`
-	Profiles []Profile          `json:"profiles"`
+	Seed    uint64             `json:"seed"`
+	Ratio   float64            `json:"ratio"`
+	Bands   []string           `json:"bands"`
+	Methods []string           `json:"methods"`
+	RMSE    map[string]float64 `json:"test_rmse"` // per method, all test cells
+	// Pearson is, per method and mode, the correlation over the mode's
+	// entities between their number of new cells and of training cells: 1
+	// when a method draws entities in proportion to their frequency.
+	Pearson  map[string][]float64 `json:"pearson_new_vs_train_count"`
+	MeanNew  map[string]float64   `json:"new_value_mean"` // per method, mean value of its new cells
+	MeanTest float64              `json:"test_value_mean"`
+	Profiles []Profile            `json:"profiles"`
 }
 
 // Diagnose explains where a split's new cells go and where the test error
@@ -153,7 +159,7 @@ func Diagnose(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*
 		return sum
 	}
 	d := &Diagnosis{Seed: base.Seed, Ratio: ratio, Bands: BandNames(), Methods: s.Methods,
-		RMSE: map[string]float64{}, MeanNew: map[string]float64{}}
+		RMSE: map[string]float64{}, MeanNew: map[string]float64{}, Pearson: map[string][]float64{}}
 	for _, v := range e.Test.Val {
 		d.MeanTest += v / float64(e.Test.NNZ())
 	}
@@ -210,6 +216,16 @@ func Diagnose(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*
 				mean += v / float64(aug.NNZ())
 			}
 			d.MeanNew[m] = mean
+			for mode := 0; mode < order; mode++ {
+				drawn, train := make([]float64, x.Dims[mode]), make([]float64, x.Dims[mode])
+				for k := mode; k < len(aug.Idx); k += order {
+					drawn[aug.Idx[k]]++
+				}
+				for i, c := range count[mode] {
+					train[i] = float64(c)
+				}
+				d.Pearson[m] = append(d.Pearson[m], stat.Correlation(drawn, train, nil))
+			}
 		}
 		if _, _, _, err := e.Retrain(ctx, cfgs[i], aug, n, ""); err != nil {
 			return nil, fmt.Errorf("%s: %w", m, err)
@@ -261,19 +277,25 @@ func nanToNull(d *Diagnosis) any {
 		ps = append(ps, profile{p.Mode, p.Test, p.NewCells, fix(p.Predictor), fix(p.RMSE)})
 	}
 	return map[string]any{"seed": d.Seed, "ratio": d.Ratio, "bands": d.Bands, "methods": d.Methods,
-		"test_rmse": d.RMSE, "new_value_mean": d.MeanNew, "test_value_mean": d.MeanTest, "profiles": ps}
+		"test_rmse": d.RMSE, "new_value_mean": d.MeanNew, "pearson_new_vs_train_count": d.Pearson, "test_value_mean": d.MeanTest, "profiles": ps}
 }
 
 func (d *Diagnosis) writeMarkdown(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# dainx eval -diagnose\n\nSplit of seed %d, ratio %g. Cells are grouped by how many training cells their entity of a mode has (per mode), or their least frequent entity has (sparsest). Test RMSE per band is over the test cells of that band; – marks an empty band.\n\n", d.Seed, d.Ratio)
-	fmt.Fprintf(&b, "| method | test RMSE | mean value of new cells |\n|---|---:|---:|\n| none | %.4f | (test cells: %.4f) |\n", d.RMSE["none"], d.MeanTest)
+	fmt.Fprintf(&b, "| method | test RMSE | mean value of new cells | Pearson r, new vs training cells per entity, by mode |\n|---|---:|---:|---|\n| none | %.4f | (test cells: %.4f) | |\n", d.RMSE["none"], d.MeanTest)
 	for _, m := range d.Methods {
-		mv := "–"
+		mv, r := "–", ""
 		if v, ok := d.MeanNew[m]; ok {
 			mv = fmt.Sprintf("%.4f", v)
 		}
-		fmt.Fprintf(&b, "| %s | %.4f | %s |\n", m, d.RMSE[m], mv)
+		for i, x := range d.Pearson[m] {
+			if i > 0 {
+				r += ", "
+			}
+			r += fmt.Sprintf("%.3f", x)
+		}
+		fmt.Fprintf(&b, "| %s | %.4f | %s | %s |\n", m, d.RMSE[m], mv, r)
 	}
 	head := func(title string) {
 		fmt.Fprintf(&b, "\n#### %s\n\n| | %s |\n|---|%s\n", title, strings.Join(d.Bands, " | "), strings.Repeat("---:|", len(d.Bands)))

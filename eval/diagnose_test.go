@@ -53,6 +53,9 @@ func TestDiagnose(t *testing.T) {
 			t.Errorf("no-aug-steps has new cells")
 		}
 	}
+	if r := d.Pearson["degree"]; len(r) != x.Order() || !(r[0] > 0) {
+		t.Errorf("degree's Pearson r %v", r)
+	}
 	// The sparse demo subset leaves most entities without training cells.
 	if d.Profiles[0].NewCells["random-costco"][0] == 0 {
 		t.Error("uniform cells never reached an entity without training cells")
