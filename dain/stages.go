@@ -57,6 +57,9 @@ var Methods = []Choice[func(Config) Pipeline]{
 	{"dain-average", "dain's cells valued by the mean of CoSTCo's and the MLP Θ's predictions (AverageValues)", func(c Config) Pipeline {
 		return Pipeline{Cells: AverageValues{Cells: ImportanceCells{Entity: c.entity()}, A: Embedding{"costco"}, B: Embedding{"mlp"}}}
 	}},
+	{"random-average", "uniform cells valued by the mean of CoSTCo's and the MLP Θ's predictions (AverageValues)", func(c Config) Pipeline {
+		return Pipeline{Cells: AverageValues{Cells: UniformCells{}, A: Embedding{"costco"}, B: Embedding{"mlp"}}}
+	}},
 	{"dain-agree", "2·N_aug of dain's cells, keeping the N_aug on which CoSTCo and the MLP Θ agree best, valued by CoSTCo (AgreeCells)", func(c Config) Pipeline {
 		return Pipeline{Cells: AgreeCells{Cells: ImportanceCells{Entity: c.entity()}, A: Embedding{"costco"}, B: Embedding{"mlp"}}}
 	}},
@@ -147,6 +150,8 @@ var Variants = []Variant{
 	{"dain-near-cells", "ablation", "one index of an important training cell redrawn from that mode's importance", func(c *Config) { c.Method = "near-cells" }},
 	{"dain-avg-predictor", "ablation", "values the mean of CoSTCo's and Θ's predictions", func(c *Config) { c.Method = "dain-average" }},
 	{"dain-agree", "ablation", "of 2·N_aug dain cells, the N_aug on which CoSTCo and Θ agree best", func(c *Config) { c.Method = "dain-agree" }},
+	{"dain-mix-avg", "ablation", "dain-mix0.5's cells valued as dain-avg-predictor's", func(c *Config) { c.Method, c.Mix = "dain-average", 0.5 }},
+	{"random-avg-predictor", "ablation", "uniform cells valued by the mean of CoSTCo's and Θ's predictions", func(c *Config) { c.Method = "random-average" }},
 }
 
 // VariantNamed returns the variant called name.

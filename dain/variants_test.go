@@ -280,8 +280,15 @@ func TestPredictorVariants(t *testing.T) {
 	if worstKept > bestDropped+1e-6 {
 		t.Errorf("kept a cell with disagreement %v while dropping one with %v", worstKept, bestDropped)
 	}
-	for _, name := range []string{"dain-avg-predictor", "dain-agree"} {
+	for _, name := range []string{"dain-avg-predictor", "dain-agree", "dain-mix-avg", "random-avg-predictor"} {
 		variantConfig(t, name)
+	}
+	mixAvg := variantConfig(t, "dain-mix-avg")
+	if p := mixAvg.Pipeline().Cells.(AverageValues); p.Cells.(ImportanceCells).Entity.(Tempered).Mix != 0.5 {
+		t.Errorf("dain-mix-avg builds %#v", p)
+	}
+	if p := variantConfig(t, "random-avg-predictor").Pipeline().Cells.(AverageValues); p.Cells != (UniformCells{}) {
+		t.Errorf("random-avg-predictor builds %#v", p)
 	}
 }
 
