@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/cli"
@@ -75,7 +77,7 @@ func runAugment(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkp
 	}
 	js = append(js, '\n')
 	if output != "" {
-		if err := tensor.WriteFile(output, res.Aug, tensor.WriteOptions{Format: format, IndexBase: in.IndexBase}); err != nil {
+		if err := tensor.WriteFile(output, res.Aug, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}); err != nil {
 			return err
 		}
 	}
@@ -86,4 +88,20 @@ func runAugment(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkp
 	}
 	_, err = stdout.Write(js)
 	return err
+}
+
+// outputFormat is the format of the -output file: by its extension when it
+// names one (.tsv, .tns or .bin, before any .gz), else the input's.
+func outputFormat(path string, input tensor.Format) tensor.Format {
+	p := strings.ToLower(path)
+	p = strings.TrimSuffix(p, ".gz")
+	switch filepath.Ext(p) {
+	case ".tsv":
+		return tensor.TSV
+	case ".tns":
+		return tensor.TNS
+	case ".bin":
+		return tensor.BIN
+	}
+	return input
 }

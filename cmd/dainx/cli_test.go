@@ -235,3 +235,24 @@ func TestEvalResume(t *testing.T) {
 		t.Errorf("-resume with another seed: exit %d, %q", code, stderr)
 	}
 }
+
+// TestAugmentOutputFormat checks that -output's extension chooses the
+// format of the augmented cells (a .tsv input written as .bin and .tns, and
+// a name without a known extension in the input's format).
+func TestAugmentOutputFormat(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTSV(t, dir, "in.tsv", 1500)
+	for _, c := range []struct {
+		name   string
+		format tensor.Format
+	}{{"aug.bin", tensor.BIN}, {"aug.tns.gz", tensor.TNS}, {"aug.out", tensor.TSV}} {
+		out := filepath.Join(dir, c.name)
+		code, _, stderr := runCLI(append([]string{"augment", "-input", in, "-output", out, "-backend", "cpu", "-ratio", "0.3", "-quiet"}, tiny...)...)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
+		}
+		if _, err := tensor.ReadFile(out, tensor.ReadOptions{Format: c.format, IndexBase: -1}); err != nil {
+			t.Errorf("%s is not %v: %v", c.name, c.format, err)
+		}
+	}
+}

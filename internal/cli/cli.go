@@ -65,7 +65,7 @@ type Input struct {
 // BindInput registers the input, backend and progress flags.
 func BindInput(fs *flag.FlagSet, f *Input) {
 	fs.StringVar(&f.Input, "input", "", "input tensor `file`: DAIN TSV (0-based indices, tab-separated, then the value) or FROSTT .tns (1-based, # comments); gzip is detected by content. Empty: the embedded demo tensor (DAIN's synthetic_10K)")
-	fs.StringVar(&f.Format, "format", "", "input `format`: tsv or tns; empty: by extension (.tns or .tns.gz is tns, anything else tsv)")
+	fs.StringVar(&f.Format, "format", "", "input `format`: tsv, tns or bin (SPLATT binary); empty: by extension after any .gz (.tns is tns, .bin is bin, anything else tsv)")
 	fs.IntVar(&f.IndexBase, "index-base", -1, "index `base` of the input and output files (0 or 1); -1: the format's own (tsv 0, tns 1)")
 	fs.StringVar(&f.Backend, "backend", "auto", "compute `backend`: auto (CUDA if a driver and device exist, else CPU), cpu or cuda")
 	dev, err := cuda.DeviceFromEnv()
@@ -120,7 +120,7 @@ type Augment struct {
 func NewAugment(fs *flag.FlagSet) *Augment {
 	a := &Augment{Config: dain.DefaultConfig()}
 	BindInput(fs, &a.In)
-	fs.StringVar(&a.Output, "output", "", "write the augmented cells only to this `file`, in the input's format and index base (gzip if it ends in .gz); written to a temporary file and renamed, never half-written")
+	fs.StringVar(&a.Output, "output", "", "write the augmented cells only to this `file`, in the format its extension names (.tsv, .tns, .bin, before any .gz) or else the input's, in the input's index base unless -index-base says otherwise (gzip if it ends in .gz); written to a temporary file and renamed, never half-written")
 	fs.StringVar(&a.Report, "report", "", "also write the JSON report to this `file` (it always goes to standard output)")
 	fs.Float64Var(&a.Config.Ratio, "ratio", a.Config.Ratio, "augmentation `ratio`: draw ratio × |train| new cells")
 	BindTraining(fs, &a.Config, &a.In.Layers)
