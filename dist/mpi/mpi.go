@@ -1,0 +1,622 @@
+// Package mpi binds the few MPI calls dainx's data-parallel runs need,
+// loading the MPI library at run time with purego (no cgo), as the cuda
+// package loads the CUDA driver: a dainx binary runs everywhere without
+// MPI, and `-dist mpi` fails with the loader's reason where there is none.
+//
+// # Two ABIs
+//
+// MPI fixes the C API but not the binary interface. Two families cover the
+// clusters dainx targets, and Init detects which one it loaded:
+//
+//   - MPICH and its derivatives (Intel MPI, MVAPICH, Cray MPICH): handles
+//     are C ints whose values are compile-time constants of mpi.h (source:
+//     Debian mpich 4.0.2, /usr/include/x86_64-linux-gnu/mpich/mpi.h):
+//     MPI_COMM_WORLD 0x44000000, MPI_FLOAT 0x4c00040a, MPI_DOUBLE
+//     0x4c00080b, MPI_INT 0x4c000405, MPI_BYTE 0x4c00010d, MPI_INT64_T
+//     0x4c00083a, MPI_UINT8_T 0x4c00013b, MPI_MAX 0x58000001, MPI_MIN
+//     0x58000002, MPI_SUM 0x58000003, MPI_BOR 0x58000008, MPI_INFO_NULL
+//     0x1c000000, MPI_IN_PLACE (void*)-1, MPI_COMM_TYPE_SHARED 1,
+//     MPI_MAX_LIBRARY_VERSION_STRING 8192.
+//   - Open MPI: handles are pointers to library globals (source: Debian
+//     openmpi 4.1.4, /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h,
+//     OMPI_PREDEFINED_GLOBAL): MPI_COMM_WORLD is &ompi_mpi_comm_world,
+//     MPI_FLOAT &ompi_mpi_float, MPI_SUM &ompi_mpi_op_sum and so on, which
+//     this package resolves with dlsym; MPI_IN_PLACE is (void*)1,
+//     MPI_COMM_TYPE_SHARED 0 (an enum), MPI_MAX_LIBRARY_VERSION_STRING
+//     256.
+//
+// Both define MPI_THREAD_SERIALIZED as 2 and MPI_SUCCESS as 0. A library
+// that exports ompi_mpi_comm_world is Open MPI; otherwise it must call
+// itself MPICH (or a known derivative) in MPI_Get_library_version, else
+// Init refuses it rather than pass it wrong handles.
+//
+// # Threads
+//
+// Go moves goroutines between OS threads, so Init asks for
+// MPI_THREAD_SERIALIZED (any thread may call, one at a time) and every call
+// here holds one mutex. Errors use MPI's default handler,
+// MPI_ERRORS_ARE_FATAL: a failing call, or a rank that dies, aborts the
+// whole job with a non-zero exit, which is what a run that must write
+// nothing on failure wants.
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// LibraryEnv names the environment variable that, when set, names the MPI
+// library Init loads (a path or a soname), before the usual sonames.
+const LibraryEnv = "DAINX_LIBMPI"
+
+// ABI is the binary interface of the loaded library.
+type ABI int
+
+const (
+	MPICH   ABI = iota + 1 // integer handles
+	OpenMPI                // pointer handles
+)
+
+func (a ABI) String() string {
+	switch a {
+	case MPICH:
+		return "MPICH"
+	case OpenMPI:
+		return "Open MPI"
+	}
+	return "unknown"
+}
+
+// Type is an element type of a buffer.
+type Type int
+
+const (
+	Float32 Type = iota
+	Float64
+	Int32
+	Int64
+	Byte
+	Uint8
+	numTypes
+)
+
+var typeSize = [numTypes]int{4, 8, 4, 8, 1, 1}
+
+// Op is a reduction operation.
+type Op int
+
+const (
+	Sum Op = iota
+	Max
+	Min
+	BitOr
+	numOps
+)
+
+// handles are the predefined handles of one ABI, as the uintptr passed in
+// an argument register (an int for MPICH, an address for Open MPI).
+type handles struct {
+	world, infoNull uintptr
+	inPlace         uintptr
+	types           [numTypes]uintptr
+	ops             [numOps]uintptr
+	typeShared      uintptr
+	versionLen      int
+}
+
+// mpichHandles are MPICH's (mpi.h, see the package documentation).
+var mpichHandles = handles{
+	world: 0x44000000, infoNull: 0x1c000000,
+	inPlace: ^uintptr(0), // (void *) -1
+	types:   [numTypes]uintptr{0x4c00040a, 0x4c00080b, 0x4c000405, 0x4c00083a, 0x4c00010d, 0x4c00013b},
+	ops:     [numOps]uintptr{0x58000003, 0x58000001, 0x58000002, 0x58000008},
+	// MPI_COMM_TYPE_SHARED
+	typeShared: 1,
+	versionLen: 8192,
+}
+
+// openMPISymbols name the globals whose addresses are Open MPI's handles.
+var openMPISymbols = struct {
+	world, infoNull string
+	types           [numTypes]string
+	ops             [numOps]string
+}{
+	world: "ompi_mpi_comm_world", infoNull: "ompi_mpi_info_null",
+	types: [numTypes]string{"ompi_mpi_float", "ompi_mpi_double", "ompi_mpi_int", "ompi_mpi_int64_t", "ompi_mpi_byte", "ompi_mpi_uint8_t"},
+	ops:   [numOps]string{"ompi_mpi_op_sum", "ompi_mpi_op_max", "ompi_mpi_op_min", "ompi_mpi_op_bor"},
+}
+
+// symbols holds the address of every bound MPI function; the tag names it.
+type symbols struct {
+	initThread     uintptr `sym:"MPI_Init_thread"`
+	initialized    uintptr `sym:"MPI_Initialized"`
+	finalize       uintptr `sym:"MPI_Finalize"`
+	abort          uintptr `sym:"MPI_Abort"`
+	commRank       uintptr `sym:"MPI_Comm_rank"`
+	commSize       uintptr `sym:"MPI_Comm_size"`
+	commSplitType  uintptr `sym:"MPI_Comm_split_type"`
+	commFree       uintptr `sym:"MPI_Comm_free"`
+	libraryVersion uintptr `sym:"MPI_Get_library_version"`
+	barrier        uintptr `sym:"MPI_Barrier"`
+	bcast          uintptr `sym:"MPI_Bcast"`
+	allreduce      uintptr `sym:"MPI_Allreduce"`
+	exscan         uintptr `sym:"MPI_Exscan"`
+	allgather      uintptr `sym:"MPI_Allgather"`
+	allgatherv     uintptr `sym:"MPI_Allgatherv"`
+	gatherv        uintptr `sym:"MPI_Gatherv"`
+	alltoall       uintptr `sym:"MPI_Alltoall"`
+	alltoallv      uintptr `sym:"MPI_Alltoallv"`
+}
+
+// Comm is MPI_COMM_WORLD of an initialised MPI library. Its methods are
+// collective: every rank must call them in the same order. It is safe for
+// concurrent use (calls are serialised), and it counts the time and bytes
+// spent in communication.
+type Comm struct {
+	lib     string
+	abi     ABI
+	version string
+	h       handles
+	fn      symbols
+	rank    int
+	size    int
+	local   int // node-local rank
+	nlocal  int // ranks on this node
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Stats counts the communication of a Comm since Init.
+type Stats struct {
+	Calls   int           // collective calls
+	Bytes   int64         // bytes this rank contributed (send buffers)
+	Elapsed time.Duration // wall time inside MPI calls
+}
+
+var (
+	once    sync.Once
+	world   *Comm
+	initErr error
+)
+
+// sonames are tried in order when $DAINX_LIBMPI is not set: Open MPI's
+// first when its launcher started this process (it sets
+// OMPI_COMM_WORLD_SIZE), MPICH's otherwise.
+func sonames() []string {
+	mpich := []string{"libmpich.so.12", "libmpi.so.12"}
+	ompi := []string{"libmpi.so.40"}
+	if os.Getenv("OMPI_COMM_WORLD_SIZE") != "" {
+		return append(ompi, mpich...)
+	}
+	return append(mpich, ompi...)
+}
+
+// Init loads the MPI library, calls MPI_Init_thread (once per process) and
+// returns MPI_COMM_WORLD. Without mpiexec it gives a world of one rank
+// (MPI's singleton initialisation). It returns an error naming every
+// library tried with the loader's reason when none loads, or why the one
+// loaded cannot be used.
+func Init() (*Comm, error) {
+	once.Do(func() { world, initErr = initialise() })
+	return world, initErr
+}
+
+func initialise() (*Comm, error) {
+	var paths []string
+	if p := os.Getenv(LibraryEnv); p != "" {
+		paths = append(paths, p)
+	}
+	paths = append(paths, sonames()...)
+	return load(paths)
+}
+
+// load initialises the first library of paths that opens.
+func load(paths []string) (*Comm, error) {
+	var tried []string
+	for _, p := range paths {
+		// RTLD_GLOBAL: Open MPI dlopens its components, which need the
+		// library's symbols in the global scope.
+		lib, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err != nil {
+			tried = append(tried, err.Error())
+			continue
+		}
+		return open(lib, p)
+	}
+	return nil, fmt.Errorf("%w: tried %s (install MPICH or Open MPI, e.g. apt-get install mpich, or name the library in $%s)", ErrNoMPI, strings.Join(tried, "; "), LibraryEnv)
+}
+
+func open(lib uintptr, path string) (*Comm, error) {
+	c := &Comm{lib: path}
+	v := reflect.ValueOf(&c.fn).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		name := v.Type().Field(i).Tag.Get("sym")
+		p, err := purego.Dlsym(lib, name)
+		if err != nil || p == 0 {
+			return nil, fmt.Errorf("MPI library %s lacks %s (MPI 3.0 or later is needed)", path, name)
+		}
+		*(*uintptr)(unsafe.Pointer(v.Field(i).UnsafeAddr())) = p
+	}
+	if p, err := purego.Dlsym(lib, openMPISymbols.world); err == nil && p != 0 {
+		c.abi = OpenMPI
+		c.h = handles{inPlace: 1, typeShared: 0, versionLen: 256}
+		sym := func(name string) (uintptr, error) {
+			a, err := purego.Dlsym(lib, name)
+			if err != nil || a == 0 {
+				return 0, fmt.Errorf("Open MPI library %s lacks %s", path, name)
+			}
+			return a, nil
+		}
+		var err error
+		if c.h.world, err = sym(openMPISymbols.world); err != nil {
+			return nil, err
+		}
+		if c.h.infoNull, err = sym(openMPISymbols.infoNull); err != nil {
+			return nil, err
+		}
+		for i, n := range openMPISymbols.types {
+			if c.h.types[i], err = sym(n); err != nil {
+				return nil, err
+			}
+		}
+		for i, n := range openMPISymbols.ops {
+			if c.h.ops[i], err = sym(n); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		c.abi = MPICH
+		c.h = mpichHandles
+	}
+	// MPI_Get_library_version may be called before MPI_Init.
+	buf := make([]byte, max(mpichHandles.versionLen, 256)+1)
+	var n int32
+	if err := c.call("MPI_Get_library_version", c.fn.libraryVersion, uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n))); err != nil {
+		return nil, err
+	}
+	c.version = strings.TrimSpace(string(buf[:min(max(int(n), 0), len(buf))]))
+	if i := strings.IndexByte(c.version, 0); i >= 0 {
+		c.version = c.version[:i]
+	}
+	if c.abi == MPICH && !mpichFamily(c.version) {
+		return nil, fmt.Errorf("MPI library %s (%s) is neither Open MPI nor of the MPICH family; dainx knows only their handle values", path, firstLine(c.version))
+	}
+	var initialised int32
+	if err := c.call("MPI_Initialized", c.fn.initialized, uintptr(unsafe.Pointer(&initialised))); err != nil {
+		return nil, err
+	}
+	if initialised == 0 {
+		const serialized = 2 // MPI_THREAD_SERIALIZED in both mpi.h
+		var provided int32
+		if err := c.call("MPI_Init_thread", c.fn.initThread, 0, 0, serialized, uintptr(unsafe.Pointer(&provided))); err != nil {
+			return nil, err
+		}
+		if provided < serialized {
+			return nil, fmt.Errorf("MPI library %s provides thread level %d, dainx needs MPI_THREAD_SERIALIZED (2)", path, provided)
+		}
+	}
+	var r, s int32
+	if err := c.call("MPI_Comm_rank", c.fn.commRank, c.h.world, uintptr(unsafe.Pointer(&r))); err != nil {
+		return nil, err
+	}
+	if err := c.call("MPI_Comm_size", c.fn.commSize, c.h.world, uintptr(unsafe.Pointer(&s))); err != nil {
+		return nil, err
+	}
+	c.rank, c.size = int(r), int(s)
+	if err := c.nodeLocal(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func mpichFamily(version string) bool {
+	v := strings.ToLower(version)
+	for _, k := range []string{"mpich", "intel(r) mpi", "mvapich", "cray mpich"} {
+		if strings.Contains(v, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// nodeLocal finds this rank's number among the ranks of its node
+// (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED), which picks its GPU.
+func (c *Comm) nodeLocal() error {
+	var node [8]byte // an MPI_Comm: 4 bytes for MPICH, 8 for Open MPI
+	if err := c.call("MPI_Comm_split_type", c.fn.commSplitType, c.h.world, c.h.typeShared, uintptr(c.rank), c.h.infoNull, uintptr(unsafe.Pointer(&node[0]))); err != nil {
+		return err
+	}
+	h := uintptr(*(*uint64)(unsafe.Pointer(&node[0])))
+	if c.abi == MPICH {
+		h = uintptr(*(*uint32)(unsafe.Pointer(&node[0])))
+	}
+	var r, s int32
+	if err := c.call("MPI_Comm_rank", c.fn.commRank, h, uintptr(unsafe.Pointer(&r))); err != nil {
+		return err
+	}
+	if err := c.call("MPI_Comm_size", c.fn.commSize, h, uintptr(unsafe.Pointer(&s))); err != nil {
+		return err
+	}
+	c.local, c.nlocal = int(r), int(s)
+	return c.call("MPI_Comm_free", c.fn.commFree, uintptr(unsafe.Pointer(&node[0])))
+}
+
+// call invokes an MPI function and turns a non-zero return into an error
+// (with MPI_ERRORS_ARE_FATAL the library aborts first; this is for the
+// calls made before MPI_Init and for handlers changed by a host program).
+//
+//go:uintptrescapes
+func (c *Comm) call(name string, fn uintptr, args ...uintptr) error {
+	r, _, _ := purego.SyscallN(fn, args...)
+	if code := int32(uint32(r)); code != 0 {
+		return &Error{Call: name, Code: int(code)}
+	}
+	return nil
+}
+
+// Error is a failed MPI call.
+type Error struct {
+	Call string
+	Code int
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("mpi: %s returned error code %d", e.Call, e.Code) }
+
+// Rank returns this process's rank in MPI_COMM_WORLD.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size returns the number of ranks.
+func (c *Comm) Size() int { return c.size }
+
+// LocalRank returns this rank's number among the ranks of its node, and
+// how many there are.
+func (c *Comm) LocalRank() (rank, size int) { return c.local, c.nlocal }
+
+// ABI returns the binary interface of the loaded library.
+func (c *Comm) ABI() ABI { return c.abi }
+
+// Library returns the path or soname the library was loaded from.
+func (c *Comm) Library() string { return c.lib }
+
+// Version returns the first line of MPI_Get_library_version.
+func (c *Comm) Version() string { return firstLine(c.version) }
+
+// Stats returns the communication counted so far.
+func (c *Comm) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// collective runs one collective call under the lock, counting its time
+// and the bytes sent. It panics on an error: with MPI's default handler a
+// failing collective has aborted the job already, and the ranks can no
+// longer agree on anything.
+//
+//go:uintptrescapes
+func (c *Comm) collective(name string, fn uintptr, sent int64, args ...uintptr) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t0 := time.Now()
+	r, _, _ := purego.SyscallN(fn, args...)
+	c.stats.Elapsed += time.Since(t0)
+	c.stats.Calls++
+	c.stats.Bytes += sent
+	if code := int32(uint32(r)); code != 0 {
+		panic(&Error{Call: name, Code: int(code)})
+	}
+}
+
+// maxCount is the largest element count of one call (MPI counts are C ints).
+const maxCount = 1<<31 - 1
+
+// buffer returns the address, element count and type of a slice of a
+// supported element type.
+func buffer(buf any) (unsafe.Pointer, int, Type) {
+	switch b := buf.(type) {
+	case []float32:
+		return unsafe.Pointer(unsafe.SliceData(b)), len(b), Float32
+	case []float64:
+		return unsafe.Pointer(unsafe.SliceData(b)), len(b), Float64
+	case []int32:
+		return unsafe.Pointer(unsafe.SliceData(b)), len(b), Int32
+	case []int64:
+		return unsafe.Pointer(unsafe.SliceData(b)), len(b), Int64
+	case []byte:
+		return unsafe.Pointer(unsafe.SliceData(b)), len(b), Uint8
+	}
+	panic(fmt.Sprintf("mpi: unsupported buffer type %T", buf))
+}
+
+// Barrier waits until every rank has called it.
+func (c *Comm) Barrier() {
+	c.collective("MPI_Barrier", c.fn.barrier, 0, c.h.world)
+}
+
+// Allreduce replaces buf, on every rank, with the element-wise reduction
+// op of every rank's buf (in place). buf is a []float32, []float64,
+// []int32, []int64 or []byte of the same length on every rank. Buffers of
+// more than 2³¹−1 elements go in several calls.
+func (c *Comm) Allreduce(buf any, op Op) {
+	p, n, t := buffer(buf)
+	sz := typeSize[t]
+	for off := 0; off < n; off += maxCount {
+		k := min(n-off, maxCount)
+		c.collective("MPI_Allreduce", c.fn.allreduce, int64(k*sz), c.h.inPlace, uintptr(unsafe.Add(p, off*sz)), uintptr(k), c.h.types[t], c.h.ops[op], c.h.world)
+	}
+}
+
+// Exscan sets buf, in place, to the reduction op of the bufs of the ranks
+// before this one (MPI_Exscan); on rank 0 buf is set to zero (MPI leaves
+// it undefined).
+func (c *Comm) Exscan(buf any, op Op) {
+	p, n, t := buffer(buf)
+	if n > maxCount {
+		panic("mpi: Exscan of more than 2³¹−1 elements")
+	}
+	if n == 0 {
+		return
+	}
+	c.collective("MPI_Exscan", c.fn.exscan, int64(n*typeSize[t]), c.h.inPlace, uintptr(p), uintptr(n), c.h.types[t], c.h.ops[op], c.h.world)
+	if c.rank == 0 {
+		clear(unsafe.Slice((*byte)(p), n*typeSize[t]))
+	}
+}
+
+// Bcast copies root's buf to every rank's buf (same length everywhere).
+func (c *Comm) Bcast(buf any, root int) {
+	p, n, t := buffer(buf)
+	sz := typeSize[t]
+	sent := int64(0)
+	if c.rank == root {
+		sent = int64(n * sz)
+	}
+	for off := 0; off < n; off += maxCount {
+		k := min(n-off, maxCount)
+		c.collective("MPI_Bcast", c.fn.bcast, sent, uintptr(unsafe.Add(p, off*sz)), uintptr(k), c.h.types[t], uintptr(root), c.h.world)
+	}
+}
+
+// Allgather returns every rank's send (the same length on every rank)
+// concatenated in rank order, as a new slice of send's type.
+func Allgather[T float32 | float64 | int32 | int64 | byte](c *Comm, send []T) []T {
+	out := make([]T, len(send)*c.size)
+	if len(send) == 0 {
+		return out
+	}
+	sp, n, t := buffer(send)
+	rp, _, _ := buffer(out)
+	if len(out) > maxCount {
+		panic("mpi: Allgather of more than 2³¹−1 elements")
+	}
+	c.collective("MPI_Allgather", c.fn.allgather, int64(n*typeSize[t]), uintptr(sp), uintptr(n), c.h.types[t], uintptr(rp), uintptr(n), c.h.types[t], c.h.world)
+	return out
+}
+
+// counts returns the displacements of counts and their total, panicking
+// past MPI's int counts.
+func displacements(counts []int32) ([]int32, int) {
+	displs := make([]int32, len(counts))
+	total := 0
+	for i, k := range counts {
+		if total > maxCount {
+			break
+		}
+		displs[i] = int32(total)
+		total += int(k)
+	}
+	if total > maxCount {
+		panic("mpi: a variable-count collective of more than 2³¹−1 elements")
+	}
+	return displs, total
+}
+
+// Allgatherv returns every rank's send (any length) concatenated in rank
+// order, and the length each rank sent.
+func Allgatherv[T float32 | float64 | int32 | int64 | byte](c *Comm, send []T) ([]T, []int32) {
+	counts := Allgather(c, []int32{int32(len(send))})
+	displs, total := displacements(counts)
+	out := make([]T, total)
+	var zero [1]T
+	sb, rb := send, out
+	if len(sb) == 0 {
+		sb = zero[:]
+	}
+	if len(rb) == 0 {
+		rb = zero[:]
+	}
+	sp, _, t := buffer(sb)
+	rp, _, _ := buffer(rb)
+	c.collective("MPI_Allgatherv", c.fn.allgatherv, int64(len(send)*typeSize[t]), uintptr(sp), uintptr(len(send)), c.h.types[t],
+		uintptr(rp), uintptr(unsafe.Pointer(&counts[0])), uintptr(unsafe.Pointer(&displs[0])), c.h.types[t], c.h.world)
+	return out, counts
+}
+
+// Gatherv returns, on root, every rank's send concatenated in rank order
+// (nil elsewhere).
+func Gatherv[T float32 | float64 | int32 | int64 | byte](c *Comm, send []T, root int) []T {
+	counts := Allgather(c, []int32{int32(len(send))})
+	displs, total := displacements(counts)
+	var out []T
+	var zero [1]T
+	sb := send
+	if len(sb) == 0 {
+		sb = zero[:]
+	}
+	rb := zero[:]
+	if c.rank == root {
+		out = make([]T, total)
+		if total > 0 {
+			rb = out
+		}
+	}
+	sp, _, t := buffer(sb)
+	rp, _, _ := buffer(rb)
+	c.collective("MPI_Gatherv", c.fn.gatherv, int64(len(send)*typeSize[t]), uintptr(sp), uintptr(len(send)), c.h.types[t],
+		uintptr(rp), uintptr(unsafe.Pointer(&counts[0])), uintptr(unsafe.Pointer(&displs[0])), c.h.types[t], uintptr(root), c.h.world)
+	return out
+}
+
+// Alltoallv sends send[sendCounts[0]…] to rank 0, the next sendCounts[1]
+// elements to rank 1, and so on, and returns what every rank sent to this
+// one, concatenated in rank order, with the count from each rank.
+func Alltoallv[T float32 | float64 | int32 | int64 | byte](c *Comm, send []T, sendCounts []int32) ([]T, []int32) {
+	if len(sendCounts) != c.size {
+		panic(fmt.Sprintf("mpi: Alltoallv with %d counts for %d ranks", len(sendCounts), c.size))
+	}
+	recvCounts := make([]int32, c.size)
+	c.collective("MPI_Alltoall", c.fn.alltoall, int64(4*c.size), uintptr(unsafe.Pointer(&sendCounts[0])), 1, c.h.types[Int32],
+		uintptr(unsafe.Pointer(&recvCounts[0])), 1, c.h.types[Int32], c.h.world)
+	sdispls, stotal := displacements(sendCounts)
+	if stotal != len(send) {
+		panic(fmt.Sprintf("mpi: Alltoallv counts sum to %d for %d elements", stotal, len(send)))
+	}
+	rdispls, rtotal := displacements(recvCounts)
+	out := make([]T, rtotal)
+	var zero [1]T
+	sb, rb := send, out
+	if len(sb) == 0 {
+		sb = zero[:]
+	}
+	if len(rb) == 0 {
+		rb = zero[:]
+	}
+	sp, _, t := buffer(sb)
+	rp, _, _ := buffer(rb)
+	c.collective("MPI_Alltoallv", c.fn.alltoallv, int64(len(send)*typeSize[t]),
+		uintptr(sp), uintptr(unsafe.Pointer(&sendCounts[0])), uintptr(unsafe.Pointer(&sdispls[0])), c.h.types[t],
+		uintptr(rp), uintptr(unsafe.Pointer(&recvCounts[0])), uintptr(unsafe.Pointer(&rdispls[0])), c.h.types[t], c.h.world)
+	return out, recvCounts
+}
+
+// Abort ends every rank of the job with the exit code (MPI_Abort).
+func (c *Comm) Abort(code int) {
+	purego.SyscallN(c.fn.abort, c.h.world, uintptr(code))
+}
+
+// Finalize shuts MPI down (MPI_Finalize). Call it once, at the end, on
+// every rank.
+func (c *Comm) Finalize() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.call("MPI_Finalize", c.fn.finalize)
+}
+
+// ErrNoMPI wraps Init's error when no library loads.
+var ErrNoMPI = errors.New("no MPI library")

@@ -1,0 +1,176 @@
+package mpi
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// launcher returns the mpiexec command line the tests use: $DAINX_MPIEXEC
+// split at spaces (for example "mpiexec.openmpi --oversubscribe"), else
+// mpiexec.mpich or mpiexec; nil when none is installed.
+func launcher() []string {
+	cmd := strings.Fields(os.Getenv("DAINX_MPIEXEC"))
+	if len(cmd) == 0 {
+		cmd = []string{"mpiexec"}
+		if _, err := exec.LookPath("mpiexec.mpich"); err == nil {
+			cmd = []string{"mpiexec.mpich"}
+		}
+	}
+	if _, err := exec.LookPath(cmd[0]); err != nil {
+		return nil
+	}
+	return cmd
+}
+
+func TestNoLibrary(t *testing.T) {
+	_, err := load([]string{"/nonexistent/libmpi.so.12"})
+	if !errors.Is(err, ErrNoMPI) || !strings.Contains(err.Error(), "/nonexistent/libmpi.so.12") || !strings.Contains(err.Error(), "apt-get install mpich") {
+		t.Fatalf("error %v: want ErrNoMPI naming the path tried and how to install MPI", err)
+	}
+}
+
+// TestCollectives runs TestRanks under mpiexec with 1, 2 and 3 ranks.
+func TestCollectives(t *testing.T) {
+	if os.Getenv("DAINX_MPI_CHILD") != "" {
+		t.Skip("in a rank")
+	}
+	l := launcher()
+	if l == nil {
+		t.Skip("no mpiexec (apt-get install mpich)")
+	}
+	for _, n := range []int{1, 2, 3} {
+		args := append(append([]string(nil), l[1:]...), "-n", strconv.Itoa(n), os.Args[0], "-test.run", "^TestRanks$", "-test.v")
+		cmd := exec.Command(l[0], args...)
+		cmd.Env = append(os.Environ(), "DAINX_MPI_CHILD=1", "DAINX_MPI_SIZE="+strconv.Itoa(n))
+		// Open MPI refuses root and more ranks than cores unless told.
+		cmd.Env = append(cmd.Env, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s -n %d: %v\n%s", l[0], n, err, out)
+		}
+		if got := strings.Count(string(out), "--- PASS: TestRanks"); got != n {
+			t.Fatalf("%s -n %d: %d ranks passed\n%s", l[0], n, got, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "rank 0 of") {
+				t.Logf("-n %d: %s", n, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// TestRanks is one rank of TestCollectives.
+func TestRanks(t *testing.T) {
+	if os.Getenv("DAINX_MPI_CHILD") == "" {
+		t.Skip("run by TestCollectives under mpiexec")
+	}
+	c, err := Init()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Finalize()
+	want, _ := strconv.Atoi(os.Getenv("DAINX_MPI_SIZE"))
+	r, p := c.Rank(), c.Size()
+	if p != want || r < 0 || r >= p {
+		t.Fatalf("rank %d of %d, want %d ranks", r, p, want)
+	}
+	lr, ln := c.LocalRank()
+	if lr != r || ln != p {
+		t.Errorf("node-local rank %d of %d, want %d of %d (one node)", lr, ln, r, p)
+	}
+	t.Logf("%s (%s), rank %d of %d", c.Version(), c.ABI(), r, p)
+
+	f := []float32{float32(r), 1, float32(-r)}
+	c.Allreduce(f, Sum)
+	tri := float32(p * (p - 1) / 2)
+	if f[0] != tri || f[1] != float32(p) || f[2] != -tri {
+		t.Errorf("Allreduce float32 sum: %v", f)
+	}
+	d := []float64{float64(r) + 0.5}
+	c.Allreduce(d, Max)
+	if d[0] != float64(p-1)+0.5 {
+		t.Errorf("Allreduce float64 max: %v", d)
+	}
+	i := []int64{int64(r) - 7, 1 << 40}
+	c.Allreduce(i, Min)
+	if i[0] != -7 || i[1] != 1<<40 {
+		t.Errorf("Allreduce int64 min: %v", i)
+	}
+	b := []byte{byte(1 << r)}
+	c.Allreduce(b, BitOr)
+	if b[0] != byte(1<<p-1) {
+		t.Errorf("Allreduce byte or: %v", b)
+	}
+	ex := []int64{int64(r + 1)}
+	c.Exscan(ex, Sum)
+	if ex[0] != int64(r*(r+1)/2) {
+		t.Errorf("Exscan: %d", ex[0])
+	}
+	bc := []int32{0, 0}
+	if r == p-1 {
+		bc = []int32{42, 43}
+	}
+	c.Bcast(bc, p-1)
+	if bc[0] != 42 || bc[1] != 43 {
+		t.Errorf("Bcast: %v", bc)
+	}
+	ag := Allgather(c, []int32{int32(10 * r)})
+	for k, v := range ag {
+		if v != int32(10*k) {
+			t.Errorf("Allgather: %v", ag)
+		}
+	}
+	// Rank k sends k copies of k (rank 0 sends nothing).
+	mine := make([]float64, r)
+	for k := range mine {
+		mine[k] = float64(r)
+	}
+	all, counts := Allgatherv(c, mine)
+	if len(all) != p*(p-1)/2 || len(counts) != p {
+		t.Fatalf("Allgatherv: %v %v", all, counts)
+	}
+	pos := 0
+	for k := 0; k < p; k++ {
+		for j := 0; j < k; j++ {
+			if all[pos] != float64(k) {
+				t.Errorf("Allgatherv: %v", all)
+			}
+			pos++
+		}
+	}
+	g := Gatherv(c, mine, 0)
+	if (r == 0) != (g != nil || p == 1) || (r == 0 && len(g) != p*(p-1)/2) {
+		t.Errorf("Gatherv on rank %d: %v", r, g)
+	}
+	// Rank r sends j+1 values r*100+j to rank j.
+	var send []int32
+	sc := make([]int32, p)
+	for j := 0; j < p; j++ {
+		sc[j] = int32(j + 1)
+		for k := 0; k <= j; k++ {
+			send = append(send, int32(r*100+j))
+		}
+	}
+	got, rc := Alltoallv(c, send, sc)
+	if len(got) != p*(r+1) {
+		t.Fatalf("Alltoallv: %v %v", got, rc)
+	}
+	for k := 0; k < p; k++ {
+		if rc[k] != int32(r+1) {
+			t.Errorf("Alltoallv counts %v", rc)
+		}
+		for j := 0; j <= r; j++ {
+			if v := got[k*(r+1)+j]; v != int32(k*100+r) {
+				t.Errorf("Alltoallv from %d: %d", k, v)
+			}
+		}
+	}
+	c.Barrier()
+	if s := c.Stats(); s.Calls == 0 || s.Elapsed <= 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
