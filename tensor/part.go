@@ -1,0 +1,282 @@
+package tensor
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+// This file reads one share of a text tensor file, for a run spread over
+// several processes (dainx augment -dist mpi): the file's bytes are cut into
+// equal ranges, and a line belongs to the range that holds its first byte,
+// so the shares partition the lines whatever the cut. The caller (package
+// dist) agrees the order, line numbers, dims and duplicates across the
+// processes; nothing here communicates.
+
+// Part is one process's share of a text tensor file: the cells on the
+// lines that start in its byte range, in file order.
+type Part struct {
+	Name   string
+	Base   int64 // the index base subtracted from every index
+	Order  int
+	Idx    []int32   // NNZ×Order, 0-based
+	Val    []float64 // NNZ
+	MaxIdx []int32   // per mode, the largest index (0 when there are no cells)
+	Lines  int       // lines that start in the range (the last may lack '\n')
+	lines  lineMap
+}
+
+// NNZ returns the number of cells of the part.
+func (p *Part) NNZ() int { return len(p.Val) }
+
+// LineOf returns the line of cell k, counted from the part's first line (1).
+func (p *Part) LineOf(k int) int { return p.lines.lineOf(k) }
+
+// TextSize returns the size in bytes of the text of the file at path: the
+// file's size, or for gzip the uncompressed size its trailer records
+// (modulo 2³², so only a hint for larger or multi-member streams), and
+// whether it is gzip.
+func TextSize(path string) (size int64, gzipped bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	var magic [2]byte
+	if n, _ := io.ReadFull(f, magic[:]); n < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return fi.Size(), false, nil
+	}
+	var tail [4]byte
+	if fi.Size() < 18 {
+		return 0, true, nil
+	}
+	if _, err := f.ReadAt(tail[:], fi.Size()-4); err != nil {
+		return 0, true, err
+	}
+	return int64(binary.LittleEndian.Uint32(tail[:])), true, nil
+}
+
+// PartRange returns the byte range [lo, hi) of share k of n of a text of
+// size bytes; the last share is open-ended (hi = MaxInt64), so that a size
+// that is only a hint (gzip) still covers every line.
+func PartRange(size int64, k, n int) (lo, hi int64) {
+	lo = size / int64(n) * int64(k)
+	if k == n-1 {
+		return lo, math.MaxInt64
+	}
+	return lo, size / int64(n) * int64(k+1)
+}
+
+// section is a reader of the bytes of the lines that start in [lo, hi) of
+// the text of a file (decompressed when gzip), counting the lines it
+// delivers.
+type section struct {
+	f      *os.File
+	zr     *gzip.Reader
+	r      *bufio.Reader
+	pos    int64 // text position of the next byte to deliver
+	hi     int64
+	done   bool
+	nl     int  // '\n' delivered
+	last   byte // the last byte delivered
+	any    bool // whether a byte was delivered
+	closer func()
+}
+
+// openSection opens the text of path at the first line that starts at or
+// after lo.
+func openSection(path string, lo, hi int64) (*section, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &section{f: f, hi: hi}
+	br := bufio.NewReaderSize(f, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, &ParseError{File: path, Msg: "corrupt gzip stream: " + err.Error()}
+		}
+		s.zr = zr
+		s.r = bufio.NewReaderSize(zr, 1<<16)
+	} else {
+		if lo > 0 {
+			if _, err := f.Seek(lo-1, io.SeekStart); err != nil {
+				f.Close()
+				return nil, err
+			}
+			br.Reset(f)
+			s.pos = lo - 1
+		}
+		s.r = br
+	}
+	// Skip to lo−1, then to the start of the first line at or after lo.
+	if lo > 0 {
+		if n, err := io.CopyN(io.Discard, s.r, lo-1-s.pos); err != nil {
+			s.pos += n
+			s.done = true // the text ends before the range
+			return s, s.readErr(err)
+		}
+		s.pos = lo - 1
+		c, err := s.r.ReadByte()
+		if err != nil {
+			s.done = true
+			return s, s.readErr(err)
+		}
+		s.pos++
+		if c != '\n' {
+			skip, err := s.r.ReadSlice('\n')
+			for err == bufio.ErrBufferFull {
+				s.pos += int64(len(skip))
+				skip, err = s.r.ReadSlice('\n')
+			}
+			s.pos += int64(len(skip))
+			if err != nil {
+				s.done = true
+				return s, s.readErr(err)
+			}
+		}
+	}
+	s.done = s.pos >= s.hi
+	return s, nil
+}
+
+// readErr is nil for the end of the text, else the read error.
+func (s *section) readErr(err error) error {
+	if err == io.EOF {
+		return nil
+	}
+	return &ParseError{File: s.f.Name(), Msg: fmt.Sprintf("%s: %v", gzipOrRead(err), err)}
+}
+
+// Read delivers the lines that start before hi.
+func (s *section) Read(p []byte) (int, error) {
+	if s.done {
+		return 0, io.EOF
+	}
+	n, err := s.r.Read(p)
+	// Cut after the first '\n' at or after hi−1: the next line starts at
+	// or after hi.
+	if cut := s.hi - 1 - s.pos; cut < int64(n) {
+		from := max(cut, 0)
+		if i := bytes.IndexByte(p[from:n], '\n'); i >= 0 {
+			n = int(from) + i + 1
+			s.done = true
+			err = nil
+		}
+	}
+	s.nl += bytes.Count(p[:n], []byte{'\n'})
+	if n > 0 {
+		s.last, s.any = p[n-1], true
+	}
+	s.pos += int64(n)
+	if err == io.EOF {
+		s.done = true
+	}
+	return n, err
+}
+
+// lineCount drains the section and returns its number of lines.
+func (s *section) lineCount() (int, error) {
+	if _, err := io.Copy(io.Discard, s); err != nil {
+		return 0, s.readErr(err)
+	}
+	n := s.nl
+	if s.any && s.last != '\n' {
+		n++
+	}
+	return n, nil
+}
+
+func (s *section) Close() {
+	if s.zr != nil {
+		s.zr.Close()
+	}
+	s.f.Close()
+}
+
+// FirstOrder returns the order the first data line in the byte range
+// [lo, hi) of path's text gives (its number of fields less one; -1 when
+// that line has fewer than 2 fields), or 0 when the range has no data line.
+func FirstOrder(path string, lo, hi int64) (int, error) {
+	s, err := openSection(path, lo, hi)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	sc := bufio.NewScanner(s)
+	sc.Buffer(make([]byte, min(1<<20, maxLine)), maxLine)
+	var fs [][]byte
+	for sc.Scan() {
+		if fs = splitFields(sc.Bytes(), fs); len(fs) > 0 {
+			if len(fs) < 2 {
+				return -1, nil
+			}
+			return len(fs) - 1, nil
+		}
+	}
+	return 0, nil // a line too long or a read error shows in ReadPart
+}
+
+// ReadPart parses the lines that start in the byte range [lo, hi) of the
+// text of path (plain or gzip; text formats only) with the given tensor
+// order (0: from the range's first data line), the index base of opt. It
+// returns the part, and on bad content a *ParseError whose Line counts from
+// the range's first line; the part's Lines is then still the number of
+// lines of the whole range, so that the caller can number the lines of
+// every range.
+func ReadPart(path string, opt ReadOptions, lo, hi int64, order int) (*Part, error) {
+	if opt.Format == BIN {
+		return nil, fmt.Errorf("tensor: %s: a .bin file is not split by lines", path)
+	}
+	base, err := resolveBase(opt.Format, opt.IndexBase)
+	if err != nil {
+		return nil, err
+	}
+	part := &Part{Name: path, Base: base}
+	s, err := openSection(path, lo, hi)
+	if s == nil {
+		return part, err
+	}
+	defer s.Close()
+	if err != nil {
+		return part, err
+	}
+	p := parser{name: path, base: base}
+	if order > 0 {
+		p.order, p.maxIdx = order, make([]int32, order)
+	}
+	perr := p.run(s)
+	n, cerr := s.lineCount()
+	part.Lines = n
+	if perr != nil {
+		return part, perr
+	}
+	if cerr != nil {
+		return part, cerr
+	}
+	part.Order, part.Idx, part.Val, part.MaxIdx, part.lines = p.order, p.idx, p.val, p.maxIdx, p.lines
+	if part.Order == 0 {
+		part.Order = order
+	}
+	if part.MaxIdx == nil {
+		part.MaxIdx = make([]int32, part.Order)
+	}
+	return part, nil
+}
+
+// DuplicateError is the error for cell (0-based indices) on line, which
+// repeats the cell on line first: the one Read gives.
+func DuplicateError(name string, base int64, line int, cell []int32, first int) error {
+	return &ParseError{File: name, Line: line, Msg: fmt.Sprintf("duplicate cell %s, first on line %d", fmtCell(cell, base), first)}
+}
