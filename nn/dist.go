@@ -1,0 +1,390 @@
+package nn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/dainx/dainx/compute"
+)
+
+// This file is Train spread over processes (data parallelism): every
+// process holds a replica of the model and a share of the training cells;
+// each step's global batch, the one Train would take from the same
+// shuffle, is divided among the processes by who holds each cell; the
+// gradients are summed across processes; every process then takes the same
+// Adam step, so the replicas stay identical. Only the summation order of
+// the gradients differs from Train's.
+
+// Cluster is what TrainDist needs from the processes it runs on (package
+// dist implements it over MPI, or NCCL for device buffers).
+type Cluster interface {
+	// Size returns the number of processes.
+	Size() int
+	// SumF32 and SumF64 replace x on every process by the element-wise
+	// sum over the processes (the same result on every one).
+	SumF32(x []float32)
+	SumF64(x []float64)
+	// GatherF32 and GatherI32 return every process's x concatenated in
+	// process order.
+	GatherF32(x []float32) []float32
+	GatherI32(x []int32) []int32
+}
+
+// DeviceSummer is a Cluster that can also sum a backend buffer in place on
+// the device (NCCL); TrainDist then sums the dense gradients there.
+type DeviceSummer interface {
+	SumDevice(be compute.Backend, x compute.F32) (bool, error)
+}
+
+// Span is a run of consecutive cells of a local Set that are consecutive
+// cells of the global training set.
+type Span struct {
+	Global, Local, N int
+}
+
+// DistConfig describes a data-parallel training (TrainDist).
+type DistConfig struct {
+	Cluster Cluster
+	// Global is the number of training cells over all processes; Owned
+	// maps the local Set's cells to their global numbers (the order Train
+	// would see them in on one process).
+	Global int
+	Owned  []Span
+	// ValGlobal is the number of validation cells over all processes.
+	ValGlobal int
+	// Exchange is "dense" (the whole gradient summed every step) or
+	// "sparse" (the dense layers summed, and only the embedding rows a step
+	// touched gathered from every process); "" chooses by size (see
+	// ChooseExchange).
+	Exchange string
+	// Comm, if not nil, is added the wall time spent exchanging.
+	Comm *time.Duration
+}
+
+// ChooseExchange returns "sparse" when the embedding table is more than
+// four times the rows a step can touch (batch × order), else "dense": a
+// sparse exchange gathers at most batch × order rows from each process
+// per step, a dense one moves about twice the table through a ring.
+func ChooseExchange(tableRows, batch, order int) string {
+	if tableRows > 4*batch*order {
+		return "sparse"
+	}
+	return "dense"
+}
+
+// TrainDist is Train on the processes of d.Cluster, on which every process
+// calls it with the same model initialisation, configuration and shuffle
+// seed, its own share of the training cells (train, numbered by d.Owned)
+// and of the validation cells. The result, the parameters left in m and
+// every error are the same on every process. Resume and Save are not
+// supported (the run is not checkpointed), nor Graphs.
+func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d DistConfig) (Result, error) {
+	var res Result
+	if cfg.Epochs <= 0 || cfg.Batch <= 0 || cfg.Patience <= 0 || !(cfg.LR > 0) {
+		return res, fmt.Errorf("nn: epochs %d, batch %d, patience %d, lr %g: all must be positive", cfg.Epochs, cfg.Batch, cfg.Patience, cfg.LR)
+	}
+	if cfg.Resume != nil || cfg.Save != nil {
+		return res, fmt.Errorf("nn: a data-parallel training is not checkpointed")
+	}
+	if cfg.Batch > m.capacity {
+		return res, fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
+	}
+	if d.Global == 0 || d.ValGlobal == 0 {
+		return res, fmt.Errorf("nn: %d training and %d validation cells; both must be non-empty", d.Global, d.ValGlobal)
+	}
+	n := 0
+	for _, s := range d.Owned {
+		if s.Local != n || s.N < 0 || s.Global < 0 || s.Global+s.N > d.Global {
+			return res, fmt.Errorf("nn: spans %v do not number %d local cells among %d", d.Owned, train.Len(), d.Global)
+		}
+		n += s.N
+	}
+	if n != train.Len() {
+		return res, fmt.Errorf("nn: spans %v do not number %d local cells", d.Owned, train.Len())
+	}
+	cl := d.Cluster
+	timed := func(f func()) {
+		t0 := time.Now()
+		f()
+		if d.Comm != nil {
+			*d.Comm += time.Since(t0)
+		}
+	}
+	be, order, T, L := m.be, m.Order(), d.Global, train.Len()
+	steps := (T + cfg.Batch - 1) / cfg.Batch
+	shufRows, shufVals := be.AllocI32(max(L, 1)*order), be.Alloc(max(L, 1))
+	adamM, adamV := be.Alloc(m.params.Len()), be.Alloc(m.params.Len())
+	best := be.Alloc(m.params.Len())
+	delta, sq := be.Alloc(m.capacity), be.Alloc(steps)
+	defer func() {
+		for _, b := range []compute.F32{shufVals, adamM, adamV, best, delta, sq} {
+			b.Free()
+		}
+		shufRows.Free()
+	}()
+	exchange := d.Exchange
+	tableRows := m.table.Len() / m.width
+	if exchange == "" {
+		exchange = ChooseExchange(tableRows, cfg.Batch, order)
+	}
+	if exchange != "dense" && exchange != "sparse" {
+		return res, fmt.Errorf("nn: exchange %q: want dense or sparse", exchange)
+	}
+	// The exchanged part of the gradient: all of it (dense), or the part
+	// after the table (sparse).
+	dense := m.grads
+	if exchange == "sparse" {
+		dense = m.grads.Slice(m.table.Len(), m.grads.Len()-m.table.Len())
+	}
+	denseHost := make([]float32, dense.Len())
+	ds, _ := cl.(DeviceSummer)
+	sumDense := func() error {
+		var err error
+		timed(func() {
+			if ds != nil {
+				var ok bool
+				if ok, err = ds.SumDevice(be, dense); ok || err != nil {
+					return
+				}
+			}
+			if err = be.Download(denseHost, dense); err != nil {
+				return
+			}
+			cl.SumF32(denseHost)
+			be.Upload(dense, denseHost)
+		})
+		return err
+	}
+	// Sparse exchange buffers: this step's distinct table rows, their
+	// gradient rows gathered on the device, and the negation that clears
+	// them before every process's rows are added in process order.
+	var (
+		rowSeen              = map[int32]struct{}{}
+		uniq                 []int32
+		rowBuf               compute.I32
+		gradBuf              compute.F32
+		gradHost, negHost    []float32
+		allRowsBuf, allGrads = compute.I32(nil), compute.F32(nil)
+	)
+	if exchange == "sparse" {
+		rowBuf, gradBuf = be.AllocI32(cfg.Batch*order), be.Alloc(cfg.Batch*order*m.width)
+		defer rowBuf.Free()
+		defer gradBuf.Free()
+		defer func() {
+			if allRowsBuf != nil {
+				allRowsBuf.Free()
+				allGrads.Free()
+			}
+		}()
+	}
+	sumTable := func(rows []int32) error {
+		clear(rowSeen)
+		uniq = uniq[:0]
+		for _, r := range rows {
+			if _, ok := rowSeen[r]; !ok {
+				rowSeen[r] = struct{}{}
+				uniq = append(uniq, r)
+			}
+		}
+		slices.Sort(uniq)
+		k, w := len(uniq), m.width
+		if cap(gradHost) < k*w {
+			gradHost, negHost = make([]float32, k*w), make([]float32, k*w)
+		}
+		gradHost, negHost = gradHost[:k*w], negHost[:k*w]
+		if k > 0 {
+			be.UploadI32(rowBuf.Slice(0, k), uniq)
+			be.Gather(gradBuf.Slice(0, k*w), m.dtable, rowBuf.Slice(0, k), 1, w, compute.ModeMajor)
+			if err := be.Download(gradHost, gradBuf.Slice(0, k*w)); err != nil {
+				return err
+			}
+			// Clear this process's rows: x + (−x) is exactly 0.
+			for i, v := range gradHost {
+				negHost[i] = -v
+			}
+			be.Upload(gradBuf.Slice(0, k*w), negHost)
+			be.ScatterRows(m.dtable, gradBuf.Slice(0, k*w), rowBuf.Slice(0, k), 1, w, compute.ModeMajor)
+		}
+		var allRows []int32
+		var all []float32
+		timed(func() {
+			allRows = cl.GatherI32(uniq)
+			all = cl.GatherF32(gradHost)
+		})
+		if len(allRows) == 0 {
+			return nil
+		}
+		if allRowsBuf == nil || allRowsBuf.Len() < len(allRows) {
+			if allRowsBuf != nil {
+				allRowsBuf.Free()
+				allGrads.Free()
+			}
+			allRowsBuf, allGrads = be.AllocI32(len(allRows)), be.Alloc(len(allRows)*w)
+		}
+		rb, gb := allRowsBuf.Slice(0, len(allRows)), allGrads.Slice(0, len(all))
+		be.UploadI32(rb, allRows)
+		be.Upload(gb, all)
+		// Every process adds the same rows in the same (process) order.
+		be.ScatterRows(m.dtable, gb, rb, 1, w, compute.ModeMajor)
+		return nil
+	}
+
+	perm := make([]int, T)
+	for i := range perm {
+		perm[i] = i
+	}
+	local := func(p int) int {
+		for _, s := range d.Owned {
+			if p >= s.Global && p < s.Global+s.N {
+				return s.Local + p - s.Global
+			}
+		}
+		return -1
+	}
+	hostRows, hostVals := make([]int32, L*order), make([]float32, L)
+	stepLo := make([]int, steps+1)
+	sqHost := make([]float32, steps)
+	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	res.BestValMSE = math.Inf(1)
+	ms := []float64{train.MeanSquare() * float64(L)}
+	cl.SumF64(ms)
+	msq := ms[0] / float64(T)
+	valT := float64(d.ValGlobal)
+	var gsumHost []float32
+	if cfg.ValGradSum != nil {
+		gsumHost = make([]float32, cfg.ValGradSum.Len())
+	}
+	for k := 1; k <= cfg.Epochs; k++ {
+		start := time.Now()
+		if cfg.Shuffle != nil {
+			cfg.Shuffle.Shuffle(T, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		}
+		// This process's cells of each step, in the global order.
+		pos := 0
+		for s := 0; s < steps; s++ {
+			stepLo[s] = pos
+			for _, p := range perm[s*cfg.Batch : min((s+1)*cfg.Batch, T)] {
+				if l := local(p); l >= 0 {
+					copy(hostRows[pos*order:(pos+1)*order], train.rows[l*order:(l+1)*order])
+					hostVals[pos] = train.vals[l]
+					pos++
+				}
+			}
+		}
+		stepLo[steps] = pos
+		if L > 0 {
+			be.UploadI32(shufRows.Slice(0, L*order), hostRows)
+			be.Upload(shufVals.Slice(0, L), hostVals)
+		}
+		for s := 0; s < steps; s++ {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			lo, hi := stepLo[s], stepLo[s+1]
+			gb := min((s+1)*cfg.Batch, T) - s*cfg.Batch
+			if hi > lo {
+				rows, y := shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
+				pred := m.Forward(rows)
+				dl := delta.Slice(0, hi-lo)
+				be.MSEGrad(dl, sq.Slice(s, 1), pred, y, float32(2/float64(gb)))
+				m.Backward(rows, dl, false)
+			} else {
+				be.Fill(m.grads, 0)
+				be.Fill(sq.Slice(s, 1), 0)
+			}
+			if err := sumDense(); err != nil {
+				return res, fmt.Errorf("nn: epoch %d: %w", k, err)
+			}
+			if exchange == "sparse" {
+				if err := sumTable(hostRows[lo*order : hi*order]); err != nil {
+					return res, fmt.Errorf("nn: epoch %d: %w", k, err)
+				}
+			}
+			adam.T++
+			be.Adam(m.params, m.grads, adamM, adamV, adam)
+		}
+		if err := be.Download(sqHost, sq); err != nil {
+			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
+		}
+		// Each step's squared error summed over the processes, and the
+		// validation sums, in one exchange.
+		sums := make([]float64, steps+2+len(gsumHost))
+		for s, v := range sqHost {
+			sums[s] = float64(v)
+		}
+		var localVal float64
+		var err error
+		if val.Len() > 0 {
+			if localVal, err = m.evaluate(val, cfg.ValGradSum); err != nil {
+				return res, fmt.Errorf("nn: epoch %d: %w", k, err)
+			}
+			sums[steps] = localVal * float64(val.Len())
+		} else if cfg.ValGradSum != nil {
+			be.Fill(cfg.ValGradSum, 0)
+		}
+		if gsumHost != nil {
+			if err := be.Download(gsumHost, cfg.ValGradSum); err != nil {
+				return res, fmt.Errorf("nn: epoch %d: %w", k, err)
+			}
+			for i, v := range gsumHost {
+				sums[steps+2+i] = float64(v)
+			}
+		}
+		timed(func() { cl.SumF64(sums) })
+		if gsumHost != nil {
+			for i := range gsumHost {
+				gsumHost[i] = float32(sums[steps+2+i])
+			}
+			be.Upload(cfg.ValGradSum, gsumHost)
+		}
+		ep := Epoch{N: k}
+		for s := 0; s < steps; s++ {
+			ep.TrainMSE += sums[s] / float64(min((s+1)*cfg.Batch, T)-s*cfg.Batch)
+		}
+		ep.TrainMSE /= float64(steps)
+		ep.ValMSE = sums[steps] / valT
+		if k == 1 {
+			err = divergence(ep, ep, msq)
+		} else {
+			err = divergence(ep, res.Epochs[0], msq)
+		}
+		if err != nil {
+			return res, err
+		}
+		if ep.ValMSE < res.BestValMSE {
+			ep.Best = true
+			res.BestEpoch, res.BestValMSE = k, ep.ValMSE
+			be.Copy(best, m.params)
+		}
+		ep.Seconds = time.Since(start).Seconds()
+		res.Epochs = append(res.Epochs, ep)
+		if cfg.AfterEpoch != nil {
+			if err := cfg.AfterEpoch(ep); err != nil {
+				return res, err
+			}
+		}
+		if k-res.BestEpoch >= cfg.Patience {
+			break
+		}
+	}
+	be.Copy(m.params, best)
+	return res, be.Sync()
+}
+
+// ParamsChecksum returns a checksum of the model's parameters (to check
+// that data-parallel replicas agree).
+func (m *Net) ParamsChecksum() (uint64, error) {
+	host := make([]float32, m.params.Len())
+	if err := m.be.Download(host, m.params); err != nil {
+		return 0, err
+	}
+	h := uint64(14695981039346656037)
+	for _, v := range host {
+		h ^= uint64(math.Float32bits(v))
+		h *= 1099511628211
+	}
+	return h, nil
+}
