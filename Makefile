@@ -29,7 +29,7 @@ help:
 	@echo "make test-embed     the C API tests, the Python tests and the examples on the CPU (what CI runs after make test)"
 
 build:
-	$(GO) build -o dainx ./cmd/dainx
+	CGO_ENABLED=0 $(GO) build -o dainx ./cmd/dainx
 
 # make demo: the main job, `dainx augment` with default flags on the
 # embedded demo tensor (about a minute on two cores); the JSON report goes
