@@ -195,6 +195,8 @@ type Report struct {
 	Seconds        Seconds    `json:"seconds"`
 	HistoryBefore  []EpochLog `json:"history_before"`
 	HistoryAfter   []EpochLog `json:"history_after"`
+	// Dist describes a run spread over processes (RunDist); nil otherwise.
+	Dist *DistReport `json:"dist,omitempty"`
 }
 
 // Result is what Run returns: the report and the augmented cells.

@@ -1,0 +1,423 @@
+package dain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/sampling"
+	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/tracin"
+)
+
+// This file is DAIN spread over processes (dainx augment -dist mpi): every
+// process holds a share of the observed cells and a replica of each model;
+// training is data parallel (nn.TrainDist), TracIn scores each process's
+// own training cells, entity importance and the validation gradient sums
+// are reduced, and sampling rejects candidates against hash-partitioned
+// cell sets (sampling.CellsShared). The split, the initialisations, the
+// shuffles and the sampling's draws are those of Run with the same seed on
+// one process; only the order in which gradients and importances are summed
+// differs.
+
+// Cluster is what RunDist needs from the processes (package dist
+// implements it over MPI).
+type Cluster interface {
+	nn.Cluster
+	Rank() int
+	// SumI64 sums x over the processes, in place.
+	SumI64(x []int64)
+	// Or replaces b by the bitwise or over the processes.
+	Or(b []byte)
+	// AlltoallI32 sends send[…counts[0]] to process 0, the next counts[1]
+	// to process 1, …, and returns what every process sent this one, in
+	// process order.
+	AlltoallI32(send []int32, counts []int32) []int32
+	// GatherF64 returns every process's x concatenated in process order.
+	GatherF64(x []float64) []float64
+	// CommSeconds returns the wall time spent communicating so far.
+	CommSeconds() float64
+	// Describe names the library and the device exchange, for the report.
+	Describe() string
+}
+
+// Shard is one process's share of a tensor's observed cells: cells
+// First … First+Cells.NNZ()−1 (in file order) of the tensor's NNZ. Its
+// Dims are the whole tensor's.
+type Shard struct {
+	Cells *tensor.COO
+	First int
+	NNZ   int
+}
+
+// DistReport describes a run spread over processes in the report.
+type DistReport struct {
+	Ranks       int     `json:"ranks"`
+	Library     string  `json:"library"`
+	Exchange    string  `json:"exchange"`     // the embedding gradients' exchange: dense or sparse
+	CommSeconds float64 `json:"comm_seconds"` // wall time in communication on rank 0
+	StepComm    float64 `json:"step_comm_ms"` // mean communication per training step on rank 0, ms
+	Steps       int     `json:"steps"`        // training steps of every model
+}
+
+// DistSupported reports why cfg cannot run spread over processes, or nil:
+// the paper's DAIN (TracIn on the MLP's last layer, aggregated entity
+// importance, CoSTCo or MLP values) and the Random baselines.
+func DistSupported(cfg Config) error {
+	switch {
+	case cfg.Method != "dain" && cfg.Method != "random":
+		return fmt.Errorf("-method %s does not run spread over processes yet (dain and random do)", cfg.Method)
+	case cfg.Model != "mlp" || cfg.Influence != "tracin" || cfg.InfluenceLayers != "last" || cfg.Entity != "sum" || cfg.sign() != "abs" || cfg.Temperature != 1 || cfg.Mix != 0:
+		return fmt.Errorf("spread over processes, dain runs the paper's configuration only (-model mlp -influence tracin -influence-layers last -entity sum -sign abs, no -temperature or -mix)")
+	}
+	return nil
+}
+
+// RunDist is Run on the processes of cl, each calling it with its shard of
+// the tensor and the same configuration on its own backend. Every process
+// returns the same report and augmented cells, or the same error; progress
+// goes to cfg.Progress (give it to one process).
+func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.Backend) (*Result, error) {
+	start := time.Now()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := DistSupported(cfg); err != nil {
+		return nil, fmt.Errorf("dain: %w", err)
+	}
+	dims := sh.Cells.Dims
+	if cfg.Layers == nil {
+		cfg.Layers = nn.DefaultLayers(len(dims))
+	}
+	if err := nn.CheckLayers(cfg.Layers, len(dims)); err != nil {
+		return nil, fmt.Errorf("dain: %w", err)
+	}
+	if err := checkMemory(&tensor.COO{Dims: dims}, cfg); err != nil {
+		return nil, err
+	}
+	logf := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, format+"\n", args...)
+		}
+	}
+	rank, size := cl.Rank(), cl.Size()
+
+	// Step 0: the split of the whole tensor, the same on every process;
+	// each keeps its own cells of each part.
+	tr, va, te := tensor.Split(sh.NNZ, cfg.TestFrac, cfg.ValFrac, cfg.Seed)
+	lo, hi := sh.First, sh.First+sh.Cells.NNZ()
+	pick := func(part []int) (*tensor.COO, int) {
+		a, b := sort.SearchInts(part, lo), sort.SearchInts(part, hi)
+		rows := make([]int, b-a)
+		for i, p := range part[a:b] {
+			rows[i] = p - lo
+		}
+		return sh.Cells.Subset(rows), a
+	}
+	train, trFirst := pick(tr)
+	val, _ := pick(va)
+	test, _ := pick(te)
+	nTrain, nVal, nTest := len(tr), len(va), len(te)
+	tr, va, te = nil, nil, nil
+	if nTrain == 0 || nVal == 0 || nTest == 0 {
+		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", sh.NNZ, nTrain, nVal, nTest)
+	}
+	rep := Report{
+		Dims: append([]int(nil), dims...), NNZ: sh.NNZ, Backend: be.Name(), Device: be.Device(),
+		Seed: cfg.Seed, Ratio: cfg.Ratio, Layers: cfg.Layers, Epochs: cfg.Epochs, Batch: cfg.Batch,
+		Patience: cfg.Patience, LR: cfg.LR, TestFrac: cfg.TestFrac, ValFrac: cfg.ValFrac,
+		Method: cfg.Method, Model: cfg.Model, Predictor: cfg.Predictor, Influence: cfg.Influence,
+		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity,
+		NTrain: nTrain, NVal: nVal, NTest: nTest,
+	}
+	dr := &DistReport{Ranks: size, Library: cl.Describe()}
+	logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s); %d ranks (%s)", sh.NNZ, dims, nTrain, nVal, nTest, be.Name(), be.Device(), size, dr.Library)
+	var commBefore time.Duration
+	mse := func(m *nn.Net, s *nn.Set, n int) (float64, error) {
+		sum := []float64{0}
+		if s.Len() > 0 {
+			v, err := m.Evaluate(s)
+			if err != nil {
+				return 0, err
+			}
+			sum[0] = v * float64(s.Len())
+		}
+		cl.SumF64(sum)
+		return sum[0] / float64(n), nil
+	}
+	mlpCfg := nn.Config{Dims: dims, Layers: cfg.Layers, Capacity: max(cfg.Batch, cfg.EvalBatch)}
+	rows := 0
+	for _, d := range dims {
+		rows += d
+	}
+	dr.Exchange = nn.ChooseExchange(rows, cfg.Batch, len(dims))
+	logf("data parallel over %d ranks: dense layers summed every step, embedding gradients %s", size, map[string]string{
+		"dense":  fmt.Sprintf("summed whole (dense: the %d-row table is within 4× the rows a step touches)", rows),
+		"sparse": fmt.Sprintf("exchanged sparsely (only the rows a step touched, of %d)", rows),
+	}[dr.Exchange])
+	// fit trains m data parallel on this process's cells of a training set
+	// of global size n (local cells numbered by owned).
+	fit := func(label string, m *nn.Net, tc nn.TrainConfig, set, valSet *nn.Set, n int, owned []nn.Span, exchange string) (nn.Result, error) {
+		epochs := tc.Epochs
+		after := tc.AfterEpoch
+		tc.AfterEpoch = func(ep nn.Epoch) error {
+			if after != nil {
+				if err := after(ep); err != nil {
+					return err
+				}
+			}
+			logEpoch(cfg.Progress, label, ep, epochs, time.Since(start))
+			return nil
+		}
+		res, err := nn.TrainDist(ctx, m, set, valSet, tc, nn.DistConfig{Cluster: cl, Global: n, Owned: owned, ValGlobal: nVal, Exchange: exchange, Comm: &commBefore})
+		if err != nil {
+			var div *nn.DivergenceError
+			if errors.As(err, &div) {
+				return res, fmt.Errorf("dain: training %s diverged at epoch %d: %s; lower the learning rate or rescale the values", label, div.Epoch, div.Reason)
+			}
+			return res, fmt.Errorf("dain: training %s: %w", label, err)
+		}
+		dr.Steps += len(res.Epochs) * ((n + tc.Batch - 1) / tc.Batch)
+		return res, nil
+	}
+
+	// Steps 1–2: Θ with TracIn on its last layer at every checkpoint.
+	t0 := time.Now()
+	theta, err := nn.NewMLP(be, mlpCfg, rng(cfg.Seed, streamInit))
+	if err != nil {
+		return nil, fmt.Errorf("dain: %w", err)
+	}
+	defer theta.Free()
+	trainSet, valSet, testSet := theta.NewSet(train.Idx, train.Val), theta.NewSet(val.Idx, val.Val), theta.NewSet(test.Idx, test.Val)
+	defer trainSet.Free()
+	defer valSet.Free()
+	defer testSet.Free()
+	tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffle)}
+	var last *tracin.LastLayer
+	var influence float64
+	if cfg.Method == "dain" {
+		last = tracin.NewLastLayer(theta, trainSet, cfg.LR)
+		defer last.Free()
+		tc.ValGradSum = last.ValGradSum()
+		tc.AfterEpoch = func(ep nn.Epoch) error {
+			t := time.Now()
+			err := last.Checkpoint(ep.Best)
+			influence += time.Since(t).Seconds()
+			return err
+		}
+		logf("training Θ (mlp, %d parameters) with TracIn at every checkpoint", theta.NumParams())
+	} else {
+		logf("training Θ (mlp, %d parameters)", theta.NumParams())
+	}
+	trainOwned := []nn.Span{{Global: trFirst, Local: 0, N: train.NNZ()}}
+	res, err := fit("Θ", theta, tc, trainSet, valSet, nTrain, trainOwned, dr.Exchange)
+	if err != nil {
+		return nil, err
+	}
+	m, err := mse(theta, testSet, nTest)
+	if err != nil {
+		return nil, fmt.Errorf("dain: testing Θ: %w", err)
+	}
+	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = math.Sqrt(m), res.BestEpoch, history(res)
+	rep.Seconds.Train = time.Since(t0).Seconds() - influence
+	rep.Seconds.Influence = influence
+	logf("Θ: best epoch %d, validation MSE %.6f, test RMSE %.6f", res.BestEpoch, res.BestValMSE, rep.RMSEBefore)
+
+	nAug := int(cfg.Ratio * float64(nTrain))
+	aug := &tensor.COO{Dims: append([]int(nil), dims...)}
+	var st AugStats
+	if nAug > 0 {
+		logf("step 4: %s, %d new cells", cfg.Method, nAug)
+		// Step 3: entity importance, each process's cells summed over all.
+		t0 = time.Now()
+		var key uint64
+		w := make([][]float64, len(dims))
+		if last != nil {
+			imp := be.Alloc(rows)
+			be.EntityImportance(imp, last.Scores(), trainSet.Rows)
+			host := make([]float32, rows)
+			err := be.Download(host, imp)
+			imp.Free()
+			if err != nil {
+				return nil, fmt.Errorf("dain: %w", err)
+			}
+			sum := make([]float64, rows)
+			for i, v := range host {
+				sum[i] = float64(v)
+			}
+			cl.SumF64(sum)
+			off := 0
+			for n, d := range dims {
+				w[n] = sum[off : off+d]
+				total := 0.0
+				for _, v := range w[n] {
+					total += v
+				}
+				if err := tracin.NoImportance(total, n); err != nil {
+					return nil, fmt.Errorf("dain: tracin: %w", err)
+				}
+				for i := range w[n] {
+					w[n][i] /= total
+				}
+				off += d
+			}
+			key = rng(cfg.Seed, streamSample).Uint64()
+		} else {
+			for n, d := range dims {
+				w[n] = make([]float64, d)
+				for i := range w[n] {
+					w[n][i] = 1
+				}
+			}
+			key = rng(cfg.Seed, streamRandom).Uint64()
+		}
+		tables := make([]*sampling.Alias, len(dims))
+		for n := range w {
+			if tables[n], err = sampling.NewAlias(w[n]); err != nil {
+				return nil, fmt.Errorf("dain: mode %d: %w", n+1, err)
+			}
+		}
+		rep.Seconds.Entity = time.Since(t0).Seconds()
+
+		// Step 4: the observed cells (train ∪ validation) partitioned by
+		// owner, then the draws.
+		t0 = time.Now()
+		order := len(dims)
+		counts := make([]int32, size)
+		for _, c := range [][]int32{train.Idx, val.Idx} {
+			for k := 0; k < len(c); k += order {
+				counts[sampling.Owner(c[k:k+order], size)] += int32(order)
+			}
+		}
+		next := make([]int32, size)
+		for r := 1; r < size; r++ {
+			next[r] = next[r-1] + counts[r-1]
+		}
+		send := make([]int32, len(train.Idx)+len(val.Idx))
+		for _, c := range [][]int32{train.Idx, val.Idx} {
+			for k := 0; k < len(c); k += order {
+				r := sampling.Owner(c[k:k+order], size)
+				copy(send[next[r]:], c[k:k+order])
+				next[r] += int32(order)
+			}
+		}
+		recv := cl.AlltoallI32(send, counts)
+		send = nil
+		dev := sampling.Upload(be, tables)
+		defer dev.Free()
+		owned := tensor.NewCellSet(dims, len(recv)/order)
+		support := []int64{0}
+		for k := 0; k < len(recv); k += order {
+			if owned.Add(recv[k:k+order]) && dev.Reachable(recv[k:k+order]) {
+				support[0]++
+			}
+		}
+		recv = nil
+		cl.SumI64(support)
+		cells, s, err := dev.CellsShared(owned, int(support[0]), nAug, sampling.Options{Key: key}, sampling.Shared{Rank: rank, Size: size, Or: cl.Or})
+		if err != nil {
+			return nil, fmt.Errorf("dain: %w", err)
+		}
+		aug.Idx = cells
+		st.Draws, st.RejectObserved, st.RejectRepeat = s.Draws, s.Observed, s.Duplicate
+		st.Sample = time.Since(t0).Seconds()
+
+		// Values: each process predicts its share of the new cells.
+		predictor := theta
+		if cfg.Predictor == "costco" {
+			t0 = time.Now()
+			cc, err := nn.NewCoSTCo(be, nn.CoSTCoConfig{Dims: dims, Rank: cfg.Rank, Channels: cfg.Channels, Capacity: max(cfg.CoSTCoBatch, cfg.EvalBatch)}, rng(cfg.Seed, streamInitCoSTCo))
+			if err != nil {
+				return nil, fmt.Errorf("dain: %w", err)
+			}
+			defer cc.Free()
+			ctr, cva, cte := cc.NewSet(train.Idx, train.Val), cc.NewSet(val.Idx, val.Val), cc.NewSet(test.Idx, test.Val)
+			defer ctr.Free()
+			defer cva.Free()
+			defer cte.Free()
+			logf("training Θc (costco, %d parameters)", cc.NumParams())
+			ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Shuffle: rng(cfg.Seed, streamShuffleCoSTCo)}
+			cres, err := fit("Θc", cc, ctc, ctr, cva, nTrain, trainOwned, nn.ChooseExchange(rows, cfg.CoSTCoBatch, len(dims)))
+			if err != nil {
+				return nil, err
+			}
+			cm, err := mse(cc, cte, nTest)
+			if err != nil {
+				return nil, fmt.Errorf("dain: testing Θc: %w", err)
+			}
+			logf("Θc: best epoch %d, validation MSE %.6f, test RMSE %.6f", cres.BestEpoch, cres.BestValMSE, math.Sqrt(cm))
+			predictor = cc
+			rep.Seconds.Predict += time.Since(t0).Seconds()
+		}
+		t0 = time.Now()
+		a0, a1 := rank*nAug/size, (rank+1)*nAug/size
+		mine := []float64{}
+		if a1 > a0 {
+			if mine, err = predict(predictor, aug.Idx[a0*order:a1*order]); err != nil {
+				return nil, err
+			}
+		}
+		aug.Val = cl.GatherF64(mine)
+		if len(aug.Val) != nAug {
+			return nil, fmt.Errorf("dain: gathered %d values for %d new cells", len(aug.Val), nAug)
+		}
+		st.Predict = time.Since(t0).Seconds()
+	}
+	rep.NAug = aug.NNZ()
+	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
+	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, rep.Seconds.Predict+st.Predict
+
+	// Step 5: a fresh MLP on train ∪ aug, each process holding its
+	// training cells and its share of the new ones.
+	logf("step 5: retraining on %d + %d cells", nTrain, rep.NAug)
+	t0 = time.Now()
+	after, err := nn.NewMLP(be, mlpCfg, rng(cfg.Seed, streamInitAfter))
+	if err != nil {
+		return nil, fmt.Errorf("dain: %w", err)
+	}
+	defer after.Free()
+	order := len(dims)
+	a0, a1 := rank*rep.NAug/size, (rank+1)*rep.NAug/size
+	both := after.NewSet(append(append([]int32(nil), train.Idx...), aug.Idx[a0*order:a1*order]...), append(append([]float64(nil), train.Val...), aug.Val[a0:a1]...))
+	defer both.Free()
+	val2, test2 := after.NewSet(val.Idx, val.Val), after.NewSet(test.Idx, test.Val)
+	defer val2.Free()
+	defer test2.Free()
+	owned := []nn.Span{{Global: trFirst, Local: 0, N: train.NNZ()}, {Global: nTrain + a0, Local: train.NNZ(), N: a1 - a0}}
+	atc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffleAfter)}
+	res, err = fit("Θ'", after, atc, both, val2, nTrain+rep.NAug, owned, dr.Exchange)
+	if err != nil {
+		return nil, err
+	}
+	m, err = mse(after, test2, nTest)
+	if err != nil {
+		return nil, fmt.Errorf("dain: testing the retrained model: %w", err)
+	}
+	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = math.Sqrt(m), res.BestEpoch, history(res)
+	rep.Improved = rep.RMSEAfter < rep.RMSEBefore
+	rep.Seconds.Retrain = time.Since(t0).Seconds()
+	// The replicas must have stayed identical.
+	sum, err := after.ParamsChecksum()
+	if err != nil {
+		return nil, err
+	}
+	gathered := cl.GatherF64([]float64{float64(sum >> 32), float64(sum & 0xffffffff)})
+	for i := 2; i < len(gathered); i += 2 {
+		if gathered[i] != gathered[0] || gathered[i+1] != gathered[1] {
+			return nil, fmt.Errorf("dain: the model replicas differ across ranks after training (rank %d's parameters differ from rank 0's); the MPI library's reductions gave ranks different sums", i/2)
+		}
+	}
+	rep.Seconds.Total = time.Since(start).Seconds()
+	dr.CommSeconds = cl.CommSeconds()
+	if dr.Steps > 0 {
+		dr.StepComm = 1000 * commBefore.Seconds() / float64(dr.Steps)
+	}
+	rep.Dist = dr
+	logf("test RMSE %.6f → %.6f after %d augmented cells (%.1fs; %.1fs communicating, %.2f ms per training step)", rep.RMSEBefore, rep.RMSEAfter, rep.NAug, rep.Seconds.Total, dr.CommSeconds, dr.StepComm)
+	return &Result{Report: rep, Aug: aug}, nil
+}
