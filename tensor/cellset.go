@@ -11,15 +11,24 @@ import (
 //
 // Cells are keyed by their mixed-radix number (a uint64) when the product of
 // the dims is below 2^63, and by a string of their raw index bytes otherwise.
-// A CellSet is not safe for concurrent use by multiple goroutines while one
-// of them calls Add.
+// The uint64 keys live in an open-addressing table with linear probing, 8
+// bytes a slot, with about 1.5 slots per cell (12 bytes a cell; a Go map
+// takes 20 to 40): the set of every observed cell of a large tensor is one
+// of the larger things a run holds. A CellSet is not safe for concurrent use
+// by multiple goroutines while one of them calls Add.
 type CellSet struct {
 	dims    []int
 	strides []uint64 // nil when the string fallback is used
-	ints    map[uint64]struct{}
+	slots   []uint64 // key+1 of each cell, 0 an empty slot
+	n       int      // cells in slots
 	strs    map[string]struct{}
 	buf     []byte
 }
+
+// Slots per cell of a CellSet's table: slotsFor(capacity) slots hold
+// capacity cells at a load of 2/3, and the table doubles when a cell would
+// take it past 4/5.
+func slotsFor(cells int) int { return max(cells+cells/2+1, 16) }
 
 // NewCellSet returns an empty set for cells of a tensor with the given mode
 // sizes, with room for about capacity cells before it grows. It panics if
@@ -37,12 +46,49 @@ func NewCellSet(dims []int, capacity int) *CellSet {
 	s := &CellSet{dims: append([]int(nil), dims...)}
 	if strides, ok := radixStrides(dims); ok {
 		s.strides = strides
-		s.ints = make(map[uint64]struct{}, capacity)
+		s.slots = make([]uint64, slotsFor(capacity))
 	} else {
 		s.strs = make(map[string]struct{}, capacity)
 		s.buf = make([]byte, 0, 4*len(dims))
 	}
 	return s
+}
+
+// find returns the slot of key in slots: the one holding key+1, or the
+// empty slot where it would go.
+func find(slots []uint64, key uint64) int {
+	hi, _ := bits.Mul64(mix64(key), uint64(len(slots)))
+	i := int(hi)
+	for {
+		switch slots[i] {
+		case key + 1, 0:
+			return i
+		}
+		if i++; i == len(slots) {
+			i = 0
+		}
+	}
+}
+
+// addKey inserts key and reports whether it was not there.
+func (s *CellSet) addKey(key uint64) bool {
+	i := find(s.slots, key)
+	if s.slots[i] != 0 {
+		return false
+	}
+	if 5*(s.n+1) > 4*len(s.slots) {
+		old := s.slots
+		s.slots = make([]uint64, 2*len(old))
+		for _, k := range old {
+			if k != 0 {
+				s.slots[find(s.slots, k-1)] = k
+			}
+		}
+		i = find(s.slots, key)
+	}
+	s.slots[i] = key + 1
+	s.n++
+	return true
 }
 
 // Add inserts cell and reports whether it was not in the set before. The
@@ -51,12 +97,7 @@ func NewCellSet(dims []int, capacity int) *CellSet {
 func (s *CellSet) Add(cell []int32) bool {
 	s.check(cell)
 	if s.strides != nil {
-		key := radixKey(s.strides, cell)
-		if _, ok := s.ints[key]; ok {
-			return false
-		}
-		s.ints[key] = struct{}{}
-		return true
+		return s.addKey(radixKey(s.strides, cell))
 	}
 	s.buf = bytesKey(s.buf[:0], cell)
 	if _, ok := s.strs[string(s.buf)]; ok {
@@ -71,8 +112,7 @@ func (s *CellSet) Add(cell []int32) bool {
 func (s *CellSet) Has(cell []int32) bool {
 	s.check(cell)
 	if s.strides != nil {
-		_, ok := s.ints[radixKey(s.strides, cell)]
-		return ok
+		return s.slots[find(s.slots, radixKey(s.strides, cell))] != 0
 	}
 	var arr [64]byte
 	_, ok := s.strs[string(bytesKey(arr[:0], cell))]
@@ -82,7 +122,7 @@ func (s *CellSet) Has(cell []int32) bool {
 // Len returns the number of cells in the set.
 func (s *CellSet) Len() int {
 	if s.strides != nil {
-		return len(s.ints)
+		return s.n
 	}
 	return len(s.strs)
 }

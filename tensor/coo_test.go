@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -145,5 +146,37 @@ func TestCellSet(t *testing.T) {
 		if !s.Add(c) {
 			t.Errorf("%v collides", c)
 		}
+	}
+}
+
+// TestCellSetTable: the open-addressing table agrees with a map through
+// growth from an empty and a sized set, on random cells with repeats, and
+// stays within its memory bound (about 12 bytes a cell when sized ahead).
+func TestCellSetTable(t *testing.T) {
+	dims := []int{50, 40, 30}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, capacity := range []int{0, 5000, 30000} {
+		s := NewCellSet(dims, capacity)
+		ref := map[[3]int32]bool{}
+		for range 20000 {
+			c := [3]int32{int32(r.IntN(50)), int32(r.IntN(40)), int32(r.IntN(30))}
+			if got, want := s.Add(c[:]), !ref[c]; got != want {
+				t.Fatalf("capacity %d: Add(%v) = %v, want %v", capacity, c, got, want)
+			}
+			ref[c] = true
+			q := [3]int32{int32(r.IntN(50)), int32(r.IntN(40)), int32(r.IntN(30))}
+			if s.Has(q[:]) != ref[q] {
+				t.Fatalf("capacity %d: Has(%v) = %v", capacity, q, !ref[q])
+			}
+		}
+		if s.Len() != len(ref) {
+			t.Errorf("capacity %d: Len %d, want %d", capacity, s.Len(), len(ref))
+		}
+		if 5*s.Len() > 4*len(s.slots) {
+			t.Errorf("capacity %d: %d cells in %d slots", capacity, s.Len(), len(s.slots))
+		}
+	}
+	if s := NewCellSet(dims, 1000); len(s.slots)*8 > 12*1000+8 {
+		t.Errorf("a set sized for 1000 cells takes %d bytes", len(s.slots)*8)
 	}
 }
