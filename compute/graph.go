@@ -25,3 +25,17 @@ type Capturer interface {
 	// cannot capture.
 	Capture(f func()) (Graph, error)
 }
+
+// HostBuffers is implemented by backends whose buffers are ordinary host
+// memory (the CPU backend). A caller that keeps cells or values on the host
+// anyway can then use its slice as the buffer instead of holding a second
+// copy: on the CPU a training set would otherwise be held twice, once as
+// the caller's slices and once as the "device" buffers.
+type HostBuffers interface {
+	// WrapF32 returns a buffer whose storage is s itself (no copy): a
+	// write through either is seen through the other. Free on it does
+	// nothing; s is released when neither is referenced.
+	WrapF32(s []float32) F32
+	// WrapI32 is WrapF32 for int32.
+	WrapI32(s []int32) I32
+}

@@ -12,7 +12,9 @@ import (
 )
 
 // Set is a set of cells and their values resident on a backend, in global
-// rows (see MLP.Rows), ready for Forward.
+// rows (see MLP.Rows), ready for Forward. On a backend whose buffers are
+// host memory (compute.HostBuffers: the CPU), Rows and Vals are the host
+// copies themselves, so a set is held once.
 type Set struct {
 	Rows compute.I32 // T×N global rows
 	Vals compute.F32 // T values
@@ -24,13 +26,37 @@ type Set struct {
 // values (T) for use with m. It panics if the lengths do not match or an
 // index is outside its mode.
 func (m *Net) NewSet(cells []int32, vals []float64) *Set {
-	if len(cells) != len(vals)*m.Order() {
-		panic(fmt.Sprintf("nn: NewSet: %d indices and %d values for order %d", len(cells), len(vals), m.Order()))
+	return m.NewSetConcat([][]int32{cells}, [][]float64{vals})
+}
+
+// NewSetConcat is NewSet of the concatenation of the parts, cells[0] then
+// cells[1] and so on with their values vals[i], without forming it. It
+// panics if the parts' lengths do not match or an index is outside its
+// mode.
+func (m *Net) NewSetConcat(cells [][]int32, vals [][]float64) *Set {
+	order := m.Order()
+	if len(cells) != len(vals) {
+		panic(fmt.Sprintf("nn: NewSetConcat: %d parts of cells and %d of values", len(cells), len(vals)))
 	}
-	s := &Set{rows: make([]int32, len(cells)), vals: make([]float32, len(vals))}
-	m.Rows(s.rows, cells)
-	for i, v := range vals {
-		s.vals[i] = float32(v)
+	n := 0
+	for i := range cells {
+		if len(cells[i]) != len(vals[i])*order {
+			panic(fmt.Sprintf("nn: NewSet: %d indices and %d values for order %d", len(cells[i]), len(vals[i]), order))
+		}
+		n += len(vals[i])
+	}
+	s := &Set{rows: make([]int32, n*order), vals: make([]float32, n)}
+	off := 0
+	for i := range cells {
+		m.Rows(s.rows[off*order:(off+len(vals[i]))*order], cells[i])
+		for j, v := range vals[i] {
+			s.vals[off+j] = float32(v)
+		}
+		off += len(vals[i])
+	}
+	if hb, ok := m.be.(compute.HostBuffers); ok {
+		s.Rows, s.Vals = hb.WrapI32(s.rows), hb.WrapF32(s.vals)
+		return s
 	}
 	s.Rows, s.Vals = m.be.AllocI32(len(s.rows)), m.be.Alloc(len(s.vals))
 	m.be.UploadI32(s.Rows, s.rows)
@@ -41,8 +67,16 @@ func (m *Net) NewSet(cells []int32, vals []float64) *Set {
 // Len returns the number of cells T.
 func (s *Set) Len() int { return len(s.vals) }
 
-// Free releases the device copies.
-func (s *Set) Free() { s.Rows.Free(); s.Vals.Free() }
+// Free releases the device copies and drops the set's references to its
+// host copies, so that they are collected even while the Set is still
+// referenced. The set is unusable afterwards.
+func (s *Set) Free() {
+	if s.Rows != nil {
+		s.Rows.Free()
+		s.Vals.Free()
+	}
+	s.Rows, s.Vals, s.rows, s.vals = nil, nil, nil, nil
+}
 
 // batch returns the rows and values of cells [lo, hi).
 func (s *Set) batch(order, lo, hi int) (compute.I32, compute.F32) {
@@ -186,6 +220,10 @@ type Result struct {
 	Epochs     []Epoch
 }
 
+// stageCells is the most cells Train stages on the host at once when it
+// uploads the shuffled training set to a device.
+const stageCells = 1 << 20
+
 // Train fits m to train by Adam on the batch-mean MSE (paper eq. 1) with
 // shuffled mini-batches, evaluates on val after every epoch, stops after
 // Patience epochs without improvement (or Epochs epochs), and leaves the
@@ -206,8 +244,34 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		return res, fmt.Errorf("nn: %d training and %d validation cells; both must be non-empty", train.Len(), val.Len())
 	}
 	be, order, T := m.be, m.Order(), train.Len()
+	if T > math.MaxInt32 {
+		return res, fmt.Errorf("nn: %d training cells; at most %d can be trained on", T, math.MaxInt32)
+	}
 	steps := (T + cfg.Batch - 1) / cfg.Batch
-	shufRows, shufVals := be.AllocI32(T*order), be.Alloc(T)
+	capturer, _ := be.(compute.Capturer)
+	if !cfg.Graphs && os.Getenv("DAINX_CUDA_GRAPHS") != "1" {
+		capturer = nil
+	}
+	// The shuffled training cells. On a backend whose buffers are host
+	// memory (the CPU) each step gathers its batch into one batch-sized
+	// buffer, so no shuffled copy of the set is held. Elsewhere the
+	// shuffled set lives on the device (a captured step reads a fixed
+	// slice of it), uploaded each epoch through a host buffer of at most
+	// stageCells cells.
+	hb, _ := be.(compute.HostBuffers)
+	perStep := hb != nil && capturer == nil
+	var shufRows compute.I32
+	var shufVals compute.F32
+	var hostRows []int32
+	var hostVals []float32
+	if perStep {
+		hostRows, hostVals = make([]int32, cfg.Batch*order), make([]float32, cfg.Batch)
+		shufRows, shufVals = hb.WrapI32(hostRows), hb.WrapF32(hostVals)
+	} else {
+		shufRows, shufVals = be.AllocI32(T*order), be.Alloc(T)
+		c := min(T, stageCells)
+		hostRows, hostVals = make([]int32, c*order), make([]float32, c)
+	}
 	adamM, adamV := be.Alloc(m.params.Len()), be.Alloc(m.params.Len())
 	best := be.Alloc(m.params.Len())
 	delta, sq := be.Alloc(m.capacity), be.Alloc(steps)
@@ -217,25 +281,34 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		}
 		shufRows.Free()
 	}()
-	perm := make([]int, T)
+	perm := make([]int32, T)
 	for i := range perm {
-		perm[i] = i
+		perm[i] = int32(i)
 	}
-	hostRows, hostVals := make([]int32, T*order), make([]float32, T)
+	// gather copies the cells perm[lo:hi] into the host buffers.
+	gather := func(lo, hi int) {
+		for i, p := range perm[lo:hi] {
+			copy(hostRows[i*order:(i+1)*order], train.rows[int(p)*order:(int(p)+1)*order])
+			hostVals[i] = train.vals[p]
+		}
+	}
 	sqHost := make([]float32, steps)
 	// step queues the forward pass, the MSE gradient and the backward pass
 	// of step s, which reads cells [lo, hi) of the shuffled set.
 	step := func(s int) {
 		lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
-		rows, y := shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
+		var rows compute.I32
+		var y compute.F32
+		if perStep {
+			gather(lo, hi)
+			rows, y = shufRows.Slice(0, (hi-lo)*order), shufVals.Slice(0, hi-lo)
+		} else {
+			rows, y = shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
+		}
 		pred := m.Forward(rows)
 		d := delta.Slice(0, hi-lo)
 		be.MSEGrad(d, sq.Slice(s, 1), pred, y, float32(2/float64(hi-lo)))
 		m.Backward(rows, d, false)
-	}
-	capturer, _ := be.(compute.Capturer)
-	if !cfg.Graphs && os.Getenv("DAINX_CUDA_GRAPHS") != "1" {
-		capturer = nil
 	}
 	var graphs []compute.Graph
 	if capturer != nil {
@@ -269,12 +342,14 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		if cfg.Shuffle != nil {
 			cfg.Shuffle.Shuffle(T, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 		}
-		for i, p := range perm {
-			copy(hostRows[i*order:(i+1)*order], train.rows[p*order:(p+1)*order])
-			hostVals[i] = train.vals[p]
+		if !perStep {
+			for lo := 0; lo < T; lo += len(hostVals) {
+				hi := min(lo+len(hostVals), T)
+				gather(lo, hi)
+				be.UploadI32(shufRows.Slice(lo*order, (hi-lo)*order), hostRows[:(hi-lo)*order])
+				be.Upload(shufVals.Slice(lo, hi-lo), hostVals[:hi-lo])
+			}
 		}
-		be.UploadI32(shufRows, hostRows)
-		be.Upload(shufVals, hostVals)
 		for s := 0; s < steps; s++ {
 			if err := ctx.Err(); err != nil {
 				return res, err
@@ -345,15 +420,9 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 }
 
 // state copies the run after epoch k to the host.
-func state(m *Net, k, step int, perm []int, adamM, adamV, best compute.F32, res Result) (*TrainState, error) {
-	st := &TrainState{Epoch: k, Step: step, Perm: make([]int32, len(perm)),
+func state(m *Net, k, step int, perm []int32, adamM, adamV, best compute.F32, res Result) (*TrainState, error) {
+	st := &TrainState{Epoch: k, Step: step, Perm: append([]int32(nil), perm...),
 		Result: Result{BestEpoch: res.BestEpoch, BestValMSE: res.BestValMSE, Epochs: append([]Epoch(nil), res.Epochs...)}}
-	for i, p := range perm {
-		if p > math.MaxInt32 {
-			return nil, fmt.Errorf("nn: %d training cells are too many to save the run's state", len(perm))
-		}
-		st.Perm[i] = int32(p)
-	}
 	for _, c := range []struct {
 		dst *[]float32
 		src compute.F32
@@ -368,7 +437,7 @@ func state(m *Net, k, step int, perm []int, adamM, adamV, best compute.F32, res 
 
 // resume restores the state r into the model and Train's buffers, after
 // checking that it fits them.
-func resume(m *Net, r *TrainState, T int, perm []int, adamM, adamV, best compute.F32) error {
+func resume(m *Net, r *TrainState, T int, perm []int32, adamM, adamV, best compute.F32) error {
 	n := m.params.Len()
 	if len(r.Params) != n || len(r.AdamM) != n || len(r.AdamV) != n || len(r.Best) != n || len(r.Perm) != T {
 		return fmt.Errorf("nn: the saved state (%d parameters, %d training cells) does not fit this model (%d parameters) and training set (%d cells)", len(r.Params), len(r.Perm), n, T)
@@ -382,7 +451,7 @@ func resume(m *Net, r *TrainState, T int, perm []int, adamM, adamV, best compute
 			return fmt.Errorf("nn: the saved cell order is not a permutation of %d cells", T)
 		}
 		seen[p] = true
-		perm[i] = int(p)
+		perm[i] = p
 	}
 	m.be.Upload(m.params, r.Params)
 	m.be.Upload(adamM, r.AdamM)

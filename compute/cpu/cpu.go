@@ -196,6 +196,14 @@ func (*Backend) AllocI32(n int) compute.I32 {
 	return make(ivec, n)
 }
 
+var _ compute.HostBuffers = (*Backend)(nil)
+
+// WrapF32 returns s as a buffer, without a copy (compute.HostBuffers).
+func (*Backend) WrapF32(s []float32) compute.F32 { return vec(s[:len(s):len(s)]) }
+
+// WrapI32 returns s as a buffer, without a copy (compute.HostBuffers).
+func (*Backend) WrapI32(s []int32) compute.I32 { return ivec(s[:len(s):len(s)]) }
+
 // Upload copies src into dst.
 func (*Backend) Upload(dst compute.F32, src []float32) {
 	d := f(dst)
