@@ -19,6 +19,7 @@ func augment(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	a := cli.NewAugment(fs) // the flags the library's options name too
 	ck := bindCheckpoint(fs)
+	distMode := fs.String("dist", "", distHelp)
 	cfg, in := &a.Config, &a.In
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx augment [flags]
@@ -45,8 +46,17 @@ Flags:
 	if err := ck.check(); err != nil {
 		return exitFor("augment", err, nil, stderr)
 	}
+	if err := checkDist(*distMode); err != nil {
+		return exitFor("augment", err, nil, stderr)
+	}
 	ctx, stop := signalContext()
 	defer stop()
+	if *distMode == "mpi" {
+		if ck.dir != "" {
+			return exitFor("augment", fmt.Errorf("%w: -dist mpi runs are not checkpointed; leave out -checkpoint", errUsage), nil, stderr)
+		}
+		return augmentDist(ctx, *cfg, in, a.Output, a.Report, stdout, stderr)
+	}
 	return exitFor("augment", runAugment(ctx, *cfg, in, ck, a.Output, a.Report, stdout, stderr), ctx, stderr)
 }
 

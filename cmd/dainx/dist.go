@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/dist"
+	"github.com/dainx/dainx/dist/mpi"
+	"github.com/dainx/dainx/internal/cli"
+	"github.com/dainx/dainx/internal/demo"
+	"github.com/dainx/dainx/tensor"
+)
+
+// distHelp is the help of -dist, for augment and eval.
+const distHelp = "spread the run over the processes of an MPI job: `mpi` (start with mpiexec -n P or srun; the MPI library, MPICH or Open MPI, is loaded at run time); empty: one process"
+
+// checkDist returns the usage error of a -dist value other than "" and mpi.
+func checkDist(v string) error {
+	if v != "" && v != "mpi" {
+		return fmt.Errorf("%w: -dist %q: want mpi (or nothing for one process)", errUsage, v)
+	}
+	return nil
+}
+
+// openMPI initialises MPI for -dist mpi. Without an MPI library it says
+// why and how to get one.
+func openMPI() (*mpi.Comm, error) {
+	c, err := mpi.Init()
+	if err != nil {
+		return nil, fmt.Errorf("-dist mpi: %w", err)
+	}
+	return c, nil
+}
+
+// openDistBackend opens the backend for this rank: with CUDA, device
+// -device + the node-local rank, so one GPU per rank on each node.
+func openDistBackend(c *mpi.Comm, in *inputFlags, stderr io.Writer) (compute.Backend, error) {
+	f := *in
+	local, _ := c.LocalRank()
+	if f.Backend != "cpu" {
+		f.Device += local
+	}
+	return cli.Open(&f, stderr)
+}
+
+// augmentDist is `dainx augment -dist mpi`: every rank reads its share of
+// the input and runs dain.RunDist; rank 0 prints and writes the report and
+// writes the augmented cells, after every rank has finished. A failure
+// that every rank agrees on (bad input) is printed once, by the rank that
+// found it, and every rank exits 1; any other failure on a rank is printed
+// by that rank, which then aborts the whole job (MPI_Abort), so the job
+// always exits non-zero with nothing written.
+func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, output, report string, stdout, stderr io.Writer) int {
+	c, err := openMPI()
+	if err != nil {
+		return exitFor("augment", err, ctx, stderr)
+	}
+	rank := c.Rank()
+	if rank != 0 {
+		cfg.Progress = nil
+		stdout = io.Discard
+	}
+	fail := func(err error) int {
+		if errors.Is(err, dist.ErrReported) {
+			c.Finalize()
+			return exitFailure
+		}
+		if c.Size() > 1 {
+			fmt.Fprintf(stderr, "dainx augment: rank %d of %d: %v\n", rank, c.Size(), err)
+			c.Abort(exitFailure)
+			os.Exit(exitFailure)
+		}
+		code := exitFor("augment", err, ctx, stderr)
+		c.Finalize()
+		return code
+	}
+	// Agreed failures: every rank checks the same flags and file.
+	if err := checkWritable(output, report); err != nil {
+		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
+	}
+	sh, name, format, err := readShard(c, in)
+	if err != nil {
+		if errors.Is(err, dist.ErrReported) {
+			c.Finalize()
+			return exitFailure
+		}
+		code := exitFor("augment", err, ctx, stderr)
+		c.Finalize()
+		return code
+	}
+	if err := checkLayers(&cfg, len(sh.Cells.Dims)); err != nil {
+		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
+	}
+	be, err := openDistBackend(c, in, stderrIf(rank == 0, stderr))
+	if err != nil {
+		return fail(err)
+	}
+	defer be.Close()
+	cl := &dist.Cluster{C: c}
+	if dc, why := dist.OpenNCCL(c, be); dc != nil {
+		cl.Device = dc
+	} else if why != "" && cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "dainx: gradients through host memory: %s\n", why)
+	}
+	res, err := dain.RunDist(ctx, cl, sh, cfg, be)
+	if err != nil {
+		return fail(err)
+	}
+	res.Report.Input = name
+	// Every rank finished: only now is anything written.
+	c.Barrier()
+	if rank == 0 {
+		js, err := json.MarshalIndent(res.Report, "", "  ")
+		if err != nil {
+			return fail(fmt.Errorf("encoding the report: %w", err))
+		}
+		js = append(js, '\n')
+		if output != "" {
+			if err := tensor.WriteFile(output, res.Aug, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}); err != nil {
+				return fail(err)
+			}
+		}
+		if report != "" {
+			if err := tensor.AtomicWrite(report, func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
+				return fail(err)
+			}
+		}
+		if _, err := stdout.Write(js); err != nil {
+			return fail(err)
+		}
+	}
+	c.Finalize()
+	return exitOK
+}
+
+// stderrIf returns w when ok, else io.Discard: a failure every rank finds
+// alike is printed by rank 0 only.
+func stderrIf(ok bool, w io.Writer) io.Writer {
+	if ok {
+		return w
+	}
+	return io.Discard
+}
+
+// readShard reads this rank's share of the input: its byte range of a file,
+// or its slice of the embedded demo tensor.
+func readShard(c *mpi.Comm, in *inputFlags) (*dain.Shard, string, tensor.Format, error) {
+	var format tensor.Format
+	if in.Format != "" {
+		v, err := tensor.ParseFormat(in.Format)
+		if err != nil {
+			return nil, "", 0, fmt.Errorf("%w: -format: %v", errUsage, err)
+		}
+		format = v
+	} else if in.Input != "" {
+		format = tensor.FormatOf(in.Input)
+	}
+	if in.Input == "" {
+		t, err := demo.Read()
+		if err != nil {
+			return nil, "", 0, err
+		}
+		lo, hi := c.Rank()*t.NNZ()/c.Size(), (c.Rank()+1)*t.NNZ()/c.Size()
+		rows := make([]int, hi-lo)
+		for i := range rows {
+			rows[i] = lo + i
+		}
+		return &dain.Shard{Cells: t.Subset(rows), First: lo, NNZ: t.NNZ()}, demoName, tensor.TSV, nil
+	}
+	sh, err := dist.ReadText(c, in.Input, tensor.ReadOptions{Format: format, IndexBase: in.IndexBase})
+	return sh, in.Input, format, err
+}
