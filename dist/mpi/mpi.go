@@ -54,7 +54,7 @@ import (
 )
 
 // LibraryEnv names the environment variable that, when set, names the MPI
-// library Init loads (a path or a soname), before the usual sonames.
+// library Init loads (a path or a soname) instead of the usual sonames.
 const LibraryEnv = "DAINX_LIBMPI"
 
 // ABI is the binary interface of the loaded library.
@@ -211,12 +211,10 @@ func Init() (*Comm, error) {
 }
 
 func initialise() (*Comm, error) {
-	var paths []string
 	if p := os.Getenv(LibraryEnv); p != "" {
-		paths = append(paths, p)
+		return load([]string{p})
 	}
-	paths = append(paths, sonames()...)
-	return load(paths)
+	return load(sonames())
 }
 
 // load initialises the first library of paths that opens.

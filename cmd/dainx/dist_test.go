@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/tensor"
+)
+
+// The tests of `dainx augment -dist mpi` run the test binary as dainx
+// under mpiexec. They need MPI (apt-get install mpich) and run when
+// DAINX_TEST_MPI=1 (make test-mpi); $DAINX_MPIEXEC is the launcher (default
+// mpiexec.mpich, else mpiexec), e.g. "mpiexec.openmpi --oversubscribe".
+
+func mpiLauncher(t *testing.T) []string {
+	t.Helper()
+	if os.Getenv("DAINX_TEST_MPI") != "1" {
+		t.Skip("set DAINX_TEST_MPI=1 (make test-mpi) to run the MPI tests")
+	}
+	cmd := strings.Fields(os.Getenv("DAINX_MPIEXEC"))
+	if len(cmd) == 0 {
+		cmd = []string{"mpiexec"}
+		if _, err := exec.LookPath("mpiexec.mpich"); err == nil {
+			cmd = []string{"mpiexec.mpich"}
+		}
+	}
+	if _, err := exec.LookPath(cmd[0]); err != nil {
+		t.Fatalf("DAINX_TEST_MPI=1 but no %s: %v", cmd[0], err)
+	}
+	return cmd
+}
+
+// mpiRun runs the test binary as dainx on n ranks and returns its exit
+// code and combined output.
+func mpiRun(t *testing.T, l []string, n int, env []string, args ...string) (int, string) {
+	t.Helper()
+	full := append(append(append([]string(nil), l[1:]...), "-n", strconv.Itoa(n), os.Args[0]), args...)
+	cmd := exec.Command(l[0], full...)
+	cmd.Env = append(append(os.Environ(), "DAINX_TEST_AS_DAINX=1", "GOMAXPROCS=1",
+		"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1"), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+		if code == 0 {
+			code = -1
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String()
+}
+
+// distFlags make a run with every stage in a few seconds.
+var distFlags = []string{"-backend", "cpu", "-quiet", "-seed", "3",
+	"-layers", "24,16,8", "-epochs", "6", "-patience", "3", "-batch", "128", "-rank", "4", "-channels", "4", "-ratio", "0.4"}
+
+// withComments writes the golden input with comment and blank lines spread
+// through it, so that ranks' byte ranges start mid-file and line numbers
+// differ from cell numbers.
+func withComments(t *testing.T, dir string, edit func(lines []string) []string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/golden/input.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if i%250 == 7 {
+			lines = append(lines, "# a comment", "")
+		}
+		lines = append(lines, l)
+	}
+	if edit != nil {
+		lines = edit(lines)
+	}
+	p := filepath.Join(dir, "in.tns")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDistSameRun: on 1, 2 and 3 ranks the augmented cells are those of
+// one process, and the RMSEs within 0.5% (bit-identical on one rank).
+func TestDistSameRun(t *testing.T) {
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	in := withComments(t, dir, nil)
+	args := append([]string{"augment", "-input", in, "-index-base", "0"}, distFlags...)
+	var one bytes.Buffer
+	if code := run(append(args, "-output", filepath.Join(dir, "one.tsv")), &one, os.Stderr); code != 0 {
+		t.Fatalf("one process: exit %d", code)
+	}
+	var want dain.Report
+	if err := json.Unmarshal(one.Bytes(), &want); err != nil {
+		t.Fatal(err)
+	}
+	wantAug, err := tensor.ReadFile(filepath.Join(dir, "one.tsv"), tensor.ReadOptions{Format: tensor.TSV, IndexBase: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 2, 3} {
+		out, rep := filepath.Join(dir, fmt.Sprintf("d%d.tsv", n)), filepath.Join(dir, fmt.Sprintf("d%d.json", n))
+		code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi", "-output", out, "-report", rep)...)
+		if code != 0 {
+			t.Fatalf("-n %d: exit %d\n%s", n, code, msg)
+		}
+		b, err := os.ReadFile(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got dain.Report
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Dist == nil || got.Dist.Ranks != n {
+			t.Fatalf("-n %d: report's dist %+v", n, got.Dist)
+		}
+		aug, err := tensor.ReadFile(out, tensor.ReadOptions{Format: tensor.TSV, IndexBase: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slicesEqual(aug.Idx, wantAug.Idx) {
+			t.Errorf("-n %d: the augmented cells differ from one process's", n)
+		}
+		for _, c := range []struct {
+			what      string
+			got, want float64
+		}{{"rmse_before", got.RMSEBefore, want.RMSEBefore}, {"rmse_after", got.RMSEAfter, want.RMSEAfter}} {
+			if d := math.Abs(c.got/c.want - 1); d > 0.005 || (n == 1 && c.got != c.want) {
+				t.Errorf("-n %d: %s %v, one process %v", n, c.what, c.got, c.want)
+			}
+		}
+		if got.NTrain != want.NTrain || got.NVal != want.NVal || got.NTest != want.NTest || got.NAug != want.NAug || got.Draws != want.Draws {
+			t.Errorf("-n %d: split or sampling differs: %+v", n, got)
+		}
+		if n == 1 && !slicesEqualF(aug.Val, wantAug.Val) {
+			t.Errorf("-n 1: values differ from one process's")
+		}
+		t.Logf("-n %d: rmse %.6f → %.6f (one process %.6f → %.6f), exchange %s, %.3fs communicating", n, got.RMSEBefore, got.RMSEAfter, want.RMSEBefore, want.RMSEAfter, got.Dist.Exchange, got.Dist.CommSeconds)
+	}
+}
+
+func slicesEqual(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func slicesEqualF(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDistBadInput: a bad line or a repeated cell anywhere in the file is
+// reported once, as one process reports it (file:line), every rank exits
+// 1, and nothing is written.
+func TestDistBadInput(t *testing.T) {
+	l := mpiLauncher(t)
+	cases := []struct {
+		name string
+		edit func([]string) []string
+	}{
+		{"bad value late", func(ls []string) []string { ls[len(ls)-30] = "1\t2\t3\tnope"; return ls }},
+		{"bad index mid", func(ls []string) []string { ls[len(ls)/2+3] = "1\t-2\t3\t1.5"; return ls }},
+		{"fields early", func(ls []string) []string { ls[5] = "1\t2\t1.5"; return ls }},
+		{"two bad lines", func(ls []string) []string { ls[len(ls)-3] = "x\t2\t3\t1"; ls[len(ls)/3] = "1\t2\t3\tinf"; return ls }},
+		{"duplicate across ranks", func(ls []string) []string { ls[len(ls)-2] = ls[10]; return ls }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := withComments(t, dir, c.edit)
+			args := append([]string{"augment", "-input", in, "-index-base", "0", "-output", filepath.Join(dir, "aug.tsv"), "-report", filepath.Join(dir, "r.json")}, distFlags...)
+			var stderr bytes.Buffer
+			if code := run(args, &bytes.Buffer{}, &stderr); code != exitFailure {
+				t.Fatalf("one process: exit %d", code)
+			}
+			want := strings.TrimSpace(stderr.String())
+			for _, n := range []int{1, 2, 3} {
+				code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi")...)
+				if code == 0 {
+					t.Fatalf("-n %d: exit 0", n)
+				}
+				if strings.Count(msg, want) != 1 || strings.Count(msg, "dainx augment:") != 1 {
+					t.Errorf("-n %d: output\n%s\nwant once: %s", n, msg, want)
+				}
+				for _, f := range []string{"aug.tsv", "r.json"} {
+					if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+						t.Errorf("-n %d: %s written", n, f)
+					}
+				}
+			}
+			t.Logf("%s", want)
+		})
+	}
+}
+
+// TestDistKilledRank: a rank killed mid-run (SIGKILL) makes the job exit
+// non-zero with nothing written.
+func TestDistKilledRank(t *testing.T) {
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	out, rep := filepath.Join(dir, "aug.tsv"), filepath.Join(dir, "r.json")
+	args := append([]string{"augment", "-dist", "mpi", "-input", "testdata/golden/input.tsv", "-output", out, "-report", rep}, distFlags...)
+	args = append(args, "-epochs", "200", "-patience", "200")
+	for _, n := range []int{2, 3} {
+		t0 := time.Now()
+		code, msg := mpiRun(t, l, n, []string{"DAINX_TEST_KILL_RANK=" + strconv.Itoa(n-1), "DAINX_TEST_KILL_AFTER=1s"}, args...)
+		if code == 0 {
+			t.Fatalf("-n %d: exit 0 with rank %d killed\n%s", n, n-1, msg)
+		}
+		for _, f := range []string{out, rep} {
+			if _, err := os.Stat(f); err == nil {
+				t.Errorf("-n %d: %s written", n, f)
+			}
+		}
+		t.Logf("-n %d: rank %d killed after 1s: exit %d after %.1fs", n, n-1, code, time.Since(t0).Seconds())
+	}
+}
+
+// TestDistNoMPI: -dist mpi without an MPI library fails with the reason.
+func TestDistNoMPI(t *testing.T) {
+	t.Setenv("DAINX_LIBMPI", "/nonexistent/libmpi.so.12")
+	var stderr bytes.Buffer
+	code := run([]string{"augment", "-dist", "mpi", "-quiet", "-epochs", "1"}, &bytes.Buffer{}, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "-dist mpi: no MPI library: tried /nonexistent/libmpi.so.12") {
+		t.Fatalf("exit %d, %q", code, stderr.String())
+	}
+	if code := run([]string{"augment", "-dist", "tcp"}, &bytes.Buffer{}, &stderr); code != exitUsage {
+		t.Fatalf("-dist tcp: exit %d", code)
+	}
+}
+
+// With DAINX_TEST_AS_DAINX=1 and DAINX_TEST_KILL_RANK=r, rank r of an MPI
+// job (MPICH's PMI_RANK or Open MPI's OMPI_COMM_WORLD_RANK) kills itself
+// with SIGKILL after DAINX_TEST_KILL_AFTER.
+func init() {
+	r := os.Getenv("DAINX_TEST_KILL_RANK")
+	if os.Getenv("DAINX_TEST_AS_DAINX") != "1" || r == "" {
+		return
+	}
+	me := os.Getenv("PMI_RANK")
+	if me == "" {
+		me = os.Getenv("OMPI_COMM_WORLD_RANK")
+	}
+	if me != r {
+		return
+	}
+	after, _ := time.ParseDuration(os.Getenv("DAINX_TEST_KILL_AFTER"))
+	go func() {
+		time.Sleep(after)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}()
+}
