@@ -1,49 +1,75 @@
 #!/usr/bin/env bash
 # study.sh runs issue 14's study (bench/results/eval/study/): does
 # influence-guided placement of new cells beat uniform (random-costco) or
-# entity-frequency (degree) placement? Every variant of dain/stages.go's
-# study list against random-costco, degree, dain, the training-length
-# control no-aug-steps and no augmentation, at ratio 0.5 over 10 paired
-# splits (seeds 1–10) of each of the four tensors of ../shared/data (or
+# entity-frequency (degree) placement? At ratio 0.5 over 10 paired splits
+# (seeds 1–10) of each of the four tensors of ../shared/data (or
 # $DAINX_DATA; sources in its README), with the small configuration of
-# run.sh (layers N·16,64,32, at most 20 epochs, patience 5). summary.md
-# holds the paired differences with 95% intervals and Holm-corrected
-# p-values; comparisons.json the same as data.
+# run.sh (layers N·16,64,32, at most 20 epochs, patience 5):
 #
-# Every eval rewrites its outputs after each repeat; an interrupted study
-# is continued by running this script again (it passes -resume when an
-# output exists). A 2-core machine shared with others: run it as
-#   nice -n 19 bash bench/eval/study.sh [tensor ...]
-# (default: movielens_latest_small jodie_wikipedia foursquare_nyc movingmnist100).
-# STUDY_REPEATS overrides the 10 repeats; STUDY_OUT the output root.
+#   part "variants" (study/<tensor>): every variant against random-costco,
+#     degree, dain, the training-length control no-aug-steps and no
+#     augmentation;
+#   part "predictor" (study/predictor/<tensor>): the value-predictor
+#     variants with the placement held fixed or changed (random-avg-predictor
+#     separates the predictor's gain from placement), a second family;
+#   part "diagnose" (study/diagnose/<tensor>): dainx eval -diagnose on the
+#     split of seed 1;
+#   part "paper-layers" (study/movielens_latest_small_paper_layers): the
+#     paper's layers N·50,1024,1024,128 on MovieLens, fewer methods.
+#
+# summary.md holds the paired differences with 95% intervals and
+# Holm-corrected p-values; comparisons.json the same as data. Every eval
+# rewrites its outputs after each repeat; an interrupted part is continued
+# by running this script again (it passes -resume when an output exists).
+# A 2-core machine shared with others: run it as
+#   nice -n 19 bash bench/eval/study.sh [part [tensor ...]]
+# (default: part variants on movielens_latest_small jodie_wikipedia
+# foursquare_nyc movingmnist100). STUDY_REPEATS overrides the 10 repeats;
+# STUDY_OUT the output root.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 data=${DAINX_DATA:-../shared/data}
 root=${STUDY_OUT:-bench/results/eval/study}
 repeats=${STUDY_REPEATS:-10}
-methods=random-costco,degree,dain,no-aug-steps,dain-mean-entity,dain-signed,dain-tau0.5,dain-tau2,dain-mix0.5,dain-near-cells,dain-avg-predictor,dain-agree
+part=${1:-variants}
+[ $# -gt 0 ] && shift
 bin=.dev/dainx-study
 go build -o "$bin" ./cmd/dainx
 tensors=("$@")
 [ ${#tensors[@]} -gt 0 ] || tensors=(movielens_latest_small jodie_wikipedia foursquare_nyc movingmnist100)
+
+# evaluate OUT METHODS [flags…]: one resumable dainx eval at ratios 0, 0.5.
+evaluate() {
+	local out=$1 methods=$2
+	shift 2
+	mkdir -p "$out"
+	local resume=()
+	[ -f "$out/runs.json" ] && resume=(-resume)
+	echo "== $out ($(date -u +%FT%TZ))"
+	"$bin" eval -backend cpu -methods "$methods" -ratios 0,0.5 -repeats "$repeats" \
+		-out "$out" "${resume[@]}" "$@" 2> >(tr '\r' '\n' | grep -v '^$' | tail -n 3 > "$out/progress.log")
+}
+
+variants=random-costco,degree,dain,no-aug-steps,dain-mean-entity,dain-signed,dain-tau0.5,dain-tau2,dain-mix0.5,dain-near-cells,dain-avg-predictor,dain-agree
+predictor=random-costco,degree,dain,dain-avg-predictor,dain-mix-avg,random-avg-predictor
 for t in "${tensors[@]}"; do
 	order=3
 	[ "$t" = movingmnist100 ] && order=4
-	out=$root/$t
-	mkdir -p "$out"
-	resume=()
-	[ -f "$out/runs.json" ] && resume=(-resume)
-	echo "== $t ($(date -u +%FT%TZ))"
-	"$bin" eval -backend cpu -input "$data/$t.tsv.gz" -methods "$methods" \
-		-ratios 0,0.5 -repeats "$repeats" \
-		-layers $((order * 16)),64,32 -epochs 20 -patience 5 \
-		-out "$out" "${resume[@]}" 2> >(tr '\r' '\n' | grep -v '^$' | tail -n 3 > "$out/progress.log")
+	small=(-input "$data/$t.tsv.gz" -layers $((order * 16)),64,32 -epochs 20 -patience 5)
+	case $part in
+	variants) evaluate "$root/$t" "$variants" "${small[@]}" ;;
+	predictor) evaluate "$root/predictor/$t" "$predictor" "${small[@]}" ;;
+	diagnose)
+		mkdir -p "$root/diagnose/$t"
+		"$bin" eval -backend cpu -quiet -diagnose -seed 1 -methods random-costco,degree,dain,no-aug-steps,dain-mean-entity,dain-mix0.5,dain-avg-predictor \
+			-ratios 0,0.5 -out "$root/diagnose/$t" "${small[@]}"
+		;;
+	paper-layers)
+		# About 80 s per model on 2 cores: fewer methods, the small run's
+		# epoch cap and patience.
+		evaluate "$root/${t}_paper_layers" random-costco,degree,dain,dain-mix-avg \
+			-input "$data/$t.tsv.gz" -epochs 20 -patience 5
+		;;
+	*) echo "unknown part $part: want variants, predictor, diagnose or paper-layers" >&2; exit 2 ;;
+	esac
 done
-
-# The paper's layers (N·50,1024,1024,128) on movielens_latest_small, the
-# baselines and the variants closest to winning, 50 epochs cap as the paper
-# (patience 10); far slower on 2 cores (about 80 s per model):
-#   "$bin" eval -backend cpu -input "$data/movielens_latest_small.tsv.gz" \
-#     -methods random-costco,degree,dain,no-aug-steps,dain-mix0.5,dain-tau0.5 \
-#     -ratios 0,0.5 -repeats 10 -epochs 20 -patience 5 \
-#     -out $root/movielens_latest_small_default_layers
