@@ -6,7 +6,7 @@ GO      ?= $(CURDIR)/scripts/go
 PKGS    := ./...
 BENCH   ?= .
 
-.PHONY: help demo build test test-short vet fmt-check tidy-check bench bench-quick bench-go clean
+.PHONY: help demo build test test-mpi test-short vet fmt-check tidy-check bench bench-quick bench-go clean
 
 help:
 	@echo "make demo           build ./dainx and run DAIN on the embedded demo tensor (installs Go if missing)"
@@ -27,6 +27,7 @@ help:
 	@echo "make kernels-lib    the kernels as a CUDA library: build/lib/libdainx_kernels.a, build/include/dainx_kernels.h (needs nvcc)"
 	@echo "make examples       build the C example and, with nvcc, the CUDA example into build/examples/"
 	@echo "make test-embed     the C API tests, the Python tests and the examples on the CPU (what CI runs after make test)"
+	@echo "make test-mpi       the -dist mpi tests under mpiexec -n 1, 2 and 3 (needs MPI: apt-get install mpich; MPIEXEC=mpiexec.openmpi for Open MPI)"
 
 build:
 	CGO_ENABLED=0 $(GO) build -o dainx ./cmd/dainx
@@ -48,6 +49,14 @@ tidy-check:
 
 test: vet fmt-check
 	$(GO) test -count=1 $(PKGS)
+
+# make test-mpi: the MPI binding's collectives and `dainx augment -dist mpi`
+# (same cells as one process, bad input, a killed rank) under mpiexec with
+# 1, 2 and 3 ranks. MPIEXEC picks the launcher (default mpiexec.mpich, else
+# mpiexec), e.g. MPIEXEC="mpiexec.openmpi --oversubscribe".
+MPIEXEC ?=
+test-mpi:
+	DAINX_TEST_MPI=1 DAINX_MPIEXEC="$(MPIEXEC)" $(GO) test -count=1 -run 'TestCollectives|TestRanks|TestDist' ./dist/... ./cmd/dainx/
 
 test-short: vet
 	$(GO) test -count=1 -short $(PKGS)
