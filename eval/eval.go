@@ -50,6 +50,10 @@ type Spec struct {
 	// with the results so far (repeats in order, Seconds up to now); an
 	// error from it ends the evaluation with that error.
 	AfterRepeat func(*Results) error
+	// Only, if not nil, picks the repeats (0-based) this process runs; the
+	// others are left out of the results (dainx eval -dist mpi spreads the
+	// repeats over the ranks this way).
+	Only func(repeat int) bool
 }
 
 // Validate reports the first problem of s.
@@ -149,6 +153,9 @@ func Evaluate(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*
 		base := s.Base
 		base.Seed = s.Base.Seed + uint64(r)
 		base.Progress = nil
+		if s.Only != nil && !s.Only(r) {
+			continue
+		}
 		if runs := resumed(s.Resume, r+1, base.Seed, s.Methods, ratios); runs != nil {
 			res.Runs = append(res.Runs, runs...)
 			if bar != nil {

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/dist"
 	"github.com/dainx/dainx/dist/mpi"
+	"github.com/dainx/dainx/eval"
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/demo"
 	"github.com/dainx/dainx/tensor"
@@ -175,4 +178,82 @@ func readShard(c *mpi.Comm, in *inputFlags) (*dain.Shard, string, tensor.Format,
 	}
 	sh, err := dist.ReadText(c, in.Input, tensor.ReadOptions{Format: format, IndexBase: in.IndexBase})
 	return sh, in.Input, format, err
+}
+
+// evalDist is `dainx eval -dist mpi`: every rank reads the whole tensor
+// and runs the repeats r with r mod P = its rank on its own backend; rank 0
+// gathers the runs (in one process's order) and writes the output once
+// every rank has finished. A rank's failure aborts the job.
+func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out string, args []string, stdout, stderr io.Writer) int {
+	c, err := openMPI()
+	if err != nil {
+		return exitFor("eval", err, ctx, stderr)
+	}
+	rank, size := c.Rank(), c.Size()
+	fail := func(err error) int {
+		if size > 1 {
+			fmt.Fprintf(stderr, "dainx eval: rank %d of %d: %v\n", rank, size, err)
+			c.Abort(exitFailure)
+			os.Exit(exitFailure)
+		}
+		code := exitFor("eval", err, ctx, stderr)
+		c.Finalize()
+		return code
+	}
+	t, name, _, err := readInput(in)
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkLayers(&spec.Base, t.Order()); err != nil {
+		return fail(err)
+	}
+	if rank == 0 {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return fail(err)
+		}
+	} else {
+		spec.Progress = nil
+	}
+	be, err := openDistBackend(c, in, stderrIf(rank == 0, stderr))
+	if err != nil {
+		return fail(err)
+	}
+	defer be.Close()
+	spec.Only = func(r int) bool { return r%size == rank }
+	res, err := eval.Evaluate(ctx, t, spec, be)
+	if err != nil {
+		return fail(err)
+	}
+	js, err := json.Marshal(res.Runs)
+	if err != nil {
+		return fail(err)
+	}
+	all, counts := mpi.Allgatherv(c, js)
+	secs := []float64{res.Seconds}
+	c.Allreduce(secs, mpi.Max)
+	if rank == 0 {
+		var runs []eval.Run
+		off := 0
+		for _, n := range counts {
+			var part []eval.Run
+			if err := json.Unmarshal(all[off:off+int(n)], &part); err != nil {
+				return fail(err)
+			}
+			runs = append(runs, part...)
+			off += int(n)
+		}
+		sort.SliceStable(runs, func(i, j int) bool { return runs[i].Repeat < runs[j].Repeat })
+		res.Runs, res.Seconds = runs, secs[0]
+		p := eval.Provenance{
+			Input: name, Dims: t.Dims, NNZ: t.NNZ(), Backend: be.Name(), Device: be.Device(),
+			Methods: spec.Methods, Ratios: spec.Ratios, Repeats: spec.Repeats, Base: eval.TrainingOf(spec.Base),
+			Command: "dainx eval " + strings.Join(args, " "), Seconds: res.Seconds,
+		}
+		if err := res.WriteDir(out, p); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "dainx eval: wrote %s/{runs.csv,runs.json,summary.md,summary.json,rmse.png,runtime.png} (%d ranks, %s)\n", out, size, c.Version())
+	}
+	c.Finalize()
+	return exitOK
 }

@@ -280,3 +280,40 @@ func init() {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}()
 }
+
+// TestDistEval: dainx eval -dist mpi spreads the repeats over the ranks and
+// writes the runs of one process.
+func TestDistEval(t *testing.T) {
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	args := []string{"eval", "-input", "testdata/golden/input.tsv", "-backend", "cpu", "-quiet", "-layers", "24,16,8", "-epochs", "3",
+		"-batch", "128", "-rank", "4", "-channels", "4", "-methods", "dain,random-costco", "-ratios", "0,0.4", "-repeats", "3"}
+	if code := run(append(args, "-out", filepath.Join(dir, "one")), &bytes.Buffer{}, os.Stderr); code != 0 {
+		t.Fatalf("one process: exit %d", code)
+	}
+	read := func(d string) []any {
+		b, err := os.ReadFile(filepath.Join(dir, d, "runs.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct{ Runs []map[string]any }
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		var out []any
+		for _, run := range r.Runs {
+			out = append(out, []any{run["repeat"], run["method"], run["ratio"], run["rmse"], run["n_aug"]})
+		}
+		return out
+	}
+	want := fmt.Sprint(read("one"))
+	for _, n := range []int{2, 3} {
+		d := fmt.Sprintf("d%d", n)
+		if code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi", "-out", filepath.Join(dir, d))...); code != 0 {
+			t.Fatalf("-n %d: exit %d\n%s", n, code, msg)
+		}
+		if got := fmt.Sprint(read(d)); got != want {
+			t.Errorf("-n %d: runs\n%s\nwant\n%s", n, got, want)
+		}
+	}
+}

@@ -35,6 +35,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&merge, "merge", "", "comma-separated eval output `directories` of the same tensor and configuration with other seeds (e.g. repeats run in batches) to merge into -out as one evaluation, training nothing")
 	fs.BoolVar(&diagnose, "diagnose", false, "instead of the evaluation, diagnose the split of -seed at the largest ratio: the entity-frequency profile of every method's new cells, and the value predictors' and every retrained model's test RMSE per frequency band; writes diagnose.json and diagnose.md into -out")
 	bindTraining(fs, &cfg, &in.Layers)
+	distMode := fs.String("dist", "", distHelp+"; the repeats are spread over the ranks")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx eval -out DIR [flags]
 
@@ -90,8 +91,17 @@ Methods:
 	if !in.Quiet {
 		spec.Progress = stderr
 	}
+	if err := checkDist(*distMode); err != nil {
+		return exitFor("eval", err, nil, stderr)
+	}
 	ctx, stop := signalContext()
 	defer stop()
+	if *distMode == "mpi" {
+		if resume || diagnose {
+			return exitFor("eval", fmt.Errorf("%w: -dist mpi runs neither -resume nor -diagnose", errUsage), nil, stderr)
+		}
+		return evalDist(ctx, spec, &in, out, args, stdout, stderr)
+	}
 	return exitFor("eval", runEval(ctx, spec, &in, out, resume, diagnose, args, stdout, stderr), ctx, stderr)
 }
 
