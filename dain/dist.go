@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"time"
 
@@ -156,6 +157,9 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		rows += d
 	}
 	dr.Exchange = nn.ChooseExchange(rows, cfg.Batch, len(dims))
+	if v := os.Getenv("DAINX_EXCHANGE"); v == "dense" || v == "sparse" {
+		dr.Exchange = v // chosen by the user
+	}
 	logf("data parallel over %d ranks: dense layers summed every step, embedding gradients %s", size, map[string]string{
 		"dense":  fmt.Sprintf("summed whole (dense: the %d-row table is within 4× the rows a step touches)", rows),
 		"sparse": fmt.Sprintf("exchanged sparsely (only the rows a step touched, of %d)", rows),
@@ -342,7 +346,11 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			defer cte.Free()
 			logf("training Θc (costco, %d parameters)", cc.NumParams())
 			ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Shuffle: rng(cfg.Seed, streamShuffleCoSTCo)}
-			cres, err := fit("Θc", cc, ctc, ctr, cva, nTrain, trainOwned, nn.ChooseExchange(rows, cfg.CoSTCoBatch, len(dims)))
+			cex := nn.ChooseExchange(rows, cfg.CoSTCoBatch, len(dims))
+			if os.Getenv("DAINX_EXCHANGE") != "" {
+				cex = dr.Exchange
+			}
+			cres, err := fit("Θc", cc, ctc, ctr, cva, nTrain, trainOwned, cex)
 			if err != nil {
 				return nil, err
 			}
