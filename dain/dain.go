@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/dainx/dainx/compute"
@@ -238,6 +239,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		return nil, err
 	}
 	defer e.Close()
+	e.single = true
 	cfg = e.cfg
 	if ck != nil {
 		if e.ck, err = openCheckpoint(ck, e, t); err != nil {
@@ -253,6 +255,11 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		NTrain: e.Train.NNZ(), NVal: e.Val.NNZ(), NTest: e.Test.NNZ(),
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
+	// From here on the run uses the split only: t's cells are collected
+	// once the caller drops t too (dainx augment does), so that a large
+	// tensor is not held twice.
+	t = nil
+	runtime.GC()
 
 	nAug := int(cfg.Ratio * float64(rep.NTrain))
 	saved, aug, err := e.ck.loadAugmented()
@@ -297,7 +304,9 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		}
 	}
 
-	// Step 5.
+	// Step 5 needs only the split and the new cells: Θ, its scores and
+	// the predictor's copies of the split are freed first.
+	e.release()
 	e.logf("step 5: retraining on %d + %d cells", rep.NTrain, rep.NAug)
 	rmse, res, secs, err := e.Retrain(ctx, cfg, aug, nAug, "Θ'")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"time"
 
@@ -69,6 +70,11 @@ type Experiment struct {
 	owned       []compute.F32 // score buffers the experiment frees
 	start       time.Time
 	ck          *checkpointer // nil unless the run is checkpointed (RunCheckpointed)
+	// single: the experiment runs one configuration (Run), so the
+	// buffers of a stage are freed once no later stage of it needs them
+	// (shed, release).
+	single      bool
+	trainMaxAbs float64 // the largest |value| of the training cells (scaleHint)
 }
 
 // memo holds the result and wall time of each stage computed so far.
@@ -111,13 +117,20 @@ type trained struct {
 }
 
 func (t *trained) free() {
+	t.shed()
+	t.net.Free()
+}
+
+// shed frees the model's copies of the split and its TracIn sums, keeping
+// the model.
+func (t *trained) shed() {
 	for _, a := range t.accs {
 		a.Free()
 	}
+	t.accs = nil
 	t.train.Free()
 	t.val.Free()
 	t.test.Free()
-	t.net.Free()
 }
 
 // NewExperiment splits x (step 0) for cfg on backend be. methods are the
@@ -160,15 +173,21 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 			}
 		})
 	}
+	for n, k := range distinctPerMode(x) {
+		if d := x.Dims[n]; d >= 1000 && k < d/2 {
+			e.logf("dainx: mode %d: only %d of its %d entities (largest index + 1) occur; the others still get embeddings and memory — renumbering the indices densely (0…n−1) saves both", n, k, d)
+		}
+	}
 	tr, va, te := tensor.Split(x.NNZ(), cfg.TestFrac, cfg.ValFrac, cfg.Seed)
 	e.Train, e.Val, e.Test = x.Subset(tr), x.Subset(va), x.Subset(te)
 	if e.Train.NNZ() == 0 || e.Val.NNZ() == 0 || e.Test.NNZ() == 0 {
 		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", x.NNZ(), e.Train.NNZ(), e.Val.NNZ(), e.Test.NNZ())
 	}
-	for n, k := range distinctPerMode(x) {
-		if d := x.Dims[n]; d >= 1000 && k < d/2 {
-			e.logf("dainx: mode %d: only %d of its %d entities (largest index + 1) occur; the others still get embeddings and memory — renumbering the indices densely (0…n−1) saves both", n, k, d)
-		}
+	// The experiment keeps the split only: x's cells are the caller's to
+	// drop, which a large run does (Run does not hold them past the split).
+	e.x = &tensor.COO{Dims: x.Dims}
+	for _, v := range e.Train.Val {
+		e.trainMaxAbs = max(e.trainMaxAbs, math.Abs(v))
 	}
 	return e, nil
 }
@@ -220,6 +239,44 @@ func (e *Experiment) Close() {
 	for _, b := range e.owned {
 		b.Free()
 	}
+}
+
+// shed frees, in a single-configuration experiment, what only choosing the
+// new cells' entities needed, once they are chosen: every model's copies of
+// the split and every cell score (the models stay, to predict values).
+// Another configuration could need them again, so an experiment of several
+// keeps them. Wall times stay for SharedSeconds.
+func (e *Experiment) shed() {
+	if !e.single {
+		return
+	}
+	for _, d := range e.models {
+		d.val.shed()
+	}
+	for _, t := range e.retrained {
+		t.free()
+	}
+	for _, b := range e.owned {
+		b.Free()
+	}
+	e.retrained, e.owned = nil, nil
+	for _, d := range e.cellScores {
+		d.val = nil
+	}
+	runtime.GC() // what was freed is reused by the next allocations rather than added to the heap
+}
+
+// release frees every trained model, score and table the stages hold and
+// forgets them (a stage asked for later is computed again), for a run
+// whose remaining work needs none of them: Run before its retraining,
+// which then does not hold Θ's copies of the split beside its own. Their
+// wall times are forgotten too; read SharedSeconds first.
+func (e *Experiment) release() {
+	e.Close()
+	e.models, e.cellScores = memo[Embedding, *trained]{}, memo[CellImportance, compute.F32]{}
+	e.entity, e.nbrs = memo[EntityImportance, []*sampling.Alias]{}, memo[Neighbours, [][][]int32]{}
+	e.retrained, e.owned = nil, nil
+	runtime.GC() // what was freed is reused by the next stage's allocations rather than added to the heap
 }
 
 // mlpConfig is the downstream MLP's configuration.
@@ -376,10 +433,7 @@ func (e *Experiment) trainError(label, kind string, err error) error {
 // magnitude), a parenthesis naming the largest and the power of ten to
 // divide them by; otherwise "".
 func (e *Experiment) scaleHint() string {
-	big := 0.0
-	for _, v := range e.Train.Val {
-		big = max(big, math.Abs(v))
-	}
+	big := e.trainMaxAbs
 	if !(big > 1e4) {
 		return ""
 	}
@@ -431,9 +485,10 @@ func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key u
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	e.shed() // the entities' tables are made: Θ's copies of the split and its scores are not needed any more
 	t0 := time.Now()
 	dev := sampling.Upload(e.be, tables)
-	cells, s, err := dev.Cells(e.observed(), n, sampling.Options{Key: key})
+	cells, s, err := dev.CellsExcluding([][]int32{e.Train.Idx, e.Val.Idx}, n, sampling.Options{Key: key})
 	dev.Free()
 	if err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
@@ -443,9 +498,17 @@ func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key u
 	return &tensor.COO{Dims: append([]int(nil), e.x.Dims...), Idx: cells}, nil
 }
 
-// observed returns the indices of train ∪ validation (K×N).
-func (e *Experiment) observed() []int32 {
-	return append(append([]int32(nil), e.Train.Idx...), e.Val.Idx...)
+// observedSet returns the set of the cells of train ∪ validation, with
+// room for extra cells more.
+func (e *Experiment) observedSet(extra int) *tensor.CellSet {
+	order := e.x.Order()
+	s := tensor.NewCellSet(e.x.Dims, e.Train.NNZ()+e.Val.NNZ()+extra)
+	for _, part := range [][]int32{e.Train.Idx, e.Val.Idx} {
+		for k := 0; k < len(part); k += order {
+			s.Add(part[k : k+order])
+		}
+	}
+	return s
 }
 
 // Downstream trains a fresh MLP on train ∪ aug with the experiment's
@@ -459,11 +522,18 @@ func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label stri
 		return 0, nn.Result{}, 0, fmt.Errorf("dain: %w", err)
 	}
 	defer m.Free()
-	both := m.NewSet(append(append([]int32(nil), e.Train.Idx...), aug.Idx...), append(append([]float64(nil), e.Train.Val...), aug.Val...))
+	both := m.NewSetConcat([][]int32{e.Train.Idx, aug.Idx}, [][]float64{e.Train.Val, aug.Val})
 	defer both.Free()
 	val, test := m.NewSet(e.Val.Idx, e.Val.Val), m.NewSet(e.Test.Idx, e.Test.Val)
 	defer val.Free()
 	defer test.Free()
+	if e.single {
+		// The retraining is the last stage of a single configuration,
+		// and its sets hold the split: the split itself is not held
+		// beside them.
+		e.Train, e.Val, e.Test = nil, nil, nil
+		runtime.GC()
+	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
 	const stage = "retrain"

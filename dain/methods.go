@@ -98,11 +98,7 @@ const neighbours = 10
 func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *AugStats) (*tensor.COO, error) {
 	order := e.x.Order()
 	t0 := time.Now()
-	seen := tensor.NewCellSet(e.x.Dims, e.Train.NNZ()+e.Val.NNZ()+n)
-	obs := e.observed()
-	for k := 0; k < len(obs); k += order {
-		seen.Add(obs[k : k+order])
-	}
+	seen := e.observedSet(n)
 	r := rng(e.cfg.Seed, streamReplace)
 	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
 	cell := make([]int32, order)

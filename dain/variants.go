@@ -249,11 +249,7 @@ func (s NearCells) cells(ctx context.Context, e *Experiment, n int, st *AugStats
 		return nil, fmt.Errorf("dain: cell importance: %w", err)
 	}
 	order := e.x.Order()
-	observed := tensor.NewCellSet(e.x.Dims, e.Train.NNZ()+e.Val.NNZ())
-	obs := e.observed()
-	for k := 0; k < len(obs); k += order {
-		observed.Add(obs[k : k+order])
-	}
+	observed := e.observedSet(0)
 	drawn := tensor.NewCellSet(e.x.Dims, n)
 	r := rng(e.cfg.Seed, streamNear)
 	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}

@@ -87,10 +87,21 @@ type Stats struct {
 // among them are fewer than n; and during drawing when MaxDraws candidates
 // did not yield n new cells, or the backend failed.
 func (t *Tables) Cells(observed []int32, n int, opt Options) ([]int32, Stats, error) {
+	return t.CellsExcluding([][]int32{observed}, n, opt)
+}
+
+// CellsExcluding is Cells with the observed cells given in parts (each
+// K×N), as if concatenated: a caller whose observed cells are the training
+// and the validation cells need not copy them into one slice.
+func (t *Tables) CellsExcluding(observed [][]int32, n int, opt Options) ([]int32, Stats, error) {
 	order := t.Order()
 	var st Stats
-	if len(observed)%order != 0 {
-		panic(fmt.Sprintf("sampling: %d observed indices for order %d", len(observed), order))
+	total := 0
+	for _, part := range observed {
+		if len(part)%order != 0 {
+			panic(fmt.Sprintf("sampling: %d observed indices for order %d", len(part), order))
+		}
+		total += len(part) / order
 	}
 	if n < 0 {
 		panic(fmt.Sprintf("sampling: Cells(n = %d)", n))
@@ -99,12 +110,14 @@ func (t *Tables) Cells(observed []int32, n int, opt Options) ([]int32, Stats, er
 	for i, a := range t.host {
 		dims[i] = len(a.Thresh)
 	}
-	obs := tensor.NewCellSet(dims, len(observed)/order)
+	obs := tensor.NewCellSet(dims, total)
 	inSupport := 0
-	for k := 0; k < len(observed); k += order {
-		cell := observed[k : k+order]
-		if obs.Add(cell) && t.reachable(cell) {
-			inSupport++
+	for _, part := range observed {
+		for k := 0; k < len(part); k += order {
+			cell := part[k : k+order]
+			if obs.Add(cell) && t.reachable(cell) {
+				inSupport++
+			}
 		}
 	}
 	support := t.supportSize()

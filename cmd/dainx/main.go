@@ -12,5 +12,6 @@ import (
 )
 
 func main() {
+	setupMemory()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
