@@ -6,7 +6,7 @@ GO      ?= $(CURDIR)/scripts/go
 PKGS    := ./...
 BENCH   ?= .
 
-.PHONY: help demo build test test-mpi test-short vet fmt-check tidy-check bench bench-quick bench-go clean
+.PHONY: help demo build test test-mpi test-short vet fmt-check tidy-check bench bench-quick bench-go bench-scale clean
 
 help:
 	@echo "make demo           build ./dainx and run DAIN on the embedded demo tensor (installs Go if missing)"
@@ -18,6 +18,7 @@ help:
 	@echo "make bench          benchmarks (ops, training step, PyTorch peer, end to end) into bench/results/"
 	@echo "make bench-quick    make bench without the end-to-end runs"
 	@echo "make bench-go       Go benchmarks of the backend ops and the pipeline"
+	@echo "make bench-scale    dainx augment on synthetic tensors of 10M, 30M and 100M cells: memory and speed per cell into bench/results/scale-DATE.*"
 	@echo "make kernels        compile kernels/*.cu to committed PTX (needs nvcc)"
 	@echo "make check-kernels  check that every kernel compiles, ptxas accepts it and the PTX is current"
 	@echo "make device-bundle  build dainx and test binaries into .dev/ for the GPU machine"
@@ -79,6 +80,17 @@ bench: build
 # make bench-quick: the same without the end-to-end runs and the generic path.
 bench-quick: build
 	$(GO) run ./bench/cmd/benchrun -e2e=false -generic=false $(BENCHFLAGS)
+
+# make bench-scale: `dainx augment -layers 48,64,32 -epochs 1` on synthetic
+# 3-mode tensors of 10M, 30M and 100M cells (made once by dainx synth and
+# cached in bench/scale-data/, git-ignored: about 8 GB with their .bin
+# copies): input MB/s, peak RSS and bytes per cell, cells/s and seconds per
+# stage, into bench/results/scale-DATE.{json,md}. The 100M run needs about
+# 7 GB of memory and an hour or more on two cores. SCALEFLAGS passes flags
+# to scalerun (go run ./bench/cmd/scalerun -h), e.g. SCALEFLAGS=-sizes=10M.
+SCALEFLAGS ?=
+bench-scale: build
+	$(GO) run ./bench/cmd/scalerun $(SCALEFLAGS)
 
 # make bench-go: the Go benchmarks of the backend ops and the pipeline.
 bench-go:
