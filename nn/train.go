@@ -222,7 +222,7 @@ type Result struct {
 
 // stageCells is the most cells Train stages on the host at once when it
 // uploads the shuffled training set to a device.
-const stageCells = 1 << 20
+var stageCells = 1 << 20 // a variable for tests
 
 // Train fits m to train by Adam on the batch-mean MSE (paper eq. 1) with
 // shuffled mini-batches, evaluates on val after every epoch, stops after
