@@ -10,9 +10,11 @@ import (
 
 // References are the methods every other method is compared with, when an
 // evaluation has them: the strongest uniform baseline, the entity-frequency
-// null model, the paper's method and the training-length control. NoAug
-// names the comparison with no augmentation (every method's ratio-0 run).
-var References = []string{"random-costco", "degree", "dain", "no-aug-steps", NoAug}
+// null model, the paper's method, the training-length control, and uniform
+// cells with the averaged predictor (the placement null of the
+// averaged-predictor variants). NoAug names the comparison with no
+// augmentation (every method's ratio-0 run).
+var References = []string{"random-costco", "degree", "dain", "no-aug-steps", "random-avg-predictor", NoAug}
 
 // NoAug is the reference name of the ratio-0 runs (no augmentation).
 const NoAug = "no augmentation"
