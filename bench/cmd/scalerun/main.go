@@ -150,7 +150,7 @@ func main() {
 	}
 	args := []string{"-backend", "cpu", "-layers", *layers, "-epochs", strconv.Itoa(*epochs)}
 	args = append(args, strings.Fields(*extra)...)
-	r := &Results{Date: time.Now().UTC().Format(time.RFC3339), Commit: gitCommit(), Command: strings.Join(os.Args, " "),
+	r := &Results{Date: time.Now().UTC().Format(time.RFC3339), Commit: gitCommit(), Command: strings.Join(append([]string{"scalerun"}, os.Args[1:]...), " "),
 		Machine: machine(), Args: args, Dims: dims}
 	logf("machine: %s, %d cores, %s GiB, load %s", r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Load)
 	for _, n := range cells {
