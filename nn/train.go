@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/internal/bigmem"
 )
 
 // Set is a set of cells and their values resident on a backend, in global
@@ -45,7 +46,7 @@ func (m *Net) NewSetConcat(cells [][]int32, vals [][]float64) *Set {
 		}
 		n += len(vals[i])
 	}
-	s := &Set{rows: make([]int32, n*order), vals: make([]float32, n)}
+	s := &Set{rows: bigmem.Make[int32](n * order), vals: bigmem.Make[float32](n)}
 	off := 0
 	for i := range cells {
 		m.Rows(s.rows[off*order:(off+len(vals[i]))*order], cells[i])
@@ -281,7 +282,7 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		}
 		shufRows.Free()
 	}()
-	perm := make([]int32, T)
+	perm := bigmem.Make[int32](T)
 	for i := range perm {
 		perm[i] = int32(i)
 	}

@@ -11,6 +11,8 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+
+	"github.com/dainx/dainx/internal/bigmem"
 )
 
 // SPLATT's binary coordinate format, as SPLATT's src/io.c writes it
@@ -174,7 +176,7 @@ func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
 		r = mem
 	}
 
-	t := &COO{Dims: l.dims, Idx: make([]int32, l.nnz*l.order), Val: make([]float64, l.nnz)}
+	t := &COO{Dims: l.dims, Idx: bigmem.Make[int32](l.nnz * l.order), Val: bigmem.Make[float64](l.nnz)}
 	buf := make([]byte, binChunk*max(l.iw, l.vw))
 	for m := 0; m < l.order; m++ {
 		for k := 0; k < l.nnz; k += binChunk {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+
+	"github.com/dainx/dainx/internal/bigmem"
 )
 
 // CellSet is a set of cells (index tuples) of a tensor with fixed dims, for
@@ -46,7 +48,7 @@ func NewCellSet(dims []int, capacity int) *CellSet {
 	s := &CellSet{dims: append([]int(nil), dims...)}
 	if strides, ok := radixStrides(dims); ok {
 		s.strides = strides
-		s.slots = make([]uint64, slotsFor(capacity))
+		s.slots = bigmem.Make[uint64](slotsFor(capacity))
 	} else {
 		s.strs = make(map[string]struct{}, capacity)
 		s.buf = make([]byte, 0, 4*len(dims))
@@ -78,7 +80,7 @@ func (s *CellSet) addKey(key uint64) bool {
 	}
 	if 5*(s.n+1) > 4*len(s.slots) {
 		old := s.slots
-		s.slots = make([]uint64, 2*len(old))
+		s.slots = bigmem.Make[uint64](2 * len(old))
 		for _, k := range old {
 			if k != 0 {
 				s.slots[find(s.slots, k-1)] = k

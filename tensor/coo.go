@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/dainx/dainx/internal/bigmem"
 )
 
 // MaxDim is the largest mode size a COO may have. Indices are int32 and a
@@ -62,8 +64,8 @@ func (t *COO) Subset(rows []int) *COO {
 	nnz := t.NNZ()
 	u := &COO{
 		Dims: append([]int(nil), t.Dims...),
-		Idx:  make([]int32, 0, len(rows)*n),
-		Val:  make([]float64, len(rows)),
+		Idx:  bigmem.Make[int32](0, len(rows)*n),
+		Val:  bigmem.Make[float64](len(rows)),
 	}
 	for i, r := range rows {
 		if r < 0 || r >= nnz {
@@ -86,9 +88,9 @@ func (t *COO) Append(u *COO) *COO {
 	for i, d := range u.Dims {
 		dims[i] = max(dims[i], d)
 	}
-	idx := make([]int32, 0, len(t.Idx)+len(u.Idx))
+	idx := bigmem.Make[int32](0, len(t.Idx)+len(u.Idx))
 	idx = append(append(idx, t.Idx...), u.Idx...)
-	val := make([]float64, 0, len(t.Val)+len(u.Val))
+	val := bigmem.Make[float64](0, len(t.Val)+len(u.Val))
 	val = append(append(val, t.Val...), u.Val...)
 	return &COO{Dims: dims, Idx: idx, Val: val}
 }

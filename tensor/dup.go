@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/dainx/dainx/internal/bigmem"
 )
 
 // dupParallelMin is the number of cells from which findDuplicate first
@@ -119,7 +121,7 @@ func mayHaveDuplicate(dims []int, idx []int32, nnz int) bool {
 		roundEnd[r] = pos
 		most = max(most, pos)
 	}
-	keys := make([]uint64, most)
+	keys := bigmem.Make[uint64](most)
 	var dup atomic.Bool
 	for r := range rounds {
 		p0, p1 := r*np/rounds, (r+1)*np/rounds

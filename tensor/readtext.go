@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/dainx/dainx/internal/bigmem"
 )
 
 // defaultBlock is the size of the blocks the parallel text parser cuts its
@@ -286,9 +288,9 @@ func grow(idx []int32, val []float64, order, add int, read, size int64) ([]int32
 			c = max(need+need/16, int(est)+1024)
 		}
 	}
-	v := make([]float64, len(val), c)
+	v := bigmem.Make[float64](len(val), c)
 	copy(v, val)
-	x := make([]int32, len(idx), c*order)
+	x := bigmem.Make[int32](len(idx), c*order)
 	copy(x, idx)
 	return x, v
 }

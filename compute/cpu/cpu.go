@@ -30,6 +30,7 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu/internal/gemm"
+	"github.com/dainx/dainx/internal/bigmem"
 )
 
 // Backend is the CPU implementation of compute.Backend. The zero value is not
@@ -185,7 +186,7 @@ func (*Backend) Alloc(n int) compute.F32 {
 	if n < 0 {
 		panic(fmt.Sprintf("cpu: Alloc(%d)", n))
 	}
-	return make(vec, n)
+	return vec(bigmem.Make[float32](n))
 }
 
 // AllocI32 returns a zeroed buffer of n int32.
@@ -193,7 +194,7 @@ func (*Backend) AllocI32(n int) compute.I32 {
 	if n < 0 {
 		panic(fmt.Sprintf("cpu: AllocI32(%d)", n))
 	}
-	return make(ivec, n)
+	return ivec(bigmem.Make[int32](n))
 }
 
 var _ compute.HostBuffers = (*Backend)(nil)
