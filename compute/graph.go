@@ -39,3 +39,25 @@ type HostBuffers interface {
 	// WrapI32 is WrapF32 for int32.
 	WrapI32(s []int32) I32
 }
+
+// OutputMSE is implemented by backends that fuse DAIN's output layer (a
+// Linear layer with one output) with the MSE loss (the CUDA backend: one
+// kernel instead of two per training step; the CPU backend: the two
+// operations in turn). nn uses it for a network whose last layer has one
+// output.
+type OutputMSE interface {
+	// LinearForwardMSE computes the output layer and the gradient and
+	// squared error of the MSE loss at it:
+	//
+	//	pred[b]  = φ(Σᵢ x[b,i]·w[i] + bias[0]),  φ = ReLU or identity  (=)
+	//	delta[b] = scale·(pred[b] − y[b])                               (=)
+	//	sq[0]    = Σ_b (pred[b] − y[b])²                                 (=)
+	//
+	// with x B×in, w in, bias 1, pred, delta, y B; sq has length 1 and may
+	// be nil. It is LinearForward(pred, x, w, bias, in, 1, relu) followed
+	// by MSEGrad(delta, sq, pred, y, scale): pred and delta bit for bit as
+	// those two give on the same backend, sq summed in float64 in a fixed
+	// order of its own (within one float32 rounding of MSEGrad's). It
+	// panics as those two do. DAIN eq. 4 and the gradient of eq. 1.
+	LinearForwardMSE(pred, delta, sq, x, w, bias, y F32, in int, relu bool, scale float32)
+}

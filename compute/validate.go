@@ -122,6 +122,21 @@ func CheckMSEGrad(delta, sq, pred, y F32) {
 	}
 }
 
+// CheckLinearForwardMSE validates OutputMSE.LinearForwardMSE: x B×in, w
+// in, bias 1, pred, delta and y B, sq 1 or nil. It returns B.
+func CheckLinearForwardMSE(pred, delta, sq, x, w, bias, y F32, in int) (batch int) {
+	const op = "LinearForwardMSE"
+	batch = linear(op, x, w, in, 1, "w")
+	CheckLen(op, "pred", length(op, "pred", pred), batch)
+	CheckLen(op, "bias", length(op, "bias", bias), 1)
+	CheckLen(op, "delta", length(op, "delta", delta), batch)
+	CheckLen(op, "y", length(op, "y", y), batch)
+	if m := optional(sq); m >= 0 {
+		CheckLen(op, "sq", m, 1)
+	}
+	return batch
+}
+
 // CheckAdam validates Adam: p, g, m and v of one length and step s.T ≥ 1.
 func CheckAdam(p, g, m, v F32, s AdamStep) {
 	const op = "Adam"

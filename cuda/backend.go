@@ -37,7 +37,10 @@ type Backend struct {
 	cache   map[int64][]driver.DevicePtr // freed blocks by size class
 	live    map[driver.DevicePtr]bool    // every block from cuMemAlloc, cached or in use
 	scratch driver.DevicePtr
-	scrLen  int64           // bytes
+	scrLen  int64 // bytes
+	// lossScr is linear_forward_out1_mse's scratch: lossParts block sums
+	// (float64) and the block count, zero between launches.
+	lossScr driver.DevicePtr
 	graphs  map[*Graph]bool // instantiated graphs, destroyed by Close
 	// retired are scratch blocks replaced while graphs that use them
 	// lived; freed with the last graph (or by Close, through live).
@@ -323,7 +326,7 @@ func (be *Backend) release() error {
 	for p := range be.live {
 		keep(be.ctx.MemFree(p))
 	}
-	be.live, be.cache, be.scratch, be.scrLen = map[driver.DevicePtr]bool{}, map[int64][]driver.DevicePtr{}, 0, 0
+	be.live, be.cache, be.scratch, be.scrLen, be.lossScr = map[driver.DevicePtr]bool{}, map[int64][]driver.DevicePtr{}, 0, 0, 0
 	for g := range be.graphs {
 		keep(g.exec.Destroy())
 	}

@@ -47,6 +47,10 @@ var launchZero = [numKernels]func(be *Backend) error{
 		return be.kLinearForward(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelLinearForwardOut1: func(be *Backend) error { var z driver.Dim3; return be.kLinearForwardOut1(z, z, 0, 0, 0, 0, 0, 0, 0, 0) },
+	kernelLinearForwardOut1Mse: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearForwardOut1Mse(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
 	kernelLinearForwardTc: func(be *Backend) error {
 		var z driver.Dim3
 		return be.kLinearForwardTc(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

@@ -529,6 +529,62 @@ func (be *Backend) MSEGrad(delta, sq, pred, y compute.F32, scale float32) {
 	})
 }
 
+// lossParts is the most blocks linear_forward_out1_mse runs with (the size
+// of its scratch of block sums).
+const lossParts = 1024
+
+// LinearForwardMSE implements compute.OutputMSE (=) with the kernel
+// linear_forward_out1_mse (kernels/linear_forward_out1_mse.cu): the output
+// layer's warp-per-row product and the MSE gradient in one launch, pred and
+// delta bit for bit those of LinearForward and MSEGrad, the squared error
+// summed in float64 over blocks, whose last adds the block sums in a fixed
+// order. Float32 in every precision mode, as LinearForward with out = 1.
+// It panics if the lengths do not match.
+func (be *Backend) LinearForwardMSE(pred, delta, sq, x, w, bias, y compute.F32, in int, relu bool, scale float32) {
+	const op = "LinearForwardMSE"
+	ps, ds, ss, xs, ws, bs, ys := be.fm(op, pred), be.fm(op, delta), be.f(op, sq), be.fm(op, x), be.fm(op, w), be.fm(op, bias), be.fm(op, y)
+	batch := compute.CheckLinearForwardMSE(pred, delta, sq, x, w, bias, y, in)
+	var sqPtr driver.DevicePtr
+	if ss != nil {
+		sqPtr = ss.ptr
+	}
+	if batch == 0 {
+		if ss != nil {
+			be.post(func() { be.zero("LinearForwardMSE sq", sqPtr, 1) })
+		}
+		return
+	}
+	nb, ni := i32(op, batch), i32(op, in)
+	var flags int32
+	if relu {
+		flags |= epiRelu
+	}
+	grid := be.grid1D(int64(batch), warpsPerBlk)
+	grid.X = min(grid.X, lossParts)
+	be.post(func() {
+		if be.err != nil {
+			return
+		}
+		if be.lossScr == 0 {
+			if be.capture.Load() {
+				be.fail(op, fmt.Errorf("its scratch must be made before Capture; run the operations once before capturing them"))
+				return
+			}
+			p, _ := be.allocBlock(8*lossParts + 8)
+			if be.err != nil {
+				return
+			}
+			be.lossScr = p
+			be.zero(op+" count", p+8*lossParts, 2)
+		}
+		part, count := be.lossScr, be.lossScr+8*lossParts
+		be.fail("linear_forward_out1_mse", be.kLinearForwardOut1Mse(grid, block1D, 0, ps.ptr, ds.ptr, sqPtr, part, count,
+			xs.ptr, ws.ptr, bs.ptr, ys.ptr, nb, ni, flags, scale))
+	})
+}
+
+var _ compute.OutputMSE = (*Backend)(nil)
+
 // Adam implements compute.Backend.Adam (in place) with the kernel adam
 // (kernels/adam.cu); see compute/ref.Adam. The bias corrections and 1−β
 // are formed in float64 and rounded once, as on the CPU backend. It panics if the

@@ -5,7 +5,8 @@
 // Contents:
 //   - grid-stride index helpers with 64-bit offsets;
 //   - warp_sum, a butterfly warp reduction (every lane gets the same sum, in
-//     a fixed order: deterministic), and atomic_add (float red.add);
+//     a fixed order: deterministic), atomic_add (float red.add),
+//     atomic_add_u32 and fence_gpu (a last-block-reduces count);
 //   - philox4x32_10, identical to compute.Philox (Salmon et al., SC 2011);
 //   - gemm_64x64, the shared-memory SGEMM main loop used by linear_forward,
 //     linear_backward_dx and linear_backward_dw;
@@ -78,6 +79,19 @@ __device__ __forceinline__ double warp_sum_d(double v) {
 __device__ __forceinline__ void atomic_add(float* p, float v) {
     asm volatile("red.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
 }
+
+// atomic_add_u32 adds v to *p atomically (GPU scope) and returns the old
+// value: PTX atom.global.add.u32.
+__device__ __forceinline__ uint32_t atomic_add_u32(uint32_t* p, uint32_t v) {
+    uint32_t old;
+    asm volatile("atom.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+
+// fence_gpu orders this thread's earlier memory writes before its later
+// ones for every thread of the GPU (PTX membar.gl, what __threadfence
+// compiles to).
+__device__ __forceinline__ void fence_gpu() { asm volatile("membar.gl;" ::: "memory"); }
 
 // min64 returns the smaller of a and b.
 __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }

@@ -287,9 +287,8 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 			gb := min((s+1)*cfg.Batch, T) - s*cfg.Batch
 			if hi > lo {
 				rows, y := shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
-				pred := m.Forward(rows)
 				dl := delta.Slice(0, hi-lo)
-				be.MSEGrad(dl, sq.Slice(s, 1), pred, y, float32(2/float64(gb)))
+				m.ForwardMSE(rows, y, dl, sq.Slice(s, 1), float32(2/float64(gb)))
 				m.Backward(rows, dl, false)
 			} else {
 				be.Fill(m.grads, 0)

@@ -337,6 +337,43 @@ func (m *Net) Forward(rows compute.I32) compute.F32 {
 	return m.Act(len(m.layers), batch)
 }
 
+// ForwardMSE is Forward followed by the MSE loss's gradient at the
+// prediction: it returns the prediction (as Forward) and writes
+//
+//	delta[b] = scale·(pred[b] − y[b])   (=, B elements)
+//	sq[0]    = Σ_b (pred[b] − y[b])²     (=, when sq is not nil)
+//
+// When the output layer has one output and the backend implements
+// compute.OutputMSE, the output layer and the loss are one operation (one
+// kernel on the CUDA backend); otherwise LinearForward and MSEGrad. pred
+// and delta are the same either way, bit for bit. It panics as Forward and
+// MSEGrad do.
+func (m *Net) ForwardMSE(rows compute.I32, y, delta, sq compute.F32, scale float32) compute.F32 {
+	last := len(m.layers) - 1
+	ly := m.layers[last]
+	fused, ok := m.be.(compute.OutputMSE)
+	if !ok || ly.Out != 1 {
+		pred := m.Forward(rows)
+		m.be.MSEGrad(delta, sq, pred, y, scale)
+		return pred
+	}
+	order := len(m.dims)
+	if rows.Len()%order != 0 {
+		panic(fmt.Sprintf("nn: ForwardMSE: %d row indices for order %d", rows.Len(), order))
+	}
+	batch := rows.Len() / order
+	if batch > m.capacity {
+		panic(fmt.Sprintf("nn: ForwardMSE: batch %d exceeds capacity %d", batch, m.capacity))
+	}
+	m.be.Gather(m.Act(0, batch), m.table, rows, order, m.width, m.layout)
+	for l, ly := range m.layers[:last] {
+		m.be.LinearForward(m.Act(l+1, batch), m.Act(l, batch), m.w[l], m.b[l], ly.In, ly.Out, ly.ReLU)
+	}
+	pred := m.Act(last+1, batch)
+	fused.LinearForwardMSE(pred, delta, sq, m.Act(last, batch), m.w[last], m.b[last], y, ly.In, ly.ReLU, scale)
+	return pred
+}
+
 // Act returns activation l of the latest Forward for its batch of B cells:
 // l = 0 is the gathered input (B×N·E), l ≥ 1 the output of layer l after
 // its ReLU (B×Rowsₗ·Outₗ).

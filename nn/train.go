@@ -306,9 +306,8 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		} else {
 			rows, y = shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
 		}
-		pred := m.Forward(rows)
 		d := delta.Slice(0, hi-lo)
-		be.MSEGrad(d, sq.Slice(s, 1), pred, y, float32(2/float64(hi-lo)))
+		m.ForwardMSE(rows, y, d, sq.Slice(s, 1), float32(2/float64(hi-lo)))
 		m.Backward(rows, d, false)
 	}
 	var graphs []compute.Graph
@@ -503,9 +502,8 @@ func (m *Net) evaluate(s *Set, gsum compute.F32) (float64, error) {
 	for i := 0; i < nb; i++ {
 		lo, hi := i*B, min((i+1)*B, T)
 		rows, y := s.batch(order, lo, hi)
-		pred := m.Forward(rows)
 		dl := delta.Slice(0, hi-lo)
-		be.MSEGrad(dl, sq.Slice(i, 1), pred, y, 2)
+		m.ForwardMSE(rows, y, dl, sq.Slice(i, 1), 2)
 		if gsum != nil {
 			be.LinearBackward(nil, gw, gb, dl, m.Hidden(hi-lo), w, d, 1, false, true)
 		}

@@ -107,7 +107,7 @@ sanitizer() {
 }
 
 # gemm_cases is the -test.run pattern of the GEMM and reduction cases.
-gemm_cases='^TestConformance$/.*/^(LinearForward|LinearBackward|MSEGrad|InfluenceDot|EntityImportance)$'
+gemm_cases='^TestConformance$/.*/^(LinearForward|LinearBackward|MSEGrad|LinearForwardMSE|InfluenceDot|EntityImportance)$'
 
 plan1() {
 	STEP_TIMEOUT=${STEP_TIMEOUT:-120}

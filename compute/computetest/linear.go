@@ -181,6 +181,78 @@ func testMSEGrad(s *suite) {
 	}
 }
 
+// testLinearForwardMSE (backends implementing compute.OutputMSE): the
+// fused output layer and loss. pred is a dot product of in terms plus the
+// bias (K = in + 1, against the float64 reference); delta is one
+// difference of the backend's own pred and y times scale (K = 1); sq sums
+// B squares of those differences (K = B). pred and delta must also equal,
+// bit for bit, what LinearForward and MSEGrad give on the same backend, and
+// sq must be within one float32 rounding of MSEGrad's. Every output starts
+// as NaN. Batches cover one and several warps and blocks of the kernel.
+func testLinearForwardMSE(s *suite) {
+	fused, ok := s.be.(compute.OutputMSE)
+	if !ok {
+		s.t.Skipf("backend %q does not implement compute.OutputMSE", s.be.Name())
+	}
+	cases := [][2]int{{1, 1}, {33, 17}, {130, 150}, {1000, 128}, {4099, 64}}
+	for _, c := range cases {
+		batch, in := c[0], c[1]
+		for _, relu := range []bool{false, true} {
+			for _, withSq := range []bool{true, false} {
+				scale := 2 / float32(batch)
+				desc := fmt.Sprintf("B=%d in=%d relu=%v sq=%v", batch, in, relu, withSq)
+				x := s.f32("x", s.uniform(batch*in))
+				w := s.f32("w", s.uniform(in))
+				bias := s.f32("bias", s.uniform(1))
+				y := s.f32("y", s.uniform(batch))
+				pred := newOut(s.f32("pred", nans(batch)), NewShape("pred", "b", batch), in+1, in+1).withSq()
+				delta := newOut(s.f32("delta", nans(batch)), NewShape("delta", "b", batch), 1, 1)
+				outs := []*result{pred, delta}
+				var sq *result
+				if withSq {
+					sq = newOut(s.f32("sq", nans(1)), NewShape("sq", ""), batch, batch)
+					outs = append(outs, sq)
+				}
+				s.exercise(desc, outs, []*fbuf{x, w, bias, y}, nil,
+					func() {
+						fused.LinearForwardMSE(pred.b.view, delta.b.view, view(sq.buf()), x.view, w.view, bias.view, y.view, in, relu, scale)
+					},
+					func() {
+						ref.LinearForward(pred.want, f64(x.init), f64(w.init), f64(bias.init), in, 1, relu)
+						ref.LinearForward(pred.sq, squares(x.init), squares(w.init), squares(bias.init), in, 1, false)
+						got := s.read(desc, pred.b)
+						ref.MSEGrad(delta.want, sq.ref(), f64(got), f64(y.init), float64(scale))
+					})
+				// The unfused pair on the same backend.
+				p2 := s.f32("pred (LinearForward)", nans(batch))
+				d2 := s.f32("delta (MSEGrad)", nans(batch))
+				sq2 := s.f32("sq (MSEGrad)", nans(1))
+				s.be.LinearForward(p2.view, x.view, w.view, bias.view, in, 1, relu)
+				s.be.MSEGrad(d2.view, sq2.view, p2.view, y.view, scale)
+				for _, c := range []struct {
+					name           string
+					unfused, fused *fbuf
+				}{{"pred", p2, pred.b}, {"delta", d2, delta.b}} {
+					a, b := s.read(desc, c.unfused), s.read(desc, c.fused)
+					for i := range a {
+						if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+							s.errorf("%s: %s[%d] is %v, but %v from LinearForward and MSEGrad: not bit for bit", desc, c.name, i, b[i], a[i])
+							break
+						}
+					}
+				}
+				if withSq {
+					a, b := s.read(desc, sq2)[0], s.read(desc, sq.b)[0]
+					if d := math.Abs(float64(a) - float64(b)); d > math.Abs(float64(a))*0x1p-23 {
+						s.errorf("%s: sq %v, MSEGrad's %v: more than one float32 rounding apart", desc, b, a)
+					}
+				}
+				s.freeAll()
+			}
+		}
+	}
+}
+
 // testInfluenceDot: score[b] += eta·Σ_o dy[b,o]·(Σ_i gw[o,i]·x[b,i] + gb[o]),
 // a reduction over in nested in one over out, so K = in + out + 1 (the
 // nested sums, plus the add to score), doubled after two applications.

@@ -92,6 +92,7 @@ var suiteOps = []struct {
 	{"LinearBackward", testLinearBackward},
 	{"LinearLarge", testLinearLarge},
 	{"MSEGrad", testMSEGrad},
+	{"LinearForwardMSE", testLinearForwardMSE},
 	{"Adam", testAdam},
 	{"InfluenceDot", testInfluenceDot},
 	{"EmbeddingInfluence", testEmbeddingInfluence},

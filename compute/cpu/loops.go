@@ -101,3 +101,14 @@ func (*Backend) MSEGrad(delta, sq, pred, y compute.F32, scale float32) {
 		ss[0] = float32(s)
 	}
 }
+
+// LinearForwardMSE implements compute.OutputMSE (=): LinearForward with
+// one output, then MSEGrad, in turn (the CPU has no launch to save), so
+// pred, delta and sq are bit for bit those of the two operations.
+func (be *Backend) LinearForwardMSE(pred, delta, sq, x, w, bias, y compute.F32, in int, relu bool, scale float32) {
+	compute.CheckLinearForwardMSE(pred, delta, sq, x, w, bias, y, in)
+	be.LinearForward(pred, x, w, bias, in, 1, relu)
+	be.MSEGrad(delta, sq, pred, y, scale)
+}
+
+var _ compute.OutputMSE = (*Backend)(nil)

@@ -16,6 +16,7 @@
 #include "linear_backward_out1.cu"
 #include "linear_forward.cu"
 #include "linear_forward_out1.cu"
+#include "linear_forward_out1_mse.cu"
 #include "linear_forward_tc.cu"
 #include "mse_grad.cu"
 #include "sample_alias.cu"
@@ -230,6 +231,31 @@ int main() {
         vector<float> d2(n, NAN);
         launch({2, 1, 1}, {1024, 1, 1}, [&] { mse_grad(d2.data(), nullptr, p.data(), y.data(), n, 0.5f); });
         check("mse_grad nosq", d2, wd, 1e-6);
+    }
+    // linear_forward_out1_mse: pred and delta bit for bit those of
+    // linear_forward_out1 then mse_grad, sq within float64 rounding, the
+    // count left at zero, over grids smaller and larger than the rows.
+    for (auto [B, I] : {std::pair{1, 1}, {33, 5}, {200, 128}, {1000, 128}, {70, 63}}) {
+        auto x = rnd((size_t)B * I), w = rnd(I), bias = rnd(1), y = rnd(B);
+        for (int relu = 0; relu < 2; ++relu)
+            for (unsigned grid : {1u, 3u, (unsigned)cdiv(B, 8), 200u}) {
+                for (int withSq = 0; withSq < 2; ++withSq) {
+                    vector<float> p1(B, NAN), d1(B, NAN), sq1(1, NAN), p2(B, NAN), d2(B, NAN), sq2(1, NAN);
+                    vector<double> part(grid, NAN);
+                    uint32_t count = 0;
+                    launch({2, 1, 1}, {256, 1, 1}, [&] { linear_forward_out1(p1.data(), x.data(), w.data(), bias.data(), B, I, relu ? 2 : 0); });
+                    launch({1, 1, 1}, {1024, 1, 1}, [&] { mse_grad(d1.data(), sq1.data(), p1.data(), y.data(), B, 0.25f); });
+                    for (int rep = 0; rep < 2; ++rep)  // the second launch reuses the count
+                        launch({grid, 1, 1}, {256, 1, 1}, [&] { linear_forward_out1_mse(p2.data(), d2.data(), withSq ? sq2.data() : nullptr, part.data(), &count, x.data(), w.data(), bias.data(), y.data(), B, I, relu ? 2 : 0, 0.25f); });
+                    char buf[120];
+                    snprintf(buf, sizeof buf, "linear_forward_out1_mse %dx%d relu %d grid %u sq %d", B, I, relu, grid, withSq);
+                    if (memcmp(p1.data(), p2.data(), 4 * B) || memcmp(d1.data(), d2.data(), 4 * B)) { printf("FAIL %s: pred or delta differ from out1 + mse_grad\n", buf); fails++; }
+                    if (count != 0) { printf("FAIL %s: count left at %u\n", buf, count); fails++; }
+                    double s = 0; for (int b = 0; b < B; ++b) { double e = (double)p1[b] - y[b]; s += e * e; }
+                    if (withSq) check(buf, sq2, {s}, 1e-6);
+                    else if (!std::isnan(sq2[0])) { printf("FAIL %s: sq written\n", buf); fails++; }
+                }
+            }
     }
     // adam
     {

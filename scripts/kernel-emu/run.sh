@@ -36,7 +36,9 @@
 #     __syncthreads between a thread's wait_group and another thread's read,
 #     or a missing memory fence, is found only by chance; shared-memory bank
 #     conflicts, occupancy, register limits and timing are not modelled;
-#   - float atomics, which run in host order;
+#   - float atomics, which run in host order; blocks run one at a time, in
+#     order, so a last-block reduction (linear_forward_out1_mse) always finds
+#     the last block to be gridDim.x − 1;
 #   - launch limits (grid dimensions, 48 KiB of static shared memory):
 #     check-kernels (ptxas) and the conformance suite on a GPU check those.
 set -euo pipefail
@@ -54,7 +56,9 @@ s = cut(s, '// shfl_xor returns v of lane', '// warp_sum returns the sum',
         '__device__ __forceinline__ float shfl_xor(float v, int mask) { return emu_shfl_xor(v, mask); }\n'
         '__device__ __forceinline__ double shfl_xor_d(double v, int mask) { return emu_shfl_xor_d(v, mask); }\n')
 s = cut(s, '// atomic_add adds v', '// min64 returns',
-        '__device__ __forceinline__ void atomic_add(float* p, float v) { std::atomic_ref<float>(*p).fetch_add(v); }\n')
+        '__device__ __forceinline__ void atomic_add(float* p, float v) { std::atomic_ref<float>(*p).fetch_add(v); }\n'
+        '__device__ __forceinline__ uint32_t atomic_add_u32(uint32_t* p, uint32_t v) { return std::atomic_ref<uint32_t>(*p).fetch_add(v); }\n'
+        '__device__ __forceinline__ void fence_gpu() { std::atomic_thread_fence(std::memory_order_seq_cst); }\n')
 s = s.replace('#include <cstdint>', '#include <cstdint>\n#include "shim.h"', 1)
 open(sys.argv[2], 'w').write(s)
 s = open(sys.argv[3]).read()

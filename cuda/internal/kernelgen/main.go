@@ -10,7 +10,8 @@
 //   - a header comment stating Shapes:, Launch:, Atomics: and Reference:,
 //     and whether the kernel overwrites (=) or accumulates (+=);
 //   - parameters of the types float*, const float*, int32_t*,
-//     const int32_t*, int32_t, uint32_t, float and uint64_t only, every
+//     const int32_t*, double* and uint32_t* (scratch), int32_t, uint32_t,
+//     float and uint64_t only, every
 //     pointer __restrict__, outputs before inputs before scalars.
 //
 // Usage, from the repository root:
@@ -86,6 +87,8 @@ var goType = map[string][2]string{
 	"const float*":   {"driver.DevicePtr", "Ptr"},
 	"int32_t*":       {"driver.DevicePtr", "Ptr"},
 	"const int32_t*": {"driver.DevicePtr", "Ptr"},
+	"double*":        {"driver.DevicePtr", "Ptr"},
+	"uint32_t*":      {"driver.DevicePtr", "Ptr"},
 	"int32_t":        {"int32", "Int32"},
 	"uint32_t":       {"uint32", "Uint32"},
 	"float":          {"float32", "Float32"},
@@ -220,7 +223,7 @@ func parse(path string) (kernel, error) {
 		ctype, name := strings.TrimSpace(p[:j+1]), strings.TrimSpace(p[j+1:])
 		ctype = strings.ReplaceAll(spaceRE.ReplaceAllString(ctype, " "), " *", "*")
 		if _, ok := goType[ctype]; !ok {
-			return k, fmt.Errorf("%s: parameter %s has type %q; allowed: float*, const float*, int32_t*, const int32_t*, int32_t, uint32_t, float, uint64_t", path, name, ctype)
+			return k, fmt.Errorf("%s: parameter %s has type %q; allowed: float*, const float*, int32_t*, const int32_t*, double*, uint32_t*, int32_t, uint32_t, float, uint64_t", path, name, ctype)
 		}
 		ptr := strings.HasSuffix(ctype, "*")
 		switch {
@@ -417,6 +420,7 @@ func launchTest(ks []kernel) ([]byte, error) {
 // function's parameter.
 var cType = map[string]string{
 	"float*": "float*", "const float*": "const float*", "int32_t*": "int32_t*", "const int32_t*": "const int32_t*",
+	"double*": "double*", "uint32_t*": "uint32_t*",
 	"int32_t": "int32_t", "uint32_t": "uint32_t", "float": "float", "uint64_t": "uint64_t",
 	"const int32_t": "int32_t", "const uint32_t": "uint32_t", "const float": "float", "const uint64_t": "uint64_t",
 }
