@@ -322,19 +322,27 @@ func (m *Net) Rows(dst, cells []int32) {
 // until the next Forward. The activations are kept for Backward, Act and
 // Hidden. It panics if B exceeds the capacity.
 func (m *Net) Forward(rows compute.I32) compute.F32 {
+	batch := m.forward("Forward", rows, len(m.layers))
+	return m.Act(len(m.layers), batch)
+}
+
+// forward gathers the batch of rows and runs the first n layers on it,
+// returning B. It panics (naming op) if rows is not B×N or B exceeds the
+// capacity.
+func (m *Net) forward(op string, rows compute.I32, n int) (batch int) {
 	order := len(m.dims)
 	if rows.Len()%order != 0 {
-		panic(fmt.Sprintf("nn: Forward: %d row indices for order %d", rows.Len(), order))
+		panic(fmt.Sprintf("nn: %s: %d row indices for order %d", op, rows.Len(), order))
 	}
-	batch := rows.Len() / order
+	batch = rows.Len() / order
 	if batch > m.capacity {
-		panic(fmt.Sprintf("nn: Forward: batch %d exceeds capacity %d", batch, m.capacity))
+		panic(fmt.Sprintf("nn: %s: batch %d exceeds capacity %d", op, batch, m.capacity))
 	}
 	m.be.Gather(m.Act(0, batch), m.table, rows, order, m.width, m.layout)
-	for l, ly := range m.layers {
+	for l, ly := range m.layers[:n] {
 		m.be.LinearForward(m.Act(l+1, batch), m.Act(l, batch), m.w[l], m.b[l], ly.In, ly.Out, ly.ReLU)
 	}
-	return m.Act(len(m.layers), batch)
+	return batch
 }
 
 // ForwardMSE is Forward followed by the MSE loss's gradient at the
@@ -357,18 +365,7 @@ func (m *Net) ForwardMSE(rows compute.I32, y, delta, sq compute.F32, scale float
 		m.be.MSEGrad(delta, sq, pred, y, scale)
 		return pred
 	}
-	order := len(m.dims)
-	if rows.Len()%order != 0 {
-		panic(fmt.Sprintf("nn: ForwardMSE: %d row indices for order %d", rows.Len(), order))
-	}
-	batch := rows.Len() / order
-	if batch > m.capacity {
-		panic(fmt.Sprintf("nn: ForwardMSE: batch %d exceeds capacity %d", batch, m.capacity))
-	}
-	m.be.Gather(m.Act(0, batch), m.table, rows, order, m.width, m.layout)
-	for l, ly := range m.layers[:last] {
-		m.be.LinearForward(m.Act(l+1, batch), m.Act(l, batch), m.w[l], m.b[l], ly.In, ly.Out, ly.ReLU)
-	}
+	batch := m.forward("ForwardMSE", rows, last)
 	pred := m.Act(last+1, batch)
 	fused.LinearForwardMSE(pred, delta, sq, m.Act(last, batch), m.w[last], m.b[last], y, ly.In, ly.ReLU, scale)
 	return pred
