@@ -20,6 +20,8 @@
 #           dainx augment on $TENSORS (default movingmnist100 foursquare_nyc)
 #           with the same split and seed on -backend cuda and -backend cpu
 #           (all cores of the GPU machine), $EXTRA (default "-epochs 5");
+#           BACKENDS="cuda cuda-graphs cpu" adds a CUDA run with the training
+#           step replayed as CUDA graphs (DAINX_CUDA_GRAPHS=1), compared too;
 #           augment.log (progress of every run), aug_<tensor>_<backend>.json
 #           (the reports), compare.txt (test RMSE of each pair, and whether
 #           CUDA is within 2% of the CPU), summary.txt
@@ -153,12 +155,16 @@ plan2() {
 		[ -f "$f" ] || f=$dev/data/$t.tsv
 		need "$f" || continue
 		for b in ${BACKENDS:-cuda cpu}; do
+			# cuda-graphs: -backend cuda with the training step replayed as
+			# CUDA graphs (DAINX_CUDA_GRAPHS=1).
+			local env=() be=$b
+			[ "$b" = cuda-graphs ] && env=(DAINX_CUDA_GRAPHS=1) be=cuda
 			# shellcheck disable=SC2086
-			step "augment $t $b" augment.log $dev/dainx augment -input "$f" -backend "$b" -seed "$SEED" \
+			step "augment $t $b" augment.log env "${env[@]}" $dev/dainx augment -input "$f" -backend "$be" -seed "$SEED" \
 				-output "/tmp/aug_${t}_$b.tsv" -report "$OUT/aug_${t}_$b.json" ${EXTRA:--epochs 5}
 		done
 	done
-	case " ${BACKENDS:-cuda cpu} " in *" cuda "*" cpu "* | *" cpu "*" cuda "*) compare ;; esac
+	case " ${BACKENDS:-cuda cpu} " in *" cpu "*) case " ${BACKENDS:-cuda cpu} " in *" cuda"*) compare ;; esac ;; esac
 }
 
 # compare writes compare.txt from the reports of PLAN=2.
@@ -168,9 +174,10 @@ import glob, json, os, sys
 out = sys.argv[1]
 ok = True
 pairs = 0
-for cu in sorted(glob.glob(os.path.join(out, "aug_*_cuda.json"))):
-    cp = cu[:-len("cuda.json")] + "cpu.json"
-    t = os.path.basename(cu)[4:-len("_cuda.json")]
+for cu in sorted(glob.glob(os.path.join(out, "aug_*_cuda*.json"))):
+    variant = "cuda-graphs" if cu.endswith("_cuda-graphs.json") else "cuda"
+    cp = cu[:-len(variant + ".json")] + "cpu.json"
+    t = os.path.basename(cu)[4:-len("_" + variant + ".json")] + (" (graphs)" if variant == "cuda-graphs" else "")
     if not os.path.exists(cp):
         print(f"{t}: no CPU report"); ok = False; continue
     a, b = json.load(open(cu)), json.load(open(cp))
