@@ -81,10 +81,10 @@ __device__ __forceinline__ void atomic_add(float* p, float v) {
 }
 
 // atomic_add_u32 adds v to *p atomically (GPU scope) and returns the old
-// value: PTX atom.global.add.u32.
+// value: PTX atom.add.u32 on a generic address.
 __device__ __forceinline__ uint32_t atomic_add_u32(uint32_t* p, uint32_t v) {
     uint32_t old;
-    asm volatile("atom.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    asm volatile("atom.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
     return old;
 }
 
