@@ -359,15 +359,14 @@ func (m *Net) forward(op string, rows compute.I32, n int) (batch int) {
 func (m *Net) ForwardMSE(rows compute.I32, y, delta, sq compute.F32, scale float32) compute.F32 {
 	last := len(m.layers) - 1
 	ly := m.layers[last]
-	fused, ok := m.be.(compute.OutputMSE)
-	if !ok || ly.Out != 1 {
-		pred := m.Forward(rows)
-		m.be.MSEGrad(delta, sq, pred, y, scale)
-		return pred
-	}
 	batch := m.forward("ForwardMSE", rows, last)
-	pred := m.Act(last+1, batch)
-	fused.LinearForwardMSE(pred, delta, sq, m.Act(last, batch), m.w[last], m.b[last], y, ly.In, ly.ReLU, scale)
+	x, pred := m.Act(last, batch), m.Act(last+1, batch)
+	if fused, ok := m.be.(compute.OutputMSE); ok && ly.Out == 1 {
+		fused.LinearForwardMSE(pred, delta, sq, x, m.w[last], m.b[last], y, ly.In, ly.ReLU, scale)
+	} else {
+		m.be.LinearForward(pred, x, m.w[last], m.b[last], ly.In, ly.Out, ly.ReLU)
+		m.be.MSEGrad(delta, sq, pred, y, scale)
+	}
 	return pred
 }
 

@@ -33,7 +33,7 @@ func TestMake(t *testing.T) {
 // TestHugePages: with transparent huge pages in "madvise" or "always"
 // mode, the 2 MiB-aligned part of a large slice made by Make lies in a
 // mapping that the kernel marks for huge pages (VmFlags "hg" in
-// /proc/self/smaps), and a small one is left alone.
+// /proc/self/smaps).
 func TestHugePages(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
