@@ -133,6 +133,51 @@ type Backend interface {
 	// p, m, v are updated in place; all four lengths must match.
 	Adam(p, g, m, v F32, s AdamStep)
 
+	// DistinctRows groups the K global rows of a batch (cells, K = B·N,
+	// the rows a Gather read) by row, for the sparse embedding gradient:
+	//
+	//	count[0]  = U, the number of distinct values in cells          (=)
+	//	rows[u]   = the u-th smallest of them, u < U                    (=)
+	//	starts[u] = #{k : cells[k] < rows[u]}, u ≤ U (starts[U] = K)    (=)
+	//	perm[j]   = the positions k of cells ordered by (cells[k], k)   (=)
+	//
+	// so the positions holding rows[u] are perm[starts[u]:starts[u+1]], in
+	// increasing order. rows and perm have K elements, starts K+1, count
+	// 1; rows[U:] and starts[U+1:] are left as they were. The result does
+	// not depend on the backend or the launch: sums over a row's positions
+	// in this order (CompactRows) are reproducible everywhere. It panics
+	// if the lengths do not fit; a negative row is a caller bug (the CPU
+	// backend panics).
+	DistinctRows(rows, starts, perm, count, cells I32)
+
+	// CompactRows sums a batch gradient at the gathered input into the
+	// compact rows DistinctRows found, the sparse adjoint of Gather:
+	//
+	//	grad[u·E+e] = Σ_{j=starts[u]}^{starts[u+1]−1} dx[pos(perm[j], e)]   (=)
+	//
+	// for u < U = count[0], summed in increasing j from 0 (so bit for bit
+	// ScatterRows' sum into a zeroed row on the CPU), with pos(k, e) =
+	// k·E+e (ModeMajor) or (k/N)·N·E + e·N + k mod N (RankMajor). dx is
+	// B×(N·E), perm K = B·N, starts K+1, grad K×E (rows U… untouched). It
+	// panics if the lengths do not fit or order or width ≤ 0.
+	CompactRows(grad, dx F32, starts, perm, count I32, order, width int, layout Layout)
+
+	// SparseAdam applies Adam to the rows of an embedding table a batch
+	// touched (PyTorch's SparseAdam, TensorFlow's LazyAdam): for u < U =
+	// count[0], r = rows[u], e < E and i = r·E+e,
+	//
+	//	m[i] = β₁m[i] + (1−β₁)g[u·E+e];  v[i] = β₂v[i] + (1−β₂)g[u·E+e]²
+	//	p[i] -= (lr/c₁)·m[i] / (√v[i]/√c₂ + ε)
+	//
+	// with Adam's arithmetic, element for element (bias correction by the
+	// global step s.T). Rows not listed are untouched: their moments do
+	// not decay, unlike dense Adam with a zero gradient. p, m, v are R×E
+	// (the table), g and rows K×E and K (compact, as CompactRows leaves
+	// them), count 1. It panics if the lengths do not fit; a listed row
+	// outside the table or a count above K is a caller bug (the CPU
+	// backend panics).
+	SparseAdam(p, g, m, v F32, rows, count I32, width int, s AdamStep)
+
 	// InfluenceDot accumulates the TracIn score of each cell against a
 	// precomputed gradient sum G = (gw, gb) of a Linear layer, never forming
 	// the per-cell gradient ∇w ℓ_z = dy_zᵀ x_z:

@@ -144,6 +144,10 @@ func CheckAdam(p, g, m, v F32, s AdamStep) {
 	CheckLen(op, "g", length(op, "g", g), n)
 	CheckLen(op, "m", length(op, "m", m), n)
 	CheckLen(op, "v", length(op, "v", v), n)
+	checkAdamStep(op, s)
+}
+
+func checkAdamStep(op string, s AdamStep) {
 	if s.T < 1 {
 		bad(op, "step %d, want ≥ 1", s.T)
 	}
@@ -211,4 +215,57 @@ func CheckSampleAlias(out I32, order, col int, thresh, alias I32) {
 	if tLen == 0 {
 		bad(op, "empty alias table")
 	}
+}
+
+// CheckDistinctRows validates DistinctRows: cells K, rows K, starts K+1,
+// perm K, count 1. It returns K.
+func CheckDistinctRows(rows, starts, perm, count, cells I32) int {
+	const op = "DistinctRows"
+	k := length(op, "cells", cells)
+	CheckLen(op, "rows", length(op, "rows", rows), k)
+	CheckLen(op, "starts", length(op, "starts", starts), k+1)
+	CheckLen(op, "perm", length(op, "perm", perm), k)
+	CheckLen(op, "count", length(op, "count", count), 1)
+	return k
+}
+
+// CheckCompactRows validates CompactRows: dx B×(N·E), perm K = B·N,
+// starts K+1, count 1, grad K×E, order and width ≥ 1, a known layout. It
+// returns K.
+func CheckCompactRows(grad, dx F32, starts, perm, count I32, order, width int, layout Layout) int {
+	const op = "CompactRows"
+	if order <= 0 || width <= 0 {
+		bad(op, "order %d, width %d", order, width)
+	}
+	CheckLayout(op, layout)
+	k := length(op, "perm", perm)
+	if k%order != 0 {
+		bad(op, "perm of %d elements is not a multiple of order %d", k, order)
+	}
+	CheckLen(op, "dx", length(op, "dx", dx), k*width)
+	CheckLen(op, "grad", length(op, "grad", grad), k*width)
+	CheckLen(op, "starts", length(op, "starts", starts), k+1)
+	CheckLen(op, "count", length(op, "count", count), 1)
+	return k
+}
+
+// CheckSparseAdam validates SparseAdam: p, m, v R×E, g K×E with K =
+// rows.Len(), count 1, width ≥ 1, and Adam's hyper-parameters as
+// CheckAdam. It returns R and K.
+func CheckSparseAdam(p, g, m, v F32, rows, count I32, width int, s AdamStep) (tableRows, k int) {
+	const op = "SparseAdam"
+	pl := length(op, "p", p)
+	if width <= 0 {
+		bad(op, "width %d", width)
+	}
+	if pl%width != 0 {
+		bad(op, "p of %d elements is not a multiple of width %d", pl, width)
+	}
+	CheckLen(op, "m", length(op, "m", m), pl)
+	CheckLen(op, "v", length(op, "v", v), pl)
+	k = length(op, "rows", rows)
+	CheckLen(op, "g", length(op, "g", g), k*width)
+	CheckLen(op, "count", length(op, "count", count), 1)
+	checkAdamStep(op, s)
+	return pl / width, k
 }

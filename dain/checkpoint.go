@@ -138,7 +138,7 @@ var flagNames = map[string]string{
 	"Patience": "-patience", "LR": "-lr", "TestFrac": "-test-frac", "ValFrac": "-val-frac",
 	"Method": "-method", "Model": "-model", "Predictor": "-predictor", "Influence": "-influence",
 	"InfluenceLayers": "-influence-layers", "Entity": "-entity", "Rank": "-rank", "Channels": "-channels",
-	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch",
+	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch", "EmbeddingOptimizer": "-embedding-optimizer",
 }
 
 // configFields lists every setting of c (every field but Progress, so a

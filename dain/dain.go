@@ -39,6 +39,11 @@ type Config struct {
 	TestFrac  float64 // share of all cells held out for test
 	ValFrac   float64 // share of the remaining cells used for validation
 	EvalBatch int     // cells per forward pass outside training
+	// EmbeddingOptimizer updates the embedding tables of every model:
+	// nn.Adam (dense, the paper's), nn.SparseAdam (the rows a step
+	// touched) or nn.Auto (chosen per model by
+	// nn.ChooseEmbeddingOptimizer; "" means Auto).
+	EmbeddingOptimizer string
 
 	// The variant of each step, by name; stages.go lists the names.
 	Method          string  // how cells are made: a Methods name (dain, duplication, …)
@@ -73,7 +78,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Ratio: 0.5, Seed: 1, Epochs: 50, Batch: 1024, Patience: 10, LR: 1e-3,
-		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096,
+		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto,
 		Method: "dain", Model: "mlp", Predictor: "costco", Influence: "tracin", InfluenceLayers: "last", Entity: "sum", Sign: "abs", Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
 	}
@@ -119,6 +124,11 @@ func (c *Config) Validate() error {
 	case !(c.Mix >= 0 && c.Mix <= 1):
 		return fmt.Errorf("mix %v: want 0 ≤ mix ≤ 1", c.Mix)
 	}
+	if o := c.EmbeddingOptimizer; o != "" && o != nn.Auto {
+		if err := nn.CheckEmbeddingOptimizer(o); err != nil {
+			return fmt.Errorf("%w (or %s)", err, nn.Auto)
+		}
+	}
 	if _, err := lookup("sign", c.sign(), Signs); err != nil {
 		return err
 	}
@@ -161,41 +171,45 @@ type EpochLog struct {
 
 // Report is the JSON summary of a run.
 type Report struct {
-	Input          string     `json:"input,omitempty"`
-	Dims           []int      `json:"dims"`
-	NNZ            int        `json:"nnz"`
-	NTrain         int        `json:"n_train"`
-	NVal           int        `json:"n_val"`
-	NTest          int        `json:"n_test"`
-	NAug           int        `json:"n_aug"`
-	RMSEBefore     float64    `json:"rmse_before"` // test RMSE of the MLP Θ on train alone, √mean(e²)
-	RMSEAfter      float64    `json:"rmse_after"`  // test RMSE after retraining on train ∪ aug
-	Improved       bool       `json:"improved"`    // whether the augmentation lowered the test RMSE: rmse_after < rmse_before
-	BestEpoch      int        `json:"best_epoch"`  // K, Θ's best checkpoint
-	BestEpochAfter int        `json:"best_epoch_after"`
-	Backend        string     `json:"backend"`
-	Device         string     `json:"device"`
-	Seed           uint64     `json:"seed"`
-	Ratio          float64    `json:"ratio"`
-	Layers         []int      `json:"layers"`
-	Epochs         int        `json:"epochs"`
-	Batch          int        `json:"batch"`
-	Patience       int        `json:"patience"`
-	LR             float64    `json:"lr"`
-	TestFrac       float64    `json:"test_frac"`
-	ValFrac        float64    `json:"val_frac"`
-	Method         string     `json:"method"`
-	Model          string     `json:"model"`
-	Predictor      string     `json:"predictor"`
-	Influence      string     `json:"influence"`
-	InfLayers      string     `json:"influence_layers"`
-	Entity         string     `json:"entity"`
-	Draws          int        `json:"sample_draws"`
-	RejectObserved int        `json:"sample_rejected_observed"`
-	RejectRepeat   int        `json:"sample_rejected_repeated"`
-	Seconds        Seconds    `json:"seconds"`
-	HistoryBefore  []EpochLog `json:"history_before"`
-	HistoryAfter   []EpochLog `json:"history_after"`
+	Input          string  `json:"input,omitempty"`
+	Dims           []int   `json:"dims"`
+	NNZ            int     `json:"nnz"`
+	NTrain         int     `json:"n_train"`
+	NVal           int     `json:"n_val"`
+	NTest          int     `json:"n_test"`
+	NAug           int     `json:"n_aug"`
+	RMSEBefore     float64 `json:"rmse_before"` // test RMSE of the MLP Θ on train alone, √mean(e²)
+	RMSEAfter      float64 `json:"rmse_after"`  // test RMSE after retraining on train ∪ aug
+	Improved       bool    `json:"improved"`    // whether the augmentation lowered the test RMSE: rmse_after < rmse_before
+	BestEpoch      int     `json:"best_epoch"`  // K, Θ's best checkpoint
+	BestEpochAfter int     `json:"best_epoch_after"`
+	Backend        string  `json:"backend"`
+	Device         string  `json:"device"`
+	Seed           uint64  `json:"seed"`
+	Ratio          float64 `json:"ratio"`
+	Layers         []int   `json:"layers"`
+	Epochs         int     `json:"epochs"`
+	Batch          int     `json:"batch"`
+	Patience       int     `json:"patience"`
+	LR             float64 `json:"lr"`
+	TestFrac       float64 `json:"test_frac"`
+	ValFrac        float64 `json:"val_frac"`
+	Method         string  `json:"method"`
+	Model          string  `json:"model"`
+	Predictor      string  `json:"predictor"`
+	Influence      string  `json:"influence"`
+	InfLayers      string  `json:"influence_layers"`
+	Entity         string  `json:"entity"`
+	Draws          int     `json:"sample_draws"`
+	RejectObserved int     `json:"sample_rejected_observed"`
+	RejectRepeat   int     `json:"sample_rejected_repeated"`
+	// EmbeddingOptimizer is the setting (auto, adam or sparse-adam);
+	// EmbeddingOptimizers what each model kind the run trains used.
+	EmbeddingOptimizer  string            `json:"embedding_optimizer"`
+	EmbeddingOptimizers map[string]string `json:"embedding_optimizers"`
+	Seconds             Seconds           `json:"seconds"`
+	HistoryBefore       []EpochLog        `json:"history_before"`
+	HistoryAfter        []EpochLog        `json:"history_after"`
 	// Dist describes a run spread over processes (RunDist); nil otherwise.
 	Dist *DistReport `json:"dist,omitempty"`
 }
@@ -255,6 +269,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		NTrain: e.Train.NNZ(), NVal: e.Val.NNZ(), NTest: e.Test.NNZ(),
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
+	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(t.Dims, e.logf)
 	// From here on the run uses the split only: t's cells are collected
 	// once the caller drops t too (dainx augment does), so that a large
 	// tensor is not held twice.
@@ -321,6 +336,52 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		e.logf("the augmentation did not lower the test RMSE: %.6f after it, %.6f before (%+.2f%%); the augmented cells did not help this model on this split", rep.RMSEAfter, rep.RMSEBefore, 100*(rep.RMSEAfter/rep.RMSEBefore-1))
 	}
 	return &Result{Report: rep, Aug: aug}, nil
+}
+
+// embeddingOptimizerSetting is EmbeddingOptimizer with "" read as auto.
+func (c *Config) embeddingOptimizerSetting() string {
+	if c.EmbeddingOptimizer == "" {
+		return nn.Auto
+	}
+	return c.EmbeddingOptimizer
+}
+
+// EmbeddingOptimizer returns the embedding optimiser of a model of the
+// given kind (mlp or costco) on a tensor of the given dims, and why when
+// it was chosen automatically (nn.ChooseEmbeddingOptimizer). c.Layers nil
+// means the default layers.
+func (c *Config) EmbeddingOptimizerFor(kind string, dims []int) (name, why string) {
+	rows := 0
+	for _, d := range dims {
+		rows += d
+	}
+	if kind == "costco" {
+		return nn.ChooseEmbeddingOptimizer(c.embeddingOptimizerSetting(), rows, c.Rank, nn.CoSTCoLayers(len(dims), c.Rank, c.Channels), c.CoSTCoBatch)
+	}
+	layers := c.Layers
+	if layers == nil {
+		layers = nn.DefaultLayers(len(dims))
+	}
+	return nn.ChooseEmbeddingOptimizer(c.embeddingOptimizerSetting(), rows, layers[0]/len(dims), nn.MLPLayers(layers), c.Batch)
+}
+
+// EmbeddingOptimizers returns the embedding optimiser of each model kind
+// the configuration trains (mlp always; costco when it is Θ or the
+// predictor), and says each automatic choice through logf.
+func (c *Config) EmbeddingOptimizers(dims []int, logf func(string, ...any)) map[string]string {
+	kinds := []string{"mlp"}
+	if c.Model == "costco" || c.Predictor == "costco" {
+		kinds = append(kinds, "costco")
+	}
+	out := map[string]string{}
+	for _, k := range kinds {
+		name, why := c.EmbeddingOptimizerFor(k, dims)
+		out[k] = name
+		if why != "" && logf != nil {
+			logf("dainx: embedding optimizer of %s: %s, %s", k, name, why)
+		}
+	}
+	return out
 }
 
 func history(r nn.Result) []EpochLog {

@@ -138,6 +138,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	}
 	dr := &DistReport{Ranks: size, Library: cl.Describe()}
 	logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s); %d ranks (%s)", sh.NNZ, dims, nTrain, nVal, nTest, be.Name(), be.Device(), size, dr.Library)
+	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(dims, logf)
 	var commBefore time.Duration
 	mse := func(m *nn.Net, s *nn.Set, n int) (float64, error) {
 		sum := []float64{0}
@@ -202,6 +203,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	defer valSet.Free()
 	defer testSet.Free()
 	tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffle)}
+	tc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("mlp", dims)
 	var last *tracin.LastLayer
 	var influence float64
 	if cfg.Method == "dain" {
@@ -346,6 +348,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			defer cte.Free()
 			logf("training Θc (costco, %d parameters)", cc.NumParams())
 			ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Shuffle: rng(cfg.Seed, streamShuffleCoSTCo)}
+			ctc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("costco", dims)
 			cex := nn.ChooseExchange(rows, cfg.CoSTCoBatch, len(dims))
 			if os.Getenv("DAINX_EXCHANGE") != "" {
 				cex = dr.Exchange
@@ -398,6 +401,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	defer test2.Free()
 	owned := []nn.Span{{Global: trFirst, Local: 0, N: train.NNZ()}, {Global: nTrain + a0, Local: train.NNZ(), N: a1 - a0}}
 	atc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffleAfter)}
+	atc.EmbeddingOptimizer = tc.EmbeddingOptimizer
 	res, err = fit("Θ'", after, atc, both, val2, nTrain+rep.NAug, owned, dr.Exchange)
 	if err != nil {
 		return nil, err

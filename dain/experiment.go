@@ -288,6 +288,7 @@ func (e *Experiment) mlpConfig() nn.Config {
 func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig, error) {
 	c := e.cfg
 	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR}
+	tc.EmbeddingOptimizer, _ = c.EmbeddingOptimizerFor(kind, e.x.Dims)
 	switch kind {
 	case "mlp":
 		m, err := nn.NewMLP(e.be, e.mlpConfig(), r)

@@ -71,6 +71,8 @@ type Training struct {
 	CoSTCoBatch     int     `json:"costco_batch"`
 	CPLambda        float64 `json:"cp_lambda"`
 	CPSweeps        int     `json:"cp_sweeps"`
+	// EmbeddingOptimizer: records made before it existed used adam.
+	EmbeddingOptimizer string `json:"embedding_optimizer"`
 }
 
 // TrainingOf returns the recorded form of c.
@@ -81,15 +83,16 @@ func TrainingOf(c dain.Config) Training {
 		Method: c.Method, Model: c.Model, Predictor: c.Predictor, Influence: c.Influence,
 		InfluenceLayers: c.InfluenceLayers, Entity: c.Entity, Rank: c.Rank, Channels: c.Channels,
 		CoSTCoLR: c.CoSTCoLR, CoSTCoBatch: c.CoSTCoBatch, CPLambda: c.CPLambda, CPSweeps: c.CPSweeps,
-		Sign: c.Sign, Temperature: c.Temperature, Mix: c.Mix,
+		Sign: c.Sign, Temperature: c.Temperature, Mix: c.Mix, EmbeddingOptimizer: c.EmbeddingOptimizer,
 	}
 }
 
 // paperVariant holds the settings added after the first records (sign,
-// temperature, mix) at the paper's values, which records that lack them
+// temperature, mix, embedding optimizer) at the paper's values, which records that lack them
 // were made with.
 func paperVariant(t *Training) {
 	t.Sign, t.Temperature, t.Mix = "abs", 1, 0
+	t.EmbeddingOptimizer = "adam"
 }
 
 // UnmarshalJSON reads a provenance of any version. Version 0's "base"

@@ -92,6 +92,10 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	if cfg.Batch > m.capacity {
 		return res, fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
 	}
+	if err := CheckEmbeddingOptimizer(cfg.EmbeddingOptimizer); err != nil {
+		return res, fmt.Errorf("nn: %w", err)
+	}
+	sparseAdam := cfg.EmbeddingOptimizer == SparseAdam
 	if d.Global == 0 || d.ValGlobal == 0 {
 		return res, fmt.Errorf("nn: %d training and %d validation cells; both must be non-empty", d.Global, d.ValGlobal)
 	}
@@ -127,8 +131,13 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	}()
 	exchange := d.Exchange
 	tableRows := m.table.Len() / m.width
-	if exchange == "" {
+	if exchange == "" || sparseAdam {
+		// SparseAdam needs the union of the rows touched anywhere, which
+		// only the sparse exchange gives.
 		exchange = ChooseExchange(tableRows, cfg.Batch, order)
+		if sparseAdam {
+			exchange = "sparse"
+		}
 	}
 	if exchange != "dense" && exchange != "sparse" {
 		return res, fmt.Errorf("nn: exchange %q: want dense or sparse", exchange)
@@ -232,6 +241,94 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 		return nil
 	}
 
+	// SparseAdam's exchange: every process's compact rows gathered, their
+	// union summed row by row in process order (0 + x is exact, so one
+	// process keeps its own bits), and the same SparseAdam applied on
+	// every process.
+	var (
+		spCount                  = []int32{0}
+		spRows                   []int32
+		spGrad                   []float32
+		unionSlot                = map[int32]int32{}
+		unionRows                []int32
+		unionGrad                []float32
+		unionRowBuf, unionCntBuf compute.I32
+		unionGradBuf             compute.F32
+	)
+	if sparseAdam {
+		unionCntBuf = be.AllocI32(1)
+		defer unionCntBuf.Free()
+		defer func() {
+			if unionRowBuf != nil {
+				unionRowBuf.Free()
+				unionGradBuf.Free()
+			}
+		}()
+	}
+	sparseStep := func(touched bool, step compute.AdamStep) error {
+		w := m.width
+		spRows, spGrad = spRows[:0], spGrad[:0]
+		if touched {
+			rows, count, grad := m.SparseGrad()
+			if err := be.DownloadI32(spCount, count); err != nil {
+				return err
+			}
+			u := int(spCount[0])
+			spRows, spGrad = append(spRows, make([]int32, u)...), append(spGrad, make([]float32, u*w)...)
+			if u > 0 {
+				if err := be.DownloadI32(spRows, rows.Slice(0, u)); err != nil {
+					return err
+				}
+				if err := be.Download(spGrad, grad.Slice(0, u*w)); err != nil {
+					return err
+				}
+			}
+		}
+		var allRows []int32
+		var all []float32
+		timed(func() {
+			allRows = cl.GatherI32(spRows)
+			all = cl.GatherF32(spGrad)
+		})
+		clear(unionSlot)
+		unionRows = unionRows[:0]
+		for _, r := range allRows {
+			if _, ok := unionSlot[r]; !ok {
+				unionSlot[r] = 0
+				unionRows = append(unionRows, r)
+			}
+		}
+		slices.Sort(unionRows)
+		for i, r := range unionRows {
+			unionSlot[r] = int32(i)
+		}
+		u := len(unionRows)
+		unionGrad = append(unionGrad[:0], make([]float32, u*w)...)
+		for i, r := range allRows {
+			dst := unionGrad[int(unionSlot[r])*w:][:w]
+			for e, v := range all[i*w : (i+1)*w] {
+				dst[e] += v
+			}
+		}
+		if unionRowBuf == nil || unionRowBuf.Len() < max(u, 1) {
+			if unionRowBuf != nil {
+				unionRowBuf.Free()
+				unionGradBuf.Free()
+			}
+			unionRowBuf, unionGradBuf = be.AllocI32(max(u, cfg.Batch*order)), be.Alloc(max(u, cfg.Batch*order)*w)
+		}
+		be.UploadI32(unionCntBuf, []int32{int32(u)})
+		if u > 0 {
+			be.UploadI32(unionRowBuf.Slice(0, u), unionRows)
+			be.Upload(unionGradBuf.Slice(0, u*w), unionGrad)
+		}
+		t, n := m.table.Len(), m.params.Len()
+		p, g := m.DenseParams()
+		be.Adam(p, g, adamM.Slice(t, n-t), adamV.Slice(t, n-t), step)
+		be.SparseAdam(m.table, unionGradBuf.Slice(0, u*w), adamM.Slice(0, t), adamV.Slice(0, t), unionRowBuf.Slice(0, u), unionCntBuf, w, step)
+		return nil
+	}
+
 	perm := make([]int, T)
 	for i := range perm {
 		perm[i] = i
@@ -289,20 +386,33 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 				rows, y := shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
 				dl := delta.Slice(0, hi-lo)
 				m.ForwardMSE(rows, y, dl, sq.Slice(s, 1), float32(2/float64(gb)))
-				m.Backward(rows, dl, false)
+				if sparseAdam {
+					m.BackwardSparse(rows, dl)
+				} else {
+					m.Backward(rows, dl, false)
+				}
 			} else {
-				be.Fill(m.grads, 0)
+				be.Fill(dense, 0) // SparseAdam: the table's part is not read
+				if !sparseAdam {
+					be.Fill(m.grads, 0)
+				}
 				be.Fill(sq.Slice(s, 1), 0)
 			}
 			if err := sumDense(); err != nil {
 				return res, fmt.Errorf("nn: epoch %d: %w", k, err)
+			}
+			adam.T++
+			if sparseAdam {
+				if err := sparseStep(hi > lo, adam); err != nil {
+					return res, fmt.Errorf("nn: epoch %d: %w", k, err)
+				}
+				continue
 			}
 			if exchange == "sparse" {
 				if err := sumTable(hostRows[lo*order : hi*order]); err != nil {
 					return res, fmt.Errorf("nn: epoch %d: %w", k, err)
 				}
 			}
-			adam.T++
 			be.Adam(m.params, m.grads, adamM, adamV, adam)
 		}
 		if err := be.Download(sqHost, sq); err != nil {

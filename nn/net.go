@@ -61,6 +61,9 @@ type Net struct {
 	capacity int
 	acts     []compute.F32 // acts[0]: gathered input; acts[l]: output of layer l
 	dacts    []compute.F32 // dacts[l]: gradient at acts[l] (pre-activation when l ≥ 1)
+
+	sp  *sparseBufs // BackwardSparse's compact gradient, allocated on first use
+	spK int         // positions K of the latest BackwardSparse
 }
 
 // Layer describes one Linear layer of a Net: Rows×In inputs per cell mapped
@@ -109,12 +112,19 @@ func NewMLP(be compute.Backend, cfg Config, rng *rand.Rand) (*Net, error) {
 	if err := CheckLayers(cfg.Layers, order); err != nil {
 		return nil, fmt.Errorf("nn: %w", err)
 	}
-	widths := append(append([]int(nil), cfg.Layers...), 1)
+	return newNet(be, "mlp", cfg.Dims, cfg.Layers[0]/order, compute.ModeMajor, MLPLayers(cfg.Layers), cfg.Capacity, rng)
+}
+
+// MLPLayers returns the Linear layers of an MLP with the given widths
+// (N·E then the hidden widths; see Config.Layers), the output layer
+// included. It does not check the widths (CheckLayers does).
+func MLPLayers(widths []int) []Layer {
+	widths = append(append([]int(nil), widths...), 1)
 	var layers []Layer
 	for l := 1; l < len(widths); l++ {
 		layers = append(layers, Layer{In: widths[l-1], Out: widths[l], Rows: 1, ReLU: l < len(widths)-1})
 	}
-	return newNet(be, "mlp", cfg.Dims, cfg.Layers[0]/order, compute.ModeMajor, layers, cfg.Capacity, rng)
+	return layers
 }
 
 // CheckLayers reports MLP layer widths that cannot work for a tensor of
@@ -153,14 +163,19 @@ func NewCoSTCo(be compute.Backend, cfg CoSTCoConfig, rng *rand.Rand) (*Net, erro
 	if cfg.Rank <= 0 || cfg.Channels <= 0 {
 		return nil, fmt.Errorf("nn: CoSTCo rank %d, channels %d: both must be positive", cfg.Rank, cfg.Channels)
 	}
-	n, r, c := len(cfg.Dims), cfg.Rank, cfg.Channels
-	layers := []Layer{
+	return newNet(be, "costco", cfg.Dims, cfg.Rank, compute.RankMajor, CoSTCoLayers(len(cfg.Dims), cfg.Rank, cfg.Channels), cfg.Capacity, rng)
+}
+
+// CoSTCoLayers returns CoSTCo's Linear layers for a tensor of the given
+// order, rank R and channels C (see NewCoSTCo).
+func CoSTCoLayers(order, rank, channels int) []Layer {
+	n, r, c := order, rank, channels
+	return []Layer{
 		{In: n, Out: c, Rows: r, ReLU: true},
 		{In: r * c, Out: c, Rows: 1, ReLU: true},
 		{In: c, Out: c, Rows: 1, ReLU: true},
 		{In: c, Out: 1, Rows: 1},
 	}
-	return newNet(be, "costco", cfg.Dims, r, compute.RankMajor, layers, cfg.Capacity, rng)
 }
 
 func newNet(be compute.Backend, kind string, dims []int, width int, layout compute.Layout, layers []Layer, capacity int, rng *rand.Rand) (*Net, error) {
@@ -236,6 +251,13 @@ func (m *Net) Free() {
 	for l := range m.acts {
 		m.acts[l].Free()
 		m.dacts[l].Free()
+	}
+	if sp := m.sp; sp != nil {
+		for _, b := range []compute.I32{sp.rows, sp.starts, sp.perm, sp.count} {
+			b.Free()
+		}
+		sp.grad.Free()
+		m.sp = nil
 	}
 }
 
@@ -400,12 +422,95 @@ func (m *Net) Hidden(batch int) compute.F32 { return m.Act(len(m.layers)-1, batc
 // rows given to that Forward. With accumulate false the gradients are
 // overwritten (=); with accumulate true they are added to Grads (+=), which
 // sums a gradient over several batches. DAct holds every layer's δ
-// afterwards.
+// afterwards. The table's gradient is dense (R×E): with accumulate false
+// the whole table gradient is cleared, O(R·E) work whatever the batch; a
+// training step uses BackwardSparse instead.
 func (m *Net) Backward(rows compute.I32, delta compute.F32, accumulate bool) {
+	batch := m.backwardLayers("Backward", rows, delta, accumulate)
+	if !accumulate {
+		m.be.Fill(m.dtable, 0)
+	}
+	m.be.ScatterRows(m.dtable, m.DAct(0, batch), rows, len(m.dims), m.width, m.layout)
+}
+
+// BackwardInput is Backward without the table's gradient: the Linear
+// layers' gradients are overwritten (=) and DAct holds every layer's δ,
+// down to the gradient at the gathered input (DAct(0)), which is what
+// TracIn's per-cell embedding term needs. The table part of Grads is left
+// as it was. Its work is O(B), independent of the table.
+func (m *Net) BackwardInput(rows compute.I32, delta compute.F32) {
+	m.backwardLayers("BackwardInput", rows, delta, false)
+}
+
+// BackwardSparse is Backward with the table's gradient kept sparse: the
+// Linear layers' gradients are overwritten (=), and the table's gradient
+// exists only for the K' ≤ B·N distinct rows the batch touched, as compact
+// rows (see SparseGrad), each summed over its occurrences in batch order
+// (compute.Backend.DistinctRows and CompactRows). The table part of Grads
+// is not touched. Its work and memory traffic are O(B·N·E), independent of
+// the table's size; on the CPU the compact rows are bit for bit the rows
+// Backward(rows, delta, false) leaves in the dense table gradient.
+func (m *Net) BackwardSparse(rows compute.I32, delta compute.F32) {
+	batch := m.backwardLayers("BackwardSparse", rows, delta, false)
+	k := batch * len(m.dims)
+	sp := m.sparse()
+	m.spK = k
+	st, perm := sp.starts.Slice(0, k+1), sp.perm.Slice(0, k)
+	m.be.DistinctRows(sp.rows.Slice(0, k), st, perm, sp.count, rows)
+	m.be.CompactRows(sp.grad.Slice(0, k*m.width), m.DAct(0, batch), st, perm, sp.count, len(m.dims), m.width, m.layout)
+}
+
+// SparseGrad returns the table's gradient left by the latest
+// BackwardSparse for its K = B·N row positions: count holds U, the number
+// of distinct rows (on the backend; it is not read here), rows[:U] those
+// global rows in increasing order, and grad[:U·E] their gradient rows
+// (U×E). rows has K elements and grad K×E; the elements past U are stale.
+// The views are valid until the next BackwardSparse. It panics if
+// BackwardSparse has not run.
+func (m *Net) SparseGrad() (rows, count compute.I32, grad compute.F32) {
+	if m.sp == nil {
+		panic("nn: SparseGrad before BackwardSparse")
+	}
+	k := m.spK
+	return m.sp.rows.Slice(0, k), m.sp.count, m.sp.grad.Slice(0, k*m.width)
+}
+
+// DenseParams returns the parameters after the table (the Linear layers'
+// weights and biases) and their gradients: what a sparse step updates
+// with dense Adam.
+func (m *Net) DenseParams() (params, grads compute.F32) {
+	t := m.table.Len()
+	return m.params.Slice(t, m.params.Len()-t), m.grads.Slice(t, m.grads.Len()-t)
+}
+
+// sparseBufs are the compact-gradient buffers of BackwardSparse, sized for
+// the capacity (K = capacity·N positions).
+type sparseBufs struct {
+	rows, starts, perm, count compute.I32
+	grad                      compute.F32
+}
+
+// sparse returns the compact-gradient buffers, allocating them on first
+// use.
+func (m *Net) sparse() *sparseBufs {
+	if m.sp == nil {
+		k := m.capacity * len(m.dims)
+		m.sp = &sparseBufs{
+			rows: m.be.AllocI32(k), starts: m.be.AllocI32(k + 1), perm: m.be.AllocI32(k), count: m.be.AllocI32(1),
+			grad: m.be.Alloc(k * m.width),
+		}
+	}
+	return m.sp
+}
+
+// backwardLayers runs the Linear layers' backward pass of Backward (=
+// or += by accumulate) down to DAct(0) and returns B. It panics (naming
+// op) if delta does not hold B elements.
+func (m *Net) backwardLayers(op string, rows compute.I32, delta compute.F32, accumulate bool) (batch int) {
 	order := len(m.dims)
-	batch := rows.Len() / order
+	batch = rows.Len() / order
 	if delta.Len() != batch {
-		panic(fmt.Sprintf("nn: Backward: delta of %d elements for a batch of %d", delta.Len(), batch))
+		panic(fmt.Sprintf("nn: %s: delta of %d elements for a batch of %d", op, delta.Len(), batch))
 	}
 	m.be.Copy(m.DAct(len(m.layers), batch), delta)
 	for l := len(m.layers); l >= 1; l-- {
@@ -415,8 +520,5 @@ func (m *Net) Backward(rows compute.I32, delta compute.F32, accumulate bool) {
 		maskX := l >= 2 && m.layers[l-2].ReLU
 		m.be.LinearBackward(m.DAct(l-1, batch), m.dw[l-1], m.db[l-1], m.DAct(l, batch), m.Act(l-1, batch), m.w[l-1], ly.In, ly.Out, maskX, accumulate)
 	}
-	if !accumulate {
-		m.be.Fill(m.dtable, 0)
-	}
-	m.be.ScatterRows(m.dtable, m.DAct(0, batch), rows, order, m.width, m.layout)
+	return batch
 }

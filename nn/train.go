@@ -90,6 +90,11 @@ type TrainConfig struct {
 	Batch    int     // cells per step (1024)
 	Patience int     // stop after this many epochs without a better validation MSE (10)
 	LR       float64 // Adam learning rate (1e-3); β₁ .9, β₂ .999, ε 1e-8
+	// EmbeddingOptimizer updates the embedding table: Adam (dense Adam
+	// over every row each step, the paper's; "" means Adam) or SparseAdam
+	// (only the rows the step's batch touched; see compute.Backend's
+	// SparseAdam). The Linear layers always take dense Adam.
+	EmbeddingOptimizer string
 	// Shuffle orders the training cells anew every epoch.
 	Shuffle *rand.Rand
 	// ValGradSum, if not nil (D+1 elements), receives at each epoch's
@@ -126,6 +131,34 @@ type TrainConfig struct {
 	// AfterEpoch; an error stops training. The state's slices are fresh
 	// copies on the host that Train does not touch again.
 	Save func(*TrainState) error
+}
+
+// The embedding optimisers of TrainConfig.EmbeddingOptimizer.
+const (
+	// Adam updates every row of the table every step (PyTorch's Adam
+	// over a dense nn.Embedding, as the paper and its reference code):
+	// O(R·E) work per step. Rows a batch does not touch still move, by
+	// their decaying moments.
+	Adam = "adam"
+	// SparseAdam updates only the rows the batch touched, with the global
+	// step's bias correction (PyTorch's SparseAdam, TensorFlow's
+	// LazyAdam): O(B·N·E) work per step, whatever the table's size. On a
+	// tensor small enough that every batch touches every row it is Adam,
+	// bit for bit on the CPU.
+	SparseAdam = "sparse-adam"
+)
+
+// EmbeddingOptimizers lists the names TrainConfig.EmbeddingOptimizer takes.
+var EmbeddingOptimizers = []string{Adam, SparseAdam}
+
+// CheckEmbeddingOptimizer reports a name that is not an embedding
+// optimiser ("" is Adam).
+func CheckEmbeddingOptimizer(name string) error {
+	switch name {
+	case "", Adam, SparseAdam:
+		return nil
+	}
+	return fmt.Errorf("embedding optimizer %q: want %s or %s", name, Adam, SparseAdam)
 }
 
 // TrainState is a training run after a whole epoch: what Train needs to
@@ -241,6 +274,10 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	if cfg.Batch > m.capacity {
 		return res, fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
 	}
+	if err := CheckEmbeddingOptimizer(cfg.EmbeddingOptimizer); err != nil {
+		return res, fmt.Errorf("nn: %w", err)
+	}
+	sparse := cfg.EmbeddingOptimizer == SparseAdam
 	if train.Len() == 0 || val.Len() == 0 {
 		return res, fmt.Errorf("nn: %d training and %d validation cells; both must be non-empty", train.Len(), val.Len())
 	}
@@ -308,7 +345,11 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		}
 		d := delta.Slice(0, hi-lo)
 		m.ForwardMSE(rows, y, d, sq.Slice(s, 1), float32(2/float64(hi-lo)))
-		m.Backward(rows, d, false)
+		if sparse {
+			m.BackwardSparse(rows, d)
+		} else {
+			m.Backward(rows, d, false)
+		}
 	}
 	var graphs []compute.Graph
 	if capturer != nil {
@@ -368,7 +409,7 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 				graphs[s].Launch()
 			}
 			adam.T++
-			be.Adam(m.params, m.grads, adamM, adamV, adam)
+			m.adamStep(sparse, adamM, adamV, adam)
 		}
 		if err := be.Download(sqHost, sq); err != nil {
 			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
@@ -417,6 +458,22 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	}
 	be.Copy(m.params, best)
 	return res, be.Sync()
+}
+
+// adamStep applies one optimiser step after a Backward (dense) or
+// BackwardSparse (sparse): Adam over every parameter, or Adam over the
+// Linear layers and SparseAdam over the rows the batch touched. adamM and
+// adamV are laid out like Params.
+func (m *Net) adamStep(sparse bool, adamM, adamV compute.F32, s compute.AdamStep) {
+	if !sparse {
+		m.be.Adam(m.params, m.grads, adamM, adamV, s)
+		return
+	}
+	t, n := m.table.Len(), m.params.Len()
+	p, g := m.DenseParams()
+	m.be.Adam(p, g, adamM.Slice(t, n-t), adamV.Slice(t, n-t), s)
+	rows, count, grad := m.SparseGrad()
+	m.be.SparseAdam(m.table, grad, adamM.Slice(0, t), adamV.Slice(0, t), rows, count, m.width, s)
 }
 
 // state copies the run after epoch k to the host.
@@ -531,4 +588,43 @@ func (m *Net) Predict(s *Set) ([]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// Auto is the EmbeddingOptimizer setting a caller resolves with
+// ChooseEmbeddingOptimizer (Train itself does not accept it).
+const Auto = "auto"
+
+// adamFlopsPerElement is what ChooseEmbeddingOptimizer charges one table
+// element of a dense Adam step, in multiply-adds of the step's GEMMs: Adam
+// reads and writes 28 bytes per element for about ten flops, and a
+// machine streams memory at about a tenth of its GEMM rate in bytes.
+const adamFlopsPerElement = 32
+
+// ChooseEmbeddingOptimizer resolves Auto for a model whose table has
+// rows×width elements and whose Linear layers are layers, trained with
+// batches of the given size: Adam (the paper's) while a dense Adam step
+// over the table costs less than the step's forward and backward passes,
+// else SparseAdam, whose step does not grow with the table. It returns
+// the choice and why, in words. Any other setting is returned as it is,
+// with an empty reason.
+func ChooseEmbeddingOptimizer(setting string, rows, width int, layers []Layer, batch int) (name, why string) {
+	if setting != Auto {
+		return setting, ""
+	}
+	table := rows * width
+	var macs int
+	for _, ly := range layers {
+		macs += ly.Rows * ly.In * ly.Out
+	}
+	step := 3 * batch * macs // forward, dx and dw
+	if adamFlopsPerElement*table <= step {
+		return Adam, fmt.Sprintf("chosen automatically: dense Adam over the %d×%d table costs less than a step's %d multiply-adds", rows, width, step)
+	}
+	return SparseAdam, fmt.Sprintf("chosen automatically: the %d×%d table is too large for dense Adam at every step of %d multiply-adds", rows, width, step)
+}
+
+// ChooseEmbeddingOptimizer is the package function for m's table and
+// layers.
+func (m *Net) ChooseEmbeddingOptimizer(setting string, batch int) (name, why string) {
+	return ChooseEmbeddingOptimizer(setting, m.table.Len()/m.width, m.width, m.layers, batch)
 }

@@ -172,7 +172,7 @@ func (a *AllLayers) Checkpoint(best bool) error {
 		pred := m.Forward(rows)
 		dl := a.delta.Slice(0, n)
 		be.MSEGrad(dl, nil, pred, a.train.Vals.Slice(lo, n), 2)
-		m.Backward(rows, dl, false)
+		m.BackwardInput(rows, dl) // the table's gradient is not needed: O(batch)
 		o := off
 		for l := 1; l <= m.NumLayers(); l++ {
 			s, _, _, _, _ := m.Layer(l)

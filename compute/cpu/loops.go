@@ -17,15 +17,7 @@ type adamConst struct {
 func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 	ps, gs, ms, vs := f(p), f(g), f(m), f(v)
 	compute.CheckAdam(p, g, m, v, s)
-	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
-	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
-	// 1−β is rounded from float64: forming it from float32(β) would
-	// magnify β's rounding error (216 ulps for β₂ = .999).
-	c := &adamConst{
-		b1: float32(s.Beta1), b2: float32(s.Beta2),
-		omb1: float32(1 - s.Beta1), omb2: float32(1 - s.Beta2),
-		step: float32(s.LR / c1), rc2: float32(1 / math.Sqrt(c2)), eps: float32(s.Eps),
-	}
+	c := adamConstants(s)
 	be.parallelFor(len(ps), 32*1024, func(lo, hi int) {
 		// Ranges start at multiples of 8 where possible so the SIMD
 		// loop covers nearly all; either way each element's arithmetic

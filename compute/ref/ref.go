@@ -11,6 +11,7 @@ package ref
 
 import (
 	"math"
+	"sort"
 
 	"github.com/dainx/dainx/compute"
 )
@@ -187,5 +188,47 @@ func EntityImportance(imp, score []float64, cells []int32) {
 func SampleAlias(out []int32, order, col int, thresh []uint32, alias []int32, key, ctr uint64) {
 	for m := 0; m < len(out)/order; m++ {
 		out[m*order+col] = compute.AliasDraw(thresh, alias, col, key, ctr, m)
+	}
+}
+
+// DistinctRows is compute.Backend.DistinctRows (=): rows[:U], starts[:U+1],
+// perm and count[0] = U.
+func DistinctRows(rows, starts, perm, count []int32, cells []int32) {
+	for k := range perm {
+		perm[k] = int32(k)
+	}
+	sort.SliceStable(perm, func(a, b int) bool { return cells[perm[a]] < cells[perm[b]] })
+	u := 0
+	for j, k := range perm {
+		if j == 0 || cells[k] != cells[perm[j-1]] {
+			rows[u], starts[u] = cells[k], int32(j)
+			u++
+		}
+	}
+	starts[u] = int32(len(perm))
+	count[0] = int32(u)
+}
+
+// CompactRows is compute.Backend.CompactRows (= for the first count[0]
+// rows).
+func CompactRows(grad, dx []float64, starts, perm, count []int32, order, width int, layout compute.Layout) {
+	for u := 0; u < int(count[0]); u++ {
+		for e := 0; e < width; e++ {
+			s := 0.0
+			for _, k := range perm[starts[u]:starts[u+1]] {
+				b, n := int(k)/order, int(k)%order
+				s += dx[b*order*width+pos(n, e, width, order, layout)]
+			}
+			grad[u*width+e] = s
+		}
+	}
+}
+
+// SparseAdam is compute.Backend.SparseAdam (in place on the listed rows).
+func SparseAdam(p, g, m, v []float64, rows, count []int32, width int, s compute.AdamStep) {
+	for u := 0; u < int(count[0]); u++ {
+		r := int(rows[u])
+		sl := r * width
+		Adam(p[sl:sl+width], g[u*width:(u+1)*width], m[sl:sl+width], v[sl:sl+width], s)
 	}
 }

@@ -91,6 +91,7 @@ func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
 	fs.IntVar(&c.Channels, "channels", c.Channels, "CoSTCo convolution `channels` C")
 	fs.Float64Var(&c.CoSTCoLR, "costco-lr", c.CoSTCoLR, "CoSTCo Adam learning `rate`")
 	fs.IntVar(&c.CoSTCoBatch, "costco-batch", c.CoSTCoBatch, "CoSTCo training batch `size`")
+	fs.StringVar(&c.EmbeddingOptimizer, "embedding-optimizer", c.EmbeddingOptimizer, "embedding tables' `optimizer`: adam (dense Adam over every row each step, the paper's), sparse-adam (Adam on the rows a step touched: a step's cost does not grow with the number of entities) or auto (adam while a dense step over the table costs less than the step's other work, else sparse-adam; says which on standard error and in the report)")
 }
 
 // BindMethod registers the flags that choose how cells are made; their

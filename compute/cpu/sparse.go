@@ -1,0 +1,145 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/dainx/dainx/compute"
+)
+
+// radixScratch is the ping-pong buffer and digit histogram of
+// DistinctRows' radix sort, pooled so that a training step allocates
+// nothing.
+type radixScratch struct {
+	tmp  []int32
+	hist [1 << radixBits]int32
+}
+
+const radixBits = 11
+
+var radixPool = sync.Pool{New: func() any { return new(radixScratch) }}
+
+// DistinctRows implements compute.Backend.DistinctRows (=): a stable LSD
+// radix sort of the positions by row, 11 bits a pass and only as many
+// passes as the largest row needs (1 up to 2048 rows, 2 up to 4M, 3
+// above), then one pass that numbers the distinct rows. O(K) per call,
+// independent of the table.
+func (*Backend) DistinctRows(rows, starts, perm, count, cells compute.I32) {
+	rs, ss, ps, cs, cells32 := iv(rows), iv(starts), iv(perm), iv(count), iv(cells)
+	k := compute.CheckDistinctRows(rows, starts, perm, count, cells)
+	var top int32
+	for _, r := range cells32 {
+		if r < 0 {
+			panic(fmt.Sprintf("cpu: DistinctRows: embedding row %d is negative", r))
+		}
+		top = max(top, r)
+	}
+	for i := range ps {
+		ps[i] = int32(i)
+	}
+	sc := radixPool.Get().(*radixScratch)
+	defer radixPool.Put(sc)
+	if cap(sc.tmp) < k {
+		sc.tmp = make([]int32, k)
+	}
+	src, dst := ps, sc.tmp[:k]
+	for shift := 0; shift == 0 || top>>shift != 0; shift += radixBits {
+		h := &sc.hist
+		clear(h[:])
+		for _, p := range src {
+			h[(cells32[p]>>shift)&(1<<radixBits-1)]++
+		}
+		var sum int32
+		for d, c := range h {
+			h[d] = sum
+			sum += c
+		}
+		for _, p := range src {
+			d := (cells32[p] >> shift) & (1<<radixBits - 1)
+			dst[h[d]] = p
+			h[d]++
+		}
+		src, dst = dst, src
+	}
+	if k > 0 && &src[0] != &ps[0] {
+		copy(ps, src)
+	}
+	u := 0
+	for j, p := range ps {
+		if j == 0 || cells32[p] != cells32[ps[j-1]] {
+			rs[u], ss[u] = cells32[p], int32(j)
+			u++
+		}
+	}
+	ss[u] = int32(k)
+	cs[0] = int32(u)
+}
+
+// CompactRows implements compute.Backend.CompactRows (=), split over
+// goroutines by compact rows; each row sums its positions in order from 0.
+func (be *Backend) CompactRows(grad, dx compute.F32, starts, perm, count compute.I32, order, width int, layout compute.Layout) {
+	gs, xs, ss, ps, cs := f(grad), f(dx), iv(starts), iv(perm), iv(count)
+	k := compute.CheckCompactRows(grad, dx, starts, perm, count, order, width, layout)
+	u := int(cs[0])
+	if u < 0 || u > k {
+		panic(fmt.Sprintf("cpu: CompactRows: count %d outside [0, %d]", u, k))
+	}
+	be.parallelFor(u, max(1, 16*1024/width), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			dst := gs[r*width : (r+1)*width]
+			clear(dst)
+			for _, p := range ps[ss[r]:ss[r+1]] {
+				if layout == compute.ModeMajor {
+					addTo(dst, xs[int(p)*width:(int(p)+1)*width], be.simd)
+					continue
+				}
+				b, n := int(p)/order, int(p)%order
+				src := xs[b*order*width:]
+				for e := range dst {
+					dst[e] += src[e*order+n]
+				}
+			}
+		}
+	})
+}
+
+// SparseAdam implements compute.Backend.SparseAdam (in place on the listed
+// rows), each row with Adam's loop, so an element gets the bits dense Adam
+// would give it with the same gradient.
+func (be *Backend) SparseAdam(p, g, m, v compute.F32, rows, count compute.I32, width int, s compute.AdamStep) {
+	ps, gs, ms, vs, rs, cs := f(p), f(g), f(m), f(v), iv(rows), iv(count)
+	tableRows, k := compute.CheckSparseAdam(p, g, m, v, rows, count, width, s)
+	u := int(cs[0])
+	if u < 0 || u > k {
+		panic(fmt.Sprintf("cpu: SparseAdam: count %d outside [0, %d]", u, k))
+	}
+	for _, r := range rs[:u] {
+		checkRow("SparseAdam", r, tableRows)
+	}
+	c := adamConstants(s)
+	be.parallelFor(u, max(1, 32*1024/width), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			o := int(rs[i]) * width
+			p, g, m, v := ps[o:o+width], gs[i*width:(i+1)*width], ms[o:o+width], vs[o:o+width]
+			done := 0
+			if be.simd {
+				done = adamSIMD(p, g, m, v, c)
+			}
+			adamGo(p[done:], g[done:], m[done:], v[done:], c)
+		}
+	})
+}
+
+// adamConstants rounds Adam's per-step constants to float32 once.
+func adamConstants(s compute.AdamStep) *adamConst {
+	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
+	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
+	// 1−β is rounded from float64: forming it from float32(β) would
+	// magnify β's rounding error (216 ulps for β₂ = .999).
+	return &adamConst{
+		b1: float32(s.Beta1), b2: float32(s.Beta2),
+		omb1: float32(1 - s.Beta1), omb2: float32(1 - s.Beta2),
+		step: float32(s.LR / c1), rc2: float32(1 / math.Sqrt(c2)), eps: float32(s.Eps),
+	}
+}
