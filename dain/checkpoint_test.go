@@ -140,7 +140,8 @@ func TestCheckpointResume(t *testing.T) {
 
 // TestCheckpointBaselines: the baselines and other models resume
 // bit-identically too (MLP predictor, entity replacement, CoSTCo as Θ,
-// TracIn over all layers).
+// TracIn over all layers), and so does every training stage with
+// sparse-adam.
 func TestCheckpointBaselines(t *testing.T) {
 	x := demoTensor(t, 1500)
 	for _, v := range []struct {
@@ -151,10 +152,13 @@ func TestCheckpointBaselines(t *testing.T) {
 		{func(c *dain.Config) { c.Method = "entity-replacement" }, "theta-mlp"},
 		{func(c *dain.Config) { c.Model = "costco" }, "theta-costco.tracin-last"},
 		{func(c *dain.Config) { c.InfluenceLayers = "all" }, "theta-mlp.tracin-all"},
+		{func(c *dain.Config) { c.EmbeddingOptimizer = "sparse-adam" }, "theta-mlp.tracin-last"},
+		{func(c *dain.Config) { c.EmbeddingOptimizer = "sparse-adam" }, "theta-costco"},
+		{func(c *dain.Config) { c.EmbeddingOptimizer = "sparse-adam" }, "retrain"},
 	} {
 		c := ckConfig()
 		v.set(&c)
-		t.Run(v.stage+"-"+c.Method+"-"+c.Predictor, func(t *testing.T) {
+		t.Run(v.stage+"-"+c.Method+"-"+c.Predictor+"-"+c.EmbeddingOptimizer, func(t *testing.T) {
 			want, err := dain.Run(context.Background(), x, c, cpu.New())
 			if err != nil {
 				t.Fatal(err)
