@@ -18,7 +18,7 @@ help:
 	@echo "make bench          benchmarks (ops, training step, PyTorch peer, end to end) into bench/results/"
 	@echo "make bench-quick    make bench without the end-to-end runs"
 	@echo "make bench-go       Go benchmarks of the backend ops and the pipeline"
-	@echo "make bench-scale    dainx augment on synthetic tensors of 10M, 30M and 100M cells: memory and speed per cell into bench/results/scale-DATE.*"
+	@echo "make bench-scale    dainx augment on 2M cells with 2.1K, 200K and 2M entities, then on 10M, 30M and 100M cells: memory and speed per cell and per entity into bench/results/scale-DATE.*"
 	@echo "make kernels        compile kernels/*.cu to committed PTX (needs nvcc)"
 	@echo "make check-kernels  check that every kernel compiles, ptxas accepts it and the PTX is current"
 	@echo "make device-bundle  build dainx and test binaries into .dev/ for the GPU machine"
@@ -82,7 +82,8 @@ bench-quick: build
 	$(GO) run ./bench/cmd/benchrun -e2e=false -generic=false $(BENCHFLAGS)
 
 # make bench-scale: `dainx augment -layers 48,64,32 -epochs 1` on synthetic
-# 3-mode tensors of 10M, 30M and 100M cells (made once by dainx synth and
+# 3-mode tensors: the entity sweep (2M cells with 2.1K, 200K and 2M
+# entities, -patience 1), then 10M, 30M and 100M cells (made once by dainx synth and
 # cached in bench/scale-data/, git-ignored: about 8 GB with their .bin
 # copies): input MB/s, peak RSS and bytes per cell, cells/s and seconds per
 # stage, into bench/results/scale-DATE.{json,md}. The 100M run needs about

@@ -24,6 +24,16 @@
 //     over the sampling seconds), the retraining's cells/s;
 //   - the load average before and after each run.
 //
+// First, the entity sweep (-entity-sweep, -sweep-cells): the same number
+// of cells (2M) in tensors of 2.1K, 200K and 2M entities (dims
+// 1000×1000×100, 100000×100000×100, 1000000×1000000×1000, made once by
+// `dainx synth` as .bin and cached), run with -sweep-args too (-patience
+// 1): seconds per stage and against the first tensor, cells/s, peak RSS,
+// the bytes per entity of the tables and their optimiser state and the
+// RSS's growth per entity, naming every stage whose seconds per cell grow
+// by more than 1.5× from the fewest to the most entities. -entity-sweep ""
+// skips it; -sizes "" runs only it.
+//
 // Before each size it waits (up to -wait) until MemAvailable is at least
 // -need-bytes per cell, so a run does not start while another process holds
 // the memory it needs. Growth is checked between consecutive sizes: each
@@ -66,7 +76,13 @@ type Results struct {
 	Dims    []int    `json:"dims"`
 	Runs    []Run    `json:"runs"`
 	Linear  []string `json:"not_linear"`
-	Notes   []string `json:"notes"`
+	// The entity sweep: SweepCells cells in tensors of growing entity
+	// counts, run with Args and SweepArgs.
+	SweepCells  int        `json:"sweep_cells,omitempty"`
+	SweepArgs   []string   `json:"sweep_args,omitempty"`
+	Sweep       []SweepRun `json:"entity_sweep,omitempty"`
+	SweepGrowth []string   `json:"entity_sweep_growth,omitempty"`
+	Notes       []string   `json:"notes"`
 }
 
 // Machine describes where the run happened.
@@ -127,6 +143,9 @@ func main() {
 		need     = flag.Float64("need-bytes", 100, "wait before a size until MemAvailable holds this many `bytes` per cell")
 		wait     = flag.Duration("wait", 2*time.Hour, "give up a size after waiting this long for memory")
 		readOnly = flag.String("read", "", "internal: read this `file` with tensor.ReadFile and print the seconds and cells as JSON")
+		sweep    = flag.String("entity-sweep", "1000,1000,100;100000,100000,100;1000000,1000000,1000", "`dims` of the entity sweep's tensors, semicolon-separated (empty: no sweep): the same cells with growing entity counts")
+		sweepN   = flag.String("sweep-cells", "2M", "`cells` of each entity-sweep tensor")
+		sweepA   = flag.String("sweep-args", "-patience 1", "more `flags` for the entity sweep's runs, space-separated")
 	)
 	flag.Parse()
 	if *readOnly != "" {
@@ -139,6 +158,9 @@ func main() {
 	}
 	var cells []int
 	for _, s := range strings.Split(*sizes, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
 		n, err := parseCells(strings.TrimSpace(s))
 		if err != nil {
 			fatalf("-sizes: %v", err)
@@ -153,6 +175,40 @@ func main() {
 	r := &Results{Date: time.Now().UTC().Format(time.RFC3339), Commit: gitCommit(), Command: strings.Join(append([]string{"scalerun"}, os.Args[1:]...), " "),
 		Machine: machine(), Args: args, Dims: dims}
 	logf("machine: %s, %d cores, %s GiB, load %s", r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Load)
+	sweepDims, err := parseSweep(*sweep)
+	if err != nil {
+		fatalf("-entity-sweep: %v", err)
+	}
+	if len(sweepDims) > 0 {
+		n, err := parseCells(*sweepN)
+		if err != nil {
+			fatalf("-sweep-cells: %v", err)
+		}
+		lay, err := parseInts(*layers)
+		if err != nil {
+			fatalf("-layers: %v", err)
+		}
+		r.SweepCells, r.SweepArgs = n, strings.Fields(*sweepA)
+		for _, d := range sweepDims {
+			bin, err := ensureSweepData(*dainx, *data, d, n)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			s := SweepRun{Dims: d, Run: Run{Cells: n}}
+			for _, x := range d {
+				s.Entities += x
+			}
+			s.Waited = waitForMemory(int64(*need*float64(n)), *wait)
+			s.Optimizers = augment(&s.Run, *dainx, bin, append(append([]string(nil), args...), r.SweepArgs...))
+			s.TableBytesPerEntity = tableBytesPerEntity(s.Optimizers, lay[0]/len(d), 20)
+			if len(r.Sweep) > 0 && s.Error == "" && r.Sweep[0].Error == "" {
+				s.RSSBytesPerEntity = (s.MaxRSSMiB - r.Sweep[0].MaxRSSMiB) * (1 << 20) / float64(s.Entities-r.Sweep[0].Entities)
+			}
+			r.Sweep = append(r.Sweep, s)
+			write(*out, r, false)
+		}
+		r.SweepGrowth = sweepGrowth(r.Sweep)
+	}
 	for _, n := range cells {
 		tsv, bin, err := ensureData(*dainx, *data, dims, n)
 		if err != nil {
@@ -234,7 +290,9 @@ func readFile(format, path string, n int) Read {
 }
 
 // augment runs dainx augment on input and fills run.
-func augment(run *Run, dainx, input string, args []string) {
+// augment runs dainx augment on input and fills run; it returns the
+// embedding optimisers the report names.
+func augment(run *Run, dainx, input string, args []string) map[string]string {
 	dir, err := os.MkdirTemp(filepath.Dir(input), "run-")
 	if err != nil {
 		fatalf("%v", err)
@@ -275,7 +333,7 @@ func augment(run *Run, dainx, input string, args []string) {
 	run.LoadEnd = loadavg()
 	if cmd.ProcessState == nil {
 		run.Error = fmt.Sprintf("dainx did not start: %v", err)
-		return
+		return nil
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		run.MaxRSSMiB = float64(ru.Maxrss) / 1024
@@ -284,12 +342,12 @@ func augment(run *Run, dainx, input string, args []string) {
 	if err != nil {
 		run.Error = fmt.Sprintf("dainx failed: %v: %s", err, strings.Join(tail, "\n"))
 		logf("%d cells: %s", run.Cells, run.Error)
-		return
+		return nil
 	}
 	b, err := os.ReadFile(report)
 	if err != nil {
 		run.Error = err.Error()
-		return
+		return nil
 	}
 	var rep struct {
 		NTrain  int                `json:"n_train"`
@@ -297,12 +355,13 @@ func augment(run *Run, dainx, input string, args []string) {
 		Before  float64            `json:"rmse_before"`
 		After   float64            `json:"rmse_after"`
 		Seconds map[string]float64 `json:"seconds"`
+		Opts    map[string]string  `json:"embedding_optimizers"`
 		HistB   []json.RawMessage  `json:"history_before"`
 		HistA   []json.RawMessage  `json:"history_after"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		run.Error = err.Error()
-		return
+		return nil
 	}
 	run.Seconds, run.NTrain, run.NAug, run.RMSE = rep.Seconds, rep.NTrain, rep.NAug, [2]float64{rep.Before, rep.After}
 	run.Seconds["read_split"] = firstLine.Seconds()
@@ -319,6 +378,7 @@ func augment(run *Run, dainx, input string, args []string) {
 	run.RetrainCP = rate(float64((run.NTrain+run.NAug)*run.EpochsAft), rep.Seconds["retrain"])
 	logf("%d cells: %.0f s, max RSS %.0f MiB (%.1f B/cell); train %.0f cells/s, TracIn %.0f, sampling %.0f, retraining %.0f; load %s → %s",
 		run.Cells, run.Wall, run.MaxRSSMiB, run.BPerCell, run.TrainCPS, run.TracInCPS, run.SampleCPS, run.RetrainCP, run.LoadStart, run.LoadEnd)
+	return rep.Opts
 }
 
 // synthRecord is the sidecar of a cached tensor: how it was made.

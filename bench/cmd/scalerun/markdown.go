@@ -19,69 +19,72 @@ func markdown(r *Results) string {
 	p("Machine: %s, %d cores (GOMAXPROCS %d), %s GiB, %s; load average at start %s.",
 		r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.MemoryGiB, r.Machine.Go, r.Machine.Load)
 	p("")
-	p("Synthetic 3-mode tensors, dims %s (`dainx synth`, seed 1), run as `dainx augment -input synth-N.bin -output aug.bin %s`.", joinInts(r.Dims), strings.Join(r.Args, " "))
-	p("")
-	p("| cells | peak RSS | B/cell | text MB/s | .bin MB/s | train cells/s | TracIn cells/s | sampling cells/s | retrain cells/s | wall | load before → after |")
-	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-	for _, run := range r.Runs {
-		if run.Error != "" {
-			p("| %s | %s | %s | | | | | | | | %s → %s: %s |", cellsName(run.Cells), mib(run.MaxRSSMiB), num(run.BPerCell, 1), run.LoadStart, run.LoadEnd, oneLine(run.Error))
-			continue
-		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s → %s |", cellsName(run.Cells), mib(run.MaxRSSMiB), num(run.BPerCell, 1),
-			readRate(run, "tsv"), readRate(run, "bin"), rate(run.TrainCPS), rate(run.TracInCPS), rate(run.SampleCPS), rate(run.RetrainCP),
-			secs(run.Wall), run.LoadStart, run.LoadEnd)
-	}
-	p("")
-	p("Seconds per stage (`read_split`: the wall time before training, reading the .bin and splitting; the others from the report):")
-	p("")
-	p("| cells | %s |", strings.Join(stages, " | "))
-	p("|---:|%s", strings.Repeat("---:|", len(stages)))
-	for _, run := range r.Runs {
-		if run.Error != "" {
-			continue
-		}
-		row := make([]string, len(stages))
-		for i, s := range stages {
-			row[i] = secs(run.Seconds[s])
-		}
-		p("| %s | %s |", cellsName(run.Cells), strings.Join(row, " | "))
-	}
-	p("")
-	p("Input read by a fresh process (file size, seconds, MB/s, that process's peak RSS and bytes per cell):")
-	p("")
-	p("| cells | format | size | seconds | MB/s | peak RSS | B/cell |")
-	p("|---:|---|---:|---:|---:|---:|---:|")
-	for _, run := range r.Runs {
-		for _, rd := range run.Reads {
-			if rd.Error != "" {
-				p("| %s | %s | | | | | %s |", cellsName(run.Cells), rd.Format, oneLine(rd.Error))
+	if len(r.Runs) > 0 {
+		p("Synthetic 3-mode tensors, dims %s (`dainx synth`, seed 1), run as `dainx augment -input synth-N.bin -output aug.bin %s`.", joinInts(r.Dims), strings.Join(r.Args, " "))
+		p("")
+		p("| cells | peak RSS | B/cell | text MB/s | .bin MB/s | train cells/s | TracIn cells/s | sampling cells/s | retrain cells/s | wall | load before → after |")
+		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		for _, run := range r.Runs {
+			if run.Error != "" {
+				p("| %s | %s | %s | | | | | | | | %s → %s: %s |", cellsName(run.Cells), mib(run.MaxRSSMiB), num(run.BPerCell, 1), run.LoadStart, run.LoadEnd, oneLine(run.Error))
 				continue
 			}
-			p("| %s | %s | %.0f MB | %.2f | %.0f | %s | %s |", cellsName(run.Cells), rd.Format, float64(rd.Bytes)/1e6, rd.Seconds, rd.MBps, mib(rd.MaxRSSMiB), num(rd.BPerCell, 1))
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s → %s |", cellsName(run.Cells), mib(run.MaxRSSMiB), num(run.BPerCell, 1),
+				readRate(run, "tsv"), readRate(run, "bin"), rate(run.TrainCPS), rate(run.TracInCPS), rate(run.SampleCPS), rate(run.RetrainCP),
+				secs(run.Wall), run.LoadStart, run.LoadEnd)
 		}
-	}
-	p("")
-	p("Test RMSE before → after augmentation (1 epoch each, so not a quality result):")
-	p("")
-	for _, run := range r.Runs {
-		if run.Error == "" {
-			p("- %s cells: %d training, %d new; %.4f → %.4f", cellsName(run.Cells), run.NTrain, run.NAug, run.RMSE[0], run.RMSE[1])
+		p("")
+		p("Seconds per stage (`read_split`: the wall time before training, reading the .bin and splitting; the others from the report):")
+		p("")
+		p("| cells | %s |", strings.Join(stages, " | "))
+		p("|---:|%s", strings.Repeat("---:|", len(stages)))
+		for _, run := range r.Runs {
+			if run.Error != "" {
+				continue
+			}
+			row := make([]string, len(stages))
+			for i, s := range stages {
+				row[i] = secs(run.Seconds[s])
+			}
+			p("| %s | %s |", cellsName(run.Cells), strings.Join(row, " | "))
 		}
-	}
-	p("")
-	if len(r.Runs) > 1 {
-		if len(r.Linear) == 0 && r.Notes != nil {
-			p("Growth is linear in cells: no per-cell quantity (bytes, seconds of a stage or of a read) changes by more than 15%% between consecutive sizes.")
-		} else if len(r.Linear) > 0 {
-			p("Per-cell quantities that change by more than 15%% between consecutive sizes (not linear):")
-			p("")
-			for _, l := range r.Linear {
-				p("- %s", l)
+		p("")
+		p("Input read by a fresh process (file size, seconds, MB/s, that process's peak RSS and bytes per cell):")
+		p("")
+		p("| cells | format | size | seconds | MB/s | peak RSS | B/cell |")
+		p("|---:|---|---:|---:|---:|---:|---:|")
+		for _, run := range r.Runs {
+			for _, rd := range run.Reads {
+				if rd.Error != "" {
+					p("| %s | %s | | | | | %s |", cellsName(run.Cells), rd.Format, oneLine(rd.Error))
+					continue
+				}
+				p("| %s | %s | %.0f MB | %.2f | %.0f | %s | %s |", cellsName(run.Cells), rd.Format, float64(rd.Bytes)/1e6, rd.Seconds, rd.MBps, mib(rd.MaxRSSMiB), num(rd.BPerCell, 1))
 			}
 		}
 		p("")
+		p("Test RMSE before → after augmentation (1 epoch each, so not a quality result):")
+		p("")
+		for _, run := range r.Runs {
+			if run.Error == "" {
+				p("- %s cells: %d training, %d new; %.4f → %.4f", cellsName(run.Cells), run.NTrain, run.NAug, run.RMSE[0], run.RMSE[1])
+			}
+		}
+		p("")
+		if len(r.Runs) > 1 {
+			if len(r.Linear) == 0 && r.Notes != nil {
+				p("Growth is linear in cells: no per-cell quantity (bytes, seconds of a stage or of a read) changes by more than 15%% between consecutive sizes.")
+			} else if len(r.Linear) > 0 {
+				p("Per-cell quantities that change by more than 15%% between consecutive sizes (not linear):")
+				p("")
+				for _, l := range r.Linear {
+					p("- %s", l)
+				}
+			}
+			p("")
+		}
 	}
+	sweepMarkdown(p, r)
 	for _, n := range r.Notes {
 		p("- %s", n)
 	}
