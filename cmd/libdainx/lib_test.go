@@ -46,12 +46,12 @@ func TestBuildTensor(t *testing.T) {
 func TestOptions(t *testing.T) {
 	fs := flag.NewFlagSet("dainx augment", flag.ContinueOnError)
 	a := cli.NewAugment(fs)
-	err := setOptions(fs, `{"ratio":0.25,"seed":7,"layers":"48,16","epochs":3,"backend":"cpu","quiet":true,"test-frac":"0.2","costco-lr":1e-4}`, augmentSkip)
+	err := setOptions(fs, `{"ratio":0.25,"seed":7,"layers":"48,16","epochs":3,"backend":"cpu","quiet":true,"test-frac":"0.2","costco-lr":1e-4,"embedding-optimizer":"sparse-adam"}`, augmentSkip)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := a.Config
-	if c.Ratio != 0.25 || c.Seed != 7 || c.Epochs != 3 || !a.In.Quiet || a.In.Backend != "cpu" || c.TestFrac != 0.2 || c.CoSTCoLR != 1e-4 || a.In.Layers.String() != "48,16" {
+	if c.Ratio != 0.25 || c.Seed != 7 || c.Epochs != 3 || !a.In.Quiet || a.In.Backend != "cpu" || c.TestFrac != 0.2 || c.CoSTCoLR != 1e-4 || a.In.Layers.String() != "48,16" || c.EmbeddingOptimizer != "sparse-adam" {
 		t.Errorf("options not applied: %+v %+v", c, a.In)
 	}
 	n := 0
