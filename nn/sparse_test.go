@@ -269,3 +269,32 @@ func TestStepWorkIndependentOfTable(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseEmbeddingOptimizer: auto keeps the paper's dense Adam for the
+// tables of the study's tensors with the paper's layers and switches to
+// SparseAdam for a table of millions of rows; explicit settings pass
+// through unchanged.
+func TestChooseEmbeddingOptimizer(t *testing.T) {
+	mlp := MLPLayers([]int{48, 64, 32})
+	for _, c := range []struct {
+		rows, width int
+		layers      []Layer
+		batch       int
+		want        string
+	}{
+		{18549, 50, MLPLayers(DefaultLayers(3)), 1024, Adam}, // MovieLens, the paper's layers
+		{2100, 16, mlp, 1024, Adam},
+		{2001000, 16, mlp, 1024, SparseAdam},
+		{2001000, 20, CoSTCoLayers(3, 20, 20), 256, SparseAdam},
+	} {
+		got, why := ChooseEmbeddingOptimizer(Auto, c.rows, c.width, c.layers, c.batch)
+		if got != c.want || why == "" {
+			t.Errorf("%d×%d table: auto chose %q (%s), want %s", c.rows, c.width, got, why, c.want)
+		}
+	}
+	for _, s := range []string{Adam, SparseAdam} {
+		if got, why := ChooseEmbeddingOptimizer(s, 2001000, 16, mlp, 1024); got != s || why != "" {
+			t.Errorf("setting %s gave %s (%q)", s, got, why)
+		}
+	}
+}
