@@ -9,6 +9,8 @@ type kernelID int
 // The kernels, one per file of kernels/.
 const (
 	kernelAdam                 kernelID = iota // kernels/adam.cu
+	kernelCompactRows                          // kernels/compact_rows.cu
+	kernelDistinctRows                         // kernels/distinct_rows.cu
 	kernelEmbeddingInfluence                   // kernels/embedding_influence.cu
 	kernelEntityImportance                     // kernels/entity_importance.cu
 	kernelGather                               // kernels/gather.cu
@@ -27,6 +29,7 @@ const (
 	kernelMseGrad                              // kernels/mse_grad.cu
 	kernelSampleAlias                          // kernels/sample_alias.cu
 	kernelScatterRows                          // kernels/scatter_rows.cu
+	kernelSparseAdam                           // kernels/sparse_adam.cu
 	kernelSplitKReduce                         // kernels/split_k_reduce.cu
 	numKernels
 )
@@ -35,6 +38,8 @@ const (
 // its source and PTX files.
 var kernelNames = [numKernels]string{
 	"adam",
+	"compact_rows",
+	"distinct_rows",
 	"embedding_influence",
 	"entity_importance",
 	"gather",
@@ -53,6 +58,7 @@ var kernelNames = [numKernels]string{
 	"mse_grad",
 	"sample_alias",
 	"scatter_rows",
+	"sparse_adam",
 	"split_k_reduce",
 }
 
@@ -60,6 +66,8 @@ var kernelNames = [numKernels]string{
 // kernel, in order, as its launcher packs it.
 var kernelParamSizes = [numKernels][]int{
 	kernelAdam:                 {8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4},
+	kernelCompactRows:          {8, 8, 8, 8, 8, 4, 4, 4, 4},
+	kernelDistinctRows:         {8, 8, 8, 8, 8, 8, 4},
 	kernelEmbeddingInfluence:   {8, 8, 8, 8, 4, 4, 4, 4, 4, 4},
 	kernelEntityImportance:     {8, 8, 8, 4, 4, 4},
 	kernelGather:               {8, 8, 8, 4, 4, 4, 4, 4},
@@ -78,5 +86,6 @@ var kernelParamSizes = [numKernels][]int{
 	kernelMseGrad:              {8, 8, 8, 8, 4, 4},
 	kernelSampleAlias:          {8, 8, 8, 4, 4, 4, 4, 8, 8},
 	kernelScatterRows:          {8, 8, 8, 4, 4, 4, 4, 4},
+	kernelSparseAdam:           {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
 	kernelSplitKReduce:         {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 }

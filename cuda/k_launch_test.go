@@ -10,6 +10,8 @@ var launchZero = [numKernels]func(be *Backend) error{
 		var z driver.Dim3
 		return be.kAdam(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
+	kernelCompactRows:  func(be *Backend) error { var z driver.Dim3; return be.kCompactRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	kernelDistinctRows: func(be *Backend) error { var z driver.Dim3; return be.kDistinctRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0) },
 	kernelEmbeddingInfluence: func(be *Backend) error {
 		var z driver.Dim3
 		return be.kEmbeddingInfluence(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -58,6 +60,10 @@ var launchZero = [numKernels]func(be *Backend) error{
 	kernelMseGrad:     func(be *Backend) error { var z driver.Dim3; return be.kMseGrad(z, z, 0, 0, 0, 0, 0, 0, 0) },
 	kernelSampleAlias: func(be *Backend) error { var z driver.Dim3; return be.kSampleAlias(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 	kernelScatterRows: func(be *Backend) error { var z driver.Dim3; return be.kScatterRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	kernelSparseAdam: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kSparseAdam(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
 	kernelSplitKReduce: func(be *Backend) error {
 		var z driver.Dim3
 		return be.kSplitKReduce(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

@@ -10,7 +10,7 @@
 //   - philox4x32_10, identical to compute.Philox (Salmon et al., SC 2011);
 //   - gemm_64x64, the shared-memory SGEMM main loop used by linear_forward,
 //     linear_backward_dx and linear_backward_dw;
-//   - epilogue flag bits shared by the GEMM kernels and split_k_reduce.
+//   - epilogue flag bits of the GEMM kernels and split_k_reduce; sync_warp.
 #pragma once
 
 #include <cstdint>
@@ -277,5 +277,23 @@ constexpr int kEpiRelu = 2;        // apply ReLU (v < 0 ? 0 : v) after the bias
 constexpr int kEpiMask = 4;        // multiply by [x > 0] (ReLU mask of the layer below)
 constexpr int kEpiBias = 8;        // dW kernels: also form the bias gradient db
 constexpr int kEpiX3 = 16;         // tensor-core kernels: 3xTF32 instead of TF32
+
+// ---------------------------------------------------------------------------
+// Warp barrier (at the end of the file, so that adding it moved no line of
+// the helpers above, whose lines the PTX's line info of every kernel names)
+
+// sync_warp is __syncwarp() for a full warp: every lane waits for the
+// others, and their shared and global memory accesses before it are
+// visible to one another after it (PTX bar.warp.sync). Inline assembly in
+// device code, as the shuffles above (__syncwarp is a static function of
+// the CUDA headers); elsewhere (nvcc's host pass, the host emulator of
+// scripts/kernel-emu) __syncwarp itself.
+__device__ __forceinline__ void sync_warp() {
+#ifdef __CUDA_ARCH__
+    asm volatile("bar.warp.sync -1;" ::: "memory");
+#else
+    __syncwarp();
+#endif
+}
 
 }  // namespace dainx

@@ -1,8 +1,12 @@
 // emu_test.cpp: runs every kernel of kernels/ under the host emulation of
 // shim.h on small random cases and compares it with a float64 loop (the
 // semantics of compute/ref), checks Philox against Random123's known answers
-// and sample_alias against draws of compute.AliasDraw. See run.sh.
+// and sample_alias against draws of compute.AliasDraw; the sparse kernels
+// (distinct_rows, compact_rows, sparse_adam) bit for bit against host loops.
+// See run.sh.
 #include "adam.cu"
+#include "compact_rows.cu"
+#include "distinct_rows.cu"
 #include "embedding_influence.cu"
 #include "entity_importance.cu"
 #include "gather.cu"
@@ -21,11 +25,13 @@
 #include "mse_grad.cu"
 #include "sample_alias.cu"
 #include "scatter_rows.cu"
+#include "sparse_adam.cu"
 #include "split_k_reduce.cu"
 #include <cstdio>
 #include <random>
 #include <string>
 #include <cstdlib>
+#include <numeric>
 using namespace std;
 static mt19937 rng(1);
 static vector<float> rnd(size_t n) { uniform_real_distribution<float> d(-1, 1); vector<float> v(n); for (auto& x : v) x = d(rng); return v; }
@@ -94,10 +100,171 @@ static void testTC(int B, int I, int O, int off, mt19937& g) {
     }
 }
 
+// distinctRef is compute/ref.DistinctRows: a stable sort of the positions
+// by row, then the first position of each run.
+struct Distinct { vector<int32_t> rows, starts, perm; int u; };
+static Distinct distinctRef(const vector<int32_t>& cells) {
+    int K = (int)cells.size();
+    Distinct d{{}, {}, vector<int32_t>(K), 0};
+    iota(d.perm.begin(), d.perm.end(), 0);
+    stable_sort(d.perm.begin(), d.perm.end(), [&](int32_t a, int32_t b) { return cells[a] < cells[b]; });
+    for (int j = 0; j < K; ++j)
+        if (j == 0 || cells[d.perm[j]] != cells[d.perm[j - 1]]) { d.rows.push_back(cells[d.perm[j]]); d.starts.push_back(j); }
+    d.u = (int)d.rows.size();
+    d.starts.push_back(K);
+    return d;
+}
+
+// testDistinct runs distinct_rows on cells (scratch keys when the padded
+// length exceeds 4096, as the Go backend passes them) and compares every
+// output with distinctRef exactly; rows[U:] and starts[U+1:] must keep
+// their sentinel. grid > 1 checks that the other blocks do nothing.
+static void testDistinct(const char* what, const vector<int32_t>& cells, unsigned grid = 1) {
+    int K = (int)cells.size(), P = 1;
+    while (P < K) P <<= 1;
+    const int32_t sent = -7;
+    vector<int32_t> rows(K, sent), starts(K + 1, sent), perm(K, sent), count(1, sent);
+    vector<uint64_t> keys(P > 4096 ? P : 0, 0x5555555555555555ull);
+    uint32_t* kp = P > 4096 ? reinterpret_cast<uint32_t*>(keys.data()) : nullptr;
+    launch({grid, 1, 1}, {1024, 1, 1}, [&] { distinct_rows(rows.data(), starts.data(), perm.data(), count.data(), kp, cells.data(), K); });
+    Distinct d = distinctRef(cells);
+    vector<int32_t> wr = d.rows, ws = d.starts;
+    wr.resize(K, sent);
+    ws.resize(K + 1, sent);
+    int bad = 0;
+    auto cmp = [&](const char* name, const vector<int32_t>& got, const vector<int32_t>& want) {
+        for (size_t i = 0; i < want.size(); ++i)
+            if (got[i] != want[i]) { if (bad++ < 3) printf("  distinct_rows %s K %d: %s[%zu] = %d, want %d\n", what, K, name, i, got[i], want[i]); }
+    };
+    cmp("count", count, {d.u});
+    cmp("rows", rows, wr);
+    cmp("starts", starts, ws);
+    cmp("perm", perm, d.perm);
+    if (bad) { printf("FAIL distinct_rows %s K %d (U %d): %d wrong\n", what, K, d.u, bad); fails++; }
+}
+
+// testSparse checks the sparse embedding-gradient kernels, each bit for bit:
+// distinct_rows against a stable sort, compact_rows against the float32 sum
+// in increasing j from 0 (both layouts), sparse_adam against adam run on
+// each listed row alone.
+static void testSparse() {
+    mt19937 g(11);
+    // distinct_rows: K = 0, 1, 7, 1000, 3072 (shared memory), 4096 (a full
+    // tile), 4097 and 20000 (tiles in shared memory, merges through the
+    // scratch keys); few rows, and rows up to 2³⁰ (and 2³¹−1) with repeats;
+    // up to K = 4097 also those sorted, reverse-sorted, one row, all
+    // distinct.
+    for (int K : {0, 1, 7, 1000, 3072, 4096, 4097, 20000}) {
+        vector<int32_t> few(K), wide(K);
+        for (int i = 0; i < K; ++i) { few[i] = (int32_t)(g() % 3); wide[i] = (int32_t)(g() % (1u << 30)); }
+        for (int i = 5; i < K; i += 7) wide[i] = wide[g() % i];  // repeats
+        if (K > 1) { wide[K - 1] = wide[0]; wide[1] = 2147483647; }
+        if (K > 2) wide[2] = 1 << 30;
+        vector<int32_t> sorted = wide;
+        sort(sorted.begin(), sorted.end());
+        vector<int32_t> rev(sorted.rbegin(), sorted.rend());
+        vector<int32_t> one(K, 12345), distinct(K);
+        iota(distinct.begin(), distinct.end(), 0);
+        shuffle(distinct.begin(), distinct.end(), g);
+        testDistinct("few rows", few);
+        if (K < 2) continue;
+        testDistinct("rows < 2^30", wide);
+        if (K > 4097) continue;  // ~10 s each under the emulator
+        testDistinct("sorted", sorted);
+        testDistinct("reverse-sorted", rev);
+        testDistinct("one row", one);
+        testDistinct("all distinct", distinct);
+    }
+    {
+        vector<int32_t> c(300);
+        for (auto& x : c) x = (int32_t)(g() % 40);
+        testDistinct("grid 3", c, 3);
+    }
+
+    // compact_rows: K = B·N cells drawn from R rows (so rows repeat), dx with
+    // some −0 (a row whose sum is −0 alone must give +0, as 0 + −0), grad
+    // rows from U on kept.
+    for (int N : {1, 3, 4}) for (int E : {1, 5, 50}) for (int R : {3, 40, 100000}) for (int layout = 0; layout < 2; ++layout) {
+        int B = 37, K = B * N;
+        vector<int32_t> cells(K);
+        for (auto& c : cells) c = (int32_t)(g() % R);
+        Distinct d = distinctRef(cells);
+        vector<int32_t> starts = d.starts;
+        starts.resize(K + 1, 0);
+        vector<float> dx((size_t)K * E);
+        uniform_real_distribution<float> ud(-1, 1);
+        for (auto& x : dx) x = ud(g);
+        for (size_t i = 0; i < dx.size(); i += 5) dx[i] = -0.f;
+        vector<float> grad((size_t)K * E, -3.f), want = grad;
+        for (int u = 0; u < d.u; ++u)
+            for (int e = 0; e < E; ++e) {
+                float acc = 0.f;
+                for (int j = d.starts[u]; j < d.starts[u + 1]; ++j) {
+                    int k = d.perm[j], b = k / N, n = k % N;
+                    acc += dx[(size_t)b * N * E + (layout ? (size_t)e * N + n : (size_t)n * E + e)];
+                }
+                want[(size_t)u * E + e] = acc;
+            }
+        int32_t count = d.u;
+        launch({3, 1, 1}, {256, 1, 1}, [&] { compact_rows(grad.data(), dx.data(), starts.data(), d.perm.data(), &count, K, N, E, layout); });
+        if (memcmp(grad.data(), want.data(), 4 * grad.size())) {
+            size_t i = 0;
+            while (!memcmp(&grad[i], &want[i], 4)) ++i;
+            printf("FAIL compact_rows N %d E %d R %d layout %d: [%zu] %g, want %g\n", N, E, R, layout, i, grad[i], want[i]); fails++;
+        }
+    }
+
+    // sparse_adam: the rows a batch touched, against adam on each row; the
+    // other rows (and a list entry outside the table) untouched.
+    for (int E : {1, 5, 50}) for (int steps = 1; steps <= 3; ++steps) {
+        int R = 60, K = 37 * 3;
+        vector<int32_t> cells(K);
+        for (auto& c : cells) c = (int32_t)(g() % R);
+        Distinct d = distinctRef(cells);
+        vector<int32_t> rows = d.rows;
+        rows.resize(K, 0);
+        vector<float> p((size_t)R * E), m(p.size()), v(p.size()), gr((size_t)K * E);
+        uniform_real_distribution<float> ud(-1, 1);
+        for (auto& x : p) x = ud(g);
+        for (auto& x : m) x = ud(g);
+        for (auto& x : v) x = fabs(ud(g));
+        for (auto& x : gr) x = ud(g);
+        vector<float> p2 = p, m2 = m, v2 = v;
+        double b1 = .9, b2 = .999, lr = 1e-2, eps = 1e-8;
+        double c1 = 1 - pow(b1, steps), c2 = 1 - pow(b2, steps);
+        float fb1 = b1, fb2 = b2, omb1 = 1 - b1, omb2 = 1 - b2, step = lr / c1, rc2 = 1 / sqrt(c2), feps = eps;
+        int32_t count = d.u;
+        launch({2, 1, 1}, {256, 1, 1}, [&] { sparse_adam(p.data(), m.data(), v.data(), gr.data(), rows.data(), &count, K, E, R, fb1, fb2, omb1, omb2, step, rc2, feps); });
+        // adam on the listed rows gathered into compact copies (it is
+        // elementwise), scattered back.
+        vector<float> pc((size_t)d.u * E), mc(pc.size()), vc(pc.size());
+        for (int u = 0; u < d.u; ++u)
+            for (int e = 0; e < E; ++e) {
+                size_t i = (size_t)d.rows[u] * E + e, c = (size_t)u * E + e;
+                pc[c] = p2[i], mc[c] = m2[i], vc[c] = v2[i];
+            }
+        launch({2, 1, 1}, {256, 1, 1}, [&] { adam(pc.data(), mc.data(), vc.data(), gr.data(), d.u * E, fb1, fb2, omb1, omb2, step, rc2, feps); });
+        for (int u = 0; u < d.u; ++u)
+            for (int e = 0; e < E; ++e) {
+                size_t i = (size_t)d.rows[u] * E + e, c = (size_t)u * E + e;
+                p2[i] = pc[c], m2[i] = mc[c], v2[i] = vc[c];
+            }
+        if (memcmp(p.data(), p2.data(), 4 * p.size()) || memcmp(m.data(), m2.data(), 4 * m.size()) || memcmp(v.data(), v2.data(), 4 * v.size())) {
+            printf("FAIL sparse_adam E %d T %d: not adam's bits on the rows\n", E, steps); fails++;
+        }
+        vector<int32_t> out = {R, -1};
+        int32_t two = 2;
+        launch({1, 1, 1}, {256, 1, 1}, [&] { sparse_adam(p.data(), m.data(), v.data(), gr.data(), out.data(), &two, 2, E, R, fb1, fb2, omb1, omb2, step, rc2, feps); });
+        if (memcmp(p.data(), p2.data(), 4 * p.size())) { printf("FAIL sparse_adam E %d: a row outside the table was updated\n", E); fails++; }
+    }
+}
+
 int main() {
-    // EMU_ONLY=tc runs only the tensor-core checks (quick, for kernel work).
+    // EMU_ONLY=tc runs only the tensor-core checks, EMU_ONLY=sparse only the
+    // sparse kernels' (quick, for kernel work).
     const bool only_tc = getenv("EMU_ONLY") && string(getenv("EMU_ONLY")) == "tc";
-    if (!only_tc) {
+    const bool only_sparse = getenv("EMU_ONLY") && string(getenv("EMU_ONLY")) == "sparse";
+    if (!only_tc && !only_sparse) {
     // Linear layers. Each GEMM runs unsplit and split (kchunk 16, 48 and
     // 128, reduced by split_k_reduce), every epilogue flag on and off.
     int shapes[][3] = {{1, 1, 1}, {65, 17, 3}, {64, 64, 64}, {130, 150, 70}, {33, 5, 1}, {3, 40, 129}, {0 + 200, 128, 1}, {70, 63, 1}};
@@ -184,7 +351,7 @@ int main() {
     }
     }
     // tensor-core GEMMs
-    {
+    if (!only_sparse) {
         mt19937 g(7);
         // (B, I, O, off): odd widths (4-byte copies), widths that are
         // multiples of 4 (16-byte copies, with edge vectors partly outside),
@@ -193,7 +360,7 @@ int main() {
                         {100, 36, 72, 0}, {130, 68, 4, 0}, {100, 36, 72, 1}, {61, 44, 20, 0}};
         for (auto& s : tcs) testTC(s[0], s[1], s[2], s[3], g);
     }
-    if (!only_tc) {
+    if (!only_tc && !only_sparse) {
     // gather / scatter / embedding influence / entity importance
     for (int N : {1, 3, 4}) for (int E : {1, 5, 50}) for (int layout = 0; layout < 2; ++layout) {
         int B = 37, R = 11;
@@ -285,6 +452,7 @@ int main() {
         if (r.x != 0x408f276d || r.y != 0x41c83b0e || r.z != 0xa20bc7c6 || r.w != 0x6d5451fd) { printf("FAIL philox KAT f\n"); fails++; }
     }
     }
+    if (!only_tc) testSparse();
     if (g_emu_errors) { printf("FAIL: %d PTX rule violations (non-TF32 mma operands, or cp.async copies never waited for)\n", g_emu_errors.load()); fails++; }
     printf("%s (%d failures)\n", fails ? "FAIL" : "PASS", fails);
     return fails != 0;

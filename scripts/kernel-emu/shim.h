@@ -41,6 +41,9 @@ inline double emu_shfl(double v, int mask) {
 }
 inline float emu_shfl_xor(float v, int mask) { return (float)emu_shfl((double)v, mask); }
 inline double emu_shfl_xor_d(double v, int mask) { return emu_shfl(v, mask); }
+// __syncwarp (dainx::sync_warp on the host): the calling thread's warp
+// meets; every lane of the warp must call it, as the full mask requires.
+inline void __syncwarp(unsigned = 0xffffffffu) { g_warp_barriers[emu_tid() >> 5]->arrive_and_wait(); }
 
 // g_emu_errors counts violations of the PTX rules the emulator checks (an
 // mma operand that is not TF32, a misaligned 16-byte cp.async, cp.async

@@ -1,0 +1,43 @@
+// sparse_adam: Adam on the rows of an embedding table a batch touched
+// (PyTorch's SparseAdam, TensorFlow's LazyAdam), in place: for u < U =
+// count[0] (read on the device), r = rows[u], e < E and i = r·E + e,
+//
+//   m[i] = β₁·m[i] + omb1·g[u·E+e]                                       (=)
+//   v[i] = β₂·v[i] + omb2·g[u·E+e]²                                      (=)
+//   p[i] −= step·m[i] / (√v[i]·rc2 + ε)                                   (−=)
+//
+// with the constants and the arithmetic of adam, expression for expression,
+// so that an element gets the bits adam would give it with the same
+// gradient. Rows not listed are not touched (their moments do not decay).
+//
+// Shapes: p, m, v R×E (the table); g K×E and rows K (compact, as
+//   distinct_rows and compact_rows leave them); count 1 (a count above K is
+//   taken as K). Guard: a listed row outside [0, R) is skipped.
+// Launch: block 256 threads; 1-D grid of any size, sized for K·E elements
+//   since U is on the device (grid-stride loop over the U·E elements,
+//   64-bit offsets); no shared memory.
+// Atomics: none; deterministic (the rows of a list are distinct).
+// Reference: compute/ref.SparseAdam (compute/ref.Adam on each listed row);
+//   minimises DAIN eq. 1.
+#include "common.cuh"
+
+extern "C" __global__ void __launch_bounds__(256)
+sparse_adam(float* __restrict__ p, float* __restrict__ m, float* __restrict__ v, const float* __restrict__ g,
+            const int32_t* __restrict__ rows, const int32_t* __restrict__ count, int32_t k, int32_t width,
+            int32_t table_rows, float beta1, float beta2, float omb1, float omb2, float step, float rc2, float eps) {
+    const int32_t u_count = count[0] < k ? count[0] : k;
+    const int64_t total = u_count > 0 ? (int64_t)u_count * width : 0;
+    for (int64_t t = dainx::global_index(); t < total; t += dainx::grid_stride()) {  // guard
+        const int64_t u = t / width;
+        const int e = (int)(t - u * width);
+        const int32_t r = rows[u];
+        if (r < 0 || r >= table_rows) continue;  // guard
+        const int64_t i = (int64_t)r * width + e;
+        const float gi = g[t];
+        const float mi = beta1 * m[i] + omb1 * gi;
+        const float vi = beta2 * v[i] + omb2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] -= step * mi / (sqrtf(vi) * rc2 + eps);
+    }
+}
