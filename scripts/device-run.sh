@@ -108,8 +108,9 @@ sanitizer() {
 	find /usr/local /opt -maxdepth 5 -name compute-sanitizer -type f -perm -u+x 2>/dev/null | sort | tail -n 1
 }
 
-# gemm_cases is the -test.run pattern of the GEMM and reduction cases.
-gemm_cases='^TestConformance$/.*/^(LinearForward|LinearBackward|MSEGrad|LinearForwardMSE|InfluenceDot|EntityImportance)$'
+# gemm_cases is the -test.run pattern of the GEMM and reduction cases, and
+# of the sparse embedding path's shared-memory sort and its users (issue 20).
+gemm_cases='^TestConformance$/.*/^(LinearForward|LinearBackward|MSEGrad|LinearForwardMSE|InfluenceDot|EntityImportance|DistinctRows|CompactRows|SparseAdam)$'
 
 plan1() {
 	STEP_TIMEOUT=${STEP_TIMEOUT:-120}
