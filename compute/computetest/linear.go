@@ -25,9 +25,17 @@ func linearCases(f func(batch, in, out int)) {
 // linearTiles are (batch, in, out) cases whose GEMMs cross into a second
 // tile of 64 or 128 in every dimension of the forward, dx and dW products
 // (B = 130, in = 150, out = 70), the same with the out = 1 output layer,
-// and the default MLP's output layer 128 → 1 at a batch that is not a
-// multiple of a warp.
-var linearTiles = [][3]int{{130, 150, 70}, {130, 150, 1}, {1000, 128, 1}}
+// the default MLP's output layer 128 → 1 at a batch that is not a
+// multiple of a warp, and CoSTCo's first two layers (R = C = 20, order 3,
+// batch 256: 3 → 20 on B·R rows, 400 → 20, whose dW sums over more than
+// 256 rows and whose forward sums over more than 256 inputs).
+var linearTiles = [][3]int{{130, 150, 70}, {130, 150, 1}, {1000, 128, 1}, {5120, 3, 20}, {256, 400, 20}}
+
+// linearSparseDy are (batch, in, out) cases of LinearBackward run again
+// with dy mostly exact zeros (7 in 8), as ReLU' leaves it in a layer with
+// few live units (CoSTCo's 400 → 20 layer has 85% zeros there), so that a
+// backend may skip them: the results must be the same.
+var linearSparseDy = [][3]int{{257, 400, 20}, {300, 64, 24}}
 
 // testLinearForward: y[b,o] is a dot product of in terms plus the bias, so
 // K = in + 1. y starts as NaN and must be overwritten. One extra case puts a
@@ -91,12 +99,21 @@ func testLinearBackward(s *suite) {
 		{true, true, false, true, false},
 		{false, false, false, false, true},
 	}
-	linearCases(func(batch, in, out int) {
+	run := func(batch, in, out int, sparseDy bool) {
 		for _, v := range variants {
 			desc := fmt.Sprintf("B=%d in=%d out=%d maskX=%v accumulate=%v", batch, in, out, v.maskX, v.acc)
 			x := s.f32("x", s.reluInput(batch*in))
 			w := s.f32("w", s.uniform(out*in))
-			dy := s.f32("dy", s.uniform(batch*out))
+			dyv := s.uniform(batch * out)
+			if sparseDy {
+				desc += " dy 7/8 zeros"
+				for i := range dyv {
+					if s.rng.IntN(8) != 0 {
+						dyv[i] = 0
+					}
+				}
+			}
+			dy := s.f32("dy", dyv)
 			fresh := nans
 			kb1, kb2 := batch, batch
 			if v.acc {
@@ -133,7 +150,11 @@ func testLinearBackward(s *suite) {
 				})
 			s.freeAll()
 		}
-	})
+	}
+	linearCases(func(batch, in, out int) { run(batch, in, out, false) })
+	for _, c := range linearSparseDy {
+		run(c[0], c[1], c[2], true)
+	}
 }
 
 // newOut is out, named so as not to clash with the width variables of the

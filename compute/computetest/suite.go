@@ -505,8 +505,9 @@ var (
 	// linearShapes are (in, out) pairs: out = 1 is the output layer, 17, 33
 	// and 7 are not multiples of 16, 64→32 is a typical hidden layer (at
 	// batch 257, large enough for the CPU backend to run LinearBackward's
-	// dw and dx at the same time).
-	linearShapes = [][2]int{{1, 1}, {7, 1}, {16, 16}, {17, 33}, {64, 32}, {33, 1}}
+	// dw and dx at the same time), 3→20 and 20→3 are skinny (few inputs or
+	// few outputs, like CoSTCo's first layer).
+	linearShapes = [][2]int{{1, 1}, {7, 1}, {16, 16}, {17, 33}, {64, 32}, {33, 1}, {3, 20}, {20, 3}}
 	// widths are embedding widths E.
 	widths = []int{1, 7, 16, 33}
 	// modeSets are tensor mode sizes Iₙ (the first order of them are used):

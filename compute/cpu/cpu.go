@@ -5,8 +5,11 @@
 // bias, ReLU and the ReLU mask of the backward pass are fused into the GEMM's
 // epilogue. When a GEMM's left operand is mostly exact zeros (ReLU outputs,
 // ReLU-masked gradients, by a fixed sample) the avx2 path skips them with a
-// row-sparse kernel. Adam and the other elementwise loops have AVX2 versions
-// too, and everything large is split over GOMAXPROCS goroutines. It needs no
+// row-sparse kernel. Narrow layers (at most 24 outputs, like CoSTCo's) run
+// on the avx2 path on register tiles and sparse-row kernels that read the
+// operands in place and give the GEMM's results bit for bit (skinny.go).
+// Adam and the other elementwise loops have AVX2 versions too, and
+// everything large is split over GOMAXPROCS goroutines. It needs no
 // cgo and no GPU, and it is what every machine without a GPU, CI included,
 // runs. NewWith forces a path (Options); GODEBUG=cpu.avx2=off hides AVX2
 // from the automatic choice.
@@ -235,9 +238,13 @@ func (*Backend) DownloadI32(dst []int32, src compute.I32) error {
 	return nil
 }
 
-// Fill sets every element of dst to v.
+// Fill sets every element of dst to v (+0 by clearing the memory).
 func (*Backend) Fill(dst compute.F32, v float32) {
 	d := f(dst)
+	if math.Float32bits(v) == 0 {
+		clear(d)
+		return
+	}
 	for i := range d {
 		d[i] = v
 	}
@@ -270,17 +277,32 @@ func checkRow(op string, r int32, rows int) int {
 func (be *Backend) Gather(x, table compute.F32, cells compute.I32, order, width int, layout compute.Layout) {
 	xs, ts, cs := f(x), f(table), iv(cells)
 	rows := compute.CheckGather("Gather", x, table, cells, order, width, layout)
-	be.parallelFor(len(cs)/order, 16*1024/(order*width), func(lo, hi int) {
-		for k := lo * order; k < hi*order; k++ {
-			src := ts[checkRow("Gather", cs[k], rows)*width:][:width]
-			if layout == compute.ModeMajor {
-				copy(xs[k*width:(k+1)*width], src)
+	ow := order * width
+	be.parallelFor(len(cs)/order, 16*1024/ow, func(lo, hi int) {
+		if layout == compute.ModeMajor {
+			for k := lo * order; k < hi*order; k++ {
+				copy(xs[k*width:(k+1)*width], ts[checkRow("Gather", cs[k], rows)*width:][:width])
+			}
+			return
+		}
+		for b := lo; b < hi; b++ {
+			dst, cb := xs[b*ow:(b+1)*ow], cs[b*order:(b+1)*order]
+			if order == 3 {
+				// CoSTCo's case: the three rows interleaved at once.
+				s0 := ts[checkRow("Gather", cb[0], rows)*width:][:width]
+				s1 := ts[checkRow("Gather", cb[1], rows)*width:][:width]
+				s2 := ts[checkRow("Gather", cb[2], rows)*width:][:width]
+				for e, v := range s0 {
+					d := dst[3*e : 3*e+3 : 3*e+3]
+					d[0], d[1], d[2] = v, s1[e], s2[e]
+				}
 				continue
 			}
-			b, n := k/order, k%order
-			dst := xs[b*order*width:]
-			for e, v := range src {
-				dst[e*order+n] = v
+			for n, r := range cb {
+				src := ts[checkRow("Gather", r, rows)*width:][:width]
+				for e, v := range src {
+					dst[e*order+n] = v
+				}
 			}
 		}
 	})
@@ -296,6 +318,7 @@ func (be *Backend) ScatterRows(dtable, dx compute.F32, cells compute.I32, order,
 	for _, r := range cs {
 		checkRow("ScatterRows", r, rows)
 	}
+	ow := order * width
 	parts := 1
 	if len(cs)*width >= 64*1024 {
 		parts = be.nthreads()
@@ -303,19 +326,39 @@ func (be *Backend) ScatterRows(dtable, dx compute.F32, cells compute.I32, order,
 	be.parallelFor(parts, 1, func(plo, phi int) {
 		for part := plo; part < phi; part++ {
 			rlo, rhi := int32(part*rows/parts), int32((part+1)*rows/parts)
-			for k, r := range cs {
-				if r < rlo || r >= rhi {
+			if layout == compute.ModeMajor {
+				for k, r := range cs {
+					if r >= rlo && r < rhi {
+						addTo(ts[int(r)*width:][:width], xs[k*width:(k+1)*width], be.simd)
+					}
+				}
+				continue
+			}
+			in := func(r int32) bool { return r >= rlo && r < rhi }
+			for b := 0; b < len(cs)/order; b++ {
+				src, cb := xs[b*ow:(b+1)*ow], cs[b*order:(b+1)*order]
+				if order == 3 && in(cb[0]) && in(cb[1]) && in(cb[2]) {
+					// CoSTCo's case: the three rows at once, each
+					// element still summed in cell order.
+					d0 := ts[int(cb[0])*width:][:width]
+					d1 := ts[int(cb[1])*width:][:width]
+					d2 := ts[int(cb[2])*width:][:width]
+					for e := range d0 {
+						v := src[3*e : 3*e+3 : 3*e+3]
+						d0[e] += v[0]
+						d1[e] += v[1]
+						d2[e] += v[2]
+					}
 					continue
 				}
-				dst := ts[int(r)*width:][:width]
-				if layout == compute.ModeMajor {
-					addTo(dst, xs[k*width:(k+1)*width], be.simd)
-					continue
-				}
-				b, n := k/order, k%order
-				src := xs[b*order*width:]
-				for e := range dst {
-					dst[e] += src[e*order+n]
+				for n, r := range cb {
+					if !in(r) {
+						continue
+					}
+					dst := ts[int(r)*width:][:width]
+					for e := range dst {
+						dst[e] += src[e*order+n]
+					}
 				}
 			}
 		}

@@ -8,11 +8,17 @@ import (
 )
 
 // LinearForward implements compute.Backend.LinearForward (=): one GEMM
-// y = x·wᵀ with the bias and ReLU applied to each tile in registers.
+// y = x·wᵀ with the bias and ReLU applied to each tile in registers, or on
+// the avx2 path for a narrow layer (see skinny.go) the narrow tiles, which
+// give the same bits.
 func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bool) {
 	ys, xs, ws, bs := f(y), f(x), f(w), f(bias)
 	batch := compute.CheckLinearForward(y, x, w, bias, in, out)
 	if batch == 0 {
+		return
+	}
+	if tw := fwdTile(in, out); tw > 0 && be.narrowKernels() {
+		be.skinnyForward(ys, xs, ws, bs, batch, in, out, relu, tw)
 		return
 	}
 	be.kern.Sgemm(be.nthreads(), &gemm.Params{
@@ -24,7 +30,9 @@ func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bo
 
 // LinearBackward implements compute.Backend.LinearBackward: dw = dyᵀ·x and
 // dx = dy·w are GEMMs, the ReLU mask of dx fused into its epilogue; db is a
-// column sum of dy split over columns. dw and dx take the same number of
+// column sum of dy split over columns. On the avx2 path a narrow layer (see
+// skinny.go) runs on the narrow tiles, dwRows and the sparse-row kernels
+// instead, which give the same bits. dw and dx take the same number of
 // flops; when both are wanted, the layer is large and there are at least two
 // threads, they run at the same time, each on half of the threads, which
 // avoids the packing each GEMM duplicates across its threads and the waits
@@ -32,6 +40,28 @@ func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bo
 func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int, maskX, accumulate bool) {
 	dxs, dws, dbs, dys, xs, ws := f(dx), f(dw), f(db), f(dy), f(x), f(w)
 	batch := compute.CheckLinearBackward(dx, dw, db, dy, x, w, in, out)
+	if narrow(in, out) && be.narrowKernels() {
+		switch tw := dxTile(in, out); {
+		case dxs == nil:
+		case batch == 0:
+			dxs = nil
+		case tw > 0:
+			be.skinnyGradX(dxs, dys, xs, ws, batch, in, out, maskX, tw)
+			dxs = nil
+		case be.sparseGradX(dxs, dys, xs, ws, batch, in, out, maskX):
+			dxs = nil
+		}
+		if in > 24 && dws != nil && batch > 0 && be.sparseGradW(dws, dys, xs, batch, in, out, accumulate) {
+			dws = nil
+		}
+		if in > 24 {
+			be.skinnyGradW(nil, dbs, dys, xs, batch, in, out, accumulate)
+		} else {
+			be.skinnyGradW(dws, dbs, dys, xs, batch, in, out, accumulate)
+			dws = nil
+		}
+		dbs = nil
+	}
 	threads := be.nthreads()
 	gradW := func(threads int) {
 		be.kern.Sgemm(threads, &gemm.Params{

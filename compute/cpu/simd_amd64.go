@@ -40,3 +40,73 @@ func addSIMD(dst, src []float32) int {
 	}
 	return n
 }
+
+//go:noescape
+func tile4x24AVX2(c, a, w *float32, rows, k, lda, ldc int, bias, mask, prev *float32, ldm, mode int)
+
+//go:noescape
+func tile8x8AVX2(c, a, w *float32, rows, k, lda, ldc int, bias, mask *float32, ldm, mode int)
+
+//go:noescape
+func dwAVX2(acc, dy *float32, ldy, rows int, sl *dwSlots)
+
+// tileSIMD runs tile4x24AVX2 (tw = 24) or tile8x8AVX2 (tw = 8, no prev) on
+// rows, a multiple of the tile's rows. The caller has checked that the rows
+// of a, c (tw values each, stride ldc), w, bias, mask (tw values from the
+// start of each row) and prev (24 values a row) lie in the slices.
+func tileSIMD(tw int, c, a, w []float32, rows, k, lda, ldc int, bias, mask, prev []float32, ldm, mode int) {
+	var bp, mp *float32
+	if mode == tileBias || mode == tileBiasReLU {
+		bp = unsafe.SliceData(bias)
+	}
+	if mode == tileMask {
+		mp = unsafe.SliceData(mask)
+	}
+	if tw == 24 {
+		tile4x24AVX2(unsafe.SliceData(c), unsafe.SliceData(a), unsafe.SliceData(w), rows, k, lda, ldc, bp, mp, unsafe.SliceData(prev), ldm, mode)
+		return
+	}
+	if prev != nil {
+		panic("cpu: tile8x8 over more than one k block")
+	}
+	tile8x8AVX2(unsafe.SliceData(c), unsafe.SliceData(a), unsafe.SliceData(w), rows, k, lda, ldc, bp, mp, ldm, mode)
+}
+
+// dwSIMD runs dwAVX2 (see dwRows, which has checked the lengths, with 24
+// values of dy read from the start of every row).
+func dwSIMD(acc *[dwAcc]float32, dy []float32, ldy, rows int, sl *dwSlots) {
+	dwAVX2(&acc[0], unsafe.SliceData(dy), ldy, rows, sl)
+}
+
+//go:noescape
+func sprows96AVX2(c *float32, ldc, rows int, starts *int32, sstride int, ent *spEnt, b *float32, mask *float32, ldm, mode int)
+
+//go:noescape
+func sprows32AVX2(c *float32, ldc, rows int, starts *int32, sstride int, ent *spEnt, b *float32, mask *float32, ldm, mode int)
+
+//go:noescape
+func sprows8AVX2(c *float32, ldc, rows int, starts *int32, sstride int, ent *spEnt, b *float32, mask *float32, ldm, mode int)
+
+//go:noescape
+func finiteAVX2(v *float32, n int) bool
+
+// sprowsSIMD runs the sparse-row kernel of width w (96, 32 or 8); spRows
+// has checked the lengths.
+func sprowsSIMD(w int, c []float32, ldc, rows int, starts []int32, sstride int, ent []spEnt, b []float32, mask []float32, ldm, mode int) {
+	var mp *float32
+	if mode == spMask {
+		mp = unsafe.SliceData(mask)
+	}
+	cp, sp, ep, bp := unsafe.SliceData(c), unsafe.SliceData(starts), unsafe.SliceData(ent), unsafe.SliceData(b)
+	switch w {
+	case 96:
+		sprows96AVX2(cp, ldc, rows, sp, sstride, ep, bp, mp, ldm, mode)
+	case 32:
+		sprows32AVX2(cp, ldc, rows, sp, sstride, ep, bp, mp, ldm, mode)
+	default:
+		sprows8AVX2(cp, ldc, rows, sp, sstride, ep, bp, mp, ldm, mode)
+	}
+}
+
+// finiteSIMD reports whether v (a multiple of 32 values) is finite.
+func finiteSIMD(v []float32) bool { return finiteAVX2(unsafe.SliceData(v), len(v)) }

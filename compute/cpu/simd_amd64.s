@@ -124,3 +124,752 @@ addloop:
 adddone:
 	VZEROUPPER
 	RET
+
+// func tile4x24AVX2(c, a, w *float32, rows, k, lda, ldc int, bias, mask, prev *float32, ldm, mode int)
+// The 4×24 row tile of the narrow Linear kernels. For each block of 4 rows
+// (rows a multiple of 4) it sums v[r, 0:24] = Σ_{q<k} a[r·lda+q]·w[24q : 24q+24],
+// one FMA chain from +0 in increasing q; adds prev[24r : 24r+24] (the sums
+// of earlier k blocks, as the GEMM adds C) when prev is not nil; then by
+// mode: 0 nothing, 1 + bias[0:24], 2 + bias then max(0, v) keeping NaN and
+// −0, 3 zero where !(mask[r·ldm+j] > 0) (24 values read per row). All 24
+// values of each row are stored to c[r·ldc:], rows in increasing order, so
+// with ldc < 24 a row's last values land on the next rows before those are
+// stored (the caller keeps the last rows off the end). prev may be c when
+// ldc is 24.
+TEXT ·tile4x24AVX2(SB), NOSPLIT, $0-96
+	MOVQ c+0(FP), DX
+	MOVQ a+8(FP), SI
+	MOVQ w+16(FP), R8
+	MOVQ rows+24(FP), BX
+	MOVQ lda+40(FP), R11
+	SHLQ $2, R11
+	MOVQ ldc+48(FP), R12
+	SHLQ $2, R12
+	MOVQ mask+64(FP), R13
+	MOVQ prev+72(FP), R9
+	MOVQ ldm+80(FP), R14
+	SHLQ $2, R14
+	MOVQ mode+88(FP), R15
+	TESTQ BX, BX
+	JLE t4done
+
+t4block:
+	MOVQ SI, DI
+	LEAQ (SI)(R11*2), R10
+	ADDQ R11, R10
+	MOVQ R8, AX
+	MOVQ k+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+t4kloop:
+	VMOVUPS (AX), Y12
+	VMOVUPS 32(AX), Y13
+	VMOVUPS 64(AX), Y14
+	VBROADCASTSS (DI), Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y1
+	VFMADD231PS Y14, Y15, Y2
+	VBROADCASTSS (DI)(R11*1), Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y5
+	VBROADCASTSS (DI)(R11*2), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y8
+	VBROADCASTSS (R10), Y15
+	VFMADD231PS Y12, Y15, Y9
+	VFMADD231PS Y13, Y15, Y10
+	VFMADD231PS Y14, Y15, Y11
+	ADDQ $4, DI
+	ADDQ $4, R10
+	ADDQ $96, AX
+	DECQ CX
+	JNZ t4kloop
+
+	// Add the earlier k blocks' sums (s + prev, as the GEMM's C += s).
+	TESTQ R9, R9
+	JZ t4epi
+	VADDPS (R9), Y0, Y0
+	VADDPS 32(R9), Y1, Y1
+	VADDPS 64(R9), Y2, Y2
+	VADDPS 96(R9), Y3, Y3
+	VADDPS 128(R9), Y4, Y4
+	VADDPS 160(R9), Y5, Y5
+	VADDPS 192(R9), Y6, Y6
+	VADDPS 224(R9), Y7, Y7
+	VADDPS 256(R9), Y8, Y8
+	VADDPS 288(R9), Y9, Y9
+	VADDPS 320(R9), Y10, Y10
+	VADDPS 352(R9), Y11, Y11
+	ADDQ $384, R9
+
+t4epi:
+	VXORPS Y12, Y12, Y12
+	CMPQ R15, $3
+	JEQ t4mask
+	CMPQ R15, $0
+	JEQ t4store
+	MOVQ bias+56(FP), R10
+	VMOVUPS (R10), Y13
+	VMOVUPS 32(R10), Y14
+	VMOVUPS 64(R10), Y15
+	VADDPS Y13, Y0, Y0
+	VADDPS Y14, Y1, Y1
+	VADDPS Y15, Y2, Y2
+	VADDPS Y13, Y3, Y3
+	VADDPS Y14, Y4, Y4
+	VADDPS Y15, Y5, Y5
+	VADDPS Y13, Y6, Y6
+	VADDPS Y14, Y7, Y7
+	VADDPS Y15, Y8, Y8
+	VADDPS Y13, Y9, Y9
+	VADDPS Y14, Y10, Y10
+	VADDPS Y15, Y11, Y11
+	CMPQ R15, $2
+	JNE t4store
+	VMAXPS Y0, Y12, Y0
+	VMAXPS Y1, Y12, Y1
+	VMAXPS Y2, Y12, Y2
+	VMAXPS Y3, Y12, Y3
+	VMAXPS Y4, Y12, Y4
+	VMAXPS Y5, Y12, Y5
+	VMAXPS Y6, Y12, Y6
+	VMAXPS Y7, Y12, Y7
+	VMAXPS Y8, Y12, Y8
+	VMAXPS Y9, Y12, Y9
+	VMAXPS Y10, Y12, Y10
+	VMAXPS Y11, Y12, Y11
+	JMP t4store
+
+t4mask:
+	LEAQ (R13)(R14*2), R10
+	ADDQ R14, R10
+	VMOVUPS (R13), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y0, Y0
+	VMOVUPS 32(R13), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y1, Y1
+	VMOVUPS 64(R13), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y2, Y2
+	VMOVUPS (R13)(R14*1), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y3, Y3
+	VMOVUPS 32(R13)(R14*1), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y4, Y4
+	VMOVUPS 64(R13)(R14*1), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y5, Y5
+	VMOVUPS (R13)(R14*2), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y6, Y6
+	VMOVUPS 32(R13)(R14*2), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y7, Y7
+	VMOVUPS 64(R13)(R14*2), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y8, Y8
+	VMOVUPS (R10), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y9, Y9
+	VMOVUPS 32(R10), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y10, Y10
+	VMOVUPS 64(R10), Y13
+	VCMPPS $0x1e, Y12, Y13, Y13
+	VANDPS Y13, Y11, Y11
+
+t4store:
+	LEAQ (DX)(R12*2), R10
+	ADDQ R12, R10
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, (DX)(R12*1)
+	VMOVUPS Y4, 32(DX)(R12*1)
+	VMOVUPS Y5, 64(DX)(R12*1)
+	VMOVUPS Y6, (DX)(R12*2)
+	VMOVUPS Y7, 32(DX)(R12*2)
+	VMOVUPS Y8, 64(DX)(R12*2)
+	VMOVUPS Y9, (R10)
+	VMOVUPS Y10, 32(R10)
+	VMOVUPS Y11, 64(R10)
+	LEAQ (SI)(R11*4), SI
+	LEAQ (DX)(R12*4), DX
+	LEAQ (R13)(R14*4), R13
+	SUBQ $4, BX
+	JG t4block
+
+t4done:
+	VZEROUPPER
+	RET
+
+// func tile8x8AVX2(c, a, w *float32, rows, k, lda, ldc int, bias, mask *float32, ldm, mode int)
+// The 8×8 row tile of the skinny Linear kernels: for each block of 8 rows
+// (rows a multiple of 8), v[r, 0:8] = Σ_{q<k} a[r·lda+q]·w[8q : 8q+8], one FMA
+// chain from +0 in increasing q (k ≤ 256: one GEMM k block); then the
+// epilogue of mode as in tile4x24AVX2 (8 bias and mask values), and all 8
+// values of each row are stored to c[r·ldc:], rows in increasing order.
+TEXT ·tile8x8AVX2(SB), NOSPLIT, $0-88
+	MOVQ c+0(FP), DX
+	MOVQ a+8(FP), SI
+	MOVQ w+16(FP), R8
+	MOVQ rows+24(FP), BX
+	MOVQ lda+40(FP), R11
+	SHLQ $2, R11
+	MOVQ ldc+48(FP), R12
+	SHLQ $2, R12
+	MOVQ mask+64(FP), R13
+	MOVQ ldm+72(FP), R14
+	SHLQ $2, R14
+	MOVQ mode+80(FP), R15
+	TESTQ BX, BX
+	JLE t8done
+
+t8block:
+	MOVQ SI, DI
+	LEAQ (SI)(R11*2), R9
+	ADDQ R11, R9
+	LEAQ (R9)(R11*2), R10
+	ADDQ R11, R10
+	MOVQ R8, AX
+	MOVQ k+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+t8kloop:
+	VMOVUPS (AX), Y8
+	VBROADCASTSS (DI), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VBROADCASTSS (DI)(R11*1), Y10
+	VFMADD231PS Y8, Y10, Y1
+	VBROADCASTSS (DI)(R11*2), Y9
+	VFMADD231PS Y8, Y9, Y2
+	VBROADCASTSS (R9), Y10
+	VFMADD231PS Y8, Y10, Y3
+	VBROADCASTSS (R9)(R11*1), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VBROADCASTSS (R9)(R11*2), Y10
+	VFMADD231PS Y8, Y10, Y5
+	VBROADCASTSS (R10), Y9
+	VFMADD231PS Y8, Y9, Y6
+	VBROADCASTSS (R10)(R11*1), Y10
+	VFMADD231PS Y8, Y10, Y7
+	ADDQ $4, DI
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $32, AX
+	DECQ CX
+	JNZ t8kloop
+
+	VXORPS Y10, Y10, Y10
+	CMPQ R15, $3
+	JEQ t8mask
+	CMPQ R15, $0
+	JEQ t8store
+	MOVQ bias+56(FP), AX
+	VMOVUPS (AX), Y8
+	VADDPS Y8, Y0, Y0
+	VADDPS Y8, Y1, Y1
+	VADDPS Y8, Y2, Y2
+	VADDPS Y8, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y8, Y5, Y5
+	VADDPS Y8, Y6, Y6
+	VADDPS Y8, Y7, Y7
+	CMPQ R15, $2
+	JNE t8store
+	VMAXPS Y0, Y10, Y0
+	VMAXPS Y1, Y10, Y1
+	VMAXPS Y2, Y10, Y2
+	VMAXPS Y3, Y10, Y3
+	VMAXPS Y4, Y10, Y4
+	VMAXPS Y5, Y10, Y5
+	VMAXPS Y6, Y10, Y6
+	VMAXPS Y7, Y10, Y7
+	JMP t8store
+
+t8mask:
+	LEAQ (R13)(R14*2), R9
+	ADDQ R14, R9
+	LEAQ (R9)(R14*2), R10
+	ADDQ R14, R10
+	VMOVUPS (R13), Y11
+	VCMPPS $0x1e, Y10, Y11, Y11
+	VANDPS Y11, Y0, Y0
+	VMOVUPS (R13)(R14*1), Y11
+	VCMPPS $0x1e, Y10, Y11, Y11
+	VANDPS Y11, Y1, Y1
+	VMOVUPS (R13)(R14*2), Y11
+	VCMPPS $0x1e, Y10, Y11, Y11
+	VANDPS Y11, Y2, Y2
+	VMOVUPS (R9), Y11
+	VCMPPS $0x1e, Y10, Y11, Y11
+	VANDPS Y11, Y3, Y3
+	VMOVUPS (R9)(R14*1), Y11
+	VCMPPS $0x1e, Y10, Y11, Y11
+	VANDPS Y11, Y4, Y4
+	VMOVUPS (R9)(R14*2), Y11
+	VCMPPS $0x1e, Y10, Y11, Y11
+	VANDPS Y11, Y5, Y5
+	VMOVUPS (R10), Y11
+	VCMPPS $0x1e, Y10, Y11, Y11
+	VANDPS Y11, Y6, Y6
+	VMOVUPS (R10)(R14*1), Y11
+	VCMPPS $0x1e, Y10, Y11, Y11
+	VANDPS Y11, Y7, Y7
+
+t8store:
+	LEAQ (DX)(R12*2), R9
+	ADDQ R12, R9
+	LEAQ (R9)(R12*2), R10
+	ADDQ R12, R10
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, (DX)(R12*1)
+	VMOVUPS Y2, (DX)(R12*2)
+	VMOVUPS Y3, (R9)
+	VMOVUPS Y4, (R9)(R12*1)
+	VMOVUPS Y5, (R9)(R12*2)
+	VMOVUPS Y6, (R10)
+	VMOVUPS Y7, (R10)(R12*1)
+	LEAQ (SI)(R11*8), SI
+	LEAQ (DX)(R12*8), DX
+	LEAQ (R13)(R14*8), R13
+	SUBQ $8, BX
+	JG t8block
+
+t8done:
+	VZEROUPPER
+	RET
+
+// func dwAVX2(acc, dy *float32, ldy, rows int, sl *dwSlots)
+// The 4×24 outer-product accumulation of the skinny dW: for r < rows, slot
+// s < 4 and j < 24, acc[24s+j] = fma(sl.p[s][r·sl.s[s]/4], dy[r·ldy+j],
+// acc[24s+j]), in increasing r (sl.s in bytes; 0 repeats one value). It
+// reads 24 values of each dy row.
+TEXT ·dwAVX2(SB), NOSPLIT, $0-40
+	MOVQ acc+0(FP), AX
+	MOVQ dy+8(FP), SI
+	MOVQ ldy+16(FP), DX
+	SHLQ $2, DX
+	MOVQ rows+24(FP), CX
+	MOVQ sl+32(FP), BX
+	MOVQ 0(BX), R8
+	MOVQ 8(BX), R9
+	MOVQ 16(BX), R10
+	MOVQ 24(BX), R11
+	MOVQ 32(BX), R12
+	MOVQ 40(BX), R13
+	MOVQ 48(BX), R14
+	MOVQ 56(BX), R15
+	VMOVUPS 0(AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS 64(AX), Y2
+	VMOVUPS 96(AX), Y3
+	VMOVUPS 128(AX), Y4
+	VMOVUPS 160(AX), Y5
+	VMOVUPS 192(AX), Y6
+	VMOVUPS 224(AX), Y7
+	VMOVUPS 256(AX), Y8
+	VMOVUPS 288(AX), Y9
+	VMOVUPS 320(AX), Y10
+	VMOVUPS 352(AX), Y11
+	TESTQ CX, CX
+	JZ dwstore
+
+dwloop:
+	VBROADCASTSS (R8), Y12
+	VFMADD231PS (SI), Y12, Y0
+	VFMADD231PS 32(SI), Y12, Y1
+	VFMADD231PS 64(SI), Y12, Y2
+	VBROADCASTSS (R9), Y13
+	VFMADD231PS (SI), Y13, Y3
+	VFMADD231PS 32(SI), Y13, Y4
+	VFMADD231PS 64(SI), Y13, Y5
+	VBROADCASTSS (R10), Y14
+	VFMADD231PS (SI), Y14, Y6
+	VFMADD231PS 32(SI), Y14, Y7
+	VFMADD231PS 64(SI), Y14, Y8
+	VBROADCASTSS (R11), Y15
+	VFMADD231PS (SI), Y15, Y9
+	VFMADD231PS 32(SI), Y15, Y10
+	VFMADD231PS 64(SI), Y15, Y11
+	ADDQ R12, R8
+	ADDQ R13, R9
+	ADDQ R14, R10
+	ADDQ R15, R11
+	ADDQ DX, SI
+	DECQ CX
+	JNZ dwloop
+
+dwstore:
+	VMOVUPS Y0, 0(AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVUPS Y4, 128(AX)
+	VMOVUPS Y5, 160(AX)
+	VMOVUPS Y6, 192(AX)
+	VMOVUPS Y7, 224(AX)
+	VMOVUPS Y8, 256(AX)
+	VMOVUPS Y9, 288(AX)
+	VMOVUPS Y10, 320(AX)
+	VMOVUPS Y11, 352(AX)
+	VZEROUPPER
+	RET
+
+// func sprows96AVX2(c *float32, ldc, rows int, starts *int32, sstride int, ent *spEnt, b *float32, mask *float32, ldm, mode int)
+// 96 columns of rows rows r of C, at c + r·ldc: the sum, in list order, of
+// val·B[off : off+96] over the entries [starts[r·sstride],
+// starts[r·sstride+1]) of ent (off a
+// byte offset from b), one FMA chain from +0; then by mode: 0 nothing, 1 add
+// the values already in C, 3 zero where !(mask[r·ldm+j] > 0).
+TEXT ·sprows96AVX2(SB), NOSPLIT, $0-80
+	MOVQ c+0(FP), DX
+	MOVQ ldc+8(FP), R8
+	SHLQ $2, R8
+	MOVQ rows+16(FP), R11
+	MOVQ starts+24(FP), R9
+	MOVQ sstride+32(FP), R14
+	SHLQ $2, R14
+	MOVQ ent+40(FP), R10
+	MOVQ b+48(FP), DI
+	MOVQ mask+56(FP), R12
+	MOVQ ldm+64(FP), R13
+	SHLQ $2, R13
+	MOVQ mode+72(FP), BX
+	VXORPS Y13, Y13, Y13
+	TESTQ R11, R11
+	JLE sp96done
+
+sp96row:
+	MOVLQSX (R9), SI
+	MOVLQSX 4(R9), CX
+	SUBQ SI, CX
+	SHLQ $3, SI
+	ADDQ R10, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ CX, CX
+	JLE sp96epi
+
+sp96loop:
+	MOVLQSX (SI), AX
+	VBROADCASTSS 4(SI), Y12
+	ADDQ DI, AX
+	VFMADD231PS (AX), Y12, Y0
+	VFMADD231PS 32(AX), Y12, Y1
+	VFMADD231PS 64(AX), Y12, Y2
+	VFMADD231PS 96(AX), Y12, Y3
+	VFMADD231PS 128(AX), Y12, Y4
+	VFMADD231PS 160(AX), Y12, Y5
+	VFMADD231PS 192(AX), Y12, Y6
+	VFMADD231PS 224(AX), Y12, Y7
+	VFMADD231PS 256(AX), Y12, Y8
+	VFMADD231PS 288(AX), Y12, Y9
+	VFMADD231PS 320(AX), Y12, Y10
+	VFMADD231PS 352(AX), Y12, Y11
+	ADDQ $8, SI
+	DECQ CX
+	JNZ sp96loop
+
+sp96epi:
+	CMPQ BX, $1
+	JNE sp96noacc
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 64(DX), Y2, Y2
+	VADDPS 96(DX), Y3, Y3
+	VADDPS 128(DX), Y4, Y4
+	VADDPS 160(DX), Y5, Y5
+	VADDPS 192(DX), Y6, Y6
+	VADDPS 224(DX), Y7, Y7
+	VADDPS 256(DX), Y8, Y8
+	VADDPS 288(DX), Y9, Y9
+	VADDPS 320(DX), Y10, Y10
+	VADDPS 352(DX), Y11, Y11
+
+sp96noacc:
+	CMPQ BX, $3
+	JNE sp96store
+	VMOVUPS (R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y0, Y0
+	VMOVUPS 32(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y1, Y1
+	VMOVUPS 64(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y2, Y2
+	VMOVUPS 96(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y3, Y3
+	VMOVUPS 128(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y4, Y4
+	VMOVUPS 160(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y5, Y5
+	VMOVUPS 192(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y6, Y6
+	VMOVUPS 224(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y7, Y7
+	VMOVUPS 256(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y8, Y8
+	VMOVUPS 288(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y9, Y9
+	VMOVUPS 320(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y10, Y10
+	VMOVUPS 352(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y11, Y11
+
+sp96store:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VMOVUPS Y8, 256(DX)
+	VMOVUPS Y9, 288(DX)
+	VMOVUPS Y10, 320(DX)
+	VMOVUPS Y11, 352(DX)
+	ADDQ R14, R9
+	ADDQ R8, DX
+	ADDQ R13, R12
+	DECQ R11
+	JNZ sp96row
+
+sp96done:
+	VZEROUPPER
+	RET
+
+// func sprows32AVX2(c *float32, ldc, rows int, starts *int32, sstride int, ent *spEnt, b *float32, mask *float32, ldm, mode int)
+// 32 columns of rows rows r of C, at c + r·ldc: the sum, in list order, of
+// val·B[off : off+32] over the entries [starts[r·sstride],
+// starts[r·sstride+1]) of ent (off a
+// byte offset from b), one FMA chain from +0; then by mode: 0 nothing, 1 add
+// the values already in C, 3 zero where !(mask[r·ldm+j] > 0).
+TEXT ·sprows32AVX2(SB), NOSPLIT, $0-80
+	MOVQ c+0(FP), DX
+	MOVQ ldc+8(FP), R8
+	SHLQ $2, R8
+	MOVQ rows+16(FP), R11
+	MOVQ starts+24(FP), R9
+	MOVQ sstride+32(FP), R14
+	SHLQ $2, R14
+	MOVQ ent+40(FP), R10
+	MOVQ b+48(FP), DI
+	MOVQ mask+56(FP), R12
+	MOVQ ldm+64(FP), R13
+	SHLQ $2, R13
+	MOVQ mode+72(FP), BX
+	VXORPS Y13, Y13, Y13
+	TESTQ R11, R11
+	JLE sp32done
+
+sp32row:
+	MOVLQSX (R9), SI
+	MOVLQSX 4(R9), CX
+	SUBQ SI, CX
+	SHLQ $3, SI
+	ADDQ R10, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ CX, CX
+	JLE sp32epi
+
+sp32loop:
+	MOVLQSX (SI), AX
+	VBROADCASTSS 4(SI), Y12
+	ADDQ DI, AX
+	VFMADD231PS (AX), Y12, Y0
+	VFMADD231PS 32(AX), Y12, Y1
+	VFMADD231PS 64(AX), Y12, Y2
+	VFMADD231PS 96(AX), Y12, Y3
+	ADDQ $8, SI
+	DECQ CX
+	JNZ sp32loop
+
+sp32epi:
+	CMPQ BX, $1
+	JNE sp32noacc
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 64(DX), Y2, Y2
+	VADDPS 96(DX), Y3, Y3
+
+sp32noacc:
+	CMPQ BX, $3
+	JNE sp32store
+	VMOVUPS (R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y0, Y0
+	VMOVUPS 32(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y1, Y1
+	VMOVUPS 64(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y2, Y2
+	VMOVUPS 96(R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y3, Y3
+
+sp32store:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	ADDQ R14, R9
+	ADDQ R8, DX
+	ADDQ R13, R12
+	DECQ R11
+	JNZ sp32row
+
+sp32done:
+	VZEROUPPER
+	RET
+
+// func sprows8AVX2(c *float32, ldc, rows int, starts *int32, sstride int, ent *spEnt, b *float32, mask *float32, ldm, mode int)
+// 8 columns of rows rows r of C, at c + r·ldc: the sum, in list order, of
+// val·B[off : off+8] over the entries [starts[r·sstride],
+// starts[r·sstride+1]) of ent (off a
+// byte offset from b), one FMA chain from +0; then by mode: 0 nothing, 1 add
+// the values already in C, 3 zero where !(mask[r·ldm+j] > 0).
+TEXT ·sprows8AVX2(SB), NOSPLIT, $0-80
+	MOVQ c+0(FP), DX
+	MOVQ ldc+8(FP), R8
+	SHLQ $2, R8
+	MOVQ rows+16(FP), R11
+	MOVQ starts+24(FP), R9
+	MOVQ sstride+32(FP), R14
+	SHLQ $2, R14
+	MOVQ ent+40(FP), R10
+	MOVQ b+48(FP), DI
+	MOVQ mask+56(FP), R12
+	MOVQ ldm+64(FP), R13
+	SHLQ $2, R13
+	MOVQ mode+72(FP), BX
+	VXORPS Y13, Y13, Y13
+	TESTQ R11, R11
+	JLE sp8done
+
+sp8row:
+	MOVLQSX (R9), SI
+	MOVLQSX 4(R9), CX
+	SUBQ SI, CX
+	SHLQ $3, SI
+	ADDQ R10, SI
+	VXORPS Y0, Y0, Y0
+	TESTQ CX, CX
+	JLE sp8epi
+
+sp8loop:
+	MOVLQSX (SI), AX
+	VBROADCASTSS 4(SI), Y12
+	ADDQ DI, AX
+	VFMADD231PS (AX), Y12, Y0
+	ADDQ $8, SI
+	DECQ CX
+	JNZ sp8loop
+
+sp8epi:
+	CMPQ BX, $1
+	JNE sp8noacc
+	VADDPS (DX), Y0, Y0
+
+sp8noacc:
+	CMPQ BX, $3
+	JNE sp8store
+	VMOVUPS (R12), Y14
+	VCMPPS $0x1e, Y13, Y14, Y14
+	VANDPS Y14, Y0, Y0
+
+sp8store:
+	VMOVUPS Y0, (DX)
+	ADDQ R14, R9
+	ADDQ R8, DX
+	ADDQ R13, R12
+	DECQ R11
+	JNZ sp8row
+
+sp8done:
+	VZEROUPPER
+	RET
+
+// func finiteAVX2(v *float32, n int) bool
+// Reports whether none of the first n values (n a multiple of 32) is an
+// infinity or a NaN (all exponent bits set).
+TEXT ·finiteAVX2(SB), NOSPLIT, $0-17
+	MOVQ v+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVL $0x7f800000, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VPXOR Y14, Y14, Y14
+	SHRQ $5, CX
+	JZ findone
+
+finloop:
+	VANDPS (SI), Y15, Y0
+	VANDPS 32(SI), Y15, Y1
+	VANDPS 64(SI), Y15, Y2
+	VANDPS 96(SI), Y15, Y3
+	VPCMPEQD Y15, Y0, Y0
+	VPCMPEQD Y15, Y1, Y1
+	VPCMPEQD Y15, Y2, Y2
+	VPCMPEQD Y15, Y3, Y3
+	VPOR Y0, Y1, Y0
+	VPOR Y2, Y3, Y2
+	VPOR Y0, Y14, Y14
+	VPOR Y2, Y14, Y14
+	ADDQ $128, SI
+	DECQ CX
+	JNZ finloop
+
+findone:
+	VPTEST Y14, Y14
+	SETEQ ret+16(FP)
+	VZEROUPPER
+	RET
+

@@ -207,6 +207,11 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 		k.emptyK(p)
 		return
 	}
+	// Small products run on fewer goroutines: starting and waking one
+	// costs a few µs, the time of ~10⁵ multiply-adds.
+	if t := m * n * kk / minThreadMACs; t < threads {
+		threads = max(1, t)
+	}
 	if k.whole != nil {
 		k.whole(threads, p)
 		return
@@ -277,6 +282,10 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 		}
 	}
 }
+
+// minThreadMACs is the least number of multiply-adds per goroutine of a
+// product (variable for benchmarks).
+var minThreadMACs = 1 << 18
 
 // splitCols and splitRows enable the two barrier-free splits of Sgemm
 // (variables for benchmarks): by columns when there are enough column

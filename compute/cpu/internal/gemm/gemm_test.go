@@ -76,6 +76,9 @@ func randSlice(rng *rand.Rand, n int) []float32 {
 var sizes = []int{1, 2, 5, 6, 7, 15, 16, 17, 63, 64, 65, 255, 257}
 
 func TestSgemm(t *testing.T) {
+	// Split even the small products, to test the splits.
+	defer func(v int) { minThreadMACs = v }(minThreadMACs)
+	minThreadMACs = 1
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, kern := range kernels(t) {
 		for ci := 0; ci < 400; ci++ {

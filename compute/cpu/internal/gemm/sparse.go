@@ -57,6 +57,19 @@ const (
 // cluster in dead units) it was 2–3% slower than dense at 0.3.
 const spDensityMax = 0.2
 
+// SparseKBlock reports the k blocks in which Sgemm would sum p: when it
+// would take the sparse-A path for p (its op(B) finite) ok is true and the
+// blocks are kc long from 0, the last one shorter; else ok is false and the
+// dense path's blocks apply (k split into equal blocks of at most 256). A
+// caller that computes the same product another way can so round as Sgemm
+// does.
+func (k *Kernel) SparseKBlock(p *Params) (kc int, ok bool) {
+	if p.M == 0 || p.N == 0 || p.K == 0 || k.whole != nil || !k.sparseWorth(p) {
+		return 0, false
+	}
+	return spKC, true
+}
+
 // sparseWorth reports whether p should run on the sparse path.
 func (k *Kernel) sparseWorth(p *Params) bool {
 	if k.sprows == nil || p.Sparse == SparseNever {
