@@ -221,4 +221,3 @@ func fatalf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "optstudy: "+format+"\n", a...)
 	os.Exit(1)
 }
-
