@@ -116,8 +116,21 @@ func writeFile(path string, t *COO, opt WriteOptions, wrap func(io.Writer) io.Wr
 // writes a temporary file in the same directory, syncs it and renames it
 // over path, so on any error (fill's included) no file at path is created
 // or changed and the temporary file is removed. The new file gets mode 0644
-// (the umask is not applied).
+// (the umask is not applied). A path that exists and is not a regular file
+// (/dev/null, /dev/stdout, a named pipe) is written in place instead, since
+// it cannot be replaced by a rename without destroying it.
 func AtomicWrite(path string, fill func(w io.Writer) error) (err error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if err := fill(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
 	dir, file := filepath.Split(path)
 	if dir == "" {
 		dir = "."
