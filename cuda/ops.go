@@ -596,11 +596,7 @@ func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 	if ps.n == 0 {
 		return
 	}
-	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
-	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
-	b1, b2 := float32(s.Beta1), float32(s.Beta2)
-	omb1, omb2 := float32(1-s.Beta1), float32(1-s.Beta2)
-	step, rc2, eps := float32(s.LR/c1), float32(1/math.Sqrt(c2)), float32(s.Eps)
+	b1, b2, omb1, omb2, step, rc2, eps := adamArgs(s)
 	n := i32(op, ps.n)
 	grid := be.grid1D(int64(ps.n), threads)
 	be.post(func() {

@@ -322,10 +322,7 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 			be.UploadI32(unionRowBuf.Slice(0, u), unionRows)
 			be.Upload(unionGradBuf.Slice(0, u*w), unionGrad)
 		}
-		t, n := m.table.Len(), m.params.Len()
-		p, g := m.DenseParams()
-		be.Adam(p, g, adamM.Slice(t, n-t), adamV.Slice(t, n-t), step)
-		be.SparseAdam(m.table, unionGradBuf.Slice(0, u*w), adamM.Slice(0, t), adamV.Slice(0, t), unionRowBuf.Slice(0, u), unionCntBuf, w, step)
+		m.sparseAdamStep(unionRowBuf.Slice(0, u), unionCntBuf, unionGradBuf.Slice(0, u*w), adamM, adamV, step)
 		return nil
 	}
 

@@ -469,10 +469,17 @@ func (m *Net) adamStep(sparse bool, adamM, adamV compute.F32, s compute.AdamStep
 		m.be.Adam(m.params, m.grads, adamM, adamV, s)
 		return
 	}
+	rows, count, grad := m.SparseGrad()
+	m.sparseAdamStep(rows, count, grad, adamM, adamV, s)
+}
+
+// sparseAdamStep is the sparse optimiser step given the table's compact
+// gradient (rows, count, grad as SparseGrad returns them): Adam over the
+// Linear layers, SparseAdam over the listed rows.
+func (m *Net) sparseAdamStep(rows, count compute.I32, grad, adamM, adamV compute.F32, s compute.AdamStep) {
 	t, n := m.table.Len(), m.params.Len()
 	p, g := m.DenseParams()
 	m.be.Adam(p, g, adamM.Slice(t, n-t), adamV.Slice(t, n-t), s)
-	rows, count, grad := m.SparseGrad()
 	m.be.SparseAdam(m.table, grad, adamM.Slice(0, t), adamV.Slice(0, t), rows, count, m.width, s)
 }
 
