@@ -232,16 +232,18 @@ func TestDistBadInput(t *testing.T) {
 }
 
 // TestDistKilledRank: a rank killed mid-run (SIGKILL) makes the job exit
-// non-zero with nothing written.
+// non-zero with nothing written. The run is long (5000 epochs a stage, far
+// more than any machine does in the half second before the kill) so that
+// the kill always lands mid-run; the test lasts only until the job ends.
 func TestDistKilledRank(t *testing.T) {
 	l := mpiLauncher(t)
 	dir := t.TempDir()
 	out, rep := filepath.Join(dir, "aug.tsv"), filepath.Join(dir, "r.json")
 	args := append([]string{"augment", "-dist", "mpi", "-input", "testdata/golden/input.tsv", "-output", out, "-report", rep}, distFlags...)
-	args = append(args, "-epochs", "200", "-patience", "200")
+	args = append(args, "-epochs", "5000", "-patience", "5000")
 	for _, n := range []int{2, 3} {
 		t0 := time.Now()
-		code, msg := mpiRun(t, l, n, []string{"DAINX_TEST_KILL_RANK=" + strconv.Itoa(n-1), "DAINX_TEST_KILL_AFTER=1s"}, args...)
+		code, msg := mpiRun(t, l, n, []string{"DAINX_TEST_KILL_RANK=" + strconv.Itoa(n-1), "DAINX_TEST_KILL_AFTER=500ms"}, args...)
 		if code == 0 {
 			t.Fatalf("-n %d: exit 0 with rank %d killed\n%s", n, n-1, msg)
 		}
@@ -250,7 +252,7 @@ func TestDistKilledRank(t *testing.T) {
 				t.Errorf("-n %d: %s written", n, f)
 			}
 		}
-		t.Logf("-n %d: rank %d killed after 1s: exit %d after %.1fs", n, n-1, code, time.Since(t0).Seconds())
+		t.Logf("-n %d: rank %d killed after 0.5s: exit %d after %.1fs", n, n-1, code, time.Since(t0).Seconds())
 	}
 }
 
