@@ -38,6 +38,10 @@ type Backend struct {
 	live    map[driver.DevicePtr]bool    // every block from cuMemAlloc, cached or in use
 	scratch driver.DevicePtr
 	scrLen  int64 // bytes
+	// recording is true from BeginCapture to EndCapture on the context
+	// thread. capture (set by the caller's thread) is not enough there:
+	// operations queued before Capture still run eagerly after it is set.
+	recording bool
 	// lossScr is linear_forward_out1_mse's scratch: lossParts block sums
 	// (float64) and the block count, zero between launches.
 	lossScr driver.DevicePtr
@@ -266,7 +270,7 @@ func (be *Backend) launch(k kernelID, grid, block driver.Dim3, shared uint32, a 
 	if err := f.Launch(grid, block, shared, be.stream, a); err != nil {
 		return err
 	}
-	if be.sync && !be.capture.Load() {
+	if be.sync && !be.recording {
 		return be.stream.Synchronize()
 	}
 	return nil
@@ -408,7 +412,7 @@ func (be *Backend) scratchBuf(b int64) driver.DevicePtr {
 	if b <= be.scrLen {
 		return be.scratch
 	}
-	if be.capture.Load() {
+	if be.recording {
 		be.fail("scratch", fmt.Errorf("scratch memory must grow to %d bytes during Capture; run the operations once before capturing them", b))
 		return 0
 	}

@@ -54,7 +54,9 @@ func (be *Backend) Capture(f func()) (compute.Graph, error) {
 		}
 		if e := be.stream.BeginCapture(driver.CaptureThreadLocal); e != nil {
 			err = fmt.Errorf("cuda: Capture: %w", e)
+			return
 		}
+		be.recording = true
 	}); e != nil {
 		err = e
 	}
@@ -66,6 +68,7 @@ func (be *Backend) Capture(f func()) (compute.Graph, error) {
 	end := func() {
 		var endErr error
 		_ = be.ctx.Do(func() {
+			be.recording = false
 			graph, e := be.stream.EndCapture()
 			if e != nil {
 				endErr = fmt.Errorf("cuda: Capture: %w", e)

@@ -566,7 +566,7 @@ func (be *Backend) LinearForwardMSE(pred, delta, sq, x, w, bias, y compute.F32, 
 			return
 		}
 		if be.lossScr == 0 {
-			if be.capture.Load() {
+			if be.recording {
 				be.fail(op, fmt.Errorf("its scratch must be made before Capture; run the operations once before capturing them"))
 				return
 			}

@@ -12,7 +12,8 @@
 #                            first (DAINX_CUDA_SYNC=1: a fault names its
 #                            operation), then asynchronous, every precision
 #           memcheck.txt     compute-sanitizer memcheck, whole suite
-#           racecheck.txt    racecheck on the GEMM and reduction cases
+#           racecheck.txt    racecheck on the GEMM and reduction cases, then on
+#                            the sparse path (RACE_TIMEOUT s each, default 240)
 #           synccheck.txt    synccheck on the same cases
 #           initcheck.txt    initcheck on the whole suite
 #           summary.txt      one line per step: ok / FAIL / skipped
@@ -110,6 +111,8 @@ sanitizer() {
 
 # gemm_cases is the -test.run pattern of the GEMM and reduction cases, and
 # of the sparse embedding path's shared-memory sort and its users (issue 20).
+gemm_dense='^TestConformance$/.*/^(LinearForward|LinearBackward|MSEGrad|LinearForwardMSE|InfluenceDot|EntityImportance)$'
+gemm_sparse='^TestConformance$/.*/^(DistinctRows|CompactRows|SparseAdam)$'
 gemm_cases='^TestConformance$/.*/^(LinearForward|LinearBackward|MSEGrad|LinearForwardMSE|InfluenceDot|EntityImportance|DistinctRows|CompactRows|SparseAdam)$'
 
 plan1() {
@@ -139,8 +142,13 @@ plan1() {
 	fi
 	step memcheck memcheck.txt env DAINX_CUDA_SYNC=1 "$san" --tool memcheck --leak-check full --error-exitcode 3 \
 		$dev/cuda.test -test.run '^TestConformance' -test.count=1
-	step racecheck racecheck.txt "$san" --tool racecheck --racecheck-report all --error-exitcode 3 \
-		$dev/cuda.test -test.run "$gemm_cases" -test.short -test.count=1
+	# racecheck is slow (every shared-memory access is tracked): the GEMM
+	# and reduction cases and the sparse path's sorts are two steps, each
+	# with its own limit, verbose so that a stopped step shows how far it got.
+	STEP_TIMEOUT=${RACE_TIMEOUT:-240} step "racecheck (GEMM, reductions)" racecheck.txt "$san" --tool racecheck --racecheck-report all --error-exitcode 3 \
+		$dev/cuda.test -test.v -test.run "$gemm_dense" -test.short -test.count=1
+	STEP_TIMEOUT=${RACE_TIMEOUT:-240} step "racecheck (sparse path)" racecheck.txt "$san" --tool racecheck --racecheck-report all --error-exitcode 3 \
+		$dev/cuda.test -test.v -test.run "$gemm_sparse" -test.short -test.count=1
 	step synccheck synccheck.txt "$san" --tool synccheck --error-exitcode 3 \
 		$dev/cuda.test -test.run "$gemm_cases" -test.short -test.count=1
 	step initcheck initcheck.txt "$san" --tool initcheck --error-exitcode 3 \
