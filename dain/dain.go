@@ -64,6 +64,55 @@ type Config struct {
 
 	// Progress receives one line per epoch and per step; nil is silent.
 	Progress io.Writer
+	// Keep asks Run for more than the report and the new cells: the
+	// split, the cell scores, the entity importance, the trained models.
+	// It changes what a run returns, never what it computes.
+	Keep Keep
+}
+
+// Keep names what Run returns (in Result) or hands over beside the report.
+// The zero value keeps nothing more. Run (and RunCheckpointed) return an
+// error if something asked for cannot be given: scores or importance of a
+// method that computes none (duplication, random, entity-replacement,
+// no-aug-steps), or anything from steps 1–4 when a checkpoint resumed
+// after them.
+type Keep struct {
+	// Split fills Result.Split with the train, validation and test cells.
+	Split bool
+	// Scores fills Result.Scores: every training cell's α_z (the
+	// importance the sampler used) and signed score S_z.
+	Scores bool
+	// Importance fills Result.Importance: each mode's entity importance,
+	// the distribution the alias tables draw from.
+	Importance bool
+	// Model, when not nil, is called with the retrained model Θ′ (role
+	// "theta-prime") before Run frees it and, with AllModels, first with
+	// the embedding model Θ ("theta") and the value predictor
+	// ("predictor") when the method trains one of its own. An error it
+	// returns ends the run. The net is only valid during the call.
+	Model     func(role string, net *nn.Net) error
+	AllModels bool
+}
+
+// Split is the train/validation/test partition of a run's observed cells
+// (tensor.Split over the input's cell order), each with the input's Dims
+// and values.
+type Split struct {
+	Train, Val, Test *tensor.COO
+}
+
+// CellScores are the cell importances of a run's training cells, in the
+// order of Split.Train (and Result.Split.Train's cells in Cells).
+type CellScores struct {
+	// Cells are the training cells, with their values.
+	Cells *tensor.COO
+	// Alpha[z] is α_z, the importance the entity aggregation used:
+	// |S_z| with -sign abs (eq. 5), max(S_z, 0) with -sign positive.
+	Alpha []float32
+	// S[z] is the signed score S_z: TracIn-CP's Σ_k η ∇ℓ(Θ_k, z)·G_k
+	// (positive when a step on z lowers the validation loss), or the
+	// representer value with -influence representer.
+	S []float32
 }
 
 // DefaultConfig returns the paper's settings (SPEC step 1 and §5.1): ratio
@@ -107,8 +156,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("patience %d: want ≥ 1", c.Patience)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
 		return fmt.Errorf("lr %v: want a finite number > 0", c.LR)
-	case !(c.TestFrac > 0 && c.TestFrac < 1):
-		return fmt.Errorf("test fraction %v: want 0 < f < 1", c.TestFrac)
+	case !(c.TestFrac >= 0 && c.TestFrac < 1):
+		return fmt.Errorf("test fraction %v: want 0 ≤ f < 1 (0: no test set, the production mode)", c.TestFrac)
 	case !(c.ValFrac > 0 && c.ValFrac < 1):
 		return fmt.Errorf("validation fraction %v: want 0 < f < 1", c.ValFrac)
 	case c.EvalBatch <= 0:
@@ -178,9 +227,20 @@ type Report struct {
 	NVal           int     `json:"n_val"`
 	NTest          int     `json:"n_test"`
 	NAug           int     `json:"n_aug"`
-	RMSEBefore     float64 `json:"rmse_before"` // test RMSE of the MLP Θ on train alone, √mean(e²)
-	RMSEAfter      float64 `json:"rmse_after"`  // test RMSE after retraining on train ∪ aug
-	Improved       bool    `json:"improved"`    // whether the augmentation lowered the test RMSE: rmse_after < rmse_before
+	// RMSEBefore is the test RMSE of the MLP Θ on train alone,
+	// √mean(e²); RMSEAfter that after retraining on train ∪ aug. With no
+	// test set (TestFrac 0, NoTest) they are the validation RMSEs.
+	RMSEBefore float64 `json:"rmse_before"`
+	RMSEAfter  float64 `json:"rmse_after"`
+	// NoTest says the run held out no test cells (TestFrac 0, the
+	// production mode): rmse_before and rmse_after are then on the
+	// validation cells, which also chose the best epoch.
+	NoTest bool `json:"no_test,omitempty"`
+	// ValRMSEBefore and ValRMSEAfter are the validation RMSEs of Θ and Θ′
+	// at their best epochs.
+	ValRMSEBefore  float64 `json:"val_rmse_before"`
+	ValRMSEAfter   float64 `json:"val_rmse_after"`
+	Improved       bool    `json:"improved"`    // whether the augmentation lowered the RMSE: rmse_after < rmse_before
 	BestEpoch      int     `json:"best_epoch"`  // K, Θ's best checkpoint
 	BestEpochAfter int     `json:"best_epoch_after"`
 	Backend        string  `json:"backend"`
@@ -194,7 +254,10 @@ type Report struct {
 	LR             float64 `json:"lr"`
 	TestFrac       float64 `json:"test_frac"`
 	ValFrac        float64 `json:"val_frac"`
-	Method         string  `json:"method"`
+	Method         string  `json:"method"` // the cell maker (a Methods name)
+	// Variant is the -method name when it named one of Variants (e.g.
+	// dain-mix-avg, whose cell maker is dain-average with mix 0.5).
+	Variant        string  `json:"variant,omitempty"`
 	Model          string  `json:"model"`
 	Predictor      string  `json:"predictor"`
 	Influence      string  `json:"influence"`
@@ -212,6 +275,9 @@ type Report struct {
 	HistoryAfter        []EpochLog        `json:"history_after"`
 	// Dist describes a run spread over processes (RunDist); nil otherwise.
 	Dist *DistReport `json:"dist,omitempty"`
+	// Version is dainx's version and commit, set by the program that
+	// ran it (dainx augment, libdainx); empty when not set.
+	Version string `json:"version,omitempty"`
 }
 
 // Result is what Run returns: the report and the augmented cells.
@@ -220,6 +286,12 @@ type Result struct {
 	// Aug holds the N_aug new cells and their predicted values, with the
 	// input's Dims.
 	Aug *tensor.COO
+	// Split, Scores and Importance are filled when Config.Keep asks for
+	// them, else nil. Importance[n][i] is entity i of mode n's share of
+	// mode n's draws (each mode sums to 1).
+	Split      *Split
+	Scores     *CellScores
+	Importance [][]float64
 }
 
 // Run executes DAIN, or the baseline c.Method names, on the observed cells
@@ -270,6 +342,15 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
 	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(t.Dims, e.logf)
+	rep.NoTest = rep.NTest == 0
+	if err := cfg.checkKeep(); err != nil {
+		return nil, err
+	}
+	out := &Result{}
+	if cfg.Keep.Split {
+		out.Split = &Split{Train: e.Train, Val: e.Val, Test: e.Test}
+	}
+	e.keep = &kept{want: cfg.Keep, train: e.Train}
 	// From here on the run uses the split only: t's cells are collected
 	// once the caller drops t too (dainx augment does), so that a large
 	// tensor is not held twice.
@@ -282,8 +363,12 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		return nil, err
 	}
 	if saved != nil {
+		if k := cfg.Keep; k.Scores || k.Importance || (k.Model != nil && k.AllModels) {
+			return nil, fmt.Errorf("dain: the cell scores, entity importance and models Θ and Θ_p come from steps 1–4, which finished before the interruption and are not in the checkpoint: run again without resuming to have them")
+		}
 		// Steps 1–4 finished before the interruption.
 		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = saved.RMSEBefore, saved.BestEpoch, saved.HistoryBefore
+		rep.ValRMSEBefore = bestValRMSE(saved.HistoryBefore, saved.BestEpoch)
 		st := saved.Stats
 		rep.NAug = aug.NNZ()
 		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
@@ -296,6 +381,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 			return nil, err
 		}
 		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, history(mlp.res)
+		rep.ValRMSEBefore = math.Sqrt(mlp.res.BestValMSE)
 		if nAug > 0 {
 			e.logf("step 4: %s, %d new cells", cfg.Method, nAug)
 		}
@@ -319,6 +405,15 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		}
 	}
 
+	if saved == nil {
+		if err := e.keepModels(cfg); err != nil {
+			return nil, err
+		}
+		out.Scores, out.Importance = e.keep.scores, e.keep.importance
+	}
+	if k := cfg.Keep.Model; k != nil {
+		e.onRetrained = func(m *nn.Net) error { return k("theta-prime", m) }
+	}
 	// Step 5 needs only the split and the new cells: Θ, its scores and
 	// the predictor's copies of the split are freed first.
 	e.release()
@@ -328,14 +423,20 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		return nil, err
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
+	rep.ValRMSEAfter = math.Sqrt(res.BestValMSE)
 	rep.Improved = rep.RMSEAfter < rep.RMSEBefore
 	rep.Seconds.Retrain = secs
 	rep.Seconds.Total = time.Since(start).Seconds()
-	e.logf("test RMSE %.6f → %.6f after %d augmented cells (%.1fs)", rep.RMSEBefore, rep.RMSEAfter, rep.NAug, rep.Seconds.Total)
-	if !rep.Improved {
-		e.logf("the augmentation did not lower the test RMSE: %.6f after it, %.6f before (%+.2f%%); the augmented cells did not help this model on this split", rep.RMSEAfter, rep.RMSEBefore, 100*(rep.RMSEAfter/rep.RMSEBefore-1))
+	on := "test"
+	if rep.NoTest {
+		on = "validation (no test set)"
 	}
-	return &Result{Report: rep, Aug: aug}, nil
+	e.logf("%s RMSE %.6f → %.6f after %d augmented cells (%.1fs)", on, rep.RMSEBefore, rep.RMSEAfter, rep.NAug, rep.Seconds.Total)
+	if !rep.Improved {
+		e.logf("the augmentation did not lower the %s RMSE: %.6f after it, %.6f before (%+.2f%%); the augmented cells did not help this model on this split", on, rep.RMSEAfter, rep.RMSEBefore, 100*(rep.RMSEAfter/rep.RMSEBefore-1))
+	}
+	out.Report, out.Aug = rep, aug
+	return out, nil
 }
 
 // embeddingOptimizerSetting is EmbeddingOptimizer with "" read as auto.

@@ -67,6 +67,8 @@ type Experiment struct {
 	retrained  []*trained // Θ trained again for an unplanned TracIn pass
 	// onRetrained, if not nil, sees every model Downstream trains (OnRetrained).
 	onRetrained func(*nn.Net) error
+	// keep gathers what Config.Keep asks Run for; nil outside Run.
+	keep *kept
 	owned       []compute.F32 // score buffers the experiment frees
 	start       time.Time
 	ck          *checkpointer // nil unless the run is checkpointed (RunCheckpointed)
@@ -180,7 +182,7 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 	}
 	tr, va, te := tensor.Split(x.NNZ(), cfg.TestFrac, cfg.ValFrac, cfg.Seed)
 	e.Train, e.Val, e.Test = x.Subset(tr), x.Subset(va), x.Subset(te)
-	if e.Train.NNZ() == 0 || e.Val.NNZ() == 0 || e.Test.NNZ() == 0 {
+	if e.Train.NNZ() == 0 || e.Val.NNZ() == 0 || (e.Test.NNZ() == 0 && cfg.TestFrac > 0) {
 		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", x.NNZ(), e.Train.NNZ(), e.Val.NNZ(), e.Test.NNZ())
 	}
 	// The experiment keeps the split only: x's cells are the caller's to
@@ -401,12 +403,18 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		e.cellScores[p] = &done[compute.F32]{t.accs[i].Scores(), secs[i]}
 		seconds -= secs[i]
 	}
-	mse, err := net.Evaluate(t.test)
-	if err != nil {
-		return nil, 0, fmt.Errorf("dain: testing %s: %w", label, err)
+	if t.test.Len() > 0 {
+		mse, err := net.Evaluate(t.test)
+		if err != nil {
+			return nil, 0, fmt.Errorf("dain: testing %s: %w", label, err)
+		}
+		t.rmse = math.Sqrt(mse)
+		e.logf("%s: best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.res.BestEpoch, t.res.BestValMSE, t.rmse)
+	} else {
+		// No test set (TestFrac 0): the validation RMSE stands in.
+		t.rmse = math.Sqrt(t.res.BestValMSE)
+		e.logf("%s: best epoch %d, validation MSE %.6f (no test set)", label, t.res.BestEpoch, t.res.BestValMSE)
 	}
-	t.rmse = math.Sqrt(mse)
-	e.logf("%s: best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.res.BestEpoch, t.res.BestValMSE, t.rmse)
 	if err := e.ck.saveModel(stage, t, seconds, secs); err != nil {
 		return nil, 0, err
 	}
@@ -450,6 +458,9 @@ func (e *Experiment) tables(ctx context.Context, s EntityImportance) ([]*samplin
 		if v, t, err = c.scores(ctx, e); err != nil {
 			return nil, err
 		}
+		if err = e.keepScores(ctx, c, v); err != nil {
+			return nil, err
+		}
 	}
 	return e.entity.get(s, func() ([]*sampling.Alias, float64, error) {
 		t0 := time.Now()
@@ -457,6 +468,7 @@ func (e *Experiment) tables(ctx context.Context, s EntityImportance) ([]*samplin
 		if err != nil {
 			return nil, 0, fmt.Errorf("dain: %w%s", err, e.scaleHint())
 		}
+		e.keepImportance(w)
 		tables := make([]*sampling.Alias, len(w))
 		for n := range w {
 			if tables[n], err = sampling.NewAlias(w[n]); err != nil {
@@ -557,9 +569,11 @@ func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label stri
 		}
 		return 0, res, 0, fmt.Errorf("dain: retraining: %w", err)
 	}
-	mse, err := m.Evaluate(test)
-	if err != nil {
-		return 0, res, 0, fmt.Errorf("dain: testing the retrained model: %w", err)
+	mse := res.BestValMSE // no test set (TestFrac 0): the validation MSE stands in
+	if test.Len() > 0 {
+		if mse, err = m.Evaluate(test); err != nil {
+			return 0, res, 0, fmt.Errorf("dain: testing the retrained model: %w", err)
+		}
 	}
 	if e.onRetrained != nil {
 		if err := e.onRetrained(m); err != nil {

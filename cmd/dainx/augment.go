@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/tensor"
 )
@@ -40,8 +39,8 @@ Flags:
 	if code, done := parse(fs, args, stderr); done {
 		return code
 	}
-	if err := finishConfig(cfg, in, stderr); err != nil {
-		return exitFor("augment", fmt.Errorf("%w: %v", errUsage, err), nil, stderr)
+	if err := a.Finish(fs, stderr); err != nil {
+		return exitFor("augment", err, nil, stderr)
 	}
 	if err := ck.check(); err != nil {
 		return exitFor("augment", err, nil, stderr)
@@ -55,12 +54,16 @@ Flags:
 		if ck.dir != "" {
 			return exitFor("augment", fmt.Errorf("%w: -dist mpi runs are not checkpointed; leave out -checkpoint", errUsage), nil, stderr)
 		}
+		if o := a.Out; o.ModelOut != "" || o.SplitOut != "" || o.ScoresOut != "" || o.ImportOut != "" || cfg.TestFrac == 0 {
+			return exitFor("augment", fmt.Errorf("%w: -dist mpi runs do not yet write -model-out, -split-out, -scores-out or -importance-out, nor take -test-frac 0; run them in one process", errUsage), nil, stderr)
+		}
 		return augmentDist(ctx, *cfg, in, a.Output, a.Report, stdout, stderr)
 	}
-	return exitFor("augment", runAugment(ctx, *cfg, in, ck, a.Output, a.Report, stdout, stderr), ctx, stderr)
+	return exitFor("augment", runAugment(ctx, a, ck, stdout, stderr), ctx, stderr)
 }
 
-func runAugment(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkpointFlags, output, report string, stdout, stderr io.Writer) error {
+func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, stdout, stderr io.Writer) error {
+	cfg, in, output, report := a.Config, &a.In, a.Output, a.Report
 	t, name, format, err := readInput(in)
 	if err != nil {
 		return err
@@ -76,11 +79,18 @@ func runAugment(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkp
 		return err
 	}
 	defer be.Close()
+	base := cli.Base(in.IndexBase, format)
+	if a.Out.ModelOut != "" {
+		cfg.Keep.Model = modelSaver(a, base)
+	}
 	res, err := ck.run(ctx, t, cfg, be, name)
 	if err != nil {
 		return err
 	}
-	res.Report.Input = name
+	res.Report.Input, res.Report.Variant, res.Report.Version = name, a.Variant(), version()
+	if err := a.Out.Write(res, base); err != nil {
+		return err
+	}
 	js, err := json.MarshalIndent(res.Report, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding the report: %w", err)

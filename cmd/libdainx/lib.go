@@ -242,8 +242,11 @@ func augment(t *tensor.COO, options string, stderr io.Writer) (*augmentResult, e
 	if err := setOptions(fs, options, augmentSkip); err != nil {
 		return nil, err
 	}
-	if err := cli.FinishConfig(&a.Config, &a.In, stderr); err != nil {
-		return nil, inputErr("%v", err)
+	if err := a.Finish(fs, stderr); err != nil {
+		return nil, inputErr("%v", strings.TrimPrefix(err.Error(), "usage: "))
+	}
+	if a.Out.ModelOut != "" {
+		return nil, inputErr("option \"model-out\" is not available in the library yet; use the dainx command")
 	}
 	if err := cli.CheckLayers(&a.Config, t.Order()); err != nil {
 		return nil, err
@@ -267,6 +270,10 @@ func augment(t *tensor.COO, options string, stderr io.Writer) (*augmentResult, e
 	defer be.Close()
 	res, err := dain.Run(context.Background(), t, a.Config, be)
 	if err != nil {
+		return nil, err
+	}
+	res.Report.Variant, res.Report.Version = a.Variant(), version()
+	if err := a.Out.Write(res, cli.Base(a.In.IndexBase, format)); err != nil {
 		return nil, err
 	}
 	js, err := json.MarshalIndent(res.Report, "", "  ")

@@ -96,8 +96,11 @@ func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
 
 // BindMethod registers the flags that choose how cells are made; their
 // help lists dain's variants of each step.
-func BindMethod(fs *flag.FlagSet, c *dain.Config) {
-	fs.StringVar(&c.Method, "method", c.Method, "augmentation `method`: "+dain.Help(dain.Methods))
+//
+// -method goes to *method, not c.Method: ApplyMethod turns the name into
+// c's settings once the command line is parsed.
+func BindMethod(fs *flag.FlagSet, c *dain.Config, method *string) {
+	fs.StringVar(method, "method", *method, methodHelp())
 	fs.StringVar(&c.Model, "model", c.Model, "embedding `model` Θ whose influence ranks cells: "+dain.Help(dain.Models))
 	fs.StringVar(&c.Predictor, "predictor", c.Predictor, "value `predictor` for new cells: "+dain.Help(dain.Models)+"; mlp reuses Θ")
 	fs.StringVar(&c.Influence, "influence", c.Influence, "cell importance `estimator`: "+dain.Help(dain.Influences))
@@ -114,6 +117,8 @@ type Augment struct {
 	In     Input
 	Output string // -output: the augmented cells
 	Report string // -report: the JSON report
+	Method string // -method, a name of MethodNames
+	Out    Outputs
 }
 
 // NewAugment returns the defaults of `dainx augment` and registers its
@@ -125,8 +130,38 @@ func NewAugment(fs *flag.FlagSet) *Augment {
 	fs.StringVar(&a.Report, "report", "", "also write the JSON report to this `file` (it always goes to standard output)")
 	fs.Float64Var(&a.Config.Ratio, "ratio", a.Config.Ratio, "augmentation `ratio`: draw ratio × |train| new cells")
 	BindTraining(fs, &a.Config, &a.In.Layers)
-	BindMethod(fs, &a.Config)
+	a.Method = a.Config.Method
+	BindMethod(fs, &a.Config, &a.Method)
+	BindOutputs(fs, &a.Out)
 	return a
+}
+
+// Finish turns the parsed flags of fs (NewAugment's) into a's
+// configuration: the method's settings (ApplyMethod), FinishConfig, the
+// outputs' checks and what the run must keep for them. Errors in the
+// command line wrap ErrUsage.
+func (a *Augment) Finish(fs *flag.FlagSet, stderr io.Writer) error {
+	if err := ApplyMethod(fs, &a.Config, a.Method); err != nil {
+		return err
+	}
+	if err := FinishConfig(&a.Config, &a.In, stderr); err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if err := a.Out.Check(); err != nil {
+		return err
+	}
+	a.Config.Keep = a.Out.Keep()
+	return nil
+}
+
+// Variant is the -method name for the report's "variant" field: the name
+// given when it is one of dain.Variants other than a generic cell maker's
+// own name, else "".
+func (a *Augment) Variant() string {
+	if _, ok := dain.VariantNamed(a.Method); ok && a.Method != a.Config.Method {
+		return a.Method
+	}
+	return ""
 }
 
 // FinishConfig applies the parsed layers to c, sends progress to stderr

@@ -1,0 +1,124 @@
+package dain
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/tensor"
+)
+
+// kept gathers what Config.Keep asks a run for, as the stages compute it.
+type kept struct {
+	want       Keep
+	train      *tensor.COO // the training cells the scores are in the order of
+	scores     *CellScores
+	importance [][]float64
+}
+
+// checkKeep reports a Keep the method cannot give: cell scores from a
+// method that computes none, entity importance from one that draws no
+// entity.
+func (c Config) checkKeep() error {
+	var cells, entity bool
+	walk(c.Pipeline().Cells, map[stage]bool{}, func(s stage) {
+		switch s.(type) {
+		case CellImportance:
+			cells = true
+		case EntityImportance:
+			entity = true
+		}
+	})
+	switch {
+	case c.Keep.Scores && !cells:
+		return fmt.Errorf("dain: method %s scores no cell (no influence step): there are no cell scores to write", c.Method)
+	case c.Keep.Importance && !entity:
+		return fmt.Errorf("dain: method %s draws no entity by importance: there is no entity importance to write", c.Method)
+	}
+	return nil
+}
+
+// keepScores records, once, the cell scores v that cells (the importance
+// the entity aggregation reads) gave: α_z as the aggregation saw it and the
+// signed S_z under any Signed.
+func (e *Experiment) keepScores(ctx context.Context, cells CellImportance, v compute.F32) error {
+	k := e.keep
+	if k == nil || !k.want.Scores || k.scores != nil || cells == nil {
+		return nil
+	}
+	signed := v
+	sg, isSigned := cells.(Signed)
+	if isSigned {
+		var err error
+		if signed, _, err = sg.Cells.scores(ctx, e); err != nil {
+			return err
+		}
+	}
+	s := make([]float32, signed.Len())
+	if err := e.be.Download(s, signed); err != nil {
+		return err
+	}
+	alpha := make([]float32, len(s))
+	for z, x := range s {
+		if isSigned {
+			alpha[z] = max(x, 0)
+		} else {
+			alpha[z] = float32(math.Abs(float64(x)))
+		}
+	}
+	k.scores = &CellScores{Cells: k.train, Alpha: alpha, S: s}
+	return nil
+}
+
+// keepImportance records, once, the entity importance w the alias tables
+// are built from, each mode scaled to sum to 1.
+func (e *Experiment) keepImportance(w [][]float64) {
+	k := e.keep
+	if k == nil || !k.want.Importance || k.importance != nil {
+		return
+	}
+	k.importance = make([][]float64, len(w))
+	for n, m := range w {
+		sum := 0.0
+		for _, x := range m {
+			sum += x
+		}
+		k.importance[n] = make([]float64, len(m))
+		for i, x := range m {
+			k.importance[n][i] = x / sum
+		}
+	}
+}
+
+// keepModels hands Θ and the value predictor to Keep.Model (with
+// AllModels) before step 5 frees them.
+func (e *Experiment) keepModels(c Config) error {
+	k := c.Keep
+	if k.Model == nil || !k.AllModels {
+		return nil
+	}
+	if t := e.models[Embedding{c.Model}]; t != nil {
+		if err := k.Model("theta", t.val.net); err != nil {
+			return err
+		}
+	}
+	if c.Pipeline().Values != nil && c.Predictor != c.Model {
+		if t := e.models[Embedding{c.Predictor}]; t != nil {
+			if err := k.Model("predictor", t.val.net); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bestValRMSE is the validation RMSE of the best epoch in h.
+func bestValRMSE(h []EpochLog, best int) float64 {
+	for _, ep := range h {
+		if ep.Epoch == best {
+			return math.Sqrt(ep.ValMSE)
+		}
+	}
+	return math.NaN()
+}
