@@ -220,13 +220,13 @@ type EpochLog struct {
 
 // Report is the JSON summary of a run.
 type Report struct {
-	Input          string  `json:"input,omitempty"`
-	Dims           []int   `json:"dims"`
-	NNZ            int     `json:"nnz"`
-	NTrain         int     `json:"n_train"`
-	NVal           int     `json:"n_val"`
-	NTest          int     `json:"n_test"`
-	NAug           int     `json:"n_aug"`
+	Input  string `json:"input,omitempty"`
+	Dims   []int  `json:"dims"`
+	NNZ    int    `json:"nnz"`
+	NTrain int    `json:"n_train"`
+	NVal   int    `json:"n_val"`
+	NTest  int    `json:"n_test"`
+	NAug   int    `json:"n_aug"`
 	// RMSEBefore is the test RMSE of the MLP Θ on train alone,
 	// √mean(e²); RMSEAfter that after retraining on train ∪ aug. With no
 	// test set (TestFrac 0, NoTest) they are the validation RMSEs.
@@ -240,8 +240,8 @@ type Report struct {
 	// at their best epochs.
 	ValRMSEBefore  float64 `json:"val_rmse_before"`
 	ValRMSEAfter   float64 `json:"val_rmse_after"`
-	Improved       bool    `json:"improved"`    // whether the augmentation lowered the RMSE: rmse_after < rmse_before
-	BestEpoch      int     `json:"best_epoch"`  // K, Θ's best checkpoint
+	Improved       bool    `json:"improved"`   // whether the augmentation lowered the RMSE: rmse_after < rmse_before
+	BestEpoch      int     `json:"best_epoch"` // K, Θ's best checkpoint
 	BestEpochAfter int     `json:"best_epoch_after"`
 	Backend        string  `json:"backend"`
 	Device         string  `json:"device"`
@@ -257,15 +257,15 @@ type Report struct {
 	Method         string  `json:"method"` // the cell maker (a Methods name)
 	// Variant is the -method name when it named one of Variants (e.g.
 	// dain-mix-avg, whose cell maker is dain-average with mix 0.5).
-	Variant        string  `json:"variant,omitempty"`
-	Model          string  `json:"model"`
-	Predictor      string  `json:"predictor"`
-	Influence      string  `json:"influence"`
-	InfLayers      string  `json:"influence_layers"`
-	Entity         string  `json:"entity"`
-	Draws          int     `json:"sample_draws"`
-	RejectObserved int     `json:"sample_rejected_observed"`
-	RejectRepeat   int     `json:"sample_rejected_repeated"`
+	Variant        string `json:"variant,omitempty"`
+	Model          string `json:"model"`
+	Predictor      string `json:"predictor"`
+	Influence      string `json:"influence"`
+	InfLayers      string `json:"influence_layers"`
+	Entity         string `json:"entity"`
+	Draws          int    `json:"sample_draws"`
+	RejectObserved int    `json:"sample_rejected_observed"`
+	RejectRepeat   int    `json:"sample_rejected_repeated"`
 	// EmbeddingOptimizer is the setting (auto, adam or sparse-adam);
 	// EmbeddingOptimizers what each model kind the run trains used.
 	EmbeddingOptimizer  string            `json:"embedding_optimizer"`

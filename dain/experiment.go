@@ -68,10 +68,10 @@ type Experiment struct {
 	// onRetrained, if not nil, sees every model Downstream trains (OnRetrained).
 	onRetrained func(*nn.Net) error
 	// keep gathers what Config.Keep asks Run for; nil outside Run.
-	keep *kept
-	owned       []compute.F32 // score buffers the experiment frees
-	start       time.Time
-	ck          *checkpointer // nil unless the run is checkpointed (RunCheckpointed)
+	keep  *kept
+	owned []compute.F32 // score buffers the experiment frees
+	start time.Time
+	ck    *checkpointer // nil unless the run is checkpointed (RunCheckpointed)
 	// single: the experiment runs one configuration (Run), so the
 	// buffers of a stage are freed once no later stage of it needs them
 	// (shed, release).
