@@ -17,19 +17,24 @@ type kept struct {
 	importance [][]float64
 }
 
-// checkKeep reports a Keep the method cannot give: cell scores from a
-// method that computes none, entity importance from one that draws no
-// entity.
-func (c Config) checkKeep() error {
-	var cells, entity bool
+// Computes reports whether c's method computes cell scores (it has an
+// influence step) and entity importance (it draws entities by importance),
+// which Keep.Scores and Keep.Importance need.
+func (c Config) Computes() (scores, importance bool) {
 	walk(c.Pipeline().Cells, map[stage]bool{}, func(s stage) {
 		switch s.(type) {
 		case CellImportance:
-			cells = true
+			scores = true
 		case EntityImportance:
-			entity = true
+			importance = true
 		}
 	})
+	return scores, importance
+}
+
+// checkKeep reports a Keep the method cannot give (Computes).
+func (c Config) checkKeep() error {
+	cells, entity := c.Computes()
 	switch {
 	case c.Keep.Scores && !cells:
 		return fmt.Errorf("dain: method %s scores no cell (no influence step): there are no cell scores to write", c.Method)

@@ -122,6 +122,28 @@ const double  *dainx_result_values(const dainx_result *r);  /* count; NULL if co
 const char    *dainx_result_report(const dainx_result *r);  /* the JSON report, NUL-terminated */
 void           dainx_result_free(dainx_result *r);          /* NULL is fine */
 
+/* The influence outputs of a dainx_augment result (what the options
+ * "scores-out" and "importance-out" write to files), for a method that
+ * computes them (dain and its ablations, near-cells, degree for the
+ * importance); counts are 0 and pointers NULL otherwise, and for results
+ * of dainx_read.
+ *
+ * Cell scores: one per training cell, in the training set's order (the
+ * "split-out" option's train.tsv): the cell's indices (score_count*order,
+ * 0-based, row-major) and value, α_z (the importance the entity
+ * aggregation used: |S_z|, or max(S_z, 0) with "sign":"positive") and
+ * the signed TracIn sum S_z (Oh et al., eq. 5 without |·|). */
+int64_t        dainx_result_score_count(const dainx_result *r);
+const int32_t *dainx_result_score_indices(const dainx_result *r);
+const double  *dainx_result_score_values(const dainx_result *r);
+const float   *dainx_result_alpha(const dainx_result *r);
+const float   *dainx_result_scores(const dainx_result *r);
+/* Entity importance of mode (0-based): returns the mode's entity count and
+ * sets *imp (if imp is not NULL) to its importances, which sum to 1 (the
+ * distribution the alias tables draw from; eq. 6 with -temperature and
+ * -mix applied); 0 and NULL when there is none or mode is out of range. */
+int64_t        dainx_result_importance(const dainx_result *r, int32_t mode, const double **imp);
+
 #ifdef __cplusplus
 }
 #endif

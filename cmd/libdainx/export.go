@@ -43,8 +43,10 @@ func dainxGoAugment(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_
 		if err != nil {
 			return err
 		}
-		r, err = newResult(res.aug.Idx, res.aug.Val, int(order), res.report)
-		return err
+		if r, err = newResult(res.aug.Idx, res.aug.Val, int(order), res.report); err != nil {
+			return err
+		}
+		return addInfluence(r, res)
 	})
 	return finish(err, out, r)
 }
@@ -104,6 +106,35 @@ func newResult(idx []int32, val []float64, order int, report []byte) (*C.dainx_r
 		copy(unsafe.Slice((*byte)(unsafe.Pointer(r.report)), len(report)), report)
 	}
 	return r, nil
+}
+
+// addInfluence copies res's cell scores and entity importance into r.
+func addInfluence(r *C.dainx_result, res *augmentResult) error {
+	oom := &libError{codeRun, "dainx: out of memory for the result"}
+	if s := res.scores; s != nil && len(s.Alpha) > 0 {
+		n := len(s.Alpha)
+		if C.dainx__result_scores(r, C.int64_t(n)) != 0 {
+			return oom
+		}
+		copy(unsafe.Slice((*int32)(unsafe.Pointer(r.score_idx)), len(s.Cells.Idx)), s.Cells.Idx)
+		copy(unsafe.Slice((*float64)(unsafe.Pointer(r.score_val)), n), s.Cells.Val)
+		copy(unsafe.Slice((*float32)(unsafe.Pointer(r.alpha)), n), s.Alpha)
+		copy(unsafe.Slice((*float32)(unsafe.Pointer(r.score)), n), s.S)
+	}
+	if imp := res.importance; len(imp) == int(r.order) {
+		lens := make([]C.int64_t, len(imp))
+		for n, m := range imp {
+			lens[n] = C.int64_t(len(m))
+		}
+		if C.dainx__result_importance(r, &lens[0]) != 0 {
+			return oom
+		}
+		off := unsafe.Slice((*int64)(unsafe.Pointer(r.imp_off)), len(imp)+1)
+		for n, m := range imp {
+			copy(unsafe.Slice((*float64)(unsafe.Pointer(r.imp)), off[len(imp)])[off[n]:off[n+1]], m)
+		}
+	}
+	return nil
 }
 
 // finish stores err as the thread's last error and returns its code, or

@@ -230,6 +230,9 @@ var augmentSkip = map[string]string{
 type augmentResult struct {
 	aug    *tensor.COO
 	report []byte // the JSON report, as `dainx augment` prints it
+	// scores and importance, when the method computes them.
+	scores     *dain.CellScores
+	importance [][]float64
 }
 
 // augment is `dainx augment` on t with the options (a JSON object of flag
@@ -263,6 +266,9 @@ func augment(t *tensor.COO, options string, stderr io.Writer) (*augmentResult, e
 			return nil, inputErr("cannot write %s: directory %s does not exist", p, filepath.Dir(p))
 		}
 	}
+	// The library's result always carries the influence outputs a method
+	// computes (dainx_result_scores, dainx_result_importance).
+	a.Config.Keep.Scores, a.Config.Keep.Importance = a.Config.Computes()
 	be, err := cli.Open(&a.In, stderr)
 	if err != nil {
 		return nil, err
@@ -291,7 +297,7 @@ func augment(t *tensor.COO, options string, stderr io.Writer) (*augmentResult, e
 			return nil, err
 		}
 	}
-	return &augmentResult{aug: res.Aug, report: js}, nil
+	return &augmentResult{aug: res.Aug, report: js, scores: res.Scores, importance: res.Importance}, nil
 }
 
 // outputFormat is the format of "output": "format" if given, else by the

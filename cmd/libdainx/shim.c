@@ -109,10 +109,65 @@ const int32_t *dainx_result_indices(const dainx_result *r) { return r ? r->idx :
 const double *dainx_result_values(const dainx_result *r) { return r ? r->val : NULL; }
 const char *dainx_result_report(const dainx_result *r) { return r ? r->report : ""; }
 
+int64_t dainx_result_score_count(const dainx_result *r) { return r ? r->n_scores : 0; }
+const int32_t *dainx_result_score_indices(const dainx_result *r) { return r ? r->score_idx : NULL; }
+const double *dainx_result_score_values(const dainx_result *r) { return r ? r->score_val : NULL; }
+const float *dainx_result_alpha(const dainx_result *r) { return r ? r->alpha : NULL; }
+const float *dainx_result_scores(const dainx_result *r) { return r ? r->score : NULL; }
+
+int64_t dainx_result_importance(const dainx_result *r, int32_t mode, const double **imp) {
+	if (imp != NULL) *imp = NULL;
+	if (r == NULL || r->imp_off == NULL || mode < 0 || mode >= r->order) return 0;
+	if (imp != NULL) *imp = r->imp + r->imp_off[mode];
+	return r->imp_off[mode + 1] - r->imp_off[mode];
+}
+
+int dainx__result_scores(dainx_result *r, int64_t n) {
+	if (n <= 0) return 0;
+	int32_t *idx = malloc((size_t)n * (size_t)r->order * sizeof(int32_t));
+	double *val = malloc((size_t)n * sizeof(double));
+	float *alpha = malloc((size_t)n * sizeof(float));
+	float *score = malloc((size_t)n * sizeof(float));
+	if (idx == NULL || val == NULL || alpha == NULL || score == NULL) {
+		free(idx);
+		free(val);
+		free(alpha);
+		free(score);
+		return -1;
+	}
+	r->n_scores = n;
+	r->score_idx = idx;
+	r->score_val = val;
+	r->alpha = alpha;
+	r->score = score;
+	return 0;
+}
+
+int dainx__result_importance(dainx_result *r, const int64_t *lens) {
+	int64_t *off = malloc(((size_t)r->order + 1) * sizeof(int64_t));
+	if (off == NULL) return -1;
+	off[0] = 0;
+	for (int32_t n = 0; n < r->order; n++) off[n + 1] = off[n] + lens[n];
+	double *imp = malloc((size_t)(off[r->order] > 0 ? off[r->order] : 1) * sizeof(double));
+	if (imp == NULL) {
+		free(off);
+		return -1;
+	}
+	r->imp_off = off;
+	r->imp = imp;
+	return 0;
+}
+
 void dainx_result_free(dainx_result *r) {
 	if (r == NULL) return;
 	free(r->idx);
 	free(r->val);
 	free(r->report);
+	free(r->score_idx);
+	free(r->score_val);
+	free(r->alpha);
+	free(r->score);
+	free(r->imp_off);
+	free(r->imp);
 	free(r);
 }

@@ -15,6 +15,17 @@ struct dainx_result {
 	int32_t *idx;  /* count*order, NULL when count is 0 */
 	double *val;   /* count, NULL when count is 0 */
 	char *report;  /* NUL-terminated */
+	/* The training cells' scores (dainx_augment of a method that scores
+	 * cells), all NULL and n_scores 0 otherwise. */
+	int64_t n_scores;
+	int32_t *score_idx; /* n_scores*order */
+	double *score_val;  /* n_scores */
+	float *alpha;       /* n_scores */
+	float *score;       /* n_scores */
+	/* Entity importance: mode n's dims[n] values are imp[imp_off[n] ..
+	 * imp_off[n+1]-1]; imp_off NULL when the method draws no entity. */
+	int64_t *imp_off;   /* order+1 */
+	double *imp;
 };
 
 /* dainx__set_error stores msg (n bytes, not NUL-terminated) as the calling
@@ -24,5 +35,13 @@ void dainx__set_error(const char *msg, size_t n);
 /* dainx__result_new allocates a result for count cells of order indices and
  * a report of report_len bytes (+1 for the NUL); NULL when out of memory. */
 dainx_result *dainx__result_new(int64_t count, int32_t order, size_t report_len);
+
+/* dainx__result_scores allocates r's score arrays for n cells; 0 on
+ * success, -1 when out of memory (r unchanged then). */
+int dainx__result_scores(dainx_result *r, int64_t n);
+
+/* dainx__result_importance allocates r's importance arrays for modes of
+ * lens[0..order-1] entities; 0 on success, -1 when out of memory. */
+int dainx__result_importance(dainx_result *r, const int64_t *lens);
 
 #endif

@@ -279,6 +279,76 @@ static void test_files(const char *dir) {
 	printf("ok   files: tsv, tns, bin, gzip round trips; missing file and bad line are errors\n");
 }
 
+/* test_influence: the result's cell scores and entity importance equal
+ * what the options "scores-out" and "importance-out" write, α = |S|, each
+ * mode's importance sums to 1; a method without them gives none. */
+static void test_influence(const char *opts7, const char *opts8, const char *dir) {
+	char opts[4096], sp[1024], ip[1024];
+	snprintf(sp, sizeof sp, "%s/scores.tsv", dir);
+	snprintf(ip, sizeof ip, "%s/imp.tsv", dir);
+	snprintf(opts, sizeof opts, "%.*s,\"scores-out\":\"%s\",\"importance-out\":\"%s\"}", (int)strlen(opts7) - 1, opts7, sp, ip);
+	dainx_result *r = NULL;
+	int rc = dainx_augment(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                       dainx_result_order(tensor), opts, &r);
+	CHECK(rc == DAINX_OK, "dainx_augment with scores-out: %d %s", rc, dainx_last_error());
+	if (rc != DAINX_OK) return;
+	int32_t order = dainx_result_order(r);
+	int64_t n = dainx_result_score_count(r);
+	const int32_t *si = dainx_result_score_indices(r);
+	const double *sv = dainx_result_score_values(r);
+	const float *alpha = dainx_result_alpha(r), *score = dainx_result_scores(r);
+	CHECK(n > 0 && si && sv && alpha && score, "no scores (%lld)", (long long)n);
+	FILE *f = fopen(sp, "r");
+	CHECK(f != NULL, "no %s", sp);
+	char line[1024];
+	int64_t k = -1, bad = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		if (k++ < 0) continue; /* header */
+		if (k > n) { bad++; break; }
+		char *p = line;
+		for (int32_t m = 0; m < order; m++) bad += strtol(p, &p, 10) != si[(k - 1) * order + m];
+		bad += strtod(p, &p) != sv[k - 1];
+		bad += strtof(p, &p) != alpha[k - 1];
+		bad += strtof(p, &p) != score[k - 1];
+		bad += alpha[k - 1] != fabsf(score[k - 1]);
+	}
+	if (f) fclose(f);
+	CHECK(k == n && bad == 0, "scores: %lld lines for %lld cells, %lld mismatches", (long long)k, (long long)n, (long long)bad);
+	f = fopen(ip, "r");
+	CHECK(f != NULL, "no %s", ip);
+	int64_t lines = 0;
+	double sum[8] = {0};
+	bad = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		if (lines++ == 0) continue;
+		char *p = line;
+		long mode = strtol(p, &p, 10), idx = strtol(p, &p, 10);
+		double x = strtod(p, &p);
+		const double *imp = NULL;
+		int64_t len = dainx_result_importance(r, (int32_t)mode - 1, &imp);
+		bad += !(idx >= 0 && idx < len && imp[idx] == x);
+		if (mode >= 1 && mode <= 8) sum[mode - 1] += x;
+	}
+	if (f) fclose(f);
+	int64_t total = 0;
+	for (int32_t m = 0; m < order; m++) {
+		total += dainx_result_importance(r, m, NULL);
+		CHECK(fabs(sum[m] - 1) < 1e-9, "mode %d: importance sums to %g", m + 1, sum[m]);
+	}
+	CHECK(lines - 1 == total && bad == 0, "importance: %lld lines for %lld entities, %lld mismatches", (long long)lines - 1, (long long)total, (long long)bad);
+	const double *none = (const double *)1;
+	CHECK(dainx_result_importance(r, order, &none) == 0 && none == NULL, "mode out of range");
+	dainx_result_free(r);
+	r = NULL;
+	rc = dainx_augment(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                   dainx_result_order(tensor), opts8, &r);
+	CHECK(rc == DAINX_OK && dainx_result_score_count(r) == 0 && dainx_result_alpha(r) == NULL &&
+	          dainx_result_importance(r, 0, NULL) == 0,
+	      "method random: scores or importance present (%s)", dainx_last_error());
+	dainx_result_free(r);
+	printf("ok   influence: %lld cell scores and %lld entity importances equal the files\n", (long long)n, (long long)total);
+}
+
 int main(int argc, char **argv) {
 	if (argc != 8) {
 		fprintf(stderr, "usage: %s TENSOR OPTS7 BIN_AUG7 BIN_REPORT7 OPTS8 BIN_AUG8 TMPDIR\n", argv[0]);
@@ -295,6 +365,7 @@ int main(int argc, char **argv) {
 	test_bad_input();
 	test_threads(argv[2], argv[3], argv[5], argv[6]);
 	test_files(argv[7]);
+	test_influence(argv[2], argv[5], argv[7]);
 	test_signals();
 	dainx_result_free(tensor);
 	if (failures) {
