@@ -28,7 +28,14 @@ test), scores every training cell by TracIn influence on the validation loss,
 aggregates the scores into entity importance, draws ratio × |train| new cells
 from the important entities with alias tables, predicts their values (CoSTCo),
 retrains a fresh MLP on train ∪ new cells and reports the test RMSE before and
-after. -method runs a baseline instead.
+after. -method runs a baseline or an ablation instead (the names of dainx
+eval's -methods).
+
+-test-frac 0 is the production mode: every observed cell trains or
+validates, the report's RMSEs are validation RMSEs ("no_test": true), and
+no new cell lands on an observed cell. -model-out keeps the retrained model
+for dainx predict; -scores-out, -importance-out and -split-out write what
+the run computed on the way.
 
 The JSON report goes to standard output; progress goes to standard error.
 
