@@ -88,6 +88,12 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.TestFrac == 0 {
+		return nil, fmt.Errorf("dain: test fraction 0 (the production mode) runs in one process only, for now")
+	}
+	if k := cfg.Keep; k.Split || k.Scores || k.Importance || k.Model != nil {
+		return nil, fmt.Errorf("dain: a distributed run keeps no split, scores, importance or models (Config.Keep), for now")
+	}
 	if err := DistSupported(cfg); err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
 	}

@@ -83,6 +83,9 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("repeats %d: want ≥ 1", s.Repeats)
 	}
 	b := s.Base
+	if b.TestFrac == 0 {
+		return fmt.Errorf("test fraction 0: an evaluation compares test RMSEs and needs a test set (-test-frac 0 is dainx augment's production mode)")
+	}
 	return b.Validate()
 }
 
