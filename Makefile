@@ -30,8 +30,14 @@ help:
 	@echo "make test-embed     the C API tests, the Python tests and the examples on the CPU (what CI runs after make test)"
 	@echo "make test-mpi       the -dist mpi tests under mpiexec -n 1, 2 and 3 (needs MPI: apt-get install mpich; MPIEXEC=mpiexec.openmpi for Open MPI)"
 
+# VERSION_STAMP is the version the builds carry (internal/version): the
+# release number and the commit, .dirty when the tree has changes; empty
+# outside a git checkout, where the build's own VCS information is used.
+VERSION_STAMP := $(shell git rev-parse --short=12 HEAD 2>/dev/null | sed "s/^/$$(sed -n 's/^const Base = \"\(.*\)\"/\1/p' internal/version/version.go)+/")$(shell git diff --quiet HEAD -- 2>/dev/null || echo .dirty)
+VERSION_LDFLAGS := $(if $(VERSION_STAMP),-X github.com/dainx/dainx/internal/version.Stamp=$(VERSION_STAMP))
+
 build:
-	CGO_ENABLED=0 $(GO) build -o dainx ./cmd/dainx
+	CGO_ENABLED=0 $(GO) build -ldflags="$(VERSION_LDFLAGS)" -o dainx ./cmd/dainx
 
 # make demo: the main job, `dainx augment` with default flags on the
 # embedded demo tensor (about a minute on two cores); the JSON report goes

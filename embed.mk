@@ -33,7 +33,7 @@ lib: $(BUILD)/lib/libdainx.so $(BUILD)/include/dainx.h $(BUILD)/lib/pkgconfig/da
 # changed take a second.
 $(BUILD)/lib/libdainx.so: FORCE
 	@mkdir -p $(@D)
-	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,libdainx.so -o $@ ./cmd/libdainx
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -ldflags="-extldflags=-Wl,-soname,libdainx.so $(VERSION_LDFLAGS)" -o $@ ./cmd/libdainx
 	@rm -f $(BUILD)/lib/libdainx.h  # cgo's generated header; dainx.h is the API
 
 $(BUILD)/include/dainx.h: cmd/libdainx/dainx.h
@@ -43,7 +43,7 @@ $(BUILD)/include/dainx.h: cmd/libdainx/dainx.h
 # dainx.pc for the build tree (prefix = build/); install writes one for PREFIX.
 dainx_pc = printf '%s\n' 'prefix=$(1)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
 	'Name: dainx' 'Description: DAIN, influence-guided tensor augmentation, as a C library' \
-	'Version: 0.1.0' 'Libs: -L$${libdir} -ldainx' 'Cflags: -I$${includedir}'
+	'Version: 0.6.0' 'Libs: -L$${libdir} -ldainx' 'Cflags: -I$${includedir}'
 
 $(BUILD)/lib/pkgconfig/dainx.pc: embed.mk
 	@mkdir -p $(@D)
@@ -71,7 +71,7 @@ python: lib
 
 # The dainx binary is always built without cgo (purego loads CUDA).
 build-dainx:
-	CGO_ENABLED=0 $(GO) build -o dainx ./cmd/dainx
+	CGO_ENABLED=0 $(GO) build -ldflags="$(VERSION_LDFLAGS)" -o dainx ./cmd/dainx
 
 test-lib: lib build-dainx
 	CC=$(CC) cmd/libdainx/ctest/run.sh

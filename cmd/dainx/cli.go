@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	dxversion "github.com/dainx/dainx/internal/version"
 	"io"
-	"runtime/debug"
 )
 
 // Exit codes.
@@ -55,16 +55,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				return s.Value
-			}
-		}
-		if bi.Main.Version != "" {
-			return bi.Main.Version
-		}
-	}
-	return "(devel)"
-}
+func version() string { return dxversion.String() }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	dxversion "github.com/dainx/dainx/internal/version"
 	"io"
 	"math"
 	"os"
@@ -61,19 +62,7 @@ func message(err error) string {
 }
 
 // version is what `dainx version` prints after "dainx ".
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				return s.Value
-			}
-		}
-		if bi.Main.Version != "" {
-			return bi.Main.Version
-		}
-	}
-	return "(devel)"
-}
+func version() string { return dxversion.String() }
 
 // buildTensor checks nnz cells of order indices (idx, row-major, 0-based)
 // and values and returns them as a COO whose Dims are the largest index of

@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 
-__all__ = ["augment", "read", "write", "version", "library_path"]
+__all__ = ["augment", "read", "write", "version", "library_path", "__version__"]
 
 _EINPUT, _ERUN = 1, 2
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -69,8 +69,12 @@ _lib.dainx_result_free.argtypes = [_p]
 
 
 def version():
-    """The library's version (the git revision it was built from)."""
+    """The library's version: the release number and the commit it was
+    built from (e.g. ``0.6.0+a97d1d9a299c``), as ``dainx version`` prints it."""
     return _lib.dainx_version().decode()
+
+
+__version__ = version()
 
 
 def _check(rc):

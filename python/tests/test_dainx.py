@@ -44,7 +44,12 @@ class Dainx(unittest.TestCase):
         return idx, val, json.loads(rep)
 
     def test_version(self):
-        self.assertTrue(dainx.version())
+        # The package's, the library's and the binary's version are one.
+        v = dainx.version()
+        self.assertEqual(dainx.__version__, v)
+        self.assertNotIn("devel", v)
+        out = subprocess.run([BIN, "version"], check=True, stdout=subprocess.PIPE).stdout.decode().split()
+        self.assertEqual(out, ["dainx", v])
 
     def test_read(self):
         self.assertEqual(self.idx.shape, (4000, 3))
