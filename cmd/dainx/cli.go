@@ -23,6 +23,7 @@ Usage:
   dainx eval [flags]      compare methods over augmentation ratios and repeats, with statistics and plots
   dainx synth [flags]     write a synthetic tensor built from random factor matrices
   dainx convert [flags]   convert a tensor between tsv, tns and SPLATT .bin, and index bases
+  dainx predict [flags]   predict cells with a model saved by augment -model-out
   dainx version           print the version
   dainx help              print this help
 
@@ -41,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return evalCmd(args[1:], stdout, stderr)
 	case "synth":
 		return synth(args[1:], stdout, stderr)
+	case "predict":
+		return predict(args[1:], stdout, stderr)
 	case "convert":
 		return convert(args[1:], stdout, stderr)
 	case "version", "-version", "--version":

@@ -1,15 +1,35 @@
 package main
 
 import (
-	"fmt"
+	"os"
 
 	"github.com/dainx/dainx/internal/cli"
+	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/nn"
 )
 
-// modelSaver returns the dain.Keep.Model function of -model-out.
+// modelSaver returns the dain.Keep.Model function of -model-out: Θ′ as
+// DIR/model.{safetensors,json}, Θ as theta.*, the predictor as predictor.*.
 func modelSaver(a *cli.Augment, base int) func(role string, net *nn.Net) error {
 	return func(role string, net *nn.Net) error {
-		return fmt.Errorf("-model-out: not built yet")
+		if err := os.MkdirAll(a.Out.ModelOut, 0o755); err != nil {
+			return err
+		}
+		c := a.Config
+		name := map[string]string{"theta-prime": "model", "theta": "theta", "predictor": "predictor"}[role]
+		meta := model.Meta{Version: version(), Role: role, IndexBase: base, Training: map[string]any{
+			"seed": c.Seed, "epochs": c.Epochs, "batch": c.Batch, "lr": c.LR, "patience": c.Patience, "ratio": c.Ratio,
+			"method": a.Method, "embedding-optimizer": c.EmbeddingOptimizer, "test-frac": c.TestFrac, "val-frac": c.ValFrac,
+		}}
+		if net.Kind() == "mlp" {
+			meta.Layers = c.Layers
+			if meta.Layers == nil {
+				meta.Layers = nn.DefaultLayers(net.Order())
+			}
+		} else {
+			meta.Rank, meta.Channels = c.Rank, c.Channels
+			meta.Training["costco-lr"], meta.Training["costco-batch"] = c.CoSTCoLR, c.CoSTCoBatch
+		}
+		return model.Save(a.Out.ModelOut, name, net, meta)
 	}
 }
