@@ -88,7 +88,7 @@ func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, stdout
 	defer be.Close()
 	base := cli.Base(in.IndexBase, format)
 	if a.Out.ModelOut != "" {
-		cfg.Keep.Model = modelSaver(a, base)
+		cfg.Keep.Model = cli.ModelSaver(a, base, version())
 	}
 	res, err := ck.run(ctx, t, cfg, be, name)
 	if err != nil {

@@ -67,7 +67,8 @@ typedef struct dainx_result dainx_result;
  * indices should be dense (0..n-1 in each mode).
  *
  * options: NULL or "", or a JSON object whose keys are `dainx augment` flag
- * names without the dash and whose values are what the flag accepts, as JSON
+ * names without the dash (so "model-out", "scores-out", "split-out",
+ * "importance-out" save what the command line saves) and whose values are what the flag accepts, as JSON
  * numbers, strings or booleans, e.g.
  *   {"ratio":0.5,"seed":7,"layers":"48,16","epochs":3,"backend":"cpu","quiet":true}
  * Every flag is accepted except "input" (the cells come from idx and val);
@@ -112,6 +113,21 @@ int dainx_read(const char *path, const char *options, dainx_result **out);
  * cells are checked as dainx_augment checks them (DAINX_EINPUT). */
 int dainx_write(const char *path, const int32_t *idx, const double *val,
                 int64_t nnz, int32_t order, const char *options);
+
+/* dainx_predict predicts nnz cells (idx nnz*order int32, 0-based,
+ * row-major) with a model saved by `dainx augment -model-out DIR` (or the
+ * option "model-out"): model is DIR (its model.json, the retrained model
+ * Θ′) or a NAME.json / NAME.safetensors path (docs/model-format.md).
+ * options: NULL, "" or a JSON object with "backend" ("cpu", the default,
+ * "cuda" or "auto") and "batch" (cells per forward pass, 4096). On success
+ * *out holds the query cells with their predicted values (on the CPU, bit
+ * for bit what the model gave during `dainx augment`) and a JSON report
+ * ({"model", "n_cells", "kind", "role", "trained_by", "version", …}).
+ * Errors: DAINX_EINPUT for a missing or malformed model (the message names
+ * the file and what is wrong), an order other than the model's, an index
+ * outside the model's modes (naming the cell); DAINX_ERUN otherwise. */
+int dainx_predict(const char *model, const int32_t *idx, int64_t nnz, int32_t order, const char *options,
+                  dainx_result **out);
 
 /* Accessors. r must be a result from this library (not NULL, except for
  * dainx_result_free). The arrays are owned by r. */

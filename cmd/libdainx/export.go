@@ -77,6 +77,24 @@ func dainxGoWrite(path *C.char, idx *C.int32_t, val *C.double, nnz C.int64_t, or
 	return finish(err, nil, nil)
 }
 
+//export dainxGoPredict
+func dainxGoPredict(path *C.char, idx *C.int32_t, nnz C.int64_t, order C.int32_t, options *C.char, out **C.dainx_result) C.int {
+	var r *C.dainx_result
+	err := safely(func() error {
+		if order <= 0 || nnz <= 0 || int64(nnz) > maxCells/int64(order) {
+			return inputErr("nnz %d, order %d: want ≥ 1 cell of order ≥ 1", nnz, order)
+		}
+		is := unsafe.Slice((*int32)(unsafe.Pointer(idx)), int(nnz)*int(order))
+		vals, report, err := predictCells(C.GoString(path), is, int(nnz), int(order), goString(options))
+		if err != nil {
+			return err
+		}
+		r, err = newResult(is, vals, int(order), report)
+		return err
+	})
+	return finish(err, out, r)
+}
+
 // cells returns views of the caller's arrays, after checking the sizes.
 func cells(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_t) ([]int32, []float64, error) {
 	switch {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/cli"
+	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -237,9 +238,7 @@ func augment(t *tensor.COO, options string, stderr io.Writer) (*augmentResult, e
 	if err := a.Finish(fs, stderr); err != nil {
 		return nil, inputErr("%v", strings.TrimPrefix(err.Error(), "usage: "))
 	}
-	if a.Out.ModelOut != "" {
-		return nil, inputErr("option \"model-out\" is not available in the library yet; use the dainx command")
-	}
+
 	if err := cli.CheckLayers(&a.Config, t.Order()); err != nil {
 		return nil, err
 	}
@@ -263,6 +262,9 @@ func augment(t *tensor.COO, options string, stderr io.Writer) (*augmentResult, e
 		return nil, err
 	}
 	defer be.Close()
+	if a.Out.ModelOut != "" {
+		a.Config.Keep.Model = cli.ModelSaver(a, cli.Base(a.In.IndexBase, format), version())
+	}
 	res, err := dain.Run(context.Background(), t, a.Config, be)
 	if err != nil {
 		return nil, err
@@ -396,4 +398,53 @@ func safely(f func() error) (err error) {
 		}
 	}()
 	return f()
+}
+
+// predictCells predicts n cells (idx, 0-based, row-major) with the model
+// saved at path (model.Load's paths); options: "backend" (default cpu) and
+// "batch" (cells per forward pass, default 4096), as `dainx predict`'s
+// flags. It returns the predictions and a JSON report.
+func predictCells(path string, idx []int32, n, order int, options string) ([]float64, []byte, error) {
+	fs := flag.NewFlagSet("dainx predict", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	backend := fs.String("backend", "cpu", "compute backend: cpu, cuda or auto")
+	batch := fs.Int("batch", 4096, "cells per forward pass")
+	if err := setOptions(fs, options, nil); err != nil {
+		return nil, nil, err
+	}
+	if *batch <= 0 {
+		return nil, nil, inputErr("option \"batch\": %d: want ≥ 1", *batch)
+	}
+	be, err := cli.Open(&cli.Input{Backend: *backend, Precision: "fp32", Quiet: true}, io.Discard)
+	if err != nil {
+		return nil, nil, inputErr("%v", err)
+	}
+	defer be.Close()
+	net, meta, err := model.Load(path, be, *batch)
+	if err != nil {
+		return nil, nil, inputErr("%v", err)
+	}
+	defer net.Free()
+	if order != meta.Order {
+		return nil, nil, inputErr("cells of order %d, the model's order is %d", order, meta.Order)
+	}
+	for k := 0; k < n; k++ {
+		for m, i := range idx[k*order : (k+1)*order] {
+			if i < 0 || int(i) >= meta.Dims[m] {
+				return nil, nil, inputErr("cell %d (row %d): index %d of mode %d is outside the model's 0…%d", k, k, i, m, meta.Dims[m]-1)
+			}
+		}
+	}
+	set := net.NewSet(idx, make([]float64, n))
+	defer set.Free()
+	p, err := net.Predict(set)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]float64, n)
+	for k, v := range p {
+		out[k] = float64(v)
+	}
+	js, err := json.Marshal(map[string]any{"model": path, "n_cells": n, "kind": meta.Kind, "role": meta.Role, "trained_by": meta.Version, "version": version(), "backend": be.Name()})
+	return out, js, err
 }

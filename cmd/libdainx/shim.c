@@ -103,6 +103,19 @@ int dainx_write(const char *path, const int32_t *idx, const double *val, int64_t
 	return dainxGoWrite((char *)path, (int32_t *)idx, (double *)val, nnz, order, (char *)options);
 }
 
+int dainx_predict(const char *model, const int32_t *idx, int64_t nnz, int32_t order, const char *options,
+                  dainx_result **out) {
+	if (out == NULL || model == NULL) {
+		set_error(out == NULL ? "dainx_predict: out is NULL" : "dainx_predict: model is NULL");
+		return DAINX_EINPUT;
+	}
+	if (nnz > 0 && order > 0 && idx == NULL) {
+		set_error("dainx_predict: idx is NULL");
+		return DAINX_EINPUT;
+	}
+	return dainxGoPredict((char *)model, (int32_t *)idx, nnz, order, (char *)options, out);
+}
+
 int64_t dainx_result_count(const dainx_result *r) { return r ? r->count : 0; }
 int32_t dainx_result_order(const dainx_result *r) { return r ? r->order : 0; }
 const int32_t *dainx_result_indices(const dainx_result *r) { return r ? r->idx : NULL; }

@@ -349,6 +349,46 @@ static void test_influence(const char *opts7, const char *opts8, const char *dir
 	printf("ok   influence: %lld cell scores and %lld entity importances equal the files\n", (long long)n, (long long)total);
 }
 
+/* test_predict: a model saved through the option "model-out", predicted by
+ * dainx_predict on the test cells "split-out" wrote, gives the report's
+ * rmse_after; a missing model and an out-of-range cell are DAINX_EINPUT. */
+static void test_predict(const char *opts7, const char *dir) {
+	char opts[4096], m[1024], test[1024];
+	snprintf(m, sizeof m, "%s/m", dir);
+	snprintf(test, sizeof test, "%s/split/test.tsv", dir);
+	snprintf(opts, sizeof opts, "%.*s,\"model-out\":\"%s\",\"split-out\":\"%s/split\"}", (int)strlen(opts7) - 1, opts7, m, dir);
+	dainx_result *r = NULL, *t = NULL, *p = NULL;
+	int rc = dainx_augment(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                       dainx_result_order(tensor), opts, &r);
+	CHECK(rc == DAINX_OK, "dainx_augment with model-out: %d %s", rc, dainx_last_error());
+	if (rc != DAINX_OK) return;
+	double after = strtod(field(dainx_result_report(r), "rmse_after"), NULL);
+	t = read_or_die(test);
+	rc = dainx_predict(m, dainx_result_indices(t), dainx_result_count(t), dainx_result_order(t), "{\"backend\":\"cpu\"}", &p);
+	CHECK(rc == DAINX_OK, "dainx_predict: %d %s", rc, dainx_last_error());
+	if (rc == DAINX_OK) {
+		double se = 0;
+		const double *want = dainx_result_values(t), *got = dainx_result_values(p);
+		for (int64_t k = 0; k < dainx_result_count(t); k++) se += (got[k] - want[k]) * (got[k] - want[k]);
+		double rmse = sqrt(se / (double)dainx_result_count(t));
+		/* the run differences values in float32: agreement to float32 rounding */
+		CHECK(fabs(rmse - after) <= 1e-6 * after, "predicted test RMSE %.17g, the run's rmse_after %.17g", rmse, after);
+		printf("ok   predict: a saved model's test RMSE %.6f is the run's rmse_after\n", rmse);
+		dainx_result_free(p);
+	}
+	p = NULL;
+	snprintf(m, sizeof m, "%s/none", dir);
+	CHECK(dainx_predict(m, dainx_result_indices(t), dainx_result_count(t), dainx_result_order(t), NULL, &p) == DAINX_EINPUT &&
+	          p == NULL && strstr(dainx_last_error(), "none") != NULL,
+	      "missing model: %s", dainx_last_error());
+	int32_t far[3] = {0, 1 << 30, 0};
+	snprintf(m, sizeof m, "%s/m", dir);
+	CHECK(dainx_predict(m, far, 1, 3, NULL, &p) == DAINX_EINPUT && strstr(dainx_last_error(), "outside") != NULL,
+	      "out-of-range cell: %s", dainx_last_error());
+	dainx_result_free(t);
+	dainx_result_free(r);
+}
+
 int main(int argc, char **argv) {
 	if (argc != 8) {
 		fprintf(stderr, "usage: %s TENSOR OPTS7 BIN_AUG7 BIN_REPORT7 OPTS8 BIN_AUG8 TMPDIR\n", argv[0]);
@@ -366,6 +406,7 @@ int main(int argc, char **argv) {
 	test_threads(argv[2], argv[3], argv[5], argv[6]);
 	test_files(argv[7]);
 	test_influence(argv[2], argv[5], argv[7]);
+	test_predict(argv[2], argv[7]);
 	test_signals();
 	dainx_result_free(tensor);
 	if (failures) {

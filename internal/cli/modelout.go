@@ -1,23 +1,24 @@
-package main
+package cli
 
 import (
 	"os"
 
-	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/nn"
 )
 
-// modelSaver returns the dain.Keep.Model function of -model-out: Θ′ as
-// DIR/model.{safetensors,json}, Θ as theta.*, the predictor as predictor.*.
-func modelSaver(a *cli.Augment, base int) func(role string, net *nn.Net) error {
+// ModelSaver returns the dain.Keep.Model function of -model-out: Θ′ as
+// DIR/model.{safetensors,json}, Θ as theta.*, the predictor as
+// predictor.* (package model), with the run's settings, the index base of
+// its cells and the program's version in the metadata.
+func ModelSaver(a *Augment, base int, version string) func(role string, net *nn.Net) error {
 	return func(role string, net *nn.Net) error {
 		if err := os.MkdirAll(a.Out.ModelOut, 0o755); err != nil {
 			return err
 		}
 		c := a.Config
 		name := map[string]string{"theta-prime": "model", "theta": "theta", "predictor": "predictor"}[role]
-		meta := model.Meta{Version: version(), Role: role, IndexBase: base, Training: map[string]any{
+		meta := model.Meta{Version: version, Role: role, IndexBase: base, Training: map[string]any{
 			"seed": c.Seed, "epochs": c.Epochs, "batch": c.Batch, "lr": c.LR, "patience": c.Patience, "ratio": c.Ratio,
 			"method": a.Method, "embedding-optimizer": c.EmbeddingOptimizer, "test-frac": c.TestFrac, "val-frac": c.ValFrac,
 		}}
