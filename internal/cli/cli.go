@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -231,7 +232,7 @@ func OpenBackend(name string, device int, precision string) (compute.Backend, st
 			return be, "chosen automatically: " + be.Device(), nil
 		}
 		cb := cpu.New()
-		why := fmt.Sprintf("chosen automatically, CUDA unavailable (%v); %s", err, cb.Device())
+		why := fmt.Sprintf("chosen automatically, CUDA unavailable (%s); %s", shortCUDAError(err), cb.Device())
 		if prec != compute.FP32 {
 			why += "; fp32 instead of -precision " + prec.String()
 		}
@@ -239,6 +240,17 @@ func OpenBackend(name string, device int, precision string) (compute.Backend, st
 	default:
 		return nil, "", fmt.Errorf("%w: -backend %q: want auto, cpu or cuda", ErrUsage, name)
 	}
+}
+
+// shortCUDAError is err in one short clause: "no CUDA driver found" for a
+// machine without libcuda (the paths tried, hundreds of characters, are
+// printed with DAINX_VERBOSE=1), else err's message.
+func shortCUDAError(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "no CUDA driver: tried"); i >= 0 && os.Getenv("DAINX_VERBOSE") != "1" {
+		return "no CUDA driver found; DAINX_VERBOSE=1 lists the paths tried"
+	}
+	return msg
 }
 
 // Open opens the backend f names and, unless f.Quiet, says on stderr which
