@@ -19,7 +19,7 @@ import (
 // This file is the one place that lists DAIN's ablated steps, their
 // variants and the named methods built from them. Config.Validate, the
 // command line's help and `dainx eval`'s method list are generated from it.
-// The README's "Adding an ablation" shows how to extend it.
+// docs/design.md ("Adding an ablation") shows how to extend it.
 
 // Choice is one accepted value of a Config field that picks the variant of
 // a step, with its help text and the stage it builds. B is the builder's

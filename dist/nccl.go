@@ -20,7 +20,7 @@ import (
 // the driver API's CUstream.
 //
 // This path has been compiled, not yet run: no GPU was available when it
-// was written (see the README's cluster section).
+// was written (see docs/mpi.md).
 const (
 	ncclLibrary      = "libnccl.so.2"
 	ncclUniqueIDSize = 128
