@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ func predict(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dainx predict", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("model", "", "saved model: a -model-out `directory` (its model.json, Θ′), or a NAME.json / NAME.safetensors of one")
-	cells := fs.String("cells", "", "the cells to predict: a tensor `file` as dainx augment reads (tsv, tns, bin, gzip); its values give the RMSE")
+	cells := fs.String("cells", "", "the cells to predict: a `file` of N indices per line (tab- or space-separated, # comments, gzip detected), optionally followed by a value, which gives the RMSE; or a tensor file of any format dainx augment reads (-format bin)")
 	output := fs.String("output", "", "write the cells and their predicted values to this `file` (tab-separated, the cells' index base; gzip if it ends in .gz), written atomically; default standard output")
 	report := fs.String("report", "", "write the JSON report (number of cells, RMSE against the file's values, versions) to this `file`; it always goes to standard error")
 	format := fs.String("format", "", "`format` of -cells: tsv, tns or bin; empty: by extension")
@@ -83,22 +84,11 @@ func runPredict(path, cells, output, report, format string, base int, backend st
 	if base < 0 {
 		base = meta.IndexBase
 	}
-	in := &inputFlags{Input: cells, Format: format, IndexBase: base}
-	t, _, _, err := readInput(in)
+	t, hasValues, err := readQueryCells(cells, format, base, meta.Dims)
 	if err != nil {
 		return err
 	}
-	order := t.Order()
-	if order != meta.Order {
-		return fmt.Errorf("%s: cells of order %d, the model's order is %d", cells, order, meta.Order)
-	}
-	for k := 0; k < t.NNZ(); k++ {
-		for n, i := range t.Idx[k*order : (k+1)*order] {
-			if int(i) >= meta.Dims[n] {
-				return fmt.Errorf("%s: cell %d (%s): index %d of mode %d is outside the model's %d…%d", cells, k+1, cellString(t.Idx[k*order:(k+1)*order], base), int(i)+base, n+1, base, meta.Dims[n]-1+base)
-			}
-		}
-	}
+	order := meta.Order
 	set := net.NewSet(t.Idx, t.Val)
 	defer set.Free()
 	pred, err := net.Predict(set)
@@ -106,7 +96,7 @@ func runPredict(path, cells, output, report, format string, base int, backend st
 		return err
 	}
 	rep := predictReport{Model: path, Cells: cells, N: t.NNZ(), Kind: meta.Kind, Role: meta.Role, Version: version(), Trained: meta.Version, Backend: be.Name()}
-	if t.NNZ() > 0 {
+	if t.NNZ() > 0 && hasValues {
 		mse, err := net.Evaluate(set)
 		if err != nil {
 			return err
@@ -150,18 +140,6 @@ func runPredict(path, cells, output, report, format string, base int, backend st
 	return err
 }
 
-// cellString formats a cell's indices plus base.
-func cellString(c []int32, base int) string {
-	s := ""
-	for n, i := range c {
-		if n > 0 {
-			s += " "
-		}
-		s += strconv.Itoa(int(i) + base)
-	}
-	return s
-}
-
 // gzipIf runs write on w, through gzip when path ends in .gz.
 func gzipIf(path string, w io.Writer, write func(io.Writer) error) error {
 	if !strings.HasSuffix(strings.ToLower(path), ".gz") {
@@ -172,4 +150,88 @@ func gzipIf(path string, w io.Writer, write func(io.Writer) error) error {
 		return err
 	}
 	return z.Close()
+}
+
+// readQueryCells reads the cells of path for a model with the given mode
+// sizes: text lines of N indices (plus base), optionally a value, '#'
+// comments and blank lines skipped, gzip detected by content; or, with
+// format "bin" or a .bin name, a SPLATT binary tensor. Errors name the file
+// and line: a wrong number of fields, a bad number, an index outside the
+// model's modes. hasValues is whether the cells came with values (all or
+// none).
+func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, bool, error) {
+	order := len(dims)
+	if format == "bin" || (format == "" && tensor.FormatOf(path) == tensor.BIN) {
+		t, err := tensor.ReadFile(path, tensor.ReadOptions{Format: tensor.BIN, IndexBase: base})
+		if err != nil {
+			return nil, false, err
+		}
+		if t.Order() != order {
+			return nil, false, fmt.Errorf("%s: cells of order %d, the model's order is %d", path, t.Order(), order)
+		}
+		for k := 0; k < t.NNZ(); k++ {
+			for n, i := range t.Idx[k*order : (k+1)*order] {
+				if int(i) >= dims[n] {
+					return nil, false, fmt.Errorf("%s: cell %d: index %d of mode %d is outside the model's %d…%d", path, k+1, int(i)+base, n+1, base, dims[n]-1+base)
+				}
+			}
+		}
+		return t, true, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		z, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", path, err)
+		}
+		defer z.Close()
+		r = z
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	t := &tensor.COO{Dims: append([]int(nil), dims...)}
+	values := -1 // unknown until the first cell
+	for line := 1; sc.Scan(); line++ {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		fs := strings.Fields(l)
+		v := len(fs) - order
+		if v != 0 && v != 1 {
+			return nil, false, fmt.Errorf("%s:%d: want %d indices, optionally a value, got %d fields", path, line, order, len(fs))
+		}
+		if values < 0 {
+			values = v
+		} else if v != values {
+			return nil, false, fmt.Errorf("%s:%d: %d fields, the lines before had %d (values on every line or on none)", path, line, len(fs), order+values)
+		}
+		for n := 0; n < order; n++ {
+			i, err := strconv.ParseInt(fs[n], 10, 64)
+			if err != nil {
+				return nil, false, fmt.Errorf("%s:%d: index %q of mode %d is not an integer", path, line, fs[n], n+1)
+			}
+			if i-int64(base) < 0 || i-int64(base) >= int64(dims[n]) {
+				return nil, false, fmt.Errorf("%s:%d: index %d of mode %d is outside the model's %d…%d", path, line, i, n+1, base, dims[n]-1+base)
+			}
+			t.Idx = append(t.Idx, int32(i-int64(base)))
+		}
+		x := 0.0
+		if v == 1 {
+			if x, err = strconv.ParseFloat(fs[order], 64); err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, false, fmt.Errorf("%s:%d: value %q is not a finite number", path, line, fs[order])
+			}
+		}
+		t.Val = append(t.Val, x)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, values == 1, nil
 }

@@ -106,8 +106,28 @@ print(len(want), "cells, max relative difference", err)
 	far := filepath.Join(dir, "far.tsv")
 	os.WriteFile(far, []byte("0\t0\t0\t1\n5\t99999\t3\t2\n"), 0o644)
 	code, _, stderr = runCLI("predict", "-model", m, "-cells", far)
-	if code == 0 || !strings.Contains(stderr, "cell 2") || !strings.Contains(stderr, "mode 2") {
+	if code == 0 || !strings.Contains(stderr, "far.tsv:2:") || !strings.Contains(stderr, "mode 2") {
 		t.Errorf("out-of-range cell: exit %d, %q", code, stderr)
+	}
+	os.WriteFile(far, []byte("0\t0\t0\t1\n5\t3\n"), 0o644)
+	if code, _, stderr = runCLI("predict", "-model", m, "-cells", far); code == 0 || !strings.Contains(stderr, "far.tsv:2: want 3 indices") {
+		t.Errorf("short line: exit %d, %q", code, stderr)
+	}
+	// Indices only: the same predictions, no RMSE.
+	tb, _ := os.ReadFile(filepath.Join(s, "test.tsv"))
+	var idxOnly strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(string(tb)), "\n") {
+		f := strings.Split(l, "\t")
+		idxOnly.WriteString(strings.Join(f[:3], " ") + "\n")
+	}
+	q, p2 := filepath.Join(dir, "q.txt"), filepath.Join(dir, "p2.tsv")
+	os.WriteFile(q, []byte(idxOnly.String()), 0o644)
+	code, _, stderr = runCLI("predict", "-model", m, "-cells", q, "-output", p2)
+	if code != 0 || strings.Contains(stderr, "rmse") {
+		t.Errorf("indices only: exit %d, %s", code, stderr)
+	}
+	if a, b := readTSV(t, pred), readTSV(t, p2); len(a) != len(b) || strings.Join(a[0], " ") != strings.Join(b[0], " ") || strings.Join(a[len(a)-1], " ") != strings.Join(b[len(b)-1], " ") {
+		t.Errorf("indices only: predictions differ")
 	}
 	if code, _, stderr = runCLI("predict", "-model", filepath.Join(dir, "none"), "-cells", far); code == 0 || !strings.Contains(stderr, "none") {
 		t.Errorf("missing model: exit %d, %q", code, stderr)
