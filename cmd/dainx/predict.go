@@ -36,7 +36,7 @@ func predict(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dainx predict", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("model", "", "saved model: a -model-out `directory` (its model.json, Θ′), or a NAME.json / NAME.safetensors of one")
-	cells := fs.String("cells", "", "the cells to predict: a `file` of N indices per line (tab- or space-separated, # comments, gzip detected), optionally followed by a value, which gives the RMSE; or a tensor file of any format dainx augment reads (-format bin)")
+	cells := fs.String("cells", "", "the cells to predict: a `file` of N indices per line (tab- or space-separated, # comments, gzip detected), optionally followed by a value, which gives the RMSE; .tns files read the same way (their 1-based indices with -index-base 1, or the model's base); SPLATT .bin by name or -format bin")
 	output := fs.String("output", "", "write the cells and their predicted values to this `file` (tab-separated, the cells' index base; gzip if it ends in .gz), written atomically; default standard output")
 	report := fs.String("report", "", "write the JSON report (number of cells, RMSE against the file's values, versions) to this `file`; it always goes to standard error")
 	format := fs.String("format", "", "`format` of -cells: tsv, tns or bin; empty: by extension")
@@ -48,7 +48,8 @@ func predict(args []string, stdout, stderr io.Writer) int {
 
 Predicts the value of each cell of FILE with a model saved by dainx augment
 -model-out (on the CPU, bit for bit the values the model gave during the
-run). Out-of-range indices are errors naming the cell.
+run). A line with the wrong number of fields or an index outside the
+model's modes is an error naming the file and line.
 
 Flags:
 `)
