@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/ebitengine/purego v0.11.3
+	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sys v0.47.0
 	gonum.org/v1/gonum v0.17.0

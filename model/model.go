@@ -1,285 +1,436 @@
 // Package model saves and loads dainx's trained completion models (the
 // MLP Θ′ of `dainx augment -model-out`, and with -model-out-all Θ and the
 // CoSTCo predictor) in a standard format that numpy and PyTorch read
-// without dainx: NAME.safetensors (float32 tensors, little-endian) beside
-// NAME.json (the metadata). docs/model-format.md describes both.
+// without dainx. docs/model-format.md describes it for users.
 //
-// Tensors, for a model of order N with embedding width E:
+// # Files
 //
-//	embedding.n        Iₙ × E   the entities of mode n (n = 0…N−1)
-//	layers.l.weight    Out × In Linear layer l (PyTorch's nn.Linear.weight)
-//	layers.l.bias      Out
+// A model named NAME in directory DIR is two files:
 //
-// For the MLP (Oh et al., CIKM 2021, eq. 4) a cell's input is the
-// concatenation of its N embeddings (N·E values, mode after mode), then
-// ReLU after every layer but the last. CoSTCo's layers are its
-// convolutions written as Linear layers over rows (the JSON's
-// "layer_rows"); see docs/model-format.md.
+//	DIR/NAME.safetensors   the parameters (safetensors, float32 little-endian)
+//	DIR/NAME.json          the metadata (Meta), authoritative
+//
+// `dainx augment -model-out DIR` writes Θ′ as NAME = "model" (and Θ as
+// "theta", the predictor as "predictor"). Load takes DIR (meaning
+// DIR/model), DIR/NAME, DIR/NAME.json or DIR/NAME.safetensors.
+//
+// The safetensors file is what github.com/nlpodyssey/safetensors (and the
+// Python safetensors package) write: an 8-byte little-endian header
+// length, a JSON header giving each tensor's dtype ("F32"), shape and
+// data_offsets (bytes from the start of the data), padded with spaces to
+// a multiple of 8, then the data. Its "__metadata__" repeats the main
+// metadata as strings (format "pt", dainx_format, dainx_format_version,
+// dainx_version, kind, role, order, dims, embedding_width, layout,
+// index_base) for tools that see only that file; Load reads the JSON.
+//
+// # Tensors
+//
+// For a model of order N with embedding width E (CoSTCo: rank R) and L
+// Linear layers, all float32, row-major:
+//
+//	embedding.n        [Iₙ, E]     the entities of mode n (n = 0…N−1); row i
+//	                               is the entity of 0-based index i
+//	layers.l.weight    [Out, In]   Linear layer l (l = 0…L−1): PyTorch's
+//	                               nn.Linear.weight, y = x·Wᵀ + b
+//	layers.l.bias      [Out]
+//
+// These are exactly dainx's own parameters (nn.Net stores W as Out×In,
+// see compute.Backend.LinearForward), nothing transposed.
+//
+// The MLP (Oh et al., CIKM 2021, eq. 4; layout "mode-major"): a cell
+// (i₀,…,i_{N−1}) gives x = [embedding.0[i₀], …, embedding.{N−1}[i_{N−1}]]
+// (N·E values), then x ← ReLU(x·Wᵀ + b) for every layer but the last,
+// which is linear and gives the value (its Out is 1).
+//
+// CoSTCo (Liu et al., KDD 2019; layout "rank-major"): the cell's
+// embeddings form the R×N matrix M[r,n] = embedding.n[iₙ][r]; layer 0
+// ([C, N]) maps each of its R rows to C channels with ReLU (the (1,N)
+// convolution), giving R×C values that layer 1 ([C, R·C]) reads as one
+// row of R·C (row-major, r then c; the (R,1) convolution) with ReLU, then
+// layer 2 (C→C, ReLU) and layer 3 (C→1, linear). Meta.LayerShapes gives
+// each layer's rows.
+//
+// # Errors
+//
+// Save returns I/O and download errors, and refuses a model holding a
+// non-finite parameter. Load's errors name the file and what is wrong: a
+// missing file, bad JSON, another format or format version, an unknown
+// kind or layout, dims or layers that contradict each other, a file that
+// is not a complete safetensors file, a missing or unexpected tensor, a
+// wrong dtype or shape, a non-finite value.
 package model
 
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nlpodyssey/safetensors"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
 
-// Format and FormatVersion name the metadata's format.
+// Format and FormatVersion name the metadata's format. Load refuses any
+// other.
 const (
 	Format        = "dainx-model"
 	FormatVersion = 1
 )
 
-// Meta is a saved model's metadata (NAME.json).
+// DefaultName is the NAME of the model Load reads from a directory (Θ′
+// as `dainx augment -model-out` writes it).
+const DefaultName = "model"
+
+// Layout names in Meta.Layout.
+const (
+	LayoutModeMajor = "mode-major" // the MLP: N embeddings one after the other
+	LayoutRankMajor = "rank-major" // CoSTCo: the R×N matrix of embeddings
+)
+
+// Meta is a saved model's metadata (NAME.json). Save fills in the fields
+// marked "from the net"; the caller gives the others.
 type Meta struct {
-	Format        string `json:"format"`         // "dainx-model"
-	FormatVersion int    `json:"format_version"` // 1
-	Version       string `json:"dainx_version"`  // dainx's version and commit
-	Kind          string `json:"kind"`           // "mlp" or "costco"
-	Role          string `json:"role"`           // "theta-prime", "theta" or "predictor"
-	Order         int    `json:"order"`          // N
-	Dims          []int  `json:"dims"`           // I₁…I_N
+	Format        string `json:"format"`         // Format (from Save)
+	FormatVersion int    `json:"format_version"` // FormatVersion (from Save)
+	Version       string `json:"dainx_version"`  // dainx's version and commit (caller)
+	Kind          string `json:"kind"`           // "mlp" or "costco" (from the net)
+	Role          string `json:"role"`           // "theta-prime", "theta" or "predictor" (caller)
+	Order         int    `json:"order"`          // N (from the net)
+	Dims          []int  `json:"dims"`           // I₁…I_N (from the net)
 	Width         int    `json:"embedding_width"`
-	// Layers are the MLP's widths N·E, hidden… (without the output 1);
-	// Rank and Channels CoSTCo's R and C.
+	// Layers are the MLP's widths N·E, hidden… (without the output 1; the
+	// -layers flag); Rank and Channels CoSTCo's R and C. From the net.
 	Layers   []int `json:"layers,omitempty"`
 	Rank     int   `json:"rank,omitempty"`
 	Channels int   `json:"channels,omitempty"`
-	// LayerShapes are every Linear layer's [rows, in, out, relu (0/1)].
+	// LayerShapes are every Linear layer's [rows, in, out, relu (0/1)]
+	// (from the net).
 	LayerShapes [][4]int `json:"layer_shapes"`
-	Layout      string   `json:"layout"`     // gathered input: "mode-major" (MLP) or "rank-major" (CoSTCo)
-	IndexBase   int      `json:"index_base"` // the index base of the cells it was trained on
-	// Training holds the run's settings (flag name → value).
+	// Layout is LayoutModeMajor (MLP) or LayoutRankMajor (CoSTCo) (from
+	// the net).
+	Layout string `json:"layout"`
+	// IndexBase is the index base (0 or 1) of the tensor the model was
+	// trained on; dainx predict reads and writes cells in it (caller).
+	IndexBase int `json:"index_base"`
+	// Capacity is the net's largest batch (nn.Net.Capacity, from the
+	// net): the batch its run evaluated with, max(batch, evaluation
+	// batch), which Load uses when given no capacity, so that an RMSE
+	// sums its batches as the run did.
+	Capacity int `json:"capacity,omitempty"`
+	// Training holds the run's settings, flag name → value (caller).
 	Training map[string]any `json:"training,omitempty"`
 }
 
-// Save writes net as dir/name.safetensors and dir/name.json (meta, with
-// the fields Save knows filled in from net), each to a temporary file
-// renamed into place. It returns an I/O or download error.
+// Save writes net as dir/name.safetensors and then dir/name.json, each to
+// a temporary file in dir renamed into place (tensor.AtomicWrite),
+// creating dir if needed. meta gives the caller's fields (Version, Role,
+// IndexBase, Training); Save sets the others from net, whatever meta held.
+// It returns an error for an empty name or one with a path separator, a
+// net whose layers are not those of an MLP or CoSTCo of its kind, a
+// non-finite parameter (naming the tensor), a failed download, or an I/O
+// error.
 func Save(dir, name string, net *nn.Net, meta Meta) error {
-	params, err := net.HostParams()
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return fmt.Errorf("model: name %q: want a file name without a directory", name)
+	}
+	if err := describe(net, &meta); err != nil {
+		return err
+	}
+	ts, err := net.HostTensors()
 	if err != nil {
-		return err
+		return fmt.Errorf("model %s: %w", name, err)
 	}
-	meta.Format, meta.FormatVersion, meta.Kind = Format, FormatVersion, net.Kind()
-	meta.Order, meta.Dims, meta.Width = net.Order(), net.Dims(), net.Width()
-	meta.Layout = "mode-major"
-	if net.Layout() == compute.RankMajor {
-		meta.Layout = "rank-major"
-	}
-	meta.LayerShapes = nil
-	for _, l := range net.Layers() {
-		relu := 0
-		if l.ReLU {
-			relu = 1
+	views := make(map[string]safetensors.TensorView, len(ts))
+	for _, t := range ts {
+		for i, v := range t.Data {
+			if !finite(v) {
+				return fmt.Errorf("model %s: %s holds a non-finite value (%v at element %d); not saved", name, t.Name, v, i)
+			}
 		}
-		meta.LayerShapes = append(meta.LayerShapes, [4]int{l.Rows, l.In, l.Out, relu})
-	}
-	names, shapes := tensors(meta)
-	// safetensors: an 8-byte little-endian header length, the JSON header
-	// (dtype, shape, data_offsets in bytes from the data's start), data.
-	header := map[string]any{"__metadata__": map[string]string{"format": "pt", "dainx": Format}}
-	off := 0
-	for i, n := range names {
-		size := 4 * count(shapes[i])
-		header[n] = map[string]any{"dtype": "F32", "shape": shapes[i], "data_offsets": []int{off, off + size}}
-		off += size
-	}
-	if off != 4*len(params) {
-		return fmt.Errorf("model: %d parameters, the layout names %d", len(params), off/4)
-	}
-	hj, err := json.Marshal(header)
-	if err != nil {
-		return err
-	}
-	for len(hj)%8 != 0 {
-		hj = append(hj, ' ')
-	}
-	err = tensor.AtomicWrite(filepath.Join(dir, name+".safetensors"), func(w io.Writer) error {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(hj)))
-		if _, err := w.Write(n[:]); err != nil {
-			return err
+		shape := make([]uint64, len(t.Shape))
+		for i, d := range t.Shape {
+			shape[i] = uint64(d)
 		}
-		if _, err := w.Write(hj); err != nil {
-			return err
+		data := make([]byte, 4*len(t.Data))
+		for i, v := range t.Data {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
 		}
-		buf := make([]byte, 4*len(params))
-		for i, p := range params {
-			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(p))
+		if views[t.Name], err = safetensors.NewTensorView(safetensors.F32, shape, data); err != nil {
+			return fmt.Errorf("model %s: %s: %w", name, t.Name, err)
 		}
-		_, err := w.Write(buf)
-		return err
-	})
-	if err != nil {
-		return err
+	}
+	dims, _ := json.Marshal(meta.Dims)
+	info := map[string]string{
+		"format": "pt", "dainx_format": Format, "dainx_format_version": strconv.Itoa(FormatVersion),
+		"dainx_version": meta.Version, "kind": meta.Kind, "role": meta.Role, "order": strconv.Itoa(meta.Order),
+		"dims": string(dims), "embedding_width": strconv.Itoa(meta.Width), "layout": meta.Layout,
+		"index_base": strconv.Itoa(meta.IndexBase),
 	}
 	mj, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("model %s: metadata: %w", name, err)
 	}
-	return tensor.AtomicWrite(filepath.Join(dir, name+".json"), func(w io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	base := filepath.Join(dir, name)
+	err = tensor.AtomicWrite(base+".safetensors", func(w io.Writer) error {
+		return safetensors.SerializeToWriter(views, info, w)
+	})
+	if err != nil {
+		return fmt.Errorf("model %s.safetensors: %w", base, err)
+	}
+	err = tensor.AtomicWrite(base+".json", func(w io.Writer) error {
 		_, err := w.Write(append(mj, '\n'))
 		return err
 	})
+	if err != nil {
+		return fmt.Errorf("model %s.json: %w", base, err)
+	}
+	return nil
 }
 
-// tensors returns the tensor names and shapes of a model, in the order of
-// nn.Net.HostParams.
-func tensors(m Meta) ([]string, [][]int) {
-	var names []string
-	var shapes [][]int
-	for n, d := range m.Dims {
-		names = append(names, "embedding."+strconv.Itoa(n))
-		shapes = append(shapes, []int{d, m.Width})
+// describe sets meta's fields that come from net, checking that net is an
+// MLP or CoSTCo as NewMLP or NewCoSTCo build them.
+func describe(net *nn.Net, meta *Meta) error {
+	layers := net.Layers()
+	meta.Format, meta.FormatVersion, meta.Kind = Format, FormatVersion, net.Kind()
+	meta.Order, meta.Dims, meta.Width = net.Order(), slices.Clone(net.Dims()), net.Width()
+	meta.Capacity = net.Capacity()
+	meta.Layers, meta.Rank, meta.Channels = nil, 0, 0
+	meta.LayerShapes = nil
+	for _, l := range layers {
+		meta.LayerShapes = append(meta.LayerShapes, [4]int{l.Rows, l.In, l.Out, b2i(l.ReLU)})
 	}
-	for l, s := range m.LayerShapes {
-		names = append(names, fmt.Sprintf("layers.%d.weight", l), fmt.Sprintf("layers.%d.bias", l))
-		shapes = append(shapes, []int{s[2], s[1]}, []int{s[2]})
+	switch net.Kind() {
+	case "mlp":
+		meta.Layout = LayoutModeMajor
+		meta.Layers = append(meta.Layers, layers[0].In)
+		for _, l := range layers[:len(layers)-1] {
+			meta.Layers = append(meta.Layers, l.Out)
+		}
+	case "costco":
+		meta.Layout = LayoutRankMajor
+		meta.Rank, meta.Channels = net.Width(), layers[0].Out
+	default:
+		return fmt.Errorf("model: net of kind %q; want mlp or costco", net.Kind())
 	}
-	return names, shapes
+	want, layout, err := expected(*meta)
+	if err != nil || !slices.Equal(want, layers) || layout != net.Layout() {
+		return fmt.Errorf("model: the %s net's layers %v (layout %v) are not those dainx builds for its kind", net.Kind(), layers, net.Layout())
+	}
+	return nil
 }
 
-func count(shape []int) int {
-	c := 1
-	for _, d := range shape {
-		c *= d
+// expected returns the Linear layers and the layout of the model meta's
+// kind, order, width, layers, rank and channels describe, or an error
+// saying why they describe none.
+func expected(m Meta) ([]nn.Layer, compute.Layout, error) {
+	switch m.Kind {
+	case "mlp":
+		if err := nn.CheckLayers(m.Layers, m.Order); err != nil {
+			return nil, 0, fmt.Errorf("layers %v: %w", m.Layers, err)
+		}
+		if w := m.Layers[0] / m.Order; w != m.Width {
+			return nil, 0, fmt.Errorf("embedding_width %d, but layers[0] = %d for order %d gives %d", m.Width, m.Layers[0], m.Order, w)
+		}
+		return nn.MLPLayers(m.Layers), compute.ModeMajor, nil
+	case "costco":
+		if m.Rank <= 0 || m.Channels <= 0 {
+			return nil, 0, fmt.Errorf("costco rank %d, channels %d: both must be positive", m.Rank, m.Channels)
+		}
+		if m.Rank != m.Width {
+			return nil, 0, fmt.Errorf("embedding_width %d, but a costco's is its rank %d", m.Width, m.Rank)
+		}
+		return nn.CoSTCoLayers(m.Order, m.Rank, m.Channels), compute.RankMajor, nil
 	}
-	return c
+	return nil, 0, fmt.Errorf("kind %q, want mlp or costco", m.Kind)
 }
 
-// Load reads the model PATH names — PATH.json and PATH.safetensors, or a
-// directory holding model.json and model.safetensors (what -model-out
-// writes for Θ′), or either file — onto be, for batches of up to capacity
-// cells. Errors name the file and what is wrong: a missing file, bad JSON,
-// another format or format version, an unknown kind, a missing tensor or
-// one of the wrong dtype or shape, a truncated file, a non-finite value.
-func Load(path string, be compute.Backend, capacity int) (*nn.Net, Meta, error) {
+// Paths returns the metadata and tensor files of the model path names
+// (see Load): a directory means its DefaultName, and a .json or
+// .safetensors suffix is dropped.
+func Paths(path string) (jsonPath, tensorPath string) {
 	base := path
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		base = filepath.Join(path, "model")
+		base = filepath.Join(path, DefaultName)
 	}
 	base = strings.TrimSuffix(strings.TrimSuffix(base, ".json"), ".safetensors")
-	jp, sp := base+".json", base+".safetensors"
-	var meta Meta
-	b, err := os.ReadFile(jp)
-	if err != nil {
-		return nil, meta, fmt.Errorf("model: %w", err)
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return nil, meta, fmt.Errorf("model %s: %w", jp, err)
-	}
-	switch {
-	case meta.Format != Format:
-		return nil, meta, fmt.Errorf("model %s: format %q, want %q", jp, meta.Format, Format)
-	case meta.FormatVersion != FormatVersion:
-		return nil, meta, fmt.Errorf("model %s: format version %d; this dainx reads version %d", jp, meta.FormatVersion, FormatVersion)
-	case meta.Order != len(meta.Dims) || meta.Order == 0:
-		return nil, meta, fmt.Errorf("model %s: order %d with dims %v", jp, meta.Order, meta.Dims)
-	}
-	var net *nn.Net
-	init := rand.New(rand.NewPCG(0, 0)) // drawn, then overwritten
-	switch meta.Kind {
-	case "mlp":
-		net, err = nn.NewMLP(be, nn.Config{Dims: meta.Dims, Layers: meta.Layers, Capacity: capacity}, init)
-	case "costco":
-		net, err = nn.NewCoSTCo(be, nn.CoSTCoConfig{Dims: meta.Dims, Rank: meta.Rank, Channels: meta.Channels, Capacity: capacity}, init)
-	default:
-		return nil, meta, fmt.Errorf("model %s: kind %q, want mlp or costco", jp, meta.Kind)
-	}
-	if err != nil {
-		return nil, meta, fmt.Errorf("model %s: %w", jp, err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			net.Free()
-		}
-	}()
-	if net.Width() != meta.Width {
-		return nil, meta, fmt.Errorf("model %s: embedding width %d, its layers give %d", jp, meta.Width, net.Width())
-	}
-	for l, s := range net.Layers() {
-		relu := 0
-		if s.ReLU {
-			relu = 1
-		}
-		if l >= len(meta.LayerShapes) || meta.LayerShapes[l] != [4]int{s.Rows, s.In, s.Out, relu} {
-			return nil, meta, fmt.Errorf("model %s: layer_shapes %v do not match the %s the other fields describe", jp, meta.LayerShapes, meta.Kind)
-		}
-	}
-	if len(meta.LayerShapes) != len(net.Layers()) {
-		return nil, meta, fmt.Errorf("model %s: %d layer_shapes, the %s has %d layers", jp, len(meta.LayerShapes), meta.Kind, len(net.Layers()))
-	}
-	params, err := readSafetensors(sp, meta)
+	return base + ".json", base + ".safetensors"
+}
+
+// DefaultCapacity is the capacity Load gives a net when neither the
+// caller nor the metadata gives one (dainx's evaluation batch).
+const DefaultCapacity = 4096
+
+// Load reads the model path names onto be, for batches of up to capacity
+// cells (Net.Capacity); capacity ≤ 0 means the saved net's (Meta.Capacity,
+// or DefaultCapacity for a file without one), which makes Net.Evaluate,
+// which sums per batch, give the RMSE of the run bit for bit. path is
+// a directory holding model.json and model.safetensors (what -model-out
+// writes for Θ′), or DIR/NAME with or without .json or .safetensors (see
+// Paths). The net computes exactly what the saved net computed.
+//
+// Errors name the file and what is wrong (see the package documentation),
+// e.g. "model m/model.safetensors: layers.1.weight has shape [64 48], want
+// [32 64]".
+func Load(path string, be compute.Backend, capacity int) (*nn.Net, Meta, error) {
+	jp, sp := Paths(path)
+	meta, err := ReadMeta(jp)
 	if err != nil {
 		return nil, meta, err
 	}
-	net.SetParams(params)
-	ok = true
+	layers, layout, _ := expected(meta) // ReadMeta checked it
+	if capacity <= 0 {
+		capacity = meta.Capacity
+		if capacity <= 0 {
+			capacity = DefaultCapacity
+		}
+	}
+	params, err := readTensors(sp, nn.ParamLayout(meta.Dims, meta.Width, layers))
+	if err != nil {
+		return nil, meta, err
+	}
+	net, err := nn.NewNetFromParams(be, meta.Kind, meta.Dims, meta.Width, layout, layers, capacity, params)
+	if err != nil {
+		return nil, meta, fmt.Errorf("model %s: %w", jp, err)
+	}
 	return net, meta, nil
 }
 
-// readSafetensors returns the parameters of sp in HostParams's layout.
-func readSafetensors(sp string, meta Meta) ([]float32, error) {
+// ReadMeta reads and checks the metadata file jsonPath (NAME.json): its
+// format and version, kind, order and dims, and that its width, layers
+// (or rank and channels), layer_shapes and layout describe one model.
+func ReadMeta(jsonPath string) (Meta, error) {
+	var meta Meta
+	b, err := os.ReadFile(jsonPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return meta, fmt.Errorf("model %s: no such file (a model is NAME.json with NAME.safetensors, or a directory holding %s.json and %s.safetensors)", jsonPath, DefaultName, DefaultName)
+	}
+	if err != nil {
+		return meta, fmt.Errorf("model: %w", err)
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return meta, fmt.Errorf("model %s: not valid metadata JSON: %w", jsonPath, err)
+	}
+	bad := func(format string, a ...any) (Meta, error) {
+		return meta, fmt.Errorf("model %s: "+format, append([]any{jsonPath}, a...)...)
+	}
+	switch {
+	case meta.Format != Format:
+		return bad("format %q, want %q", meta.Format, Format)
+	case meta.FormatVersion != FormatVersion:
+		return bad("format version %d; this dainx reads version %d", meta.FormatVersion, FormatVersion)
+	case meta.Kind != "mlp" && meta.Kind != "costco":
+		return bad("kind %q, want mlp or costco", meta.Kind)
+	case meta.Order <= 0 || meta.Order != len(meta.Dims):
+		return bad("order %d with dims %v", meta.Order, meta.Dims)
+	case meta.Width <= 0:
+		return bad("embedding_width %d; it must be positive", meta.Width)
+	case meta.IndexBase != 0 && meta.IndexBase != 1:
+		return bad("index_base %d, want 0 or 1", meta.IndexBase)
+	}
+	for n, d := range meta.Dims {
+		if d <= 0 {
+			return bad("dims %v: mode %d has size %d", meta.Dims, n+1, d)
+		}
+	}
+	layers, layout, err := expected(meta)
+	if err != nil {
+		return bad("%v", err)
+	}
+	if name := layoutName(layout); meta.Layout != name {
+		return bad("layout %q; a model of kind %s has %q", meta.Layout, meta.Kind, name)
+	}
+	if meta.LayerShapes != nil {
+		if len(meta.LayerShapes) != len(layers) {
+			return bad("%d layer_shapes, the %s the other fields describe has %d layers", len(meta.LayerShapes), meta.Kind, len(layers))
+		}
+		for l, s := range layers {
+			if want := [4]int{s.Rows, s.In, s.Out, b2i(s.ReLU)}; meta.LayerShapes[l] != want {
+				return bad("layer_shapes[%d] = %v, the %s the other fields describe has %v ([rows, in, out, relu])", l, meta.LayerShapes[l], meta.Kind, want)
+			}
+		}
+	}
+	return meta, nil
+}
+
+// readTensors reads the safetensors file sp and returns the tensors of
+// want, in order, as one flat vector (nn.Net's parameter layout).
+func readTensors(sp string, want []nn.ParamTensor) ([]float32, error) {
 	b, err := os.ReadFile(sp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("model %s: no such file (the tensors beside the .json)", sp)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if len(b) < 8 {
-		return nil, fmt.Errorf("model %s: %d bytes, too short for a safetensors file", sp, len(b))
+	st, err := safetensors.Deserialize(b)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: not a complete safetensors file of %d bytes (truncated?): %w", sp, len(b), err)
 	}
-	hl := binary.LittleEndian.Uint64(b)
-	if hl > uint64(len(b)-8) {
-		return nil, fmt.Errorf("model %s: header of %d bytes in a file of %d (truncated?)", sp, hl, len(b))
+	total := 0
+	for _, t := range want {
+		total += t.Len()
 	}
-	var header map[string]json.RawMessage
-	if err := json.Unmarshal(b[8:8+hl], &header); err != nil {
-		return nil, fmt.Errorf("model %s: header: %w", sp, err)
-	}
-	data := b[8+hl:]
-	names, shapes := tensors(meta)
-	var out []float32
-	for i, n := range names {
-		raw, ok := header[n]
+	out := make([]float32, 0, total)
+	for _, t := range want {
+		v, ok := st.Tensor(t.Name)
 		if !ok {
-			return nil, fmt.Errorf("model %s: no tensor %s", sp, n)
+			return nil, fmt.Errorf("model %s: no tensor %s (want shape %v)", sp, t.Name, t.Shape)
 		}
-		var t struct {
-			Dtype   string `json:"dtype"`
-			Shape   []int  `json:"shape"`
-			Offsets [2]int `json:"data_offsets"`
+		if v.DType() != safetensors.F32 {
+			return nil, fmt.Errorf("model %s: %s has dtype %s, want F32", sp, t.Name, v.DType())
 		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, fmt.Errorf("model %s: tensor %s: %w", sp, n, err)
+		shape := make([]int, len(v.Shape()))
+		for i, d := range v.Shape() {
+			shape[i] = int(d)
 		}
-		if t.Dtype != "F32" {
-			return nil, fmt.Errorf("model %s: %s has dtype %s, want F32", sp, n, t.Dtype)
+		if !slices.Equal(shape, t.Shape) {
+			return nil, fmt.Errorf("model %s: %s has shape %v, want %v", sp, t.Name, shape, t.Shape)
 		}
-		if fmt.Sprint(t.Shape) != fmt.Sprint(shapes[i]) {
-			return nil, fmt.Errorf("model %s: %s has shape %v, want %v", sp, n, t.Shape, shapes[i])
-		}
-		lo, hi := t.Offsets[0], t.Offsets[1]
-		if lo < 0 || hi > len(data) || hi-lo != 4*count(shapes[i]) {
-			return nil, fmt.Errorf("model %s: %s's data [%d, %d) does not fit the file's %d bytes of data (truncated?)", sp, n, lo, hi, len(data))
-		}
-		for k := lo; k < hi; k += 4 {
-			v := math.Float32frombits(binary.LittleEndian.Uint32(data[k:]))
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, fmt.Errorf("model %s: %s holds a non-finite value (%v at element %d)", sp, n, v, (k-lo)/4)
+		data := v.Data()
+		for k := 0; k < len(data); k += 4 {
+			x := math.Float32frombits(binary.LittleEndian.Uint32(data[k:]))
+			if !finite(x) {
+				return nil, fmt.Errorf("model %s: %s holds a non-finite value (%v at element %d)", sp, t.Name, x, k/4)
 			}
-			out = append(out, v)
+			out = append(out, x)
+		}
+	}
+	if names := st.Names(); len(names) != len(want) {
+		for _, n := range names {
+			if !slices.ContainsFunc(want, func(t nn.ParamTensor) bool { return t.Name == n }) {
+				return nil, fmt.Errorf("model %s: unexpected tensor %s (the metadata describes %d tensors)", sp, n, len(want))
+			}
 		}
 	}
 	return out, nil
 }
+
+func layoutName(l compute.Layout) string {
+	if l == compute.RankMajor {
+		return LayoutRankMajor
+	}
+	return LayoutModeMajor
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func finite(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }

@@ -112,7 +112,7 @@ func NewMLP(be compute.Backend, cfg Config, rng *rand.Rand) (*Net, error) {
 	if err := CheckLayers(cfg.Layers, order); err != nil {
 		return nil, fmt.Errorf("nn: %w", err)
 	}
-	return newNet(be, "mlp", cfg.Dims, cfg.Layers[0]/order, compute.ModeMajor, MLPLayers(cfg.Layers), cfg.Capacity, rng)
+	return newNet(be, "mlp", cfg.Dims, cfg.Layers[0]/order, compute.ModeMajor, MLPLayers(cfg.Layers), cfg.Capacity, rng, nil)
 }
 
 // MLPLayers returns the Linear layers of an MLP with the given widths
@@ -163,7 +163,7 @@ func NewCoSTCo(be compute.Backend, cfg CoSTCoConfig, rng *rand.Rand) (*Net, erro
 	if cfg.Rank <= 0 || cfg.Channels <= 0 {
 		return nil, fmt.Errorf("nn: CoSTCo rank %d, channels %d: both must be positive", cfg.Rank, cfg.Channels)
 	}
-	return newNet(be, "costco", cfg.Dims, cfg.Rank, compute.RankMajor, CoSTCoLayers(len(cfg.Dims), cfg.Rank, cfg.Channels), cfg.Capacity, rng)
+	return newNet(be, "costco", cfg.Dims, cfg.Rank, compute.RankMajor, CoSTCoLayers(len(cfg.Dims), cfg.Rank, cfg.Channels), cfg.Capacity, rng, nil)
 }
 
 // CoSTCoLayers returns CoSTCo's Linear layers for a tensor of the given
@@ -178,7 +178,10 @@ func CoSTCoLayers(order, rank, channels int) []Layer {
 	}
 }
 
-func newNet(be compute.Backend, kind string, dims []int, width int, layout compute.Layout, layers []Layer, capacity int, rng *rand.Rand) (*Net, error) {
+// newNet allocates a Net on be. Its parameters are drawn from rng (see
+// NewMLP) when given is nil, and copied from given (NumParams values, laid
+// out as HostParams) otherwise; the caller checks given's length.
+func newNet(be compute.Backend, kind string, dims []int, width int, layout compute.Layout, layers []Layer, capacity int, rng *rand.Rand, given []float32) (*Net, error) {
 	order := len(dims)
 	if order == 0 {
 		return nil, fmt.Errorf("nn: tensor has no modes")
@@ -213,8 +216,11 @@ func newNet(be compute.Backend, kind string, dims []int, width int, layout compu
 	for _, ly := range layers {
 		total += ly.In*ly.Out + ly.Out
 	}
-	host := make([]float32, total)
-	for i := 0; i < rows*width; i++ {
+	host := given
+	if host == nil {
+		host = make([]float32, total)
+	}
+	for i := 0; given == nil && i < rows*width; i++ {
 		host[i] = float32(rng.NormFloat64())
 	}
 	m.params, m.grads = be.Alloc(total), be.Alloc(total)
@@ -223,7 +229,7 @@ func newNet(be compute.Backend, kind string, dims []int, width int, layout compu
 	for _, ly := range layers {
 		bound := 1 / math.Sqrt(float64(ly.In))
 		for _, n := range []int{ly.In * ly.Out, ly.Out} {
-			for i := off; i < off+n; i++ {
+			for i := off; given == nil && i < off+n; i++ {
 				host[i] = float32((2*rng.Float64() - 1) * bound)
 			}
 			off += n

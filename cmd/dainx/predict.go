@@ -42,7 +42,7 @@ func predict(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "", "`format` of -cells: tsv, tns or bin; empty: by extension")
 	base := fs.Int("index-base", -1, "index `base` of -cells and -output; -1: the model's (the base of the tensor it was trained on)")
 	backend := fs.String("backend", "cpu", "compute `backend`: cpu, cuda or auto")
-	evalBatch := fs.Int("batch", 4096, "cells per forward pass (dainx augment's evaluation batch)")
+	evalBatch := fs.Int("batch", 0, "cells per forward pass; 0: the saved model's (the batch its run evaluated with, so that the RMSE is summed as the run did)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx predict -model DIR -cells FILE [flags]
 
@@ -66,8 +66,11 @@ Flags:
 
 func runPredict(path, cells, output, report, format string, base int, backend string, evalBatch int, stdout, stderr io.Writer) error {
 	t0 := time.Now()
-	if evalBatch <= 0 {
-		return fmt.Errorf("%w: -batch %d: want ≥ 1", errUsage, evalBatch)
+	if evalBatch < 0 {
+		return fmt.Errorf("%w: -batch %d: want ≥ 1, or 0 for the model's", errUsage, evalBatch)
+	}
+	if base < -1 {
+		return fmt.Errorf("%w: -index-base %d: want ≥ 0, or -1 for the model's", errUsage, base)
 	}
 	if err := checkWritable(output, report); err != nil {
 		return err

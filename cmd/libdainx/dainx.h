@@ -119,7 +119,7 @@ int dainx_write(const char *path, const int32_t *idx, const double *val,
  * option "model-out"): model is DIR (its model.json, the retrained model
  * Θ′) or a NAME.json / NAME.safetensors path (docs/model-format.md).
  * options: NULL, "" or a JSON object with "backend" ("cpu", the default,
- * "cuda" or "auto") and "batch" (cells per forward pass, 4096). On success
+ * "cuda" or "auto") and "batch" (cells per forward pass; 0, the default, is the model's saved capacity). On success
  * *out holds the query cells with their predicted values (on the CPU, bit
  * for bit what the model gave during `dainx augment`) and a JSON report
  * ({"model", "n_cells", "kind", "role", "trained_by", "version", …}).

@@ -402,18 +402,19 @@ func safely(f func() error) (err error) {
 
 // predictCells predicts n cells (idx, 0-based, row-major) with the model
 // saved at path (model.Load's paths); options: "backend" (default cpu) and
-// "batch" (cells per forward pass, default 4096), as `dainx predict`'s
+// "batch" (cells per forward pass, default 0: the model's saved batch
+// capacity), as `dainx predict`'s
 // flags. It returns the predictions and a JSON report.
 func predictCells(path string, idx []int32, n, order int, options string) ([]float64, []byte, error) {
 	fs := flag.NewFlagSet("dainx predict", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	backend := fs.String("backend", "cpu", "compute backend: cpu, cuda or auto")
-	batch := fs.Int("batch", 4096, "cells per forward pass")
+	batch := fs.Int("batch", 0, "cells per forward pass (0: the model's saved capacity)")
 	if err := setOptions(fs, options, nil); err != nil {
 		return nil, nil, err
 	}
-	if *batch <= 0 {
-		return nil, nil, inputErr("option \"batch\": %d: want ≥ 1", *batch)
+	if *batch < 0 {
+		return nil, nil, inputErr("option \"batch\": %d: want ≥ 0", *batch)
 	}
 	be, err := cli.Open(&cli.Input{Backend: *backend, Precision: "fp32", Quiet: true}, io.Discard)
 	if err != nil {
