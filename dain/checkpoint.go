@@ -141,7 +141,8 @@ var flagNames = map[string]string{
 	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch", "EmbeddingOptimizer": "-embedding-optimizer",
 }
 
-// configFields lists every setting of c (every field but Progress and Keep,
+// configFields lists every setting of c (every field but Progress, OnEpoch
+// and Keep,
 // which change what a run reports, not what it computes, so a
 // field added to Config is covered without a change here), by the flag of
 // `dainx augment` that sets it or else by its Go name, and the backend.
@@ -152,7 +153,7 @@ func configFields(c Config, backend string) []ckField {
 	v := reflect.ValueOf(c)
 	for i := 0; i < v.NumField(); i++ {
 		f, x := v.Type().Field(i), v.Field(i)
-		if f.Name == "Progress" || f.Name == "Keep" || !f.IsExported() {
+		if f.Name == "Progress" || f.Name == "OnEpoch" || f.Name == "Keep" || !f.IsExported() {
 			continue
 		}
 		name := f.Name

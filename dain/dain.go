@@ -64,6 +64,11 @@ type Config struct {
 
 	// Progress receives one line per epoch and per step; nil is silent.
 	Progress io.Writer
+	// OnEpoch, when not nil, is called after every training epoch of every
+	// model (Θ, the CoSTCo value predictor, Θ′), on the goroutine that
+	// trains, and gets the epoch's progress line (EpochInfo.Line) instead
+	// of Progress. It must not block for long.
+	OnEpoch func(EpochInfo)
 	// Keep asks Run for more than the report and the new cells: the
 	// split, the cell scores, the entity importance, the trained models.
 	// It changes what a run returns, never what it computes.
@@ -493,14 +498,48 @@ func history(r nn.Result) []EpochLog {
 	return out
 }
 
-func logEpoch(w io.Writer, model string, e nn.Epoch, epochs int, elapsed time.Duration) {
-	if w == nil {
+// EpochInfo is one finished training epoch, as Config.OnEpoch receives it.
+type EpochInfo struct {
+	// Stage is the report's stage the epoch belongs to: "train" (Θ),
+	// "predict" (Θc, the CoSTCo value predictor) or "retrain" (Θ′).
+	Stage string
+	// Model is the model's label in the progress lines: Θ, Θc or Θ'.
+	Model string
+	// Epochs is the number of epochs asked for (training may stop early).
+	Epochs int
+	// Elapsed is the wall time since the run began, in seconds.
+	Elapsed float64
+	// Line is the progress line Progress would have had (no newline).
+	Line string
+	nn.Epoch
+}
+
+// stageOf maps a progress label to the report's stage.
+func stageOf(model string) string {
+	switch model {
+	case "Θ":
+		return "train"
+	case "Θc":
+		return "predict"
+	}
+	return "retrain"
+}
+
+// logEpoch writes the epoch's progress line to c.Progress and hands it to
+// c.OnEpoch.
+func logEpoch(c *Config, model string, e nn.Epoch, epochs int, elapsed time.Duration) {
+	if c.Progress == nil && c.OnEpoch == nil {
 		return
 	}
 	mark := ""
 	if e.Best {
 		mark = " *"
 	}
-	fmt.Fprintf(w, "%-3s epoch %3d/%d  train MSE %.6f  val MSE %.6f%s  (%.1fs, elapsed %s)\n",
+	line := fmt.Sprintf("%-3s epoch %3d/%d  train MSE %.6f  val MSE %.6f%s  (%.1fs, elapsed %s)",
 		model, e.N, epochs, e.TrainMSE, e.ValMSE, mark, e.Seconds, elapsed.Round(time.Second))
+	if c.OnEpoch != nil {
+		c.OnEpoch(EpochInfo{Stage: stageOf(model), Model: model, Epochs: epochs, Elapsed: elapsed.Seconds(), Line: line, Epoch: e})
+		return
+	}
+	fmt.Fprintln(c.Progress, line)
 }

@@ -182,7 +182,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 					return err
 				}
 			}
-			logEpoch(cfg.Progress, label, ep, epochs, time.Since(start))
+			logEpoch(&cfg, label, ep, epochs, time.Since(start))
 			return nil
 		}
 		res, err := nn.TrainDist(ctx, m, set, valSet, tc, nn.DistConfig{Cluster: cl, Global: n, Owned: owned, ValGlobal: nVal, Exchange: exchange, Comm: &commBefore})

@@ -381,7 +381,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 				return err
 			}
 		}
-		logEpoch(e.cfg.Progress, label, ep, tc.Epochs, time.Since(e.start))
+		logEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
 	}
 	if len(passes) > 0 {
@@ -554,7 +554,7 @@ func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label stri
 		if err := e.ck.at(stage, ep.N, "trained"); err != nil {
 			return err
 		}
-		logEpoch(e.cfg.Progress, label, ep, tc.Epochs, time.Since(e.start))
+		logEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
 	}
 	fit := &fitting{c: e.ck, stage: stage, label: label, shuffle: pcg}

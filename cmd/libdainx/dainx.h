@@ -46,6 +46,7 @@ extern "C" {
 #define DAINX_OK 0
 #define DAINX_EINPUT 1 /* bad cells, bad options, or a configuration that cannot work */
 #define DAINX_ERUN 2   /* the run failed: device error, too few new cells reachable, internal error */
+#define DAINX_ECANCELLED 3 /* dainx_augment_progress: the progress callback asked the run to stop */
 
 /* dainx_version returns the library's version (the git revision it was built
  * from, as `dainx version` prints it). Static storage; never NULL. */
@@ -95,6 +96,35 @@ typedef struct dainx_result dainx_result;
  * backend. It blocks until the run is done (minutes for large tensors). */
 int dainx_augment(const int32_t *idx, const double *val, int64_t nnz,
                   int32_t order, const char *options, dainx_result **out);
+
+/* A progress callback of dainx_augment_progress: event is a JSON object
+ * (valid only during the call), user the caller's pointer. Return 0 to go
+ * on, non-zero to stop the run (it stops at the next training step or
+ * stage boundary and returns DAINX_ECANCELLED). Events, by "event":
+ *   "epoch": a finished training epoch: "stage" ("train" for Θ, "predict"
+ *     for the CoSTCo value predictor, "retrain" for Θ′), "model" (Θ, Θc,
+ *     Θ'), "epoch" (1-based), "epochs" (asked for), "train_mse",
+ *     "val_mse", "best" (the lowest validation MSE so far), "seconds" (the
+ *     epoch's), "elapsed" (since the run began) and "message" (the line
+ *     the command prints for it);
+ *   "log": "message", any other progress line (none with "quiet");
+ *   "tick": "elapsed", about every 250 ms while the run goes on, so that a
+ *     caller can stop it between epochs (e.g. on Ctrl-C).
+ * The callback is always called on the thread that called
+ * dainx_augment_progress, never after it has returned, never twice at
+ * once. */
+typedef int (*dainx_progress)(const char *event, void *user);
+
+/* dainx_augment_progress is dainx_augment with progress as events to
+ * progress (which may be NULL: then it is dainx_augment, except that
+ * progress lines are dropped instead of written to standard error) and a
+ * way to stop: a non-zero return of the callback ends the run with
+ * DAINX_ECANCELLED ("dainx: cancelled"); "output", "report" and the other
+ * files written at the end are then not written (nor half-written), a
+ * "checkpoint" holds the last completed point, from which "resume" goes
+ * on. */
+int dainx_augment_progress(const int32_t *idx, const double *val, int64_t nnz, int32_t order,
+                           const char *options, dainx_progress progress, void *user, dainx_result **out);
 
 /* dainx_read reads a tensor file as `dainx augment -input` does: DAIN TSV,
  * FROSTT .tns or SPLATT .bin, gzip detected by content. options: NULL or a

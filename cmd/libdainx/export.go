@@ -1,9 +1,11 @@
 package main
 
+// #include <stdlib.h>
 // #include "shim.h"
 import "C"
 
 import (
+	"context"
 	"os"
 	"sync"
 	"unsafe"
@@ -28,7 +30,7 @@ func dainxGoVersion() *C.char {
 }
 
 //export dainxGoAugment
-func dainxGoAugment(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_t, options *C.char, out **C.dainx_result) C.int {
+func dainxGoAugment(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_t, options *C.char, progress C.dainx_progress, user unsafe.Pointer, out **C.dainx_result) C.int {
 	var r *C.dainx_result
 	err := safely(func() error {
 		is, vs, err := cells(idx, val, nnz, order)
@@ -39,7 +41,20 @@ func dainxGoAugment(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_
 		if err != nil {
 			return err
 		}
-		res, err := augment(t, goString(options), os.Stderr)
+		opts := goString(options)
+		var res *augmentResult
+		if progress == nil && user == nil {
+			res, err = augment(context.Background(), t, opts, os.Stderr, nil)
+		} else {
+			res, err = augmentEvents(t, opts, func(event []byte) bool {
+				if progress == nil {
+					return true
+				}
+				cs := C.CString(string(event))
+				defer C.free(unsafe.Pointer(cs))
+				return C.dainx__call_progress(progress, user, cs) == 0
+			})
+		}
 		if err != nil {
 			return err
 		}

@@ -26,10 +26,11 @@ import (
 )
 
 // Error classes, the non-zero return codes of the C API (dainx.h
-// DAINX_EINPUT, DAINX_ERUN).
+// DAINX_EINPUT, DAINX_ERUN, DAINX_ECANCELLED).
 const (
-	codeInput = 1 // bad cells, bad options, a configuration that cannot work
-	codeRun   = 2 // the run failed: device error, too few reachable cells, internal error
+	codeInput     = 1 // bad cells, bad options, a configuration that cannot work
+	codeRun       = 2 // the run failed: device error, too few reachable cells, internal error
+	codeCancelled = 3 // the progress callback stopped the run
 )
 
 // libError is an error with its C API code.
@@ -228,12 +229,20 @@ type augmentResult struct {
 // augment is `dainx augment` on t with the options (a JSON object of flag
 // names without the dash). Progress goes to stderr unless "quiet" is set.
 // Every call opens and closes its own backend.
-func augment(t *tensor.COO, options string, stderr io.Writer) (*augmentResult, error) {
+// With onEpoch, every finished epoch goes to it (dain.Config.OnEpoch), and
+// not to stderr. ctx stops the run.
+func augment(ctx context.Context, t *tensor.COO, options string, stderr io.Writer, onEpoch func(dain.EpochInfo)) (*augmentResult, error) {
 	fs := flag.NewFlagSet("dainx augment", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	a := cli.NewAugment(fs)
+	// As `dainx augment -checkpoint DIR [-resume]` (cmd/dainx/checkpoint.go).
+	ckDir := fs.String("checkpoint", "", "save the run's state in this `directory` after every epoch of every training stage, so that resume can continue it")
+	resume := fs.Bool("resume", false, "continue the run saved in the checkpoint directory from its last finished epoch")
 	if err := setOptions(fs, options, augmentSkip); err != nil {
 		return nil, err
+	}
+	if *resume && *ckDir == "" {
+		return nil, inputErr("option \"resume\" needs \"checkpoint\", the directory of the run to continue")
 	}
 	if err := a.Finish(fs, stderr); err != nil {
 		return nil, inputErr("%v", strings.TrimPrefix(err.Error(), "usage: "))
@@ -265,8 +274,21 @@ func augment(t *tensor.COO, options string, stderr io.Writer) (*augmentResult, e
 	if a.Out.ModelOut != "" {
 		a.Config.Keep.Model = cli.ModelSaver(a, cli.Base(a.In.IndexBase, format), version())
 	}
-	res, err := dain.Run(context.Background(), t, a.Config, be)
+	a.Config.OnEpoch = onEpoch
+	var res *dain.Result
+	if *ckDir == "" {
+		res, err = dain.Run(ctx, t, a.Config, be)
+	} else {
+		res, err = dain.RunCheckpointed(ctx, t, a.Config, be, dain.Checkpoint{Dir: *ckDir, Resume: *resume, Input: "the cells in memory", Program: version()})
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			msg := "dainx: cancelled"
+			if *ckDir != "" {
+				msg += fmt.Sprintf("; the checkpoint in %s keeps the last finished epoch: the same call with \"resume\": true continues the run", *ckDir)
+			}
+			return nil, &libError{codeCancelled, msg}
+		}
 		return nil, err
 	}
 	res.Report.Variant, res.Report.Version = a.Variant(), version()

@@ -79,8 +79,23 @@ int dainx_augment(const int32_t *idx, const double *val, int64_t nnz, int32_t or
 		set_error(idx == NULL ? "dainx_augment: idx is NULL" : "dainx_augment: val is NULL");
 		return DAINX_EINPUT;
 	}
-	return dainxGoAugment((int32_t *)idx, (double *)val, nnz, order, (char *)options, out);
+	return dainxGoAugment((int32_t *)idx, (double *)val, nnz, order, (char *)options, NULL, NULL, out);
 }
+
+int dainx_augment_progress(const int32_t *idx, const double *val, int64_t nnz, int32_t order,
+                           const char *options, dainx_progress progress, void *user, dainx_result **out) {
+	if (out == NULL) {
+		set_error("dainx_augment_progress: out is NULL");
+		return DAINX_EINPUT;
+	}
+	if (nnz > 0 && order > 0 && (idx == NULL || val == NULL)) {
+		set_error(idx == NULL ? "dainx_augment_progress: idx is NULL" : "dainx_augment_progress: val is NULL");
+		return DAINX_EINPUT;
+	}
+	return dainxGoAugment((int32_t *)idx, (double *)val, nnz, order, (char *)options, progress, user, out);
+}
+
+int dainx__call_progress(dainx_progress f, void *user, const char *event) { return f(event, user); }
 
 int dainx_read(const char *path, const char *options, dainx_result **out) {
 	if (out == NULL || path == NULL) {

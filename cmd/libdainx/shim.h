@@ -44,4 +44,8 @@ int dainx__result_scores(dainx_result *r, int64_t n);
  * lens[0..order-1] entities; 0 on success, -1 when out of memory. */
 int dainx__result_importance(dainx_result *r, const int64_t *lens);
 
+/* dainx__call_progress calls f(event, user): cgo cannot call a C function
+ * pointer itself. */
+int dainx__call_progress(dainx_progress f, void *user, const char *event);
+
 #endif

@@ -1,170 +1,100 @@
 """dainx: DAIN, influence-guided data augmentation for neural tensor
 completion (Oh, Kim, Rossi, Kumar, CIKM 2021), over libdainx.
 
-    import dainx
+An estimator over pandas (IDs of any hashable type) or index arrays::
+
+    import dainx, pandas as pd
+    df = pd.read_csv("ratings.tsv", sep="\\t", names=["user", "movie", "rating"])
+    model = dainx.DAIN(ratio=0.5, seed=7, epochs=20).fit(df, index=["user", "movie"], value="rating")
+    model.augmented_            # the new cells, with the original IDs
+    model.entity_importance_    # {"user": Series, "movie": Series}
+    model.predict(df.head())    # predicted ratings
+    model.save("ml-model")      # a -model-out directory; dainx.load("ml-model")
+
+or one function on arrays::
+
     idx, val = dainx.read("ratings.tsv")            # (nnz, order) int32, (nnz,) float64
-    aug_idx, aug_val, report = dainx.augment(idx, val, ratio=0.5, seed=7,
-                                             layers="48,16", epochs=3)
-    print(report["rmse_before"], report["rmse_after"])
+    aug_idx, aug_val, report = dainx.augment(idx, val, ratio=0.5, seed=7, layers="48,16", epochs=3)
     dainx.write("new.tsv", aug_idx, aug_val)
 
-augment() is ``dainx augment`` on cells held in memory: its keyword
-arguments are the command's flags (``test_frac`` for ``-test-frac``), and
-it gives the same cells, values and report as the command for the same
-cells, seed and flags.
+augment() and DAIN take the flags of ``dainx augment`` as keyword
+arguments (``test_frac`` for ``-test-frac``) and give the same cells,
+values and report as the command for the same cells, seed and flags.
+Progress goes to ``logging.getLogger("dainx")`` (INFO) and to an optional
+``progress`` callable (one ``Epoch`` per training epoch); Ctrl-C stops a
+run within a fraction of a second and raises KeyboardInterrupt.
 
 Errors: ValueError for bad input or a bad option (the message names the
 cell or the option), RuntimeError when the run fails (a CUDA error, too
-few new cells reachable). The library is thread-safe; augment() releases
-the GIL while it runs, so several threads can run it at once.
+few new cells reachable). The library is thread-safe; a run releases the
+GIL, so several threads can run at once.
 """
 
-import ctypes
-import ctypes.util
 import json
+import logging
 import os
+import sys
 
-import numpy as np
+from . import _native
+from ._native import Epoch, library_path, version
 
-__all__ = ["augment", "read", "write", "version", "library_path", "__version__"]
-
-_EINPUT, _ERUN = 1, 2
-_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
-
-
-def _find_library():
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libdainx.so")
-    for cand in (os.environ.get("DAINX_LIBRARY"), here, ctypes.util.find_library("dainx")):
-        if cand and (os.path.exists(cand) or not os.path.isabs(cand)):
-            return cand
-    raise ImportError("dainx: libdainx.so not found (next to the package, $DAINX_LIBRARY or the linker path); run `make python`")
-
-
-library_path = _find_library()
-_lib = ctypes.CDLL(library_path)
-
-_p = ctypes.c_void_p
-_lib.dainx_version.restype = ctypes.c_char_p
-_lib.dainx_version.argtypes = []
-_lib.dainx_last_error.restype = ctypes.c_char_p
-_lib.dainx_last_error.argtypes = []
-_lib.dainx_augment.restype = ctypes.c_int
-_lib.dainx_augment.argtypes = [_p, _p, ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p, ctypes.POINTER(_p)]
-_lib.dainx_read.restype = ctypes.c_int
-_lib.dainx_read.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_p)]
-_lib.dainx_write.restype = ctypes.c_int
-_lib.dainx_write.argtypes = [ctypes.c_char_p, _p, _p, ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p]
-_lib.dainx_result_count.restype = ctypes.c_int64
-_lib.dainx_result_count.argtypes = [_p]
-_lib.dainx_result_order.restype = ctypes.c_int32
-_lib.dainx_result_order.argtypes = [_p]
-_lib.dainx_result_indices.restype = _p
-_lib.dainx_result_indices.argtypes = [_p]
-_lib.dainx_result_values.restype = _p
-_lib.dainx_result_values.argtypes = [_p]
-_lib.dainx_result_report.restype = ctypes.c_char_p
-_lib.dainx_result_report.argtypes = [_p]
-_lib.dainx_result_free.restype = None
-_lib.dainx_result_free.argtypes = [_p]
-
-
-def version():
-    """The library's version: the release number and the commit it was
-    built from (e.g. ``0.6.0+a97d1d9a299c``), as ``dainx version`` prints it."""
-    return _lib.dainx_version().decode()
-
+__all__ = ["DAIN", "Epoch", "augment", "load", "predict", "read", "write", "version", "library_path",
+           "__version__"]
 
 __version__ = version()
 
-
-def _check(rc):
-    if rc == 0:
-        return
-    msg = _lib.dainx_last_error().decode("utf-8", "replace")
-    if rc == _EINPUT:
-        raise ValueError(msg)
-    raise RuntimeError(msg)
+logger = logging.getLogger("dainx")
 
 
-class _Result:
-    """Owns one dainx_result; freed when the last array over it is gone."""
+def _reporter(progress, quiet):
+    """on_event for _native.run_augment: messages to the "dainx" logger
+    (or standard error with progress="stderr"), epochs to progress."""
+    if progress is not None and progress != "stderr" and not callable(progress):
+        raise ValueError('progress: want a callable, "stderr" or None, got %r' % (progress,))
 
-    def __init__(self, ptr):
-        self.ptr = ptr
+    def on_event(ev):
+        kind = ev.get("event")
+        if kind == "tick":
+            return
+        msg = ev.get("message")
+        if msg and not quiet:
+            if progress == "stderr":
+                sys.stderr.write(msg + "\n")
+                sys.stderr.flush()
+            else:
+                logger.info("%s", msg[len("dainx: "):] if msg.startswith("dainx: ") else msg)
+        if kind == "epoch" and callable(progress):
+            progress(_native.epoch_of(ev))
 
-    def __del__(self):
-        if self.ptr:
-            _lib.dainx_result_free(self.ptr)
-            self.ptr = None
-
-
-class _View:
-    """An array interface over memory that a _Result owns (no copy)."""
-
-    def __init__(self, owner, addr, shape, typestr):
-        self._owner = owner  # keeps the result alive as long as the array
-        self.__array_interface__ = {"shape": shape, "typestr": typestr, "data": (addr, False), "version": 3}
-
-
-def _arrays(ptr):
-    """(idx, val, report) over a dainx_result, without copying the cells."""
-    owner = _Result(ptr)
-    n, order = _lib.dainx_result_count(ptr), _lib.dainx_result_order(ptr)
-    report = _lib.dainx_result_report(ptr).decode()
-    if n == 0:
-        return np.empty((0, order), np.int32), np.empty(0, np.float64), report
-    idx = np.asarray(_View(owner, _lib.dainx_result_indices(ptr), (n, order), "<i4"))
-    val = np.asarray(_View(owner, _lib.dainx_result_values(ptr), (n,), "<f8"))
-    return idx, val, report
+    return on_event
 
 
-def _cells(idx, val):
-    """idx as a C-contiguous (nnz, order) int32 array and val as (nnz,)
-    float64, converted only where needed; ValueError for anything else."""
-    idx = np.asarray(idx)
-    val = np.asarray(val)
-    if idx.ndim != 2:
-        raise ValueError("idx: want a 2-D (nnz, order) array of indices, got shape %s" % (idx.shape,))
-    if idx.dtype.kind not in "iu":
-        raise ValueError("idx: want an integer array, got dtype %s" % idx.dtype)
-    if val.ndim != 1 or val.shape[0] != idx.shape[0]:
-        raise ValueError("val: want shape (%d,) to match idx %s, got %s" % (idx.shape[0], idx.shape, val.shape))
-    if val.dtype.kind not in "iuf":
-        raise ValueError("val: want a numeric array, got dtype %s" % val.dtype)
-    if idx.dtype != np.int32 and idx.size:
-        bad = (idx < _INT32_MIN) | (idx > _INT32_MAX)
-        if bad.any():
-            k, m = np.argwhere(bad)[0]
-            raise ValueError("cell %d (%s): index %d in mode %d is outside int32"
-                             % (k, ", ".join(str(int(x)) for x in idx[k]), int(idx[k, m]), m + 1))
-    return np.ascontiguousarray(idx, dtype=np.int32), np.ascontiguousarray(val, dtype=np.float64)
+def _augment(idx, val, options, progress):
+    """(ptr, owner-less result pointer) of a run on the cells; see augment."""
+    if "input" in options:
+        raise ValueError('option "input": the cells are passed in memory (idx, val); read a file with dainx.read')
+    i32, f64 = _native.cells(idx, val)
+    return _native.run_augment(i32, f64, _native.options_json(options),
+                               _reporter(progress, bool(options.get("quiet"))))
 
 
-def _options(kw):
-    out = {}
-    for k, v in kw.items():
-        if v is None:
-            continue
-        if isinstance(v, (list, tuple)):
-            v = ",".join(str(int(x)) for x in v)
-        elif isinstance(v, np.generic):
-            v = v.item()
-        out[k.replace("_", "-")] = v
-    return json.dumps(out).encode() if out else None
-
-
-def augment(idx, val, **options):
+def augment(idx, val, progress=None, **options):
     """Run DAIN (``dainx augment``) on the cells idx, val.
 
     idx: (nnz, order) integer array of 0-based indices (any integer dtype;
         int32 C-contiguous arrays are passed without a copy). The mode sizes
         are the largest index of each mode + 1.
     val: (nnz,) float array of values.
+    progress: None (progress lines go to the "dainx" logger at INFO), a
+        callable that gets an Epoch after every training epoch (and the
+        lines still go to the logger), or "stderr" (the lines go to
+        standard error, as the command prints them).
     options: the flags of ``dainx augment`` without the dash, ``_`` for
         ``-`` (ratio=0.5, seed=7, layers="48,16" or [48, 16], epochs=3,
-        backend="cpu", quiet=True, test_frac=0.1, method="random", …);
-        None leaves a flag at its default. "input" is refused (the cells
-        are the input); "output" and "report" also write files.
+        backend="cpu", quiet=True, test_frac=0.1, method="random",
+        checkpoint="dir", resume=True, model_out="dir", …); None leaves a
+        flag at its default. "input" is refused (the cells are the input);
+        "output", "report", "model_out", "scores_out", … also write files.
 
     Returns (aug_idx, aug_val, report): aug_idx (n_aug, order) int32 and
     aug_val (n_aug,) float64, the new cells and their predicted values
@@ -174,15 +104,11 @@ def augment(idx, val, **options):
     Raises ValueError for bad cells (negative index, index outside int32,
     NaN or infinite value, duplicate cell, nnz or order 0) or a bad option
     (unknown key, bad value), naming the cell or option; RuntimeError when
-    the run fails.
+    the run fails; KeyboardInterrupt on Ctrl-C (the run stops at its next
+    training step; with checkpoint=, resume=True goes on from there).
     """
-    i32, f64 = _cells(idx, val)
-    nnz, order = i32.shape
-    ptr = _p()
-    rc = _lib.dainx_augment(i32.ctypes.data if nnz else None, f64.ctypes.data if nnz else None,
-                            nnz, order, _options(options), ctypes.byref(ptr))
-    _check(rc)
-    aug_idx, aug_val, report = _arrays(ptr)
+    ptr = _augment(idx, val, options, progress)
+    aug_idx, aug_val, report, _ = _native.arrays(ptr)
     return aug_idx, aug_val, json.loads(report)
 
 
@@ -199,10 +125,11 @@ def read(path, format=None, index_base=None):
     float64 values, in file order (no copy). Raises ValueError for a
     missing file or bad content ("file:line: reason").
     """
-    ptr = _p()
-    _check(_lib.dainx_read(os.fsencode(path), _options({"format": format, "index_base": index_base}),
-                           ctypes.byref(ptr)))
-    idx, val, _ = _arrays(ptr)
+    ptr = _native.ctypes.c_void_p()
+    _native.check(_native.lib.dainx_read(os.fsencode(path),
+                                         _native.options_json({"format": format, "index_base": index_base}),
+                                         _native.ctypes.byref(ptr)))
+    idx, val, _, _ = _native.arrays(ptr)
     return idx, val
 
 
@@ -214,7 +141,33 @@ def write(path, idx, val, format=None, index_base=None):
     .gz. The file is written to a temporary name and renamed into place.
     Raises ValueError for bad cells (as augment) or a bad path.
     """
-    i32, f64 = _cells(idx, val)
+    i32, f64 = _native.cells(idx, val)
     nnz, order = i32.shape
-    _check(_lib.dainx_write(os.fsencode(path), i32.ctypes.data if nnz else None, f64.ctypes.data if nnz else None,
-                            nnz, order, _options({"format": format, "index_base": index_base})))
+    _native.check(_native.lib.dainx_write(os.fsencode(path), i32.ctypes.data if nnz else None,
+                                          f64.ctypes.data if nnz else None, nnz, order,
+                                          _native.options_json({"format": format, "index_base": index_base})))
+
+
+def predict(model, idx, backend=None, batch=None):
+    """Predict cells with a model saved by ``dainx augment -model-out DIR``
+    (``dainx predict``): model is DIR (its retrained model Θ′) or a
+    NAME.json / NAME.safetensors path; idx an (n, order) integer array of
+    0-based indices. backend: "cpu" (default), "cuda" or "auto"; batch:
+    cells per forward pass (default the model's own).
+
+    Returns (predictions, report): (n,) float64 and a dict (model, kind,
+    role, trained_by, version, …). Raises ValueError for a missing or
+    malformed model, an order other than the model's, or an index outside
+    the model's modes (naming the cell).
+    """
+    i32, _ = _native.cells(idx, None)
+    n, order = i32.shape
+    ptr = _native.ctypes.c_void_p()
+    _native.check(_native.lib.dainx_predict(os.fsencode(model), i32.ctypes.data if n else None, n, order,
+                                            _native.options_json({"backend": backend, "batch": batch}),
+                                            _native.ctypes.byref(ptr)))
+    _, pred, report, _ = _native.arrays(ptr)
+    return pred, json.loads(report)
+
+
+from ._estimator import DAIN, load  # noqa: E402  (they use the functions above)

@@ -1,0 +1,362 @@
+"""dainx.DAIN, a scikit-learn-style estimator over libdainx, and
+dainx.load."""
+
+import collections
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from . import _native
+
+# Files of a model directory: model.json and model.safetensors as
+# `dainx augment -model-out DIR` writes them (docs/model-format.md), and,
+# from Python, python.json with the entity IDs and the estimator's options.
+_MODEL_FILES = ("model.json", "model.safetensors")
+_PYTHON_FILE = "python.json"
+_PYTHON_FORMAT = "dainx-python"
+
+CellScores = collections.namedtuple("CellScores", "idx value alpha score")
+CellScores.__doc__ = """The cell scores of a DAIN fitted on arrays: one row per
+training cell (the training set's order): idx (n, order) int32, value (n,)
+float64, alpha (n,) float32 (α_z, the importance the entity aggregation
+used) and score (n,) float32 (the signed TracIn sum S_z, Oh et al. eq. 5
+without |·|)."""
+
+
+def _is_frame(x):
+    """x is a pandas DataFrame (pandas is imported only if x could be one)."""
+    return type(x).__module__.startswith("pandas") and hasattr(x, "columns")
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError as e:  # pragma: no cover - pandas is there for DataFrame input
+        raise ImportError("dainx: this needs pandas") from e
+    return pandas
+
+
+class DAIN:
+    """DAIN, influence-guided data augmentation for neural tensor completion
+    (Oh, Kim, Rossi, Kumar, CIKM 2021), as an estimator.
+
+    DAIN(**options): the options of dainx.augment(), i.e. the flags of
+    ``dainx augment`` (ratio=0.5, seed=7, layers="48,16", epochs=20,
+    backend="cpu", test_frac=0.1, method="dain", checkpoint="dir",
+    resume=True, …), plus progress= (None: progress lines go to the "dainx"
+    logger; a callable: it gets a dainx.Epoch after every training epoch;
+    "stderr": the lines go to standard error). Nothing is checked until
+    fit (get_params/set_params/sklearn.base.clone work as for any
+    estimator).
+
+    fit(idx, val) on an (nnz, order) integer array of 0-based indices and
+    (nnz,) values, or fit(df, index=[columns], value=column) on a pandas
+    DataFrame whose index columns hold IDs of any hashable type. After fit:
+
+    augmented_: the new cells with their predicted values (what
+        ``-output`` writes): a DataFrame with the input's index and value
+        columns and IDs, or an (idx, val) pair for array input.
+    cell_scores_: one row per training cell: its IDs (or indices), value,
+        alpha (α_z) and score (S_z); a DataFrame, or a CellScores for array
+        input; None for a method that scores no cell (random, …).
+    entity_importance_: {column: Series indexed by ID} (or {mode: ndarray}
+        for array input), each mode's importances, summing to 1 (the
+        distribution new cells are drawn from); None if the method has
+        none.
+    report_: the run's report (a dict, as ``dainx augment`` prints it).
+    index_, value_: the index columns and the value column (None for
+        array input); entities_: the IDs of each mode, in index order.
+
+    predict(X) predicts cells given as fit takes them (with the retrained
+    model Θ′); save(path) writes the model as ``-model-out`` does (plus
+    the IDs), dainx.load(path) reads it back, also one saved by the
+    command line.
+    """
+
+    def __init__(self, **options):
+        self._params = dict(options)
+
+    # scikit-learn's estimator protocol: the constructor's keywords are
+    # the parameters, stored as given.
+    def get_params(self, deep=True):
+        """The options this estimator was made with (a new dict)."""
+        return dict(self._params)
+
+    def set_params(self, **params):
+        """Set options (as in the constructor); returns self."""
+        self._params.update(params)
+        return self
+
+    def __repr__(self):
+        return "DAIN(%s)" % ", ".join("%s=%r" % kv for kv in sorted(self._params.items()))
+
+    def __getstate__(self):
+        return self.__dict__
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None, *, index=None, value=None):
+        """Train, score and augment; see the class. Returns self.
+
+        X, y: an (nnz, order) integer index array and (nnz,) values; or X a
+        DataFrame, index its ID columns (default: every column but value)
+        and value its value column (required).
+
+        Raises ValueError for bad cells or options (naming them),
+        RuntimeError when the run fails, KeyboardInterrupt on Ctrl-C (the
+        run stops within a fraction of a second, nothing is left behind;
+        with checkpoint=, resume=True goes on from the last epoch).
+        """
+        idx, val, ids = self._encode_fit(X, y, index, value)
+        opts = dict(self._params)
+        progress = opts.pop("progress", None)
+        if "input" in opts:
+            raise ValueError('option "input": the cells are passed to fit')
+        user_dir = opts.get("model_out")
+        tmp = None
+        try:
+            if user_dir is None:
+                tmp = tempfile.mkdtemp(prefix="dainx-fit-")
+                opts["model_out"] = os.path.join(tmp, "model")
+            from . import _augment
+            ptr = _augment(idx, val, opts, progress)
+            aug_idx, aug_val, report, owner = _native.arrays(ptr)
+            scores, imp = _native.influence(owner)
+            model_dir = os.fspath(opts["model_out"])
+            files = {}
+            for name in _MODEL_FILES:
+                with open(os.path.join(model_dir, name), "rb") as f:
+                    files[name] = f.read()
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+        self._model_files = files
+        self.index_, self.value_, self.entities_ = ids
+        self.report_ = json.loads(report)
+        self.augmented_ = self._decode_cells(aug_idx.copy(), aug_val.copy())
+        self.cell_scores_ = self._decode_scores(scores)
+        self.entity_importance_ = self._decode_importance(imp)
+        return self
+
+    def _encode_fit(self, X, y, index, value):
+        """(idx, val, (index_, value_, entities_)) of fit's input."""
+        if _is_frame(X):
+            pd = _pandas()
+            if y is not None:
+                raise ValueError("fit(df, ...): the values are a column of df (value=...), not y")
+            if value is None:
+                raise ValueError("fit(df, ...): name the value column, value=...")
+            if value not in X.columns:
+                raise ValueError("value=%r: no such column (columns: %s)" % (value, list(X.columns)))
+            if index is None:
+                index = [c for c in X.columns if c != value]
+            index = list(index)
+            if not index:
+                raise ValueError("fit(df, ...): no index column")
+            for c in index:
+                if c not in X.columns:
+                    raise ValueError("index column %r: no such column (columns: %s)" % (c, list(X.columns)))
+            if value in index:
+                raise ValueError("column %r is both an index column and the value" % (value,))
+            cols, entities = [], []
+            for c in index:
+                codes, uniques = pd.factorize(X[c], sort=False)
+                if (codes < 0).any():
+                    row = X.index[int(np.argmax(codes < 0))]
+                    raise ValueError("index column %r: missing ID in row %r" % (c, row))
+                cols.append(codes.astype(np.int32))
+                entities.append(pd.Index(uniques, name=c))
+            idx = np.stack(cols, axis=1) if cols else np.empty((0, 0), np.int32)
+            vals = pd.to_numeric(X[value], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+            bad = ~np.isfinite(vals)
+            if bad.any():
+                k = int(np.argmax(bad))
+                raise ValueError("value column %r: row %r holds %r, not a finite number"
+                                 % (value, X.index[k], X[value].iloc[k]))
+            return idx, vals, (index, value, entities)
+        if index is not None or value is not None:
+            raise ValueError("index= and value= name DataFrame columns; for arrays call fit(idx, val)")
+        if y is None:
+            raise ValueError("fit(idx, val): the values are missing")
+        idx, val = _native.cells(X, y)
+        return idx, val, (None, None, None)
+
+    # ------------------------------------------------------------- decoding
+    def _frame(self, idx, extra):
+        pd = _pandas()
+        data = {}
+        for m, c in enumerate(self.index_):
+            data[c] = self.entities_[m].take(idx[:, m]) if len(idx) else self.entities_[m][:0]
+        data.update(extra)
+        return pd.DataFrame(data)
+
+    def _decode_cells(self, idx, val):
+        if self.index_ is None:
+            return idx, val
+        return self._frame(idx, {self.value_: val})
+
+    def _decode_scores(self, scores):
+        if scores is None:
+            return None
+        idx, value, alpha, score = (np.array(a) for a in scores)
+        if self.index_ is None:
+            return CellScores(idx, value, alpha, score)
+        return self._frame(idx, {self.value_: value, "alpha": alpha, "score": score})
+
+    def _decode_importance(self, imp):
+        if imp is None:
+            return None
+        if self.index_ is None:
+            return {m: np.array(a) for m, a in enumerate(imp)}
+        pd = _pandas()
+        return {c: pd.Series(np.array(imp[m]), index=self.entities_[m], name="importance")
+                for m, c in enumerate(self.index_)}
+
+    # -------------------------------------------------------------- predict
+    def _fitted(self):
+        if not hasattr(self, "_model_files"):
+            raise ValueError("this DAIN is not fitted yet: call fit (or dainx.load) first")
+
+    def _encode_query(self, X, index):
+        """The (n, order) 0-based indices of query cells."""
+        if _is_frame(X):
+            if self.index_ is None:
+                cols = list(index) if index is not None else list(X.columns)
+                return _native.cells(X[cols].to_numpy(), None, "X")[0]
+            cols = list(index) if index is not None else self.index_
+            if len(cols) != len(self.index_):
+                raise ValueError("predict: want %d index columns (%s), got %s" % (len(self.index_), self.index_, cols))
+            out = np.empty((len(X), len(cols)), np.int32)
+            for m, c in enumerate(cols):
+                if c not in X.columns:
+                    raise ValueError("predict: index column %r is not in X (columns: %s)" % (c, list(X.columns)))
+                pos = self.entities_[m].get_indexer(X[c])
+                if (pos < 0).any():
+                    unknown = list(dict.fromkeys(X[c][pos < 0]))
+                    shown = ", ".join(repr(u) for u in unknown[:10])
+                    more = " and %d more" % (len(unknown) - 10) if len(unknown) > 10 else ""
+                    raise ValueError("predict: %d unknown ID%s in column %r: %s%s (the model knows only the IDs "
+                                     "it was fitted on)" % (len(unknown), "s" if len(unknown) > 1 else "",
+                                                            c, shown, more))
+                out[:, m] = pos
+            return out
+        if self.index_ is not None:
+            raise ValueError("predict: this model was fitted on a DataFrame; give a DataFrame with columns %s"
+                             % (self.index_,))
+        return _native.cells(X, None, "X")[0]
+
+    def predict(self, X, *, index=None, backend=None):
+        """Predicted values of the cells X, given as fit took them (a
+        DataFrame with the index columns, or an (n, order) index array),
+        with the retrained model Θ′. Returns an (n,) float64 array.
+        Raises ValueError for an ID the model was not fitted on (naming
+        them) or an index outside the model's modes."""
+        self._fitted()
+        idx = self._encode_query(X, index)
+        if len(idx) == 0:
+            return np.empty(0, np.float64)
+        from . import predict
+        tmp = tempfile.mkdtemp(prefix="dainx-predict-")
+        try:
+            for name, b in self._model_files.items():
+                with open(os.path.join(tmp, name), "wb") as f:
+                    f.write(b)
+            pred, _ = predict(tmp, idx, backend=backend)
+            return np.array(pred)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    # ------------------------------------------------------------ save/load
+    def save(self, path):
+        """Write the fitted model to the directory path (made if needed):
+        model.json and model.safetensors as ``dainx augment -model-out``
+        writes them (so ``dainx predict -model path`` reads it), and
+        python.json with the entity IDs, columns and options. Each file is
+        written to a temporary name and renamed into place. IDs must be
+        str, int, float or bool (TypeError otherwise)."""
+        self._fitted()
+        side = {"format": _PYTHON_FORMAT, "version": 1, "index": self.index_, "value": self.value_,
+                "entities": None, "options": _jsonable_options(self._params), "report": self.report_}
+        if self.entities_ is not None:
+            side["entities"] = [[_json_id(v, c) for v in ent] for c, ent in zip(self.index_, self.entities_)]
+        os.makedirs(path, exist_ok=True)
+        files = dict(self._model_files)
+        files[_PYTHON_FILE] = (json.dumps(side, ensure_ascii=False) + "\n").encode()
+        for name, b in files.items():
+            dst = os.path.join(path, name)
+            fd, tmp = tempfile.mkstemp(prefix="." + name + ".", dir=path)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(b)
+                os.replace(tmp, dst)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        return self
+
+
+def _json_id(v, column):
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, (str, int, float, bool)):
+        return v
+    raise TypeError("save: ID %r of column %r is a %s; save supports str, int, float and bool IDs"
+                    % (v, column, type(v).__name__))
+
+
+def _jsonable_options(params):
+    out = {}
+    for k, v in params.items():
+        if k == "progress":
+            continue
+        if isinstance(v, os.PathLike):
+            v = os.fspath(v)
+        try:
+            json.dumps(v)
+        except (TypeError, ValueError):
+            continue
+        out[k] = v
+    return out
+
+
+def load(path):
+    """A fitted DAIN from a directory written by DAIN.save or by ``dainx
+    augment -model-out path`` (then it predicts on index arrays, and its
+    report_, augmented_, cell_scores_ and entity_importance_ are None).
+    Raises ValueError for a missing or malformed model."""
+    files = {}
+    for name in _MODEL_FILES:
+        p = os.path.join(path, name)
+        try:
+            with open(p, "rb") as f:
+                files[name] = f.read()
+        except FileNotFoundError:
+            raise ValueError("%s: no such file (want a directory saved by DAIN.save or dainx augment -model-out)"
+                             % p) from None
+    try:
+        meta = json.loads(files["model.json"])
+    except ValueError as e:
+        raise ValueError("%s: not JSON: %s" % (os.path.join(path, "model.json"), e)) from None
+    if not isinstance(meta, dict) or meta.get("format") != "dainx-model":
+        raise ValueError("%s: not a dainx model (docs/model-format.md)" % os.path.join(path, "model.json"))
+    side = {}
+    sp = os.path.join(path, _PYTHON_FILE)
+    if os.path.exists(sp):
+        with open(sp, encoding="utf-8") as f:
+            try:
+                side = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError("%s:%d: %s" % (sp, e.lineno, e.msg)) from None
+        if side.get("format") != _PYTHON_FORMAT:
+            raise ValueError("%s: not a dainx python.json (format %r)" % (sp, side.get("format")))
+    est = DAIN(**side.get("options", {}))
+    est._model_files = files
+    est.index_, est.value_, est.entities_ = side.get("index"), side.get("value"), None
+    if side.get("entities") is not None:
+        pd = _pandas()
+        est.entities_ = [pd.Index(ent, name=c) for c, ent in zip(est.index_, side["entities"])]
+    est.report_ = side.get("report")
+    est.augmented_ = est.cell_scores_ = est.entity_importance_ = None
+    return est
