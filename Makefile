@@ -27,6 +27,7 @@ help:
 	@echo "make python         the Python package dainx over libdainx into build/python/ (pip install build/python)"
 	@echo "make kernels-lib    the kernels as a CUDA library: build/lib/libdainx_kernels.a, build/include/dainx_kernels.h (needs nvcc)"
 	@echo "make examples       build the C example and, with nvcc, the CUDA example into build/examples/"
+	@echo "make wheel          the Python wheel with libdainx.so inside into build/wheel/ (pip install build/wheel/dainx-*.whl)"
 	@echo "make test-embed     the C API tests, the Python tests and the examples on the CPU (what CI runs after make test)"
 	@echo "make test-mpi       the -dist mpi tests under mpiexec -n 1, 2 and 3 (needs MPI: apt-get install mpich; MPIEXEC=mpiexec.openmpi for Open MPI)"
 

@@ -10,6 +10,8 @@
 #                     pkgconfig; libdainx_kernels too when it was built
 #   make python       build/python/: the package dainx (python/dainx) with
 #                     libdainx.so inside, and its pyproject.toml
+#   make wheel        build/wheel/dainx-VERSION-py3-none-manylinux_X_Y_ARCH.whl
+#                     (pip install it; no Go needed), checked
 #   make kernels-lib  build/lib/libdainx_kernels.a and
 #                     build/include/dainx_kernels.h (nvcc; fatbin with sm_80
 #                     and sm_90 SASS and compute_90 PTX)
@@ -24,7 +26,7 @@ PYTHON  ?= $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo pyth
 BUILD   := build
 CUDA_ARCHS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 
-.PHONY: lib install python kernels-lib examples examples-cuda build-dainx test-lib test-python check-kernels-lib test-embed
+.PHONY: lib install python wheel test-wheel test-pip-source kernels-lib examples examples-cuda build-dainx test-lib test-python check-kernels-lib test-embed
 FORCE:
 
 lib: $(BUILD)/lib/libdainx.so $(BUILD)/include/dainx.h $(BUILD)/lib/pkgconfig/dainx.pc
@@ -79,10 +81,47 @@ test-lib: lib build-dainx
 test-python: python build-dainx
 	PYTHONPATH=$(BUILD)/python $(PYTHON) -m unittest discover -s python/tests -v
 	PYTHONPATH=$(BUILD)/python $(PYTHON) examples/python/augment.py --epochs 2
-	rm -rf $(BUILD)/venv $(BUILD)/python/build $(BUILD)/python/*.egg-info
-	$(PYTHON) -m venv --without-pip --system-site-packages $(BUILD)/venv
-	$(BUILD)/venv/bin/python -m pip install -q --no-build-isolation --no-index $(BUILD)/python
-	cd / && $(CURDIR)/$(BUILD)/venv/bin/python -c 'import dainx; i, v, r = dainx.augment([[0, 1], [1, 0], [2, 2], [1, 1], [0, 0], [2, 1], [1, 2], [0, 2], [2, 0], [3, 3]], [1.0] * 10, layers="8,4", epochs=1, backend="cpu", quiet=True, method="random"); print("pip install build/python: ok,", dainx.library_path, r["n_aug"], "new cells")'
+	PYTHONPATH=$(BUILD)/python $(PYTHON) examples/python/estimator.py --synthetic --epochs 2 --out $(BUILD)/example-model
+	$(MAKE) test-wheel test-pip-source
+
+# The wheel: build/wheel/dainx-VERSION-py3-none-manylinux_X_Y_ARCH.whl with
+# libdainx.so inside (X.Y: the newest glibc symbol version it needs),
+# checked by scripts/check-wheel.py (tag, objdump -T floor, NEEDED only
+# glibc, version). Installable with pip on a machine without Go.
+WHEEL_DIR := $(BUILD)/wheel
+wheel: python
+	rm -rf $(WHEEL_DIR) $(BUILD)/python/build $(BUILD)/python/*.egg-info
+	cd $(BUILD)/python && $(PYTHON) -m pip wheel -q --no-deps --no-build-isolation --no-index -w $(CURDIR)/$(WHEEL_DIR) .
+	$(PYTHON) scripts/check-wheel.py $(WHEEL_DIR)/dainx-*.whl
+	@echo "built $$(ls $(WHEEL_DIR)/dainx-*.whl): pip install it"
+
+# The wheel installed into a fresh venv (numpy, pandas, scikit-learn from
+# the system's site-packages) and the Python tests run against the
+# installed package with no Go on PATH, from outside the checkout.
+# PATH is an empty directory: no go (wherever CI installed it), no compiler.
+NOGO_PATH := $(CURDIR)/$(BUILD)/empty-path
+test-wheel: wheel build-dainx
+	rm -rf $(NOGO_PATH) $(BUILD)/wheel-venv
+	mkdir -p $(NOGO_PATH)
+	$(PYTHON) -m venv --without-pip --system-site-packages $(BUILD)/wheel-venv
+	env PATH=$(NOGO_PATH) $(BUILD)/wheel-venv/bin/python -m pip install -q --no-index --no-deps $(WHEEL_DIR)/dainx-*.whl
+	cd / && env PATH=$(NOGO_PATH) $(CURDIR)/$(BUILD)/wheel-venv/bin/python -c 'import dainx; assert "wheel-venv" in dainx.__file__, dainx.__file__; print("wheel installed:", dainx.__file__, dainx.__version__)'
+	cd / && env PATH=$(NOGO_PATH) DAINX_BIN=$(CURDIR)/dainx $(CURDIR)/$(BUILD)/wheel-venv/bin/python -m unittest discover -s $(CURDIR)/python/tests -t $(CURDIR)/python/tests
+
+# pip install ./python from the checkout: without Go it fails while
+# building, with a message (never a package whose import fails); with Go
+# it builds libdainx itself.
+test-pip-source: build-dainx
+	rm -rf $(NOGO_PATH) $(BUILD)/pip-nogo $(BUILD)/pip-go python/build python/*.egg-info
+	mkdir -p $(NOGO_PATH)
+	if env PATH=$(NOGO_PATH) $(PYTHON) -m pip install --no-build-isolation --no-index --no-deps --target $(BUILD)/pip-nogo ./python >$(BUILD)/pip-nogo.log 2>&1; then \
+		echo "test-pip-source: pip install ./python without Go succeeded"; exit 1; fi
+	grep -q "cannot build the Python package: dainx/libdainx.so is missing, and building it needs .go." $(BUILD)/pip-nogo.log
+	test ! -e $(BUILD)/pip-nogo/dainx
+	@echo "pip install ./python without Go: fails at build time, as it should"
+	$(PYTHON) -m pip install -q --no-build-isolation --no-index --no-deps --target $(BUILD)/pip-go ./python
+	rm -rf python/build python/*.egg-info
+	cd / && PYTHONPATH=$(CURDIR)/$(BUILD)/pip-go $(PYTHON) -c 'import dainx; i, v, r = dainx.augment([[0, 1], [1, 0], [2, 2], [1, 1], [0, 0], [2, 1], [1, 2], [0, 2], [2, 0], [3, 3]], [1.0] * 10, layers="8,4", epochs=1, backend="cpu", quiet=True, method="random"); assert "pip-go" in dainx.library_path; print("pip install ./python with Go: built libdainx,", r["n_aug"], "new cells")'
 
 # ---- the kernels as a CUDA library ----
 

@@ -38,7 +38,7 @@ import sys
 from . import _native
 from ._native import Epoch, library_path, version
 
-__all__ = ["DAIN", "Epoch", "augment", "load", "predict", "read", "write", "version", "library_path",
+__all__ = ["DAIN", "CellScores", "Epoch", "augment", "load", "predict", "read", "write", "version", "library_path",
            "__version__"]
 
 __version__ = version()
@@ -170,4 +170,4 @@ def predict(model, idx, backend=None, batch=None):
     return pred, json.loads(report)
 
 
-from ._estimator import DAIN, load  # noqa: E402  (they use the functions above)
+from ._estimator import DAIN, CellScores, load  # noqa: E402  (they use the functions above)

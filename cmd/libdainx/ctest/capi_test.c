@@ -389,6 +389,68 @@ static void test_predict(const char *opts7, const char *dir) {
 	dainx_result_free(r);
 }
 
+/* progress_state counts the events of dainx_augment_progress. */
+struct progress_state {
+	pthread_t caller;
+	int epochs, logs, ticks, wrong_thread, bad_json, stop_at; /* stop_at: return 1 at this epoch event (0: never) */
+};
+
+static int on_progress(const char *event, void *user) {
+	struct progress_state *st = user;
+	if (!pthread_equal(pthread_self(), st->caller)) st->wrong_thread++;
+	if (event[0] != '{' || event[strlen(event) - 1] != '}') st->bad_json++;
+	if (strstr(event, "\"event\":\"epoch\"")) {
+		st->epochs++;
+		if (!strstr(event, "\"stage\":") || !strstr(event, "\"val_mse\":")) st->bad_json++;
+		if (st->stop_at && st->epochs == st->stop_at) return 1;
+	} else if (strstr(event, "\"event\":\"log\"")) {
+		st->logs++;
+	} else if (strstr(event, "\"event\":\"tick\"")) {
+		st->ticks++;
+	} else {
+		st->bad_json++;
+	}
+	return 0;
+}
+
+static void test_progress(const char *opts7, const char *bin_aug7) {
+	/* Events on the caller's thread, the same cells as dainx_augment. */
+	struct progress_state st = {.caller = pthread_self()};
+	char opts[4096];
+	snprintf(opts, sizeof opts, "%.*s,\"quiet\":false}", (int)strlen(opts7) - 1, opts7);
+	dainx_result *r = NULL, *want = read_or_die(bin_aug7);
+	int rc = dainx_augment_progress(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                                dainx_result_order(tensor), opts, on_progress, &st, &r);
+	CHECK(rc == DAINX_OK, "dainx_augment_progress: %d %s", rc, dainx_last_error());
+	if (rc == DAINX_OK) {
+		CHECK(same_cells(r, want), "dainx_augment_progress: not the binary's cells");
+		int epochs = atoi(field(opts7, "epochs"));
+		/* Θ, Θc and Θ' each train at most `epochs` epochs (early stopping may cut one short). */
+		CHECK(st.epochs >= 3 && st.epochs <= 3 * epochs, "%d epoch events for 3 models of %d epochs", st.epochs, epochs);
+		CHECK(st.logs > 0, "no log event without quiet");
+		CHECK(st.wrong_thread == 0 && st.bad_json == 0, "%d events on another thread, %d malformed", st.wrong_thread,
+		      st.bad_json);
+		printf("ok   progress: %d epoch, %d log, %d tick events on the caller's thread; the same cells\n", st.epochs,
+		       st.logs, st.ticks);
+		dainx_result_free(r);
+	}
+	dainx_result_free(want);
+	/* A non-zero return stops the run: DAINX_ECANCELLED, *out untouched, no later event. */
+	struct progress_state stop = {.caller = pthread_self(), .stop_at = 2};
+	r = NULL;
+	rc = dainx_augment_progress(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                            dainx_result_order(tensor), opts7, on_progress, &stop, &r);
+	CHECK(rc == DAINX_ECANCELLED && r == NULL && strstr(dainx_last_error(), "cancelled") != NULL,
+	      "cancel at epoch 2: rc %d, %s", rc, dainx_last_error());
+	CHECK(stop.epochs == 2, "%d epoch events after a cancel at the second", stop.epochs);
+	printf("ok   progress: a non-zero return cancels (DAINX_ECANCELLED)\n");
+	/* A NULL callback is allowed. */
+	rc = dainx_augment_progress(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                            dainx_result_order(tensor), QUIET, NULL, NULL, &r);
+	CHECK(rc == DAINX_OK, "NULL callback: %d %s", rc, dainx_last_error());
+	dainx_result_free(r);
+}
+
 int main(int argc, char **argv) {
 	if (argc != 8) {
 		fprintf(stderr, "usage: %s TENSOR OPTS7 BIN_AUG7 BIN_REPORT7 OPTS8 BIN_AUG8 TMPDIR\n", argv[0]);
@@ -407,6 +469,7 @@ int main(int argc, char **argv) {
 	test_files(argv[7]);
 	test_influence(argv[2], argv[5], argv[7]);
 	test_predict(argv[2], argv[7]);
+	test_progress(argv[2], argv[3]);
 	test_signals();
 	dainx_result_free(tensor);
 	if (failures) {
