@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dainx/dainx/compute"
@@ -267,6 +268,58 @@ func TestTrainRestoresBest(t *testing.T) {
 	for _, e := range res.Epochs {
 		if e.Best != (e.ValMSE <= res.BestValMSE && e.N == res.BestEpoch) && e.N == res.BestEpoch {
 			t.Errorf("epoch %d: Best flag %v", e.N, e.Best)
+		}
+	}
+}
+
+// TestTrainBestState checks the best checkpoint that Train keeps (lazily,
+// as the parameters themselves while the best epoch is the last one): the
+// Best of every saved state equals the Params saved after the best epoch so
+// far, and after Train the model holds the overall best epoch's parameters,
+// whether that epoch is the last one or an earlier one.
+func TestTrainBestState(t *testing.T) {
+	cases := []struct {
+		epochs     int
+		lr         float64
+		lastIsBest bool
+	}{{3, 1e-2, true}, {8, 1e-2, false}}
+	for _, c := range cases {
+		lr := c.lr
+		be := cpu.New()
+		rng := rand.New(rand.NewPCG(3, 4))
+		dims := []int{20, 15, 10}
+		cells, vals := lowRank(rng, dims, 1500)
+		m, err := NewMLP(be, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 256}, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		train, val := m.NewSet(cells[:1200*3], vals[:1200]), m.NewSet(cells[1200*3:], vals[1200:])
+		var states []*TrainState
+		res, err := Train(context.Background(), m, train, val, TrainConfig{
+			Epochs: c.epochs, Batch: 64, Patience: c.epochs, LR: lr, Shuffle: rand.New(rand.NewPCG(5, 6)),
+			Save: func(st *TrainState) error { states = append(states, st); return nil },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bestSoFar := 0
+		for i, st := range states {
+			if st.Result.BestEpoch == st.Epoch {
+				bestSoFar = i
+			}
+			if !slices.Equal(st.Best, states[bestSoFar].Params) {
+				t.Errorf("lr %g: the state after epoch %d holds as Best other parameters than epoch %d's", lr, st.Epoch, states[bestSoFar].Epoch)
+			}
+		}
+		got := make([]float32, m.Params().Len())
+		if err := be.Download(got, m.Params()); err != nil {
+			t.Fatal(err)
+		}
+		if want := states[res.BestEpoch-1].Params; !slices.Equal(got, want) {
+			t.Errorf("lr %g: after Train the model does not hold epoch %d's parameters (of %d epochs)", lr, res.BestEpoch, len(res.Epochs))
+		}
+		if (res.BestEpoch == len(res.Epochs)) != c.lastIsBest {
+			t.Errorf("%d epochs: best epoch %d of %d; the case is meant to have its best epoch last: %v", c.epochs, res.BestEpoch, len(res.Epochs), c.lastIsBest)
 		}
 	}
 }

@@ -311,11 +311,26 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		hostRows, hostVals = make([]int32, c*order), make([]float32, c)
 	}
 	adamM, adamV := be.Alloc(m.params.Len()), be.Alloc(m.params.Len())
-	best := be.Alloc(m.params.Len())
 	delta, sq := be.Alloc(m.capacity), be.Alloc(steps)
+	// The best epoch's parameters. While the best epoch is the last one
+	// trained (bestIsCurrent), they are m.params themselves: best is
+	// allocated and copied to only when a later epoch is about to change
+	// them, so a run whose last epoch is its best (every one-epoch run)
+	// neither holds nor writes a second copy of the tables.
+	var best compute.F32
+	bestIsCurrent := false
+	keepBest := func() {
+		if best == nil {
+			best = be.Alloc(m.params.Len())
+		}
+		be.Copy(best, m.params)
+		bestIsCurrent = false
+	}
 	defer func() {
 		for _, b := range []compute.F32{shufVals, adamM, adamV, best, delta, sq} {
-			b.Free()
+			if b != nil {
+				b.Free()
+			}
 		}
 		shufRows.Free()
 	}()
@@ -367,6 +382,7 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	res.BestValMSE = math.Inf(1)
 	first := 1
 	if r := cfg.Resume; r != nil {
+		best = be.Alloc(m.params.Len())
 		if err := resume(m, r, T, perm, adamM, adamV, best); err != nil {
 			return res, err
 		}
@@ -382,6 +398,9 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		start := time.Now()
 		if cfg.Shuffle != nil {
 			cfg.Shuffle.Shuffle(T, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		}
+		if bestIsCurrent {
+			keepBest()
 		}
 		if !perStep {
 			for lo := 0; lo < T; lo += len(hostVals) {
@@ -434,7 +453,7 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		if ep.ValMSE < res.BestValMSE {
 			ep.Best = true
 			res.BestEpoch, res.BestValMSE = k, ep.ValMSE
-			be.Copy(best, m.params)
+			bestIsCurrent = true
 		}
 		ep.Seconds = time.Since(start).Seconds()
 		res.Epochs = append(res.Epochs, ep)
@@ -444,7 +463,11 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 			}
 		}
 		if cfg.Save != nil {
-			st, err := state(m, k, adam.T, perm, adamM, adamV, best, res)
+			bestNow := best
+			if bestIsCurrent || best == nil {
+				bestNow = m.params
+			}
+			st, err := state(m, k, adam.T, perm, adamM, adamV, bestNow, res)
 			if err != nil {
 				return res, err
 			}
@@ -456,7 +479,9 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 			break
 		}
 	}
-	be.Copy(m.params, best)
+	if !bestIsCurrent && best != nil {
+		be.Copy(m.params, best)
+	}
 	return res, be.Sync()
 }
 
