@@ -279,13 +279,29 @@ func (be *Backend) Gather(x, table compute.F32, cells compute.I32, order, width 
 	rows := compute.CheckGather("Gather", x, table, cells, order, width, layout)
 	ow := order * width
 	be.parallelFor(len(cs)/order, 16*1024/ow, func(lo, hi int) {
+		// prefetch asks for the rows of cells [k, k+2·prefetchAhead) at
+		// k = lo·order and of the block after the next one at each block.
+		prefetch := func(k int) {
+			if !be.simd || (k-lo*order)%prefetchAhead != 0 {
+				return
+			}
+			a, b := min(k+prefetchAhead, hi*order), min(k+2*prefetchAhead, hi*order)
+			if k == lo*order {
+				a = k
+			}
+			prefetchRows(ts, cs[a:b], width)
+		}
 		if layout == compute.ModeMajor {
 			for k := lo * order; k < hi*order; k++ {
+				prefetch(k)
 				copy(xs[k*width:(k+1)*width], ts[checkRow("Gather", cs[k], rows)*width:][:width])
 			}
 			return
 		}
 		for b := lo; b < hi; b++ {
+			for k := b * order; k < (b+1)*order; k++ {
+				prefetch(k)
+			}
 			dst, cb := xs[b*ow:(b+1)*ow], cs[b*order:(b+1)*order]
 			if order == 3 {
 				// CoSTCo's case: the three rows interleaved at once.

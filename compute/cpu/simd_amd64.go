@@ -6,6 +6,19 @@ import "unsafe"
 func adamAVX2(param, grad, mom, vel *float32, n int, c *adamConst)
 
 //go:noescape
+func prefetchRowsAsm(base *float32, rows *int32, n int, rowBytes int)
+
+// prefetchRows asks the cache for rows (rows of width float32s of table)
+// ahead of their use: the random rows of an embedding table miss every
+// cache level, and a loop over them one by one keeps too few misses in
+// flight to hide the memory latency. A hint only: it changes no value.
+func prefetchRows(table []float32, rows []int32, width int) {
+	if len(rows) > 0 && len(table) > 0 {
+		prefetchRowsAsm(unsafe.SliceData(table), unsafe.SliceData(rows), len(rows), 4*width)
+	}
+}
+
+//go:noescape
 func dotAVX2(a, b *float32, n int) float32
 
 //go:noescape

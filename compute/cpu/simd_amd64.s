@@ -873,3 +873,34 @@ findone:
 	VZEROUPPER
 	RET
 
+
+// func prefetchRowsAsm(base *float32, rows *int32, n int, rowBytes int)
+// PREFETCHT0 for every cache line of rows[0:n] of a table of rowBytes-byte
+// rows at base: the lines at 64-byte steps from each row's start and the
+// one holding its last byte. Prefetches never fault, so a row outside the
+// table costs nothing but the hint; callers check their rows anyway.
+TEXT ·prefetchRowsAsm(SB), NOSPLIT, $0-32
+	MOVQ base+0(FP), SI
+	MOVQ rows+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVQ rowBytes+24(FP), DX
+	TESTQ DX, DX
+	JLE  pfdone
+pfrow:
+	TESTQ CX, CX
+	JZ   pfdone
+	MOVLQSX (DI), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R8
+	LEAQ -1(R8)(DX*1), R10 // last byte of the row
+pfline:
+	PREFETCHT0 (R8)
+	ADDQ $64, R8
+	CMPQ R8, R10
+	JLE  pfline
+	PREFETCHT0 (R10)
+	ADDQ $4, DI
+	DECQ CX
+	JMP  pfrow
+pfdone:
+	RET

@@ -7,9 +7,10 @@ import "math"
 // No SIMD loops on this architecture: the generic path is the only one
 // (Kernels never offers avx2 here).
 
-func adamSIMD(p, g, m, v []float32, c *adamConst) int { return 0 }
-func dotSIMD(a, b []float32) (float32, int)           { return 0, 0 }
-func addSIMD(dst, src []float32) int                  { return 0 }
+func adamSIMD(p, g, m, v []float32, c *adamConst) int       { return 0 }
+func prefetchRows(table []float32, rows []int32, width int) {}
+func dotSIMD(a, b []float32) (float32, int)                 { return 0, 0 }
+func addSIMD(dst, src []float32) int                        { return 0 }
 
 func tileSIMD(tw int, c, a, w []float32, rows, k, lda, ldc int, bias, mask, prev []float32, ldm, mode int) {
 	panic("cpu: no SIMD tile kernel on this architecture")

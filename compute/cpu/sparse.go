@@ -120,6 +120,16 @@ func (be *Backend) SparseAdam(p, g, m, v compute.F32, rows, count compute.I32, w
 	c := adamConstants(s)
 	be.parallelFor(u, max(1, 32*1024/width), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
+			if be.simd && (i-lo)%prefetchAhead == 0 {
+				// The next block of rows, while this one is updated.
+				a, b := min(i+prefetchAhead, hi), min(i+2*prefetchAhead, hi)
+				if i == lo {
+					a = i
+				}
+				prefetchRows(ps, rs[a:b], width)
+				prefetchRows(ms, rs[a:b], width)
+				prefetchRows(vs, rs[a:b], width)
+			}
 			o := int(rs[i]) * width
 			p, g, m, v := ps[o:o+width], gs[i*width:(i+1)*width], ms[o:o+width], vs[o:o+width]
 			done := 0
@@ -130,6 +140,10 @@ func (be *Backend) SparseAdam(p, g, m, v compute.F32, rows, count compute.I32, w
 		}
 	})
 }
+
+// prefetchAhead is how many table rows SparseAdam and Gather ask the cache
+// for at a time, one block ahead of the rows they work on.
+const prefetchAhead = 8
 
 // adamConstants rounds Adam's per-step constants to float32 once.
 func adamConstants(s compute.AdamStep) *adamConst {
