@@ -39,6 +39,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/internal/bigmem"
 )
 
 // Net is a feed-forward completion model: per-mode entity embeddings
@@ -216,14 +217,26 @@ func newNet(be compute.Backend, kind string, dims []int, width int, layout compu
 	for _, ly := range layers {
 		total += ly.In*ly.Out + ly.Out
 	}
+	// On a backend whose buffers are host memory the parameters are
+	// initialised in place: a table of millions of rows is then written
+	// once, not once on the host and once more by Upload.
 	host := given
-	if host == nil {
+	hb, inPlace := be.(compute.HostBuffers)
+	inPlace = inPlace && given == nil
+	switch {
+	case inPlace:
+		host = bigmem.Make[float32](total)
+		m.params = hb.WrapF32(host)
+	case host == nil:
 		host = make([]float32, total)
 	}
 	for i := 0; given == nil && i < rows*width; i++ {
 		host[i] = float32(rng.NormFloat64())
 	}
-	m.params, m.grads = be.Alloc(total), be.Alloc(total)
+	if !inPlace {
+		m.params = be.Alloc(total)
+	}
+	m.grads = be.Alloc(total)
 	m.table, m.dtable = m.params.Slice(0, rows*width), m.grads.Slice(0, rows*width)
 	off := rows * width
 	for _, ly := range layers {
@@ -240,7 +253,9 @@ func newNet(be compute.Backend, kind string, dims []int, width int, layout compu
 		m.dw = append(m.dw, m.grads.Slice(wo, ly.In*ly.Out))
 		m.db = append(m.db, m.grads.Slice(off-ly.Out, ly.Out))
 	}
-	be.Upload(m.params, host)
+	if !inPlace {
+		be.Upload(m.params, host)
+	}
 	m.acts = append(m.acts, be.Alloc(capacity*order*width))
 	m.dacts = append(m.dacts, be.Alloc(capacity*order*width))
 	for _, ly := range layers {
