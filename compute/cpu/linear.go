@@ -5,6 +5,7 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu/internal/gemm"
+	"github.com/dainx/dainx/compute/cpu/internal/workers"
 )
 
 // LinearForward implements compute.Backend.LinearForward (=): one GEMM
@@ -83,13 +84,13 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 	switch {
 	case dws != nil && dxs != nil && threads >= 2 && batch*in*out >= concurrentMACs:
 		tw := threads / 2
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			gradW(tw)
-		}()
-		gradX(threads - tw)
-		<-done
+		workers.Run(2, func(t int) {
+			if t == 1 {
+				gradW(tw)
+			} else {
+				gradX(threads - tw)
+			}
+		})
 	default:
 		if dws != nil {
 			gradW(threads)

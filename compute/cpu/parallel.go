@@ -1,11 +1,11 @@
 package cpu
 
-import "sync"
+import "github.com/dainx/dainx/compute/cpu/internal/workers"
 
 // parallelFor calls f over a split of [0, n) into at most nthreads
-// contiguous ranges of at least grain elements each, concurrently, and waits.
-// Callers only split independent outputs, so the result does not depend on
-// the split.
+// contiguous ranges of at least grain elements each, concurrently (on the
+// pooled workers), and waits. Callers only split independent outputs, so
+// the result does not depend on the split.
 func (be *Backend) parallelFor(n, grain int, f func(lo, hi int)) {
 	if n <= 0 {
 		return
@@ -15,14 +15,5 @@ func (be *Backend) parallelFor(n, grain int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	wg.Add(parts - 1)
-	for t := 1; t < parts; t++ {
-		go func() {
-			defer wg.Done()
-			f(t*n/parts, (t+1)*n/parts)
-		}()
-	}
-	f(0, n/parts)
-	wg.Wait()
+	workers.Run(parts, func(t int) { f(t*n/parts, (t+1)*n/parts) })
 }

@@ -34,6 +34,8 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"github.com/dainx/dainx/compute/cpu/internal/workers"
 )
 
 // Micro-kernel flags.
@@ -517,19 +519,4 @@ func packPanel(d []float32, p *Params, p0, kb, j0, cols, nr int) {
 }
 
 // parallel runs f(0), …, f(threads−1) concurrently and waits for them.
-func parallel(threads int, f func(t int)) {
-	if threads <= 1 {
-		f(0)
-		return
-	}
-	var wg sync.WaitGroup
-	wg.Add(threads - 1)
-	for t := 1; t < threads; t++ {
-		go func() {
-			defer wg.Done()
-			f(t)
-		}()
-	}
-	f(0)
-	wg.Wait()
-}
+func parallel(threads int, f func(t int)) { workers.Run(threads, f) }
