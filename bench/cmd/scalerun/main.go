@@ -28,7 +28,8 @@
 // of cells (2M) in tensors of 2.1K, 200K and 2M entities (dims
 // 1000×1000×100, 100000×100000×100, 1000000×1000000×1000, made once by
 // `dainx synth` as .bin and cached), run with -sweep-args too (-patience
-// 1): seconds per stage and against the first tensor, cells/s, peak RSS,
+// 1), each -sweep-repeats times (3): the median seconds per stage and
+// against the first tensor, cells/s, the largest peak RSS,
 // the bytes per entity of the tables and their optimiser state and the
 // RSS's growth per entity, naming every stage whose seconds per cell grow
 // by more than 1.5× from the fewest to the most entities. -entity-sweep ""
@@ -146,6 +147,7 @@ func main() {
 		sweep    = flag.String("entity-sweep", "1000,1000,100;100000,100000,100;1000000,1000000,1000", "`dims` of the entity sweep's tensors, semicolon-separated (empty: no sweep): the same cells with growing entity counts")
 		sweepN   = flag.String("sweep-cells", "2M", "`cells` of each entity-sweep tensor")
 		sweepA   = flag.String("sweep-args", "-patience 1", "more `flags` for the entity sweep's runs, space-separated")
+		sweepR   = flag.Int("sweep-repeats", 3, "`runs` of each entity-sweep tensor; each stage's seconds are their median")
 	)
 	flag.Parse()
 	if *readOnly != "" {
@@ -199,8 +201,17 @@ func main() {
 				s.Entities += x
 			}
 			s.Waited = waitForMemory(int64(*need*float64(n)), *wait)
-			s.Optimizers = augment(&s.Run, *dainx, bin, append(append([]string(nil), args...), r.SweepArgs...))
-			s.TableBytesPerEntity = tableBytesPerEntity(s.Optimizers, lay[0]/len(d), 20)
+			var runs []Run
+			for i := 0; i < max(1, *sweepR); i++ {
+				run := Run{Cells: n}
+				s.Optimizers = augment(&run, *dainx, bin, append(append([]string(nil), args...), r.SweepArgs...))
+				runs = append(runs, run)
+				if run.Error != "" {
+					break
+				}
+			}
+			s.Run, s.Repeats = medianRun(runs), runs
+			s.TableBytesPerEntity = tableBytesPerEntity(s.Optimizers, lay[0]/len(d), 20, *epochs)
 			if len(r.Sweep) > 0 && s.Error == "" && r.Sweep[0].Error == "" {
 				s.RSSBytesPerEntity = (s.MaxRSSMiB - r.Sweep[0].MaxRSSMiB) * (1 << 20) / float64(s.Entities-r.Sweep[0].Entities)
 			}
@@ -366,19 +377,25 @@ func augment(run *Run, dainx, input string, args []string) map[string]string {
 	run.Seconds, run.NTrain, run.NAug, run.RMSE = rep.Seconds, rep.NTrain, rep.NAug, [2]float64{rep.Before, rep.After}
 	run.Seconds["read_split"] = firstLine.Seconds()
 	run.Epochs, run.EpochsAft = len(rep.HistB), len(rep.HistA)
+	run.setRates()
+	logf("%d cells: %.0f s, max RSS %.0f MiB (%.1f B/cell); train %.0f cells/s, TracIn %.0f, sampling %.0f, retraining %.0f; load %s → %s",
+		run.Cells, run.Wall, run.MaxRSSMiB, run.BPerCell, run.TrainCPS, run.TracInCPS, run.SampleCPS, run.RetrainCP, run.LoadStart, run.LoadEnd)
+	return rep.Opts
+}
+
+// setRates sets the run's cells/s from its cell counts, epochs and
+// seconds per stage.
+func (run *Run) setRates() {
 	rate := func(cells float64, secs float64) float64 {
 		if secs <= 0 {
 			return 0
 		}
 		return cells / secs
 	}
-	run.TrainCPS = rate(float64(run.NTrain*run.Epochs), rep.Seconds["train"])
-	run.TracInCPS = rate(float64(run.NTrain*run.Epochs), rep.Seconds["influence"])
-	run.SampleCPS = rate(float64(run.NAug), rep.Seconds["sample"])
-	run.RetrainCP = rate(float64((run.NTrain+run.NAug)*run.EpochsAft), rep.Seconds["retrain"])
-	logf("%d cells: %.0f s, max RSS %.0f MiB (%.1f B/cell); train %.0f cells/s, TracIn %.0f, sampling %.0f, retraining %.0f; load %s → %s",
-		run.Cells, run.Wall, run.MaxRSSMiB, run.BPerCell, run.TrainCPS, run.TracInCPS, run.SampleCPS, run.RetrainCP, run.LoadStart, run.LoadEnd)
-	return rep.Opts
+	run.TrainCPS = rate(float64(run.NTrain*run.Epochs), run.Seconds["train"])
+	run.TracInCPS = rate(float64(run.NTrain*run.Epochs), run.Seconds["influence"])
+	run.SampleCPS = rate(float64(run.NAug), run.Seconds["sample"])
+	run.RetrainCP = rate(float64((run.NTrain+run.NAug)*run.EpochsAft), run.Seconds["retrain"])
 }
 
 // synthRecord is the sidecar of a cached tensor: how it was made.

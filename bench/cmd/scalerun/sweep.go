@@ -22,11 +22,16 @@ type SweepRun struct {
 	// Optimizers are the embedding optimisers the report says each model
 	// used (auto chooses by the table's size).
 	Optimizers map[string]string `json:"embedding_optimizers,omitempty"`
+	// Repeats are the runs of this tensor (-sweep-repeats); Run is their
+	// median (see medianRun).
+	Repeats []Run `json:"repeats,omitempty"`
 	// TableBytesPerEntity is what one entity costs in every model's
 	// table and optimiser state on the backend: its embedding row in the
-	// parameters, the best parameters and Adam's two moments, and its
-	// gradient row (5 float32 per element), for each model the run trains
-	// (the MLP with E = layers[0]/N, CoSTCo with E = R).
+	// parameters, Adam's two moments and its gradient row (4 float32 per
+	// element), and in a run of more than one epoch a copy of the best
+	// epoch's parameters (nn.Train keeps that copy only once a later epoch
+	// is about to change them), for each model the run trains (the MLP
+	// with E = layers[0]/N, CoSTCo with E = R).
 	TableBytesPerEntity float64 `json:"table_bytes_per_entity"`
 	// RSSBytesPerEntity is the growth of the peak RSS over the growth of
 	// the entities from the sweep's first tensor to this one.
@@ -106,15 +111,60 @@ func sweepGrowth(runs []SweepRun) []string {
 // tableBytesPerEntity is SweepRun.TableBytesPerEntity for a run whose
 // report lists the models in optimizers, with the MLP's embedding width
 // mlpE and CoSTCo's rank.
-func tableBytesPerEntity(optimizers map[string]string, mlpE, rank int) float64 {
+func tableBytesPerEntity(optimizers map[string]string, mlpE, rank, epochs int) float64 {
+	copies := 4.0
+	if epochs > 1 {
+		copies++
+	}
 	b := 0.0
 	if _, ok := optimizers["mlp"]; ok {
-		b += 5 * 4 * float64(mlpE)
+		b += copies * 4 * float64(mlpE)
 	}
 	if _, ok := optimizers["costco"]; ok {
-		b += 5 * 4 * float64(rank)
+		b += copies * 4 * float64(rank)
 	}
 	return b
+}
+
+// medianRun returns the run whose total seconds are the median of runs
+// (the lower middle one of an even count), with each stage's seconds
+// replaced by that stage's median over the runs and the largest peak RSS
+// of any. The first run of a tensor is often slower than the next (the
+// kernel has to find huge pages for the tables first); the median keeps
+// one such run from deciding a stage's ratio. A failed run is returned
+// as it is.
+func medianRun(runs []Run) Run {
+	for _, r := range runs {
+		if r.Error != "" {
+			return r
+		}
+	}
+	med := func(f func(Run) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		return v[(len(v)-1)/2]
+	}
+	total := med(func(r Run) float64 { return r.Seconds["total"] })
+	var out Run
+	for _, r := range runs {
+		if r.Seconds["total"] == total {
+			out = r
+			break
+		}
+	}
+	out.Seconds = map[string]float64{}
+	for k := range runs[0].Seconds {
+		out.Seconds[k] = med(func(r Run) float64 { return r.Seconds[k] })
+	}
+	for _, r := range runs {
+		out.MaxRSSMiB = max(out.MaxRSSMiB, r.MaxRSSMiB)
+		out.BPerCell = max(out.BPerCell, r.BPerCell)
+	}
+	out.setRates()
+	return out
 }
 
 // sweepMarkdown renders the sweep's tables.
@@ -124,8 +174,8 @@ func sweepMarkdown(p func(string, ...any), r *Results) {
 	}
 	p("## Entity sweep")
 	p("")
-	p("%s cells each, `dainx augment -input entities-….bin %s %s` (`dainx synth -seed 1`), the same cells' count with ever more entities: a stage whose seconds grow here grows with the entities, not the cells.",
-		cellsName(r.SweepCells), strings.Join(r.Args, " "), strings.Join(r.SweepArgs, " "))
+	p("%s cells each, `dainx augment -input entities-….bin %s %s` (`dainx synth -seed 1`), the same cells' count with ever more entities: a stage whose seconds grow here grows with the entities, not the cells. Each tensor is run %d times; the seconds are each stage's median, the peak RSS the largest.",
+		cellsName(r.SweepCells), strings.Join(r.Args, " "), strings.Join(r.SweepArgs, " "), max(1, len(r.Sweep[0].Repeats)))
 	p("")
 	p("| dims | entities | embedding optimizers | peak RSS | table + optimiser B/entity | RSS growth B/entity | train cells/s | wall |")
 	p("|---|---:|---|---:|---:|---:|---:|---:|")

@@ -1,0 +1,31 @@
+package main
+
+import "testing"
+
+// TestMedianRun: each stage's seconds are that stage's median over the
+// runs (not the median-total run's), the peak RSS the largest, the rates
+// follow the median seconds, and a failed run is returned as it is.
+func TestMedianRun(t *testing.T) {
+	runs := []Run{
+		{NTrain: 100, Epochs: 1, MaxRSSMiB: 10, Seconds: map[string]float64{"train": 9, "predict": 1, "total": 12}},
+		{NTrain: 100, Epochs: 1, MaxRSSMiB: 30, Seconds: map[string]float64{"train": 2, "predict": 5, "total": 8}},
+		{NTrain: 100, Epochs: 1, MaxRSSMiB: 20, Seconds: map[string]float64{"train": 4, "predict": 3, "total": 9}},
+	}
+	m := medianRun(runs)
+	if m.Seconds["train"] != 4 || m.Seconds["predict"] != 3 || m.Seconds["total"] != 9 {
+		t.Errorf("median seconds %v, want train 4, predict 3, total 9", m.Seconds)
+	}
+	if m.MaxRSSMiB != 30 {
+		t.Errorf("peak RSS %v, want the largest, 30", m.MaxRSSMiB)
+	}
+	if m.TrainCPS != 25 {
+		t.Errorf("train cells/s %v, want 100 cells / 4 s", m.TrainCPS)
+	}
+	if runs[0].Seconds["train"] != 9 {
+		t.Errorf("medianRun changed its input")
+	}
+	runs[1].Error = "dainx failed"
+	if m := medianRun(runs); m.Error != "dainx failed" {
+		t.Errorf("a failed run gave %+v", m)
+	}
+}
