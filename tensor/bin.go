@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"os"
 	"runtime"
 	"sync"
 
@@ -55,48 +56,57 @@ func (l *binLayout) String() string {
 	return fmt.Sprintf("%d modes, %d cells, %d-byte indices, %d-byte values", l.order, l.nnz, l.iw, l.vw)
 }
 
-// readBin reads a SPLATT binary coordinate tensor from r; size is the number
-// of bytes r holds, or -1 when unknown (then r is read into memory first, as
-// far as the header says it should go, so that a short or lying file is
-// found out before the tensor is allocated).
-func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
-	fail := func(format string, args ...any) (*COO, error) {
-		return nil, &ParseError{File: name, Msg: fmt.Sprintf(format, args...)}
-	}
-	var off int64 // bytes consumed
-	// read fills b; short is true when the input ended first.
-	read := func(b []byte) (short bool, err error) {
-		n, err := readFull(r, b)
-		off += int64(n)
-		if err == io.EOF {
-			return true, nil
-		}
-		if err != nil {
-			return false, &ParseError{File: name, Msg: fmt.Sprintf("%s after byte %d: %v", gzipOrRead(err), off, err)}
-		}
-		return false, nil
-	}
+// binInput is a .bin file being read in order: the reader and the bytes
+// consumed so far, for messages.
+type binInput struct {
+	r    io.Reader
+	name string
+	off  int64
+}
 
+// fail returns the *ParseError of the file with the message.
+func (in *binInput) fail(format string, args ...any) error {
+	return &ParseError{File: in.name, Msg: fmt.Sprintf(format, args...)}
+}
+
+// read fills b; short is true when the input ended first.
+func (in *binInput) read(b []byte) (short bool, err error) {
+	n, err := readFull(in.r, b)
+	in.off += int64(n)
+	if err == io.EOF {
+		return true, nil
+	}
+	if err != nil {
+		return false, &ParseError{File: in.name, Msg: fmt.Sprintf("%s after byte %d: %v", gzipOrRead(err), in.off, err)}
+	}
+	return false, nil
+}
+
+// readBinHeader reads and checks the header of a .bin file: magic, widths,
+// order, dims and nnz, and, when size (the file's bytes, or -1 when
+// unknown) is known, that the file holds exactly the bytes the header
+// promises. It leaves in just past the header.
+func readBinHeader(in *binInput, size int64) (*binLayout, error) {
 	var hdr [binHeaderSize]byte
-	short, err := read(hdr[:])
+	short, err := in.read(hdr[:])
 	if err != nil {
 		return nil, err
 	}
-	if off >= 4 { // a wrong magic number says more than a short file
+	if in.off >= 4 { // a wrong magic number says more than a short file
 		switch magic := int32(binary.LittleEndian.Uint32(hdr[0:])); magic {
 		case binMagicCoord:
 		case binMagicCSF:
-			return fail("a SPLATT CSF binary file (magic 1): only the coordinate format (magic 0) is read")
+			return nil, in.fail("a SPLATT CSF binary file (magic 1): only the coordinate format (magic 0) is read")
 		default:
 			hint := ""
 			if looksLikeText(hdr[:]) {
 				hint = "; it looks like text: give the text format (-format tsv or tns)"
 			}
-			return fail("not a SPLATT binary coordinate file: magic number %d (first bytes % x), want 0%s", magic, hdr[:4], hint)
+			return nil, in.fail("not a SPLATT binary coordinate file: magic number %d (first bytes % x), want 0%s", magic, hdr[:4], hint)
 		}
 	}
 	if short {
-		return fail("truncated SPLATT .bin file: want at least the %d-byte header, found %d bytes", binHeaderSize, off)
+		return nil, in.fail("truncated SPLATT .bin file: want at least the %d-byte header, found %d bytes", binHeaderSize, in.off)
 	}
 	l := &binLayout{}
 	for _, w := range []struct {
@@ -105,18 +115,18 @@ func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
 		dst  *int
 	}{{binary.LittleEndian.Uint64(hdr[4:]), "index", &l.iw}, {binary.LittleEndian.Uint64(hdr[12:]), "value", &l.vw}} {
 		if w.v != 4 && w.v != 8 {
-			return fail("unsupported %s width %d bytes in the header: want 4 or 8", w.what, w.v)
+			return nil, in.fail("unsupported %s width %d bytes in the header: want 4 or 8", w.what, w.v)
 		}
 		*w.dst = int(w.v)
 	}
 	word := make([]byte, 8)
 	readIdx := func(what string) (uint64, error) {
 		b := word[:l.iw]
-		want := off + int64(l.iw)
-		if short, err := read(b); err != nil {
+		want := in.off + int64(l.iw)
+		if short, err := in.read(b); err != nil {
 			return 0, err
 		} else if short {
-			return 0, &ParseError{File: name, Msg: fmt.Sprintf("truncated SPLATT .bin file: it ends in %s: want at least %d bytes, found %d", what, want, off)}
+			return 0, in.fail("truncated SPLATT .bin file: it ends in %s: want at least %d bytes, found %d", what, want, in.off)
 		}
 		if l.iw == 4 {
 			return uint64(binary.LittleEndian.Uint32(b)), nil
@@ -128,7 +138,7 @@ func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
 		return nil, err
 	}
 	if nm < 1 || nm > maxBinModes {
-		return fail("%d modes in the header: want 1..%d", nm, maxBinModes)
+		return nil, in.fail("%d modes in the header: want 1..%d", nm, maxBinModes)
 	}
 	l.order = int(nm)
 	l.dims = make([]int, l.order)
@@ -138,7 +148,7 @@ func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
 			return nil, err
 		}
 		if d < 1 || d > MaxDim {
-			return fail("mode %d has size %d in the header: want 1..%d", m+1, d, MaxDim)
+			return nil, in.fail("mode %d has size %d in the header: want 1..%d", m+1, d, MaxDim)
 		}
 		l.dims[m] = int(d)
 	}
@@ -147,80 +157,186 @@ func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
 		return nil, err
 	}
 	if nnz == 0 {
-		return fail("no cells")
+		return nil, in.fail("no cells")
 	}
 	// total = 20 + (2+N)·iw + nnz·(N·iw + vw), in uint64 with overflow checks.
 	hi, perCells := bits.Mul64(nnz, uint64(l.order*l.iw+l.vw))
-	total, carry := bits.Add64(perCells, uint64(off), 0)
+	total, carry := bits.Add64(perCells, uint64(in.off), 0)
 	if hi != 0 || carry != 0 || total > math.MaxInt64 {
-		return fail("the header promises %d cells of order %d: more bytes than a file can hold", nnz, l.order)
+		return nil, in.fail("the header promises %d cells of order %d: more bytes than a file can hold", nnz, l.order)
 	}
 	l.nnz, l.total = int(nnz), int64(total)
 	switch { // size counts from the start of the file, as off does
 	case size >= 0 && size < l.total:
-		return fail("truncated SPLATT .bin file: the header (%v) promises %d bytes, found %d", l, l.total, size)
+		return nil, in.fail("truncated SPLATT .bin file: the header (%v) promises %d bytes, found %d", l, l.total, size)
 	case size > l.total:
-		return fail("trailing data: the header (%v) promises %d bytes, found %d", l, l.total, size)
-	case size < 0:
-		// Read the rest into memory, one byte beyond what is promised.
-		mem, err := readLimited(r, l.total-off+1)
-		if err != nil {
-			return fail("%s after byte %d: %v", gzipOrRead(err), off+int64(mem.Len()), err)
-		}
-		if got := off + int64(mem.Len()); got != l.total {
-			if got < l.total {
-				return fail("truncated SPLATT .bin file: the header (%v) promises %d bytes, found %d", l, l.total, got)
-			}
-			return fail("trailing data: the header (%v) promises %d bytes, found more", l, l.total)
-		}
-		r = mem
+		return nil, in.fail("trailing data: the header (%v) promises %d bytes, found %d", l, l.total, size)
 	}
+	return l, nil
+}
 
+// readBin reads a SPLATT binary coordinate tensor from r; size is the number
+// of bytes r holds, or -1 when unknown (then r is read into memory first, as
+// far as the header says it should go, so that a short or lying file is
+// found out before the tensor is allocated).
+func readBin(r io.Reader, name string, base int64, size int64) (*COO, error) {
+	in := &binInput{r: r, name: name}
+	l, err := readBinHeader(in, size)
+	if err != nil {
+		return nil, err
+	}
+	if size < 0 {
+		// Read the rest into memory, one byte beyond what is promised.
+		mem, err := readLimited(r, l.total-in.off+1)
+		if err != nil {
+			return nil, in.fail("%s after byte %d: %v", gzipOrRead(err), in.off+int64(mem.Len()), err)
+		}
+		if got := in.off + int64(mem.Len()); got != l.total {
+			if got < l.total {
+				return nil, in.fail("truncated SPLATT .bin file: the header (%v) promises %d bytes, found %d", l, l.total, got)
+			}
+			return nil, in.fail("trailing data: the header (%v) promises %d bytes, found more", l, l.total)
+		}
+		in.r = mem
+	}
 	t := &COO{Dims: l.dims, Idx: bigmem.Make[int32](l.nnz * l.order), Val: bigmem.Make[float64](l.nnz)}
-	buf := make([]byte, binChunk*max(l.iw, l.vw))
-	for m := 0; m < l.order; m++ {
-		for k := 0; k < l.nnz; k += binChunk {
-			c := min(binChunk, l.nnz-k)
-			at := off
-			b := buf[:c*l.iw]
-			if short, err := read(b); err != nil {
-				return nil, err
+	if _, err := readBinCells(in, l, base, t.Idx, t.Val, 0, l.nnz, nil); err != nil {
+		return nil, err
+	}
+	if k, first, dup := findDuplicate(t.Dims, t.Idx, l.nnz); dup {
+		return nil, BinDuplicateError(name, base, t.Cell(k), first, k)
+	}
+	return t, nil
+}
+
+// BinDuplicateError is the error for cell k (0-based cell number in the
+// file; cell holds its 0-based indices), which repeats cell first: the one
+// Read gives for a .bin file.
+func BinDuplicateError(name string, base int64, cell []int32, first, k int) error {
+	return &ParseError{File: name, Msg: fmt.Sprintf("duplicate cell %s: cells %d and %d (counting from 1)", fmtCell(cell, base), first+1, k+1)}
+}
+
+// readBinCells decodes cells [lo, hi) of every mode's index column and of
+// the values into idx ((hi−lo)×order, 0-based) and val, checking each
+// index against its mode's size and each value as Read does; the first
+// bad one in Read's order (indices mode by mode, then values) is the
+// error, and key its place in that order (m·nnz + cell for an index of
+// mode m, order·nnz + cell for a value; -1 with no error or for a read
+// error). With seek nil, in is positioned at the first index of mode 1
+// and lo is 0, hi nnz: the columns are read in turn. Otherwise seek moves
+// in to a byte offset of the file before each column's range.
+func readBinCells(in *binInput, l *binLayout, base int64, idx []int32, val []float64, lo, hi int, seek func(off int64) error) (key int64, err error) {
+	header := l.total - int64(l.nnz)*int64(l.order*l.iw+l.vw)
+	buf := make([]byte, min(binChunk, max(hi-lo, 1))*max(l.iw, l.vw))
+	truncated := func() error {
+		return in.fail("truncated SPLATT .bin file: the header (%v) promises %d bytes, found %d", l, l.total, in.off)
+	}
+	for m := 0; m <= l.order; m++ {
+		w := l.iw
+		if m == l.order {
+			w = l.vw
+		}
+		if seek != nil {
+			at := header + int64(m)*int64(l.nnz)*int64(l.iw) + int64(lo)*int64(w)
+			if err := seek(at); err != nil {
+				return -1, err
+			}
+		}
+		for k := lo; k < hi; k += binChunk {
+			c := min(binChunk, hi-k)
+			at := in.off
+			b := buf[:c*w]
+			if short, err := in.read(b); err != nil {
+				return -1, err
 			} else if short {
-				return fail("truncated SPLATT .bin file: the header (%v) promises %d bytes, found %d", l, l.total, off)
+				return -1, truncated()
+			}
+			if m == l.order {
+				if i := parDecode(c, func(i0, i1 int) int {
+					return decodeVal(val[k-lo+i0:k-lo+i1], b[i0*w:i1*w], w)
+				}); i >= 0 {
+					v := val[k-lo+i]
+					return int64(l.order)*int64(l.nnz) + int64(k+i), in.fail("cell %d of %d (byte %d): value %v %s", k+i+1, l.nnz, at+int64(i*w), v, valueProblem(v))
+				}
+				continue
 			}
 			if i := parDecode(c, func(i0, i1 int) int {
-				return decodeIdx(t.Idx, b[i0*l.iw:i1*l.iw], l.iw, l.order, m, k+i0, base, int64(l.dims[m]))
+				return decodeIdx(idx, b[i0*w:i1*w], w, l.order, m, k-lo+i0, base, int64(l.dims[m]))
 			}); i >= 0 {
 				var v uint64
-				if l.iw == 4 {
+				if w == 4 {
 					v = uint64(binary.LittleEndian.Uint32(b[4*i:]))
 				} else {
 					v = binary.LittleEndian.Uint64(b[8*i:])
 				}
-				return fail("cell %d of %d (byte %d): index %d in mode %d is out of range: the mode has size %d, so %d-based indices run %d..%d",
-					k+i+1, l.nnz, at+int64(i*l.iw), v, m+1, l.dims[m], base, base, base+int64(l.dims[m])-1)
+				return int64(m)*int64(l.nnz) + int64(k+i), in.fail("cell %d of %d (byte %d): index %d in mode %d is out of range: the mode has size %d, so %d-based indices run %d..%d",
+					k+i+1, l.nnz, at+int64(i*w), v, m+1, l.dims[m], base, base, base+int64(l.dims[m])-1)
 			}
 		}
 	}
-	for k := 0; k < l.nnz; k += binChunk {
-		c := min(binChunk, l.nnz-k)
-		at := off
-		b := buf[:c*l.vw]
-		if short, err := read(b); err != nil {
-			return nil, err
-		} else if short {
-			return fail("truncated SPLATT .bin file: the header (%v) promises %d bytes, found %d", l, l.total, off)
-		}
-		if i := parDecode(c, func(i0, i1 int) int {
-			return decodeVal(t.Val[k+i0:k+i1], b[i0*l.vw:i1*l.vw], l.vw)
-		}); i >= 0 {
-			return fail("cell %d of %d (byte %d): value %v %s", k+i+1, l.nnz, at+int64(i*l.vw), t.Val[k+i], valueProblem(t.Val[k+i]))
-		}
+	return -1, nil
+}
+
+// BinPart is share k of n of the cells of a .bin file (ReadBinPart).
+type BinPart struct {
+	Dims  []int     // the header's mode sizes
+	NNZ   int       // the file's cells
+	First int       // the file's number (0-based) of the part's first cell
+	Idx   []int32   // the part's cells × order, 0-based
+	Val   []float64 // the part's values
+}
+
+// ReadBinPart reads share k of n of the cells of the plain (not gzip)
+// SPLATT .bin file at path, cells [k·nnz/n, (k+1)·nnz/n) in file order:
+// the header, checked as Read checks it, then that range of every mode's
+// index column and of the values, each by one seek, so no reader of a
+// share reads the whole file. Indices are less base. Errors are Read's,
+// with cell numbers and byte offsets counted over the whole file; key
+// orders a bad cell's error as Read would meet it (see readBinCells: the
+// lowest key over all shares is the error Read gives; 0 for an error of
+// the header or file, which every share meets alike, and -1 with no
+// error). Duplicate cells are not looked for: that needs every share
+// (BinDuplicateError gives Read's message).
+func ReadBinPart(path string, base int64, k, n int) (*BinPart, int64, error) {
+	if n < 1 || k < 0 || k >= n {
+		panic(fmt.Sprintf("tensor: ReadBinPart share %d of %d", k, n))
 	}
-	if k, first, dup := findDuplicate(t.Dims, t.Idx, l.nnz); dup {
-		return fail("duplicate cell %s: cells %d and %d (counting from 1)", fmtCell(t.Cell(k), base), first+1, k+1)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
 	}
-	return t, nil
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	br := bufio.NewReaderSize(f, 1<<16)
+	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		return nil, 0, &ParseError{File: path, Msg: "a gzip-compressed .bin file cannot be read in shares: gunzip it first (a plain .bin file is read by every rank at its own offsets)"}
+	}
+	in := &binInput{r: br, name: path}
+	l, err := readBinHeader(in, st.Size())
+	if err != nil {
+		return nil, 0, err
+	}
+	lo, hi := int(int64(l.nnz)*int64(k)/int64(n)), int(int64(l.nnz)*int64(k+1)/int64(n))
+	p := &BinPart{Dims: l.dims, NNZ: l.nnz, First: lo, Idx: bigmem.Make[int32]((hi - lo) * l.order), Val: bigmem.Make[float64](hi - lo)}
+	seek := func(off int64) error {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return &ParseError{File: path, Msg: fmt.Sprintf("seek to byte %d: %v", off, err)}
+		}
+		br.Reset(f)
+		in.off = off
+		return nil
+	}
+	key, err := readBinCells(in, l, base, p.Idx, p.Val, lo, hi, seek)
+	if err != nil {
+		if key < 0 {
+			key = 0
+		}
+		return nil, key, err
+	}
+	return p, -1, nil
 }
 
 // parDecode runs f over [0, c) split into GOMAXPROCS pieces [i0, i1) at
