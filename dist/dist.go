@@ -121,7 +121,7 @@ func Agree(c *mpi.Comm, err error, key int64) error {
 func ReadText(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, error) {
 	rank, size := c.Rank(), c.Size()
 	if opt.Format == tensor.BIN {
-		return nil, fmt.Errorf("%s: -dist mpi reads text tensors (tsv, tns); convert the .bin with dainx convert", path)
+		return ReadBin(c, path, opt)
 	}
 	textSize, _, err := tensor.TextSize(path)
 	if err := Agree(c, err, 0); err != nil {
@@ -177,22 +177,56 @@ func ReadText(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, er
 	for n, m := range maxIdx {
 		dims[n] = int(m) + 1
 	}
-	if err := duplicates(c, part, dims, int(before[0])); err != nil {
+	lineOf := func(k int) int64 { return int64(int(before[0]) + part.LineOf(k)) }
+	dupErr := func(line int64, cell []int32, first int64) error {
+		return tensor.DuplicateError(part.Name, part.Base, int(line), cell, int(first))
+	}
+	if err := duplicates(c, part.Idx, part.NNZ(), order, lineOf, dupErr); err != nil {
 		return nil, err
 	}
 	return &dain.Shard{Cells: &tensor.COO{Dims: dims, Idx: part.Idx, Val: part.Val}, First: int(first[0]), NNZ: int(nnz[0])}, nil
 }
 
-// duplicates sends every cell, with its global line, to its owner rank,
-// which finds repeated cells; the earliest repeat in the file is reported,
-// as Read reports it.
-func duplicates(c *mpi.Comm, part *tensor.Part, dims []int, lineBase int) error {
-	size, order := c.Size(), len(dims)
+// ReadBin reads this rank's share of the plain SPLATT .bin file at path,
+// cells [rank·nnz/P, (rank+1)·nnz/P) in file order, each rank seeking to
+// its range of every column (tensor.ReadBinPart: no rank reads the whole
+// file). Dims are the header's. Bad input is reported as Read reports it
+// (the cell Read would meet first, numbered over the whole file) by the
+// rank that holds it, and every rank returns an error (ErrReported on the
+// others); a repeated cell is found by its owner rank and reported with
+// both cell numbers.
+func ReadBin(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, error) {
+	base, err := tensor.ResolveIndexBase(tensor.BIN, opt.IndexBase)
+	if err := Agree(c, err, 0); err != nil {
+		return nil, err
+	}
+	part, key, err := tensor.ReadBinPart(path, base, c.Rank(), c.Size())
+	if err := Agree(c, err, key); err != nil {
+		return nil, err
+	}
+	order := len(part.Dims)
+	lineOf := func(k int) int64 { return int64(part.First + k) }
+	dupErr := func(k int64, cell []int32, first int64) error {
+		return tensor.BinDuplicateError(path, base, cell, int(first), int(k))
+	}
+	if err := duplicates(c, part.Idx, len(part.Val), order, lineOf, dupErr); err != nil {
+		return nil, err
+	}
+	return &dain.Shard{Cells: &tensor.COO{Dims: part.Dims, Idx: part.Idx, Val: part.Val}, First: part.First, NNZ: part.NNZ}, nil
+}
+
+// duplicates sends every one of this rank's nnz cells (idx, nnz×order),
+// with its global line (lineOf: a text file's line, a .bin file's cell
+// number), to its owner rank, which finds repeated cells; the earliest
+// repeat in the file is reported as dupErr(line, cell, first line of the
+// cell), as Read reports it.
+func duplicates(c *mpi.Comm, idx []int32, nnz, order int, lineOf func(k int) int64, dupErr func(line int64, cell []int32, first int64) error) error {
+	size := c.Size()
 	rec := order + 2 // indices, then the line as two int32 halves
 	counts := make([]int32, size)
-	owner := make([]int32, part.NNZ())
+	owner := make([]int32, nnz)
 	for k := range owner {
-		r := sampling.Owner(part.Idx[k*order:(k+1)*order], size)
+		r := sampling.Owner(idx[k*order:(k+1)*order], size)
 		owner[k] = int32(r)
 		counts[r] += int32(rec)
 	}
@@ -200,11 +234,11 @@ func duplicates(c *mpi.Comm, part *tensor.Part, dims []int, lineBase int) error 
 	for r := 1; r < size; r++ {
 		next[r] = next[r-1] + counts[r-1]
 	}
-	send := make([]int32, part.NNZ()*rec)
+	send := make([]int32, nnz*rec)
 	for k, r := range owner {
 		at := send[next[r]:]
-		copy(at, part.Idx[k*order:(k+1)*order])
-		line := int64(lineBase + part.LineOf(k))
+		copy(at, idx[k*order:(k+1)*order])
+		line := lineOf(k)
 		at[order], at[order+1] = int32(line>>31), int32(line&(1<<31-1))
 		next[r] += int32(rec)
 	}
@@ -273,7 +307,7 @@ func duplicates(c *mpi.Comm, part *tensor.Part, dims []int, lineBase int) error 
 	}
 	var err error
 	if badAt >= 0 {
-		err = tensor.DuplicateError(part.Name, part.Base, int(bad), recv[badAt*rec:badAt*rec+order], int(firstLine))
+		err = dupErr(bad, recv[badAt*rec:badAt*rec+order], firstLine)
 	}
 	return Agree(c, err, bad)
 }

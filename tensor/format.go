@@ -78,9 +78,10 @@ func FormatOf(path string) Format {
 	return TSV
 }
 
-// resolveBase returns the index base to use for format f and the requested
-// base (-1 = the format's default).
-func resolveBase(f Format, base int) (int64, error) {
+// ResolveIndexBase returns the index base to use for format f and the requested
+// base (-1 = the format's default), or an error for a base outside
+// -1..MaxDim.
+func ResolveIndexBase(f Format, base int) (int64, error) {
 	switch {
 	case base == -1:
 		return int64(f.DefaultIndexBase()), nil

@@ -239,7 +239,7 @@ func ReadPart(path string, opt ReadOptions, lo, hi int64, order int) (*Part, err
 	if opt.Format == BIN {
 		return nil, fmt.Errorf("tensor: %s: a .bin file is not split by lines", path)
 	}
-	base, err := resolveBase(opt.Format, opt.IndexBase)
+	base, err := ResolveIndexBase(opt.Format, opt.IndexBase)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func ReadFile(path string, opt ReadOptions) (*COO, error) {
 // cut at line ends); the result and the error, the first bad line in file
 // order, are those of a line-by-line parse.
 func Read(r io.Reader, name string, opt ReadOptions) (*COO, error) {
-	base, err := resolveBase(opt.Format, opt.IndexBase)
+	base, err := ResolveIndexBase(opt.Format, opt.IndexBase)
 	if err != nil {
 		return nil, err
 	}

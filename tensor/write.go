@@ -37,7 +37,7 @@ type WriteOptions struct {
 // t is checked with Validate first; an invalid t (or an invalid IndexBase)
 // is an error and nothing is written. Write errors from w are returned.
 func Write(w io.Writer, t *COO, opt WriteOptions) error {
-	base, err := resolveBase(opt.Format, opt.IndexBase)
+	base, err := ResolveIndexBase(opt.Format, opt.IndexBase)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func WriteFile(path string, t *COO, opt WriteOptions) error {
 // writeFile is WriteFile with an optional wrapper around the file writer
 // (tests use it to inject write failures).
 func writeFile(path string, t *COO, opt WriteOptions, wrap func(io.Writer) io.Writer) error {
-	base, err := resolveBase(opt.Format, opt.IndexBase)
+	base, err := ResolveIndexBase(opt.Format, opt.IndexBase)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -229,6 +230,176 @@ func TestDistBadInput(t *testing.T) {
 			t.Logf("%s", want)
 		})
 	}
+}
+
+// binInput writes the golden input as a .bin file after edit (which may
+// change its cells), and returns its path.
+func binInput(t *testing.T, dir string, edit func(c *tensor.COO)) string {
+	t.Helper()
+	c, err := tensor.ReadFile("testdata/golden/input.tsv", tensor.ReadOptions{Format: tensor.TSV, IndexBase: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(c)
+	}
+	p := filepath.Join(dir, "in.bin")
+	if err := tensor.WriteFile(p, c, tensor.WriteOptions{Format: tensor.BIN}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDistBin: a .bin input, each rank reading its range of every column,
+// gives on 1, 2 and 3 ranks the cells one process gives (bit-identical on
+// one rank); bad .bin input (an index out of range late in the file, a bad
+// value, a repeated cell across ranks, a truncated file, gzip) is reported
+// once, as one process reports it, and nothing is written.
+func TestDistBin(t *testing.T) {
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	in := binInput(t, dir, nil)
+	args := append([]string{"augment", "-input", in}, distFlags...)
+	var one bytes.Buffer
+	if code := run(append(args, "-output", filepath.Join(dir, "one.tsv")), &one, os.Stderr); code != 0 {
+		t.Fatalf("one process: exit %d", code)
+	}
+	var want dain.Report
+	if err := json.Unmarshal(one.Bytes(), &want); err != nil {
+		t.Fatal(err)
+	}
+	wantAug, err := tensor.ReadFile(filepath.Join(dir, "one.tsv"), tensor.ReadOptions{Format: tensor.TSV, IndexBase: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 2, 3} {
+		out, rep := filepath.Join(dir, fmt.Sprintf("d%d.tsv", n)), filepath.Join(dir, fmt.Sprintf("d%d.json", n))
+		code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi", "-output", out, "-report", rep)...)
+		if code != 0 {
+			t.Fatalf("-n %d: exit %d\n%s", n, code, msg)
+		}
+		aug, err := tensor.ReadFile(out, tensor.ReadOptions{Format: tensor.TSV, IndexBase: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slicesEqual(aug.Idx, wantAug.Idx) {
+			t.Errorf("-n %d: the augmented cells differ from one process's", n)
+		}
+		if n == 1 && !slicesEqualF(aug.Val, wantAug.Val) {
+			t.Errorf("-n 1: values differ from one process's")
+		}
+		var got dain.Report
+		if b, err := os.ReadFile(rep); err != nil || json.Unmarshal(b, &got) != nil {
+			t.Fatalf("-n %d: report: %v", n, err)
+		}
+		if got.NTrain != want.NTrain || got.NAug != want.NAug || !slicesEqualInt(got.Dims, want.Dims) {
+			t.Errorf("-n %d: %d training cells, %d new, dims %v; one process %d, %d, %v", n, got.NTrain, got.NAug, got.Dims, want.NTrain, want.NAug, want.Dims)
+		}
+	}
+
+	// patch writes the golden .bin with cell k's index of mode m (m < 3) or
+	// value (m = 3) set to the bytes of v, whatever the writer allows.
+	patch := func(t *testing.T, dir string, edits ...[3]uint64) string {
+		p := binInput(t, dir, nil)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		le := binary.LittleEndian
+		iw, vw := int(le.Uint64(b[4:])), int(le.Uint64(b[12:]))
+		order, nnz := 3, 0
+		if iw == 4 {
+			nnz = int(le.Uint32(b[20+4*iw:]))
+		} else {
+			nnz = int(le.Uint64(b[20+4*iw:]))
+		}
+		header := 20 + (2+order)*iw
+		for _, e := range edits {
+			k, m, v := int(e[0]), int(e[1]), e[2]
+			at, w := header+m*nnz*iw+k*iw, iw
+			if m == order {
+				at, w = header+order*nnz*iw+k*vw, vw
+			}
+			if w == 4 {
+				le.PutUint32(b[at:], uint32(v))
+			} else {
+				le.PutUint64(b[at:], v)
+			}
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	golden, err := tensor.ReadFile(in, tensor.ReadOptions{Format: tensor.BIN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nnz := uint64(golden.NNZ())
+	cases := []struct {
+		name string
+		path func(t *testing.T, dir string) string
+	}{
+		{"index late", func(t *testing.T, dir string) string { return patch(t, dir, [3]uint64{nnz - 5, 1, 1 << 30}) }},
+		{"index of mode 3 before a value", func(t *testing.T, dir string) string {
+			return patch(t, dir, [3]uint64{3, 3, math.Float64bits(math.NaN())}, [3]uint64{nnz - 5, 2, 1 << 30})
+		}},
+		{"value", func(t *testing.T, dir string) string {
+			return patch(t, dir, [3]uint64{nnz - 7, 3, math.Float64bits(math.Inf(-1))})
+		}},
+		{"duplicate across ranks", func(t *testing.T, dir string) string {
+			var e [][3]uint64
+			for m := 0; m < 3; m++ {
+				e = append(e, [3]uint64{nnz - 2, uint64(m), uint64(golden.Idx[10*3+m])})
+			}
+			return patch(t, dir, e...)
+		}},
+		{"truncated", func(t *testing.T, dir string) string {
+			p := binInput(t, dir, nil)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)-9], 0o644)
+			return p
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := c.path(t, dir)
+			args := append([]string{"augment", "-input", in, "-output", filepath.Join(dir, "aug.tsv"), "-report", filepath.Join(dir, "r.json")}, distFlags...)
+			var stderr bytes.Buffer
+			if code := run(args, &bytes.Buffer{}, &stderr); code != exitFailure {
+				t.Fatalf("one process: exit %d", code)
+			}
+			want := strings.TrimSpace(stderr.String())
+			for _, n := range []int{1, 2, 3} {
+				code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi")...)
+				if code == 0 {
+					t.Fatalf("-n %d: exit 0", n)
+				}
+				if strings.Count(msg, want) != 1 || strings.Count(msg, "dainx augment:") != 1 {
+					t.Errorf("-n %d: output\n%s\nwant once: %s", n, msg, want)
+				}
+				for _, f := range []string{"aug.tsv", "r.json"} {
+					if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+						t.Errorf("-n %d: %s written", n, f)
+					}
+				}
+			}
+			t.Logf("%s", want)
+		})
+	}
+}
+
+func slicesEqualInt(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // TestDistKilledRank: a rank killed mid-run (SIGKILL) makes the job exit
