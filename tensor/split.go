@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/dainx/dainx/internal/keyperm"
 )
 
 // splitStream is the second PCG seed word used by Split, so that Split's
@@ -40,5 +42,78 @@ func Split(nnz int, testFrac, valFrac float64, seed uint64) (train, val, test []
 	slices.Sort(test)
 	slices.Sort(val)
 	slices.Sort(train)
+	return train, val, test
+}
+
+// keyedSplitStream is the keyperm stream of KeyedSplit.
+const keyedSplitStream = 0x6b65_7965_6473_706c
+
+// KeyedSplit is DAIN's split (step 0) by a keyed, stateless permutation π
+// of the cell numbers 0..nnz−1 (internal/keyperm): cell c is a test cell
+// if π(c) < nTest, a validation cell if π(c) < nTest+nVal, and a training
+// cell otherwise, with nTest and nVal as Split computes them, so the parts
+// have Split's exact sizes. Any cell's part is found in O(1) time and
+// memory, so each process of a distributed run finds its own cells' parts
+// without the split of the whole tensor, and the result is the same for
+// every number of processes. It is a different random split from Split's
+// for the same seed (dainx -split legacy keeps Split).
+type KeyedSplit struct {
+	p           keyperm.Perm
+	nTest, nVal int
+}
+
+// The parts of a split.
+const (
+	PartTrain = iota
+	PartVal
+	PartTest
+)
+
+// NewKeyedSplit returns the keyed split of nnz cells. It panics as Split
+// does.
+func NewKeyedSplit(nnz int, testFrac, valFrac float64, seed uint64) KeyedSplit {
+	if nnz < 0 {
+		panic(fmt.Sprintf("tensor: KeyedSplit of %d rows", nnz))
+	}
+	if !(testFrac >= 0 && testFrac <= 1) || !(valFrac >= 0 && valFrac <= 1) {
+		panic(fmt.Sprintf("tensor: KeyedSplit fractions test %v, val %v outside [0, 1]", testFrac, valFrac))
+	}
+	nTest := min(int(math.Ceil(testFrac*float64(nnz))), nnz)
+	nVal := min(int(math.Ceil(valFrac*float64(nnz-nTest))), nnz-nTest)
+	return KeyedSplit{p: keyperm.New(nnz, seed, keyedSplitStream), nTest: nTest, nVal: nVal}
+}
+
+// Counts returns the sizes of the three parts.
+func (s KeyedSplit) Counts() (train, val, test int) {
+	return s.p.Len() - s.nTest - s.nVal, s.nVal, s.nTest
+}
+
+// Part returns the part of cell c (PartTrain, PartVal or PartTest). It
+// panics if c is outside [0, nnz).
+func (s KeyedSplit) Part(c int) int {
+	switch q := s.p.At(c); {
+	case q < s.nTest:
+		return PartTest
+	case q < s.nTest+s.nVal:
+		return PartVal
+	}
+	return PartTrain
+}
+
+// Cells returns the cells of [lo, hi) in each part, ascending (file order).
+// The global number of the first training cell returned (the training
+// cells before lo) is the sum of the training counts of the ranges before
+// this one, which a distributed caller adds up over its processes.
+func (s KeyedSplit) Cells(lo, hi int) (train, val, test []int) {
+	for c := lo; c < hi; c++ {
+		switch s.Part(c) {
+		case PartTest:
+			test = append(test, c)
+		case PartVal:
+			val = append(val, c)
+		default:
+			train = append(train, c)
+		}
+	}
 	return train, val, test
 }

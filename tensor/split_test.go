@@ -68,3 +68,61 @@ func TestSplitPanics(t *testing.T) {
 		}()
 	}
 }
+
+// TestKeyedSplit: the keyed split has Split's part sizes for every size
+// and fraction, covers every cell once, gives each range of cells the
+// same parts as the whole (so any number of processes agree), and spreads
+// every part over the whole file.
+func TestKeyedSplit(t *testing.T) {
+	for _, nnz := range []int{0, 1, 2, 3, 10, 97, 1000, 4099} {
+		for _, f := range [][2]float64{{0.1, 0.2}, {0, 0.5}, {0.3, 0}, {1, 0}} {
+			tr, va, te := Split(nnz, f[0], f[1], 9)
+			s := NewKeyedSplit(nnz, f[0], f[1], 9)
+			ktr, kva, kte := s.Counts()
+			if ktr != len(tr) || kva != len(va) || kte != len(te) {
+				t.Fatalf("nnz %d, fractions %v: sizes %d/%d/%d, Split's %d/%d/%d", nnz, f, ktr, kva, kte, len(tr), len(va), len(te))
+			}
+			atr, ava, ate := s.Cells(0, nnz)
+			if len(atr) != ktr || len(ava) != kva || len(ate) != kte {
+				t.Fatalf("nnz %d: Cells gives %d/%d/%d, Counts %d/%d/%d", nnz, len(atr), len(ava), len(ate), ktr, kva, kte)
+			}
+			seen := make([]int, nnz)
+			for _, part := range [][]int{atr, ava, ate} {
+				if !slices.IsSorted(part) {
+					t.Fatalf("nnz %d: a part is not ascending", nnz)
+				}
+				for _, c := range part {
+					seen[c]++
+				}
+			}
+			for c, k := range seen {
+				if k != 1 {
+					t.Fatalf("nnz %d: cell %d in %d parts", nnz, c, k)
+				}
+			}
+			for _, ranks := range []int{2, 3, 7} {
+				var gtr, gva, gte []int
+				for r := 0; r < ranks; r++ {
+					a, b, c := s.Cells(r*nnz/ranks, (r+1)*nnz/ranks)
+					gtr, gva, gte = append(gtr, a...), append(gva, b...), append(gte, c...)
+				}
+				if !slices.Equal(gtr, atr) || !slices.Equal(gva, ava) || !slices.Equal(gte, ate) {
+					t.Fatalf("nnz %d, %d ranges: parts differ from the whole's", nnz, ranks)
+				}
+			}
+		}
+	}
+	// Spread: the test cells of 100000 fall in every tenth of the file
+	// about equally (10% each; binomial sd ≈ 95 of 1000 expected).
+	s := NewKeyedSplit(100000, 0.1, 0.2, 3)
+	_, _, te := s.Cells(0, 100000)
+	tenth := make([]int, 10)
+	for _, c := range te {
+		tenth[c/10000]++
+	}
+	for i, k := range tenth {
+		if k < 850 || k > 1150 {
+			t.Errorf("tenth %d of the file holds %d of the %d test cells", i, k, len(te))
+		}
+	}
+}
