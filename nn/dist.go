@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -326,9 +327,19 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 		return nil
 	}
 
-	perm := make([]int, T)
-	for i := range perm {
-		perm[i] = i
+	// The legacy order shuffles a permutation of all T cells on every
+	// process; a keyed order (cfg.Order) places each process's own cells
+	// by their positions, in O(L) memory.
+	var perm []int
+	var localPos []int64
+	var localOrd []int32
+	if cfg.Order == nil {
+		perm = make([]int, T)
+		for i := range perm {
+			perm[i] = i
+		}
+	} else {
+		localPos, localOrd = make([]int64, L), make([]int32, L)
 	}
 	local := func(p int) int {
 		for _, s := range d.Owned {
@@ -353,18 +364,43 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	}
 	for k := 1; k <= cfg.Epochs; k++ {
 		start := time.Now()
-		if cfg.Shuffle != nil {
-			cfg.Shuffle.Shuffle(T, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-		}
 		// This process's cells of each step, in the global order.
 		pos := 0
-		for s := 0; s < steps; s++ {
-			stepLo[s] = pos
-			for _, p := range perm[s*cfg.Batch : min((s+1)*cfg.Batch, T)] {
-				if l := local(p); l >= 0 {
-					copy(hostRows[pos*order:(pos+1)*order], train.rows[l*order:(l+1)*order])
-					hostVals[pos] = train.vals[l]
-					pos++
+		if cfg.Order != nil {
+			o := cfg.Order(k)
+			for _, sp := range d.Owned {
+				for i := 0; i < sp.N; i++ {
+					localPos[sp.Local+i] = int64(o.Position(sp.Global + i))
+				}
+			}
+			for i := range localOrd {
+				localOrd[i] = int32(i)
+			}
+			slices.SortFunc(localOrd, func(a, b int32) int { return cmp.Compare(localPos[a], localPos[b]) })
+			s := 0
+			for _, l := range localOrd {
+				for ; s <= int(localPos[l])/cfg.Batch; s++ {
+					stepLo[s] = pos
+				}
+				copy(hostRows[pos*order:(pos+1)*order], train.rows[int(l)*order:(int(l)+1)*order])
+				hostVals[pos] = train.vals[l]
+				pos++
+			}
+			for ; s < steps; s++ {
+				stepLo[s] = pos
+			}
+		} else {
+			if cfg.Shuffle != nil {
+				cfg.Shuffle.Shuffle(T, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+			}
+			for s := 0; s < steps; s++ {
+				stepLo[s] = pos
+				for _, p := range perm[s*cfg.Batch : min((s+1)*cfg.Batch, T)] {
+					if l := local(p); l >= 0 {
+						copy(hostRows[pos*order:(pos+1)*order], train.rows[l*order:(l+1)*order])
+						hostVals[pos] = train.vals[l]
+						pos++
+					}
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/internal/bigmem"
+	"github.com/dainx/dainx/internal/keyperm"
 )
 
 // Set is a set of cells and their values resident on a backend, in global
@@ -95,8 +96,15 @@ type TrainConfig struct {
 	// (only the rows the step's batch touched; see compute.Backend's
 	// SparseAdam). The Linear layers always take dense Adam.
 	EmbeddingOptimizer string
-	// Shuffle orders the training cells anew every epoch.
+	// Shuffle orders the training cells anew every epoch (a shuffle of
+	// the previous epoch's order).
 	Shuffle *rand.Rand
+	// Order, if not nil, gives each epoch's order of the training cells
+	// instead (Shuffle is then not used): epoch k's step s takes the cells
+	// at positions [s·Batch, (s+1)·Batch) of Order(k). A keyed order
+	// (KeyedOrder) is computed, not stored, so TrainDist places each
+	// process's own cells without the order of all of them.
+	Order func(epoch int) EpochOrder
 	// ValGradSum, if not nil (D+1 elements), receives at each epoch's
 	// validation pass G = Σ_{z∈val} ∇_{W_out,b_out} ℓ(Θ_k, z) with
 	// ℓ = (x̂−x)², the validation gradient sum of TracIn-CP (=).
@@ -254,6 +262,34 @@ type Result struct {
 	Epochs     []Epoch
 }
 
+// EpochOrder is one epoch's order of the n training cells: a permutation
+// of 0..n−1.
+type EpochOrder interface {
+	// Cell returns the training cell at position p.
+	Cell(p int) int
+	// Position returns the position of training cell c.
+	Position(c int) int
+}
+
+// keyedOrderStream is the keyperm stream of KeyedOrder.
+const keyedOrderStream = 0x6f72_6465_7200_0000
+
+// KeyedOrder returns TrainConfig.Order for n training cells: epoch k's
+// order is the keyed permutation of (seed, k) (internal/keyperm), a
+// random order that any process can compute for any cell in O(1), so the
+// order is the same for every number of processes and nothing of size n
+// is stored to find a cell's step.
+func KeyedOrder(n int, seed uint64) func(epoch int) EpochOrder {
+	return func(epoch int) EpochOrder {
+		return keyedOrder(keyperm.New(n, seed^uint64(epoch)*0x9e3779b97f4a7c15, keyedOrderStream))
+	}
+}
+
+type keyedOrder keyperm.Perm
+
+func (o keyedOrder) Cell(p int) int     { return keyperm.Perm(o).Inv(p) }
+func (o keyedOrder) Position(c int) int { return keyperm.Perm(o).At(c) }
+
 // stageCells is the most cells Train stages on the host at once when it
 // uploads the shuffled training set to a device.
 var stageCells = 1 << 20 // a variable for tests
@@ -396,7 +432,13 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	ms := train.MeanSquare()
 	for k := first; k <= cfg.Epochs; k++ {
 		start := time.Now()
-		if cfg.Shuffle != nil {
+		switch {
+		case cfg.Order != nil:
+			o := cfg.Order(k)
+			for p := range perm {
+				perm[p] = int32(o.Cell(p))
+			}
+		case cfg.Shuffle != nil:
 			cfg.Shuffle.Shuffle(T, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 		}
 		if bestIsCurrent {
