@@ -139,6 +139,7 @@ var flagNames = map[string]string{
 	"Method": "-method", "Model": "-model", "Predictor": "-predictor", "Influence": "-influence",
 	"InfluenceLayers": "-influence-layers", "Entity": "-entity", "Rank": "-rank", "Channels": "-channels",
 	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch", "EmbeddingOptimizer": "-embedding-optimizer",
+	"Split": "-split",
 }
 
 // configFields lists every setting of c (every field but Progress, OnEpoch

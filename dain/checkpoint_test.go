@@ -264,3 +264,45 @@ func TestResumeEmptyDir(t *testing.T) {
 	}
 	sameRun(t, "resumed from nothing", want, got)
 }
+
+// TestCheckpointKeyed: with the keyed split and orders a run killed during
+// each training stage resumes bit-identically (each epoch's order is
+// recomputed from the seed, not restored), and the report names the split;
+// its part sizes are the legacy split's.
+func TestCheckpointKeyed(t *testing.T) {
+	x := demoTensor(t, 2000)
+	c := ckConfig()
+	c.Split = dain.SplitKeyed
+	want, err := dain.Run(context.Background(), x, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := dain.Run(context.Background(), x, ckConfig(), cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Report.Split != "keyed" || legacy.Report.Split != "legacy" {
+		t.Errorf("reports name the splits %q and %q", want.Report.Split, legacy.Report.Split)
+	}
+	if want.Report.NTrain != legacy.Report.NTrain || want.Report.NVal != legacy.Report.NVal || want.Report.NTest != legacy.Report.NTest {
+		t.Errorf("keyed split %d/%d/%d, legacy %d/%d/%d", want.Report.NTrain, want.Report.NVal, want.Report.NTest, legacy.Report.NTrain, legacy.Report.NVal, legacy.Report.NTest)
+	}
+	if want.Report.RMSEBefore == legacy.Report.RMSEBefore {
+		t.Errorf("the keyed and legacy splits gave the same test RMSE %v: the same split?", want.Report.RMSEBefore)
+	}
+	for _, p := range []dain.CheckpointPoint{
+		{Stage: "theta-mlp.tracin-last", Epoch: 2, Event: "trained"},
+		{Stage: "theta-costco", Epoch: 2, Event: "trained"},
+		{Stage: "retrain", Epoch: 2, Event: "trained"},
+	} {
+		t.Run(fmt.Sprintf("%s-%d-%s", p.Stage, p.Epoch, p.Event), func(t *testing.T) {
+			dir := t.TempDir()
+			killAt(t, x, c, dir, false, p)
+			got, err := dain.RunCheckpointed(context.Background(), x, c, cpu.New(), dain.Checkpoint{Dir: dir, Resume: true, Input: "demo"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRun(t, "resumed", want, got)
+		})
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"sort"
 	"time"
 
 	"github.com/dainx/dainx/compute"
@@ -44,6 +45,15 @@ type Config struct {
 	// touched) or nn.Auto (chosen per model by
 	// nn.ChooseEmbeddingOptimizer; "" means Auto).
 	EmbeddingOptimizer string
+	// Split chooses how cells are split and ordered: SplitLegacy (a
+	// permutation of all cells drawn by tensor.Split, and each model's
+	// cell order shuffled anew every epoch, as dainx did up to 0.6) or
+	// SplitKeyed (tensor.KeyedSplit and nn.KeyedOrder: every cell's part
+	// and its place in each epoch's order are computed, not stored, so a
+	// run spread over processes needs no array of every cell, and gives
+	// the same split and orders for any number of processes). "" means
+	// SplitLegacy. The two give different random splits for one seed.
+	Split string
 
 	// The variant of each step, by name; stages.go lists the names.
 	Method          string  // how cells are made: a Methods name (dain, duplication, …)
@@ -147,6 +157,55 @@ func CheckRatio(r float64) error {
 	return nil
 }
 
+// The splits of Config.Split.
+const (
+	SplitLegacy = "legacy"
+	SplitKeyed  = "keyed"
+)
+
+// split returns c.Split with "" resolved.
+func (c Config) split() string {
+	if c.Split == "" {
+		return SplitLegacy
+	}
+	return c.Split
+}
+
+// order returns the TrainConfig.Order of n training cells for the model
+// whose shuffle stream is stream: a keyed order under SplitKeyed, nil (the
+// shuffle) under SplitLegacy.
+func (c Config) order(stream uint64, n int) func(int) nn.EpochOrder {
+	if c.split() != SplitKeyed {
+		return nil
+	}
+	return nn.KeyedOrder(n, c.Seed, 0x5eed0000+stream)
+}
+
+// splitCells returns the cells of [lo, hi) of a tensor of nnz cells in each
+// part of c's split, ascending. Under SplitLegacy it draws the split of
+// all nnz cells (tensor.Split) and keeps those in [lo, hi); under
+// SplitKeyed it looks at [lo, hi) alone. before is the number of training
+// cells before lo under SplitLegacy (-1 under SplitKeyed, where the
+// caller sums the ranges before its own).
+func (c Config) splitCells(nnz, lo, hi int) (train, val, test []int, before int, counts [3]int) {
+	if c.split() == SplitKeyed {
+		s := tensor.NewKeyedSplit(nnz, c.TestFrac, c.ValFrac, c.Seed)
+		counts[0], counts[1], counts[2] = s.Counts()
+		train, val, test = s.Cells(lo, hi)
+		return train, val, test, -1, counts
+	}
+	tr, va, te := tensor.Split(nnz, c.TestFrac, c.ValFrac, c.Seed)
+	counts = [3]int{len(tr), len(va), len(te)}
+	pick := func(part []int) ([]int, int) {
+		a, b := sort.SearchInts(part, lo), sort.SearchInts(part, hi)
+		return part[a:b:b], a
+	}
+	train, before = pick(tr)
+	val, _ = pick(va)
+	test, _ = pick(te)
+	return train, val, test, before, counts
+}
+
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
 	if err := CheckRatio(c.Ratio); err != nil {
@@ -177,6 +236,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("temperature %v: want a finite number ≥ 0", c.Temperature)
 	case !(c.Mix >= 0 && c.Mix <= 1):
 		return fmt.Errorf("mix %v: want 0 ≤ mix ≤ 1", c.Mix)
+	}
+	if sp := c.Split; sp != "" && sp != SplitLegacy && sp != SplitKeyed {
+		return fmt.Errorf("split %q: want %s or %s", sp, SplitLegacy, SplitKeyed)
 	}
 	if o := c.EmbeddingOptimizer; o != "" && o != nn.Auto {
 		if err := nn.CheckEmbeddingOptimizer(o); err != nil {
@@ -275,6 +337,7 @@ type Report struct {
 	// EmbeddingOptimizers what each model kind the run trains used.
 	EmbeddingOptimizer  string            `json:"embedding_optimizer"`
 	EmbeddingOptimizers map[string]string `json:"embedding_optimizers"`
+	Split               string            `json:"split"` // legacy or keyed (Config.Split)
 	Seconds             Seconds           `json:"seconds"`
 	HistoryBefore       []EpochLog        `json:"history_before"`
 	HistoryAfter        []EpochLog        `json:"history_after"`
@@ -347,6 +410,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
 	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(t.Dims, e.logf)
+	rep.Split = cfg.split()
 	rep.NoTest = rep.NTest == 0
 	if err := cfg.checkKeep(); err != nil {
 		return nil, err

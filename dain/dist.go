@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"sort"
 	"time"
 
 	"github.com/dainx/dainx/compute"
@@ -114,22 +113,30 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	}
 	rank, size := cl.Rank(), cl.Size()
 
-	// Step 0: the split of the whole tensor, the same on every process;
-	// each keeps its own cells of each part.
-	tr, va, te := tensor.Split(sh.NNZ, cfg.TestFrac, cfg.ValFrac, cfg.Seed)
+	// Step 0: the split, the same on every process; each keeps its own
+	// cells of each part. Under the keyed split each process looks at its
+	// own cells only, and the training cells before its own are summed
+	// over the processes.
 	lo, hi := sh.First, sh.First+sh.Cells.NNZ()
-	pick := func(part []int) (*tensor.COO, int) {
-		a, b := sort.SearchInts(part, lo), sort.SearchInts(part, hi)
-		rows := make([]int, b-a)
-		for i, p := range part[a:b] {
+	tr, va, te, trFirst, counts := cfg.splitCells(sh.NNZ, lo, hi)
+	if trFirst < 0 {
+		per := make([]int64, size)
+		per[rank] = int64(len(tr))
+		cl.SumI64(per)
+		trFirst = 0
+		for r := 0; r < rank; r++ {
+			trFirst += int(per[r])
+		}
+	}
+	pick := func(part []int) *tensor.COO {
+		rows := make([]int, len(part))
+		for i, p := range part {
 			rows[i] = p - lo
 		}
-		return sh.Cells.Subset(rows), a
+		return sh.Cells.Subset(rows)
 	}
-	train, trFirst := pick(tr)
-	val, _ := pick(va)
-	test, _ := pick(te)
-	nTrain, nVal, nTest := len(tr), len(va), len(te)
+	train, val, test := pick(tr), pick(va), pick(te)
+	nTrain, nVal, nTest := counts[0], counts[1], counts[2]
 	tr, va, te = nil, nil, nil
 	if nTrain == 0 || nVal == 0 || nTest == 0 {
 		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", sh.NNZ, nTrain, nVal, nTest)
@@ -145,6 +152,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	dr := &DistReport{Ranks: size, Library: cl.Describe()}
 	logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s); %d ranks (%s)", sh.NNZ, dims, nTrain, nVal, nTest, be.Name(), be.Device(), size, dr.Library)
 	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(dims, logf)
+	rep.Split = cfg.split()
 	var commBefore time.Duration
 	mse := func(m *nn.Net, s *nn.Set, n int) (float64, error) {
 		sum := []float64{0}
@@ -208,7 +216,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	defer trainSet.Free()
 	defer valSet.Free()
 	defer testSet.Free()
-	tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffle)}
+	tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffle), Order: cfg.order(streamShuffle, nTrain)}
 	tc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("mlp", dims)
 	var last *tracin.LastLayer
 	var influence float64
@@ -353,7 +361,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			defer cva.Free()
 			defer cte.Free()
 			logf("training Θc (costco, %d parameters)", cc.NumParams())
-			ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Shuffle: rng(cfg.Seed, streamShuffleCoSTCo)}
+			ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Shuffle: rng(cfg.Seed, streamShuffleCoSTCo), Order: cfg.order(streamShuffleCoSTCo, nTrain)}
 			ctc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("costco", dims)
 			cex := nn.ChooseExchange(rows, cfg.CoSTCoBatch, len(dims))
 			if os.Getenv("DAINX_EXCHANGE") != "" {
@@ -406,7 +414,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	defer val2.Free()
 	defer test2.Free()
 	owned := []nn.Span{{Global: trFirst, Local: 0, N: train.NNZ()}, {Global: nTrain + a0, Local: train.NNZ(), N: a1 - a0}}
-	atc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffleAfter)}
+	atc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffleAfter), Order: cfg.order(streamShuffleAfter, nTrain+rep.NAug)}
 	atc.EmbeddingOptimizer = tc.EmbeddingOptimizer
 	res, err = fit("Θ'", after, atc, both, val2, nTrain+rep.NAug, owned, dr.Exchange)
 	if err != nil {

@@ -180,7 +180,7 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 			e.logf("dainx: mode %d: only %d of its %d entities (largest index + 1) occur; the others still get embeddings and memory — renumbering the indices densely (0…n−1) saves both", n, k, d)
 		}
 	}
-	tr, va, te := tensor.Split(x.NNZ(), cfg.TestFrac, cfg.ValFrac, cfg.Seed)
+	tr, va, te, _, _ := cfg.splitCells(x.NNZ(), 0, x.NNZ())
 	e.Train, e.Val, e.Test = x.Subset(tr), x.Subset(va), x.Subset(te)
 	if e.Train.NNZ() == 0 || e.Val.NNZ() == 0 || (e.Test.NNZ() == 0 && cfg.TestFrac > 0) {
 		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", x.NNZ(), e.Train.NNZ(), e.Val.NNZ(), e.Test.NNZ())
@@ -353,6 +353,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
+	tc.Order = e.cfg.order(seedShuffle, t.train.Len())
 	label := map[string]string{"mlp": "Θ", "costco": "Θc"}[m.Kind]
 	stage := stageName(m.Kind, passes)
 	if seconds, s, found, err := e.ck.loadModel(stage, t); err != nil {
@@ -549,6 +550,7 @@ func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label stri
 	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
+	tc.Order = e.cfg.order(streamShuffleAfter, both.Len())
 	const stage = "retrain"
 	tc.AfterEpoch = func(ep nn.Epoch) error {
 		if err := e.ck.at(stage, ep.N, "trained"); err != nil {

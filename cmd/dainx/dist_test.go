@@ -98,18 +98,20 @@ func withComments(t *testing.T, dir string, edit func(lines []string) []string) 
 // TestDistSameRun: on 1, 2 and 3 ranks the augmented cells are those of
 // one process, and the RMSEs within 0.5% (bit-identical on one rank), with
 // dense Adam and with sparse-adam (every rank applying SparseAdam to the
-// union of the rows touched anywhere).
+// union of the rows touched anywhere), and with the keyed split (every
+// rank finding its own cells' parts and places in each epoch's order).
 func TestDistSameRun(t *testing.T) {
 	l := mpiLauncher(t)
 	for _, opt := range []string{"adam", "sparse-adam"} {
-		t.Run(opt, func(t *testing.T) { distSameRun(t, l, opt) })
+		t.Run(opt, func(t *testing.T) { distSameRun(t, l, "-embedding-optimizer", opt) })
 	}
+	t.Run("keyed", func(t *testing.T) { distSameRun(t, l, "-split", "keyed") })
 }
 
-func distSameRun(t *testing.T, l []string, opt string) {
+func distSameRun(t *testing.T, l []string, extra ...string) {
 	dir := t.TempDir()
 	in := withComments(t, dir, nil)
-	args := append(append([]string{"augment", "-input", in, "-index-base", "0"}, distFlags...), "-embedding-optimizer", opt)
+	args := append(append([]string{"augment", "-input", in, "-index-base", "0"}, distFlags...), extra...)
 	var one bytes.Buffer
 	if code := run(append(args, "-output", filepath.Join(dir, "one.tsv")), &one, os.Stderr); code != 0 {
 		t.Fatalf("one process: exit %d", code)
