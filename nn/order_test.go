@@ -23,7 +23,7 @@ func (oneProcess) GatherI32(x []int32) []int32     { return slices.Clone(x) }
 // same orders.
 func TestKeyedOrder(t *testing.T) {
 	n := 1000
-	o, again := KeyedOrder(n, 7), KeyedOrder(n, 7)
+	o, again := KeyedOrder(n, 7, 1), KeyedOrder(n, 7, 1)
 	first := make([]int, n)
 	for k := 1; k <= 3; k++ {
 		e, e2 := o(k), again(k)
@@ -78,7 +78,7 @@ func TestTrainDistKeyedOrder(t *testing.T) {
 			}
 			return p
 		}
-		keyed := KeyedOrder(1200, 5)
+		keyed := KeyedOrder(1200, 5, 0)
 		one, dist := run(false, keyed), run(true, keyed)
 		if !slices.Equal(one, dist) {
 			t.Errorf("%s: TrainDist on one process differs from Train with the same keyed order", opt)

@@ -275,13 +275,14 @@ type EpochOrder interface {
 const keyedOrderStream = 0x6f72_6465_7200_0000
 
 // KeyedOrder returns TrainConfig.Order for n training cells: epoch k's
-// order is the keyed permutation of (seed, k) (internal/keyperm), a
-// random order that any process can compute for any cell in O(1), so the
-// order is the same for every number of processes and nothing of size n
-// is stored to find a cell's step.
-func KeyedOrder(n int, seed uint64) func(epoch int) EpochOrder {
+// order is the keyed permutation of (seed, stream, k) (internal/keyperm),
+// a random order that any process can compute for any cell in O(1), so
+// the order is the same for every number of processes and nothing of size
+// n is stored to find a cell's step. Different streams of one seed give
+// unrelated orders.
+func KeyedOrder(n int, seed, stream uint64) func(epoch int) EpochOrder {
 	return func(epoch int) EpochOrder {
-		return keyedOrder(keyperm.New(n, seed^uint64(epoch)*0x9e3779b97f4a7c15, keyedOrderStream))
+		return keyedOrder(keyperm.New(n, seed, (keyedOrderStream^stream)*0x9e3779b97f4a7c15+uint64(epoch)))
 	}
 }
 
