@@ -62,7 +62,11 @@ type DistReport struct {
 	Exchange    string  `json:"exchange"`     // the embedding gradients' exchange: dense or sparse
 	CommSeconds float64 `json:"comm_seconds"` // wall time in communication on rank 0
 	StepComm    float64 `json:"step_comm_ms"` // mean communication per training step on rank 0, ms
-	Steps       int     `json:"steps"`        // training steps of every model
+	// Oversubscribed: the node of rank 0 runs more ranks than it has
+	// cores, so waits yield the core and times are not those of a
+	// dedicated node (memory is).
+	Oversubscribed bool `json:"oversubscribed,omitempty"`
+	Steps          int  `json:"steps"` // training steps of every model
 }
 
 // DistSupported reports why cfg cannot run spread over processes, or nil:
@@ -150,6 +154,10 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		NTrain: nTrain, NVal: nVal, NTest: nTest,
 	}
 	dr := &DistReport{Ranks: size, Library: cl.Describe()}
+	if o, ok := cl.(interface{ Oversubscribed() bool }); ok && o.Oversubscribed() {
+		dr.Oversubscribed = true
+		logf("dainx: more ranks on this node than cores: waits yield the core instead of polling; times are not a dedicated node's")
+	}
 	logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s); %d ranks (%s)", sh.NNZ, dims, nTrain, nVal, nTest, be.Name(), be.Device(), size, dr.Library)
 	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(dims, logf)
 	rep.Split = cfg.split()

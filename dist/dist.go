@@ -43,6 +43,7 @@ func (c *Cluster) SumF64(x []float64)   { c.C.Allreduce(x, mpi.Sum) }
 func (c *Cluster) SumI64(x []int64)     { c.C.Allreduce(x, mpi.Sum) }
 func (c *Cluster) Or(b []byte)          { c.C.Allreduce(b, mpi.BitOr) }
 func (c *Cluster) CommSeconds() float64 { return c.C.Stats().Elapsed.Seconds() }
+func (c *Cluster) Oversubscribed() bool { return c.C.Oversubscribed() }
 
 func (c *Cluster) GatherF32(x []float32) []float32 { out, _ := mpi.Allgatherv(c.C, x); return out }
 func (c *Cluster) GatherI32(x []int32) []int32     { out, _ := mpi.Allgatherv(c.C, x); return out }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/dist"
 	"github.com/dainx/dainx/dist/mpi"
@@ -63,6 +64,9 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, output, r
 	c, err := openMPI()
 	if err != nil {
 		return exitFor("augment", err, ctx, stderr)
+	}
+	if c.Oversubscribed() {
+		cpu.SetIdleSpin(false) // a spinning thread would take another rank's core
 	}
 	rank := c.Rank()
 	if rank != 0 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/dist/mpi"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -140,6 +141,9 @@ func distSameRun(t *testing.T, l []string, extra ...string) {
 		}
 		if got.Dist == nil || got.Dist.Ranks != n {
 			t.Fatalf("-n %d: report's dist %+v", n, got.Dist)
+		}
+		if over := n > mpi.NodeCPUs(); got.Dist.Oversubscribed != over {
+			t.Errorf("-n %d on %d CPUs: the report says oversubscribed %v", n, mpi.NodeCPUs(), got.Dist.Oversubscribed)
 		}
 		aug, err := tensor.ReadFile(out, tensor.ReadOptions{Format: tensor.TSV, IndexBase: -1})
 		if err != nil {

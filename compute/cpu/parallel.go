@@ -17,3 +17,12 @@ func (be *Backend) parallelFor(n, grain int, f func(lo, hi int)) {
 	}
 	workers.Run(parts, func(t int) { f(t*n/parts, (t+1)*n/parts) })
 }
+
+// SetIdleSpin turns on (the default) or off the brief spinning with which
+// the backends' idle worker threads wait for the next operation's parts
+// (see compute/cpu/internal/workers): spinning saves a thread wake-up per
+// operation when the process has its cores to itself, and takes a core
+// from other processes when it shares them (dainx turns it off when an
+// MPI node runs more ranks than cores). It affects every CPU backend of
+// the process; results do not depend on it.
+func SetIdleSpin(on bool) { workers.SetSpin(on) }

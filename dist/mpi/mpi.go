@@ -45,6 +45,8 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +112,7 @@ type handles struct {
 	ops             [numOps]uintptr
 	typeShared      uintptr
 	versionLen      int
+	statusIgnore    uintptr // MPI_STATUS_IGNORE
 }
 
 // mpichHandles are MPICH's (mpi.h, see the package documentation).
@@ -121,6 +124,8 @@ var mpichHandles = handles{
 	// MPI_COMM_TYPE_SHARED
 	typeShared: 1,
 	versionLen: 8192,
+	// (MPI_Status *)1
+	statusIgnore: 1,
 }
 
 // openMPISymbols name the globals whose addresses are Open MPI's handles.
@@ -171,6 +176,14 @@ type Comm struct {
 	local   int // node-local rank
 	nlocal  int // ranks on this node
 
+	// yield: collectives run as their nonblocking forms (nonblocking maps
+	// each blocking function to its MPI_I… form), completed by MPI_Test
+	// with sleeps in between, so that a waiting rank gives its core to
+	// the ranks it waits for (set when the node is oversubscribed).
+	yield       bool
+	nonblocking map[uintptr]uintptr
+	test        uintptr
+
 	mu    sync.Mutex
 	stats Stats
 }
@@ -215,15 +228,69 @@ func initialise() (*Comm, error) {
 	// with other work on the machine, even at the lowest priority, every
 	// yield costs a scheduler slice (measured here: a 1-float Allreduce
 	// between two ranks took 0.8–1.7 ms with the default, 3.5 µs without
-	// yielding). dainx runs one rank per core, so it polls; the variable
-	// set in the environment wins.
-	if os.Getenv("MPIR_CVAR_POLLS_BEFORE_YIELD") == "" {
+	// yielding). With one rank per core dainx polls. With more ranks on
+	// the node than cores (as the launcher tells them, before MPI_Init),
+	// a polling rank holds a core that another rank needs to reach the
+	// same collective, and every wait lasts scheduler slices (3 ranks on 2
+	// cores spent 9 s of a 10 s test run waiting): then MPICH keeps its
+	// default and Open MPI is asked to yield when idle. A variable set in
+	// the environment wins either way.
+	if n := launcherLocalRanks(); n > NodeCPUs() {
+		if os.Getenv("OMPI_MCA_mpi_yield_when_idle") == "" {
+			os.Setenv("OMPI_MCA_mpi_yield_when_idle", "1")
+		}
+	} else if os.Getenv("MPIR_CVAR_POLLS_BEFORE_YIELD") == "" {
 		os.Setenv("MPIR_CVAR_POLLS_BEFORE_YIELD", "1000000000")
 	}
 	if p := os.Getenv(LibraryEnv); p != "" {
 		return load([]string{p})
 	}
 	return load(sonames())
+}
+
+// launcherLocalRanks returns the number of ranks the launcher started on
+// this node, as its environment says (MPICH's Hydra: MPI_LOCALNRANKS;
+// Open MPI: OMPI_COMM_WORLD_LOCAL_SIZE; Slurm's srun:
+// SLURM_NTASKS_PER_NODE when it is one number), or 0 when none says.
+func launcherLocalRanks() int {
+	for _, v := range []string{"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"} {
+		if n, err := strconv.Atoi(os.Getenv(v)); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+// Oversubscribed reports whether this node runs more ranks than it has
+// CPUs (MPI's node-local size against NodeCPUs): the ranks then take
+// turns on the cores.
+func (c *Comm) Oversubscribed() bool { return c.nlocal > NodeCPUs() }
+
+// NodeCPUs returns the number of CPUs online on this machine
+// (/sys/devices/system/cpu/online), not just those this process may run
+// on (runtime.NumCPU): a launcher that binds each rank to its own core
+// leaves each rank one CPU, which is not oversubscription. Where the file
+// cannot be read it returns runtime.NumCPU().
+func NodeCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	n := 0
+	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, found := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		z := a
+		var err2 error
+		if found {
+			z, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || z < a {
+			return runtime.NumCPU()
+		}
+		n += z - a + 1
+	}
+	return max(n, 1)
 }
 
 // load initialises the first library of paths that opens.
@@ -253,9 +320,22 @@ func open(lib uintptr, path string) (*Comm, error) {
 		}
 		*(*uintptr)(unsafe.Pointer(v.Field(i).UnsafeAddr())) = p
 	}
+	c.nonblocking = map[uintptr]uintptr{}
+	for blocking, name := range map[uintptr]string{
+		c.fn.barrier: "MPI_Ibarrier", c.fn.bcast: "MPI_Ibcast", c.fn.allreduce: "MPI_Iallreduce",
+		c.fn.exscan: "MPI_Iexscan", c.fn.allgather: "MPI_Iallgather", c.fn.allgatherv: "MPI_Iallgatherv",
+		c.fn.gatherv: "MPI_Igatherv", c.fn.alltoall: "MPI_Ialltoall", c.fn.alltoallv: "MPI_Ialltoallv",
+	} {
+		if p, err := purego.Dlsym(lib, name); err == nil && p != 0 {
+			c.nonblocking[blocking] = p
+		}
+	}
+	if p, err := purego.Dlsym(lib, "MPI_Test"); err == nil && p != 0 {
+		c.test = p
+	}
 	if p, err := purego.Dlsym(lib, openMPISymbols.world); err == nil && p != 0 {
 		c.abi = OpenMPI
-		c.h = handles{inPlace: 1, typeShared: 0, versionLen: 256}
+		c.h = handles{inPlace: 1, typeShared: 0, versionLen: 256, statusIgnore: 0}
 		sym := func(name string) (uintptr, error) {
 			a, err := purego.Dlsym(lib, name)
 			if err != nil || a == 0 {
@@ -322,8 +402,27 @@ func open(lib uintptr, path string) (*Comm, error) {
 	if err := c.nodeLocal(); err != nil {
 		return nil, err
 	}
+	// YieldEnv=1 or 0 forces the yielding collectives on or off; by
+	// default they are on where the node is oversubscribed.
+	switch os.Getenv(YieldEnv) {
+	case "1":
+		c.yield = true
+	case "0":
+	default:
+		c.yield = c.Oversubscribed()
+	}
 	return c, nil
 }
+
+// YieldEnv names the environment variable that turns the yielding
+// collectives on (1) or off (0) whatever the node's load: collectives
+// then run as MPI's nonblocking forms, completed by MPI_Test with sleeps
+// between tests, so a rank that waits leaves its core to the others (by
+// default on where the node runs more ranks than cores).
+const YieldEnv = "DAINX_MPI_YIELD"
+
+// Yielding reports whether collectives yield the core while they wait.
+func (c *Comm) Yielding() bool { return c.yield }
 
 func mpichFamily(version string) bool {
 	v := strings.ToLower(version)
@@ -421,12 +520,42 @@ func (c *Comm) collective(name string, fn uintptr, sent int64, args ...uintptr) 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t0 := time.Now()
-	r, _, _ := purego.SyscallN(fn, args...)
+	var r uintptr
+	if nb := c.nonblocking[fn]; c.yield && nb != 0 && c.test != 0 {
+		r = c.yielding(nb, args)
+	} else {
+		r, _, _ = purego.SyscallN(fn, args...)
+	}
 	c.stats.Elapsed += time.Since(t0)
 	c.stats.Calls++
 	c.stats.Bytes += sent
 	if code := int32(uint32(r)); code != 0 {
 		panic(&Error{Call: name, Code: int(code)})
+	}
+}
+
+// yielding runs the nonblocking form nb of a collective on args and
+// completes it by MPI_Test, polling a few times and then sleeping between
+// tests (20 µs, doubling up to 200 µs), so that the process leaves its core
+// to the ranks it waits for. It returns the first non-zero error code, or
+// 0.
+func (c *Comm) yielding(nb uintptr, args []uintptr) uintptr {
+	var req uint64 // MPI_Request: an int (MPICH) or a pointer (Open MPI)
+	r, _, _ := purego.SyscallN(nb, append(args, uintptr(unsafe.Pointer(&req)))...)
+	if r != 0 {
+		return r
+	}
+	sleep := 20 * time.Microsecond
+	for i := 0; ; i++ {
+		var flag int32
+		r, _, _ = purego.SyscallN(c.test, uintptr(unsafe.Pointer(&req)), uintptr(unsafe.Pointer(&flag)), c.h.statusIgnore)
+		if r != 0 || flag != 0 {
+			return r
+		}
+		if i >= 20 {
+			time.Sleep(sleep)
+			sleep = min(2*sleep, 200*time.Microsecond)
+		}
 	}
 }
 

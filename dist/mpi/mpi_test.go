@@ -33,7 +33,9 @@ func TestNoLibrary(t *testing.T) {
 	}
 }
 
-// TestCollectives runs TestRanks under mpiexec with 1, 2 and 3 ranks.
+// TestCollectives runs TestRanks under mpiexec with 1, 2 and 3 ranks,
+// with the blocking collectives and with the yielding ones (their
+// nonblocking forms completed by MPI_Test between sleeps, YieldEnv=1).
 func TestCollectives(t *testing.T) {
 	if os.Getenv("DAINX_MPI_CHILD") != "" {
 		t.Skip("in a rank")
@@ -42,10 +44,14 @@ func TestCollectives(t *testing.T) {
 	if l == nil {
 		t.Skip("no mpiexec (apt-get install mpich)")
 	}
-	for _, n := range []int{1, 2, 3} {
+	for _, c := range []struct {
+		n     int
+		yield string
+	}{{1, "0"}, {2, "0"}, {3, "0"}, {1, "1"}, {2, "1"}, {3, "1"}} {
+		n := c.n
 		args := append(append([]string(nil), l[1:]...), "-n", strconv.Itoa(n), os.Args[0], "-test.run", "^TestRanks$", "-test.v")
 		cmd := exec.Command(l[0], args...)
-		cmd.Env = append(os.Environ(), "DAINX_MPI_CHILD=1", "DAINX_MPI_SIZE="+strconv.Itoa(n))
+		cmd.Env = append(os.Environ(), "DAINX_MPI_CHILD=1", "DAINX_MPI_SIZE="+strconv.Itoa(n), YieldEnv+"="+c.yield)
 		// Open MPI refuses root and more ranks than cores unless told.
 		cmd.Env = append(cmd.Env, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1")
 		out, err := cmd.CombinedOutput()
@@ -82,7 +88,10 @@ func TestRanks(t *testing.T) {
 	if lr != r || ln != p {
 		t.Errorf("node-local rank %d of %d, want %d of %d (one node)", lr, ln, r, p)
 	}
-	t.Logf("%s (%s), rank %d of %d", c.Version(), c.ABI(), r, p)
+	t.Logf("%s (%s), rank %d of %d, yielding %v", c.Version(), c.ABI(), r, p, c.Yielding())
+	if want := os.Getenv(YieldEnv) == "1"; c.Yielding() != want {
+		t.Errorf("yielding collectives %v with %s=%q", c.Yielding(), YieldEnv, os.Getenv(YieldEnv))
+	}
 
 	f := []float32{float32(r), 1, float32(-r)}
 	c.Allreduce(f, Sum)

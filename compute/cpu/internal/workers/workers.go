@@ -23,8 +23,27 @@ import (
 )
 
 // spinLoads is how many times an idle worker (or a Run waiting for its
-// workers) checks its slot before it parks (or yields).
+// workers) checks its slot before it parks (or yields), unless SetSpin
+// turned spinning off.
 const spinLoads = 1 << 16
+
+// spin is the current limit: spinLoads, or 0 after SetSpin(false).
+var spin atomic.Int64
+
+func init() { spin.Store(spinLoads) }
+
+// SetSpin turns the brief spinning of idle workers (and of a Run waiting
+// for them) on or off. Off, a worker parks as soon as it is idle and a
+// waiting Run yields: for a process that shares its cores with others
+// (more MPI ranks than cores), where a spinning thread takes a core that
+// another process needs.
+func SetSpin(on bool) {
+	if on {
+		spin.Store(spinLoads)
+	} else {
+		spin.Store(0)
+	}
+}
 
 // worker is one pooled goroutine and its slot: seq counts the parts posted
 // to it, done the parts it finished.
@@ -99,8 +118,9 @@ func spawn(parts int, f func(t int)) {
 func (w *worker) loop() {
 	var last uint64
 	for {
-		for spin := 0; w.seq.Load() == last; spin++ {
-			if spin < spinLoads {
+		limit := int(spin.Load())
+		for n := 0; w.seq.Load() == last; n++ {
+			if n < limit {
 				continue
 			}
 			// Park: announce it, then look once more, so that a Run that
@@ -111,7 +131,7 @@ func (w *worker) loop() {
 				<-w.wake
 			}
 			w.parked.Store(false)
-			spin = 0
+			n = 0
 		}
 		last = w.seq.Load()
 		w.f(w.t)
@@ -122,8 +142,9 @@ func (w *worker) loop() {
 // wait returns when w has finished every part posted to it.
 func (w *worker) wait() {
 	want := w.seq.Load()
-	for spin := 0; w.done.Load() != want; spin++ {
-		if spin >= spinLoads {
+	limit := int(spin.Load())
+	for n := 0; w.done.Load() != want; n++ {
+		if n >= limit {
 			runtime.Gosched() // the worker may be waiting for a thread
 		}
 	}

@@ -86,3 +86,17 @@ func TestRunPanic(t *testing.T) {
 		t.Fatalf("after a panic, %d of 3 parts ran", ran.Load())
 	}
 }
+
+// TestRunNoSpin: with spinning off, workers park at once and every part
+// still runs exactly once.
+func TestRunNoSpin(t *testing.T) {
+	SetSpin(false)
+	defer SetSpin(true)
+	var total atomic.Int64
+	for i := 0; i < 500; i++ {
+		Run(3, func(int) { total.Add(1) })
+	}
+	if total.Load() != 1500 {
+		t.Fatalf("%d parts ran, want 1500", total.Load())
+	}
+}
