@@ -67,7 +67,28 @@ type DistReport struct {
 	// dedicated node (memory is).
 	Oversubscribed bool `json:"oversubscribed,omitempty"`
 	Steps          int  `json:"steps"` // training steps of every model
+	// PerRank gives each rank's seconds in each stage (split: reading
+	// done, the split and sets; train: Θ with its TracIn passes; augment:
+	// entity importance, sampling and the values; retrain), as
+	// computation (wall time outside MPI calls) and waiting (inside them:
+	// the communication and the wait for slower ranks).
+	PerRank []RankSeconds `json:"per_rank"`
+	// Slowest is the rank with the most computation over the run: where
+	// the others wait. SlowestBy is its computation over the mean of all
+	// ranks' (1 when balanced).
+	Slowest   int     `json:"slowest_rank"`
+	SlowestBy float64 `json:"slowest_over_mean"`
 }
+
+// RankSeconds is one rank's time per stage (DistReport.PerRank).
+type RankSeconds struct {
+	Rank    int                `json:"rank"`
+	Compute map[string]float64 `json:"compute"`
+	Wait    map[string]float64 `json:"wait"`
+}
+
+// distStages are the stages of DistReport.PerRank, in order.
+var distStages = []string{"split", "train", "augment", "retrain"}
 
 // DistSupported reports why cfg cannot run spread over processes, or nil:
 // the paper's DAIN (TracIn on the MLP's last layer, aggregated entity
@@ -213,6 +234,16 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		return res, nil
 	}
 
+	// Each rank's wall and MPI time per stage, for PerRank.
+	var stageWall, stageComm []float64
+	lastWall, lastComm := start, cl.CommSeconds()
+	mark := func() {
+		now, c := time.Now(), cl.CommSeconds()
+		stageWall, stageComm = append(stageWall, now.Sub(lastWall).Seconds()), append(stageComm, c-lastComm)
+		lastWall, lastComm = now, c
+	}
+	mark() // split
+
 	// Steps 1–2: Θ with TracIn on its last layer at every checkpoint.
 	t0 := time.Now()
 	theta, err := nn.NewMLP(be, mlpCfg, rng(cfg.Seed, streamInit))
@@ -254,6 +285,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = math.Sqrt(m), res.BestEpoch, history(res)
 	rep.Seconds.Train = time.Since(t0).Seconds() - influence
 	rep.Seconds.Influence = influence
+	mark() // train
 	logf("Θ: best epoch %d, validation MSE %.6f, test RMSE %.6f", res.BestEpoch, res.BestValMSE, rep.RMSEBefore)
 
 	nAug := int(cfg.Ratio * float64(nTrain))
@@ -404,6 +436,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	rep.NAug = aug.NNZ()
 	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
 	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, rep.Seconds.Predict+st.Predict
+	mark() // augment
 
 	// Step 5: a fresh MLP on train ∪ aug, each process holding its
 	// training cells and its share of the new ones.
@@ -446,12 +479,37 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			return nil, fmt.Errorf("dain: the model replicas differ across ranks after training (rank %d's parameters differ from rank 0's); the MPI library's reductions gave ranks different sums", i/2)
 		}
 	}
+	mark() // retrain
+	mine := make([]float64, 0, 2*len(distStages))
+	for i := range distStages {
+		mine = append(mine, stageWall[i]-stageComm[i], stageComm[i])
+	}
+	all := cl.GatherF64(mine)
+	var total, most float64
+	for r := 0; r < size; r++ {
+		rs := RankSeconds{Rank: r, Compute: map[string]float64{}, Wait: map[string]float64{}}
+		compute := 0.0
+		for i, st := range distStages {
+			v := all[r*len(mine)+2*i:]
+			rs.Compute[st], rs.Wait[st] = max(v[0], 0), v[1]
+			compute += max(v[0], 0)
+		}
+		dr.PerRank = append(dr.PerRank, rs)
+		total += compute
+		if r == 0 || compute > most {
+			dr.Slowest, most = r, compute
+		}
+	}
+	if total > 0 {
+		dr.SlowestBy = most / (total / float64(size))
+	}
 	rep.Seconds.Total = time.Since(start).Seconds()
 	dr.CommSeconds = cl.CommSeconds()
 	if dr.Steps > 0 {
 		dr.StepComm = 1000 * commBefore.Seconds() / float64(dr.Steps)
 	}
 	rep.Dist = dr
+	logf("slowest rank %d: %.2f× the mean computation (%.1fs); the others wait for it in MPI", dr.Slowest, dr.SlowestBy, most)
 	logf("test RMSE %.6f → %.6f after %d augmented cells (%.1fs; %.1fs communicating, %.2f ms per training step)", rep.RMSEBefore, rep.RMSEAfter, rep.NAug, rep.Seconds.Total, dr.CommSeconds, dr.StepComm)
 	return &Result{Report: rep, Aug: aug}, nil
 }

@@ -142,6 +142,16 @@ func distSameRun(t *testing.T, l []string, extra ...string) {
 		if got.Dist == nil || got.Dist.Ranks != n {
 			t.Fatalf("-n %d: report's dist %+v", n, got.Dist)
 		}
+		if len(got.Dist.PerRank) != n || got.Dist.Slowest < 0 || got.Dist.Slowest >= n || got.Dist.SlowestBy < 1 {
+			t.Errorf("-n %d: per-rank times %+v, slowest rank %d (%.2f× the mean)", n, got.Dist.PerRank, got.Dist.Slowest, got.Dist.SlowestBy)
+		}
+		for _, rs := range got.Dist.PerRank {
+			for _, st := range []string{"split", "train", "augment", "retrain"} {
+				if c, w := rs.Compute[st], rs.Wait[st]; !(c >= 0 && w >= 0) || c+w > got.Seconds.Total+0.5 {
+					t.Errorf("-n %d: rank %d, stage %s: compute %v, wait %v (run %.1fs)", n, rs.Rank, st, c, w, got.Seconds.Total)
+				}
+			}
+		}
 		if over := n > mpi.NodeCPUs(); got.Dist.Oversubscribed != over {
 			t.Errorf("-n %d on %d CPUs: the report says oversubscribed %v", n, mpi.NodeCPUs(), got.Dist.Oversubscribed)
 		}
