@@ -35,7 +35,8 @@ help:
 # release number and the commit, .dirty when the tree has changes; empty
 # outside a git checkout, where the build's own VCS information is used.
 VERSION_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
-VERSION_STAMP := $(if $(VERSION_REV),$(shell sed -n 's/^const Base = "\(.*\)"/\1/p' internal/version/version.go)+$(VERSION_REV)$(shell git diff --quiet HEAD -- 2>/dev/null || echo .dirty))
+VERSION_BASE := $(shell sed -n 's/^const Base = "\(.*\)"/\1/p' internal/version/version.go)
+VERSION_STAMP := $(if $(VERSION_REV),$(VERSION_BASE)+$(VERSION_REV)$(shell git diff --quiet HEAD -- 2>/dev/null || echo .dirty))
 VERSION_LDFLAGS := $(if $(VERSION_STAMP),-X github.com/dainx/dainx/internal/version.Stamp=$(VERSION_STAMP))
 
 build:

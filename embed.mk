@@ -45,7 +45,7 @@ $(BUILD)/include/dainx.h: cmd/libdainx/dainx.h
 # dainx.pc for the build tree (prefix = build/); install writes one for PREFIX.
 dainx_pc = printf '%s\n' 'prefix=$(1)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
 	'Name: dainx' 'Description: DAIN, influence-guided tensor augmentation, as a C library' \
-	'Version: 0.6.0' 'Libs: -L$${libdir} -ldainx' 'Cflags: -I$${includedir}'
+	'Version: $(VERSION_BASE)' 'Libs: -L$${libdir} -ldainx' 'Cflags: -I$${includedir}'
 
 $(BUILD)/lib/pkgconfig/dainx.pc: embed.mk
 	@mkdir -p $(@D)

@@ -277,7 +277,9 @@ func TestCheckpointKeyed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	legacy, err := dain.Run(context.Background(), x, ckConfig(), cpu.New())
+	lc := ckConfig()
+	lc.Split = dain.SplitLegacy
+	legacy, err := dain.Run(context.Background(), x, lc, cpu.New())
 	if err != nil {
 		t.Fatal(err)
 	}

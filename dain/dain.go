@@ -45,14 +45,15 @@ type Config struct {
 	// touched) or nn.Auto (chosen per model by
 	// nn.ChooseEmbeddingOptimizer; "" means Auto).
 	EmbeddingOptimizer string
-	// Split chooses how cells are split and ordered: SplitLegacy (a
-	// permutation of all cells drawn by tensor.Split, and each model's
-	// cell order shuffled anew every epoch, as dainx did up to 0.6) or
-	// SplitKeyed (tensor.KeyedSplit and nn.KeyedOrder: every cell's part
-	// and its place in each epoch's order are computed, not stored, so a
+	// Split chooses how cells are split and ordered: SplitKeyed (the
+	// default since 0.7: tensor.KeyedSplit and nn.KeyedOrder, every cell's
+	// part and its place in each epoch's order computed, not stored, so a
 	// run spread over processes needs no array of every cell, and gives
-	// the same split and orders for any number of processes). "" means
-	// SplitLegacy. The two give different random splits for one seed.
+	// the same split and orders for any number of processes) or
+	// SplitLegacy (a permutation of all cells drawn by tensor.Split, and
+	// each model's cell order shuffled anew every epoch, as dainx did up
+	// to 0.6: it reproduces results of those versions). "" means
+	// SplitKeyed. The two give different random splits for one seed.
 	Split string
 
 	// The variant of each step, by name; stages.go lists the names.
@@ -142,7 +143,7 @@ type CellScores struct {
 func DefaultConfig() Config {
 	return Config{
 		Ratio: 0.5, Seed: 1, Epochs: 50, Batch: 1024, Patience: 10, LR: 1e-3,
-		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto,
+		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto, Split: SplitKeyed,
 		Method: "dain", Model: "mlp", Predictor: "costco", Influence: "tracin", InfluenceLayers: "last", Entity: "sum", Sign: "abs", Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
 	}
@@ -166,7 +167,7 @@ const (
 // split returns c.Split with "" resolved.
 func (c Config) split() string {
 	if c.Split == "" {
-		return SplitLegacy
+		return SplitKeyed
 	}
 	return c.Split
 }

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -73,6 +74,8 @@ type Training struct {
 	CPSweeps        int     `json:"cp_sweeps"`
 	// EmbeddingOptimizer: records made before it existed used adam.
 	EmbeddingOptimizer string `json:"embedding_optimizer"`
+	// Split: records made before it existed used the legacy split.
+	Split string `json:"split"`
 }
 
 // TrainingOf returns the recorded form of c.
@@ -84,15 +87,17 @@ func TrainingOf(c dain.Config) Training {
 		InfluenceLayers: c.InfluenceLayers, Entity: c.Entity, Rank: c.Rank, Channels: c.Channels,
 		CoSTCoLR: c.CoSTCoLR, CoSTCoBatch: c.CoSTCoBatch, CPLambda: c.CPLambda, CPSweeps: c.CPSweeps,
 		Sign: c.Sign, Temperature: c.Temperature, Mix: c.Mix, EmbeddingOptimizer: c.EmbeddingOptimizer,
+		Split: cmp.Or(c.Split, dain.SplitKeyed),
 	}
 }
 
 // paperVariant holds the settings added after the first records (sign,
-// temperature, mix, embedding optimizer) at the paper's values, which records that lack them
-// were made with.
+// temperature, mix, embedding optimizer, split) at the values that records
+// that lack them were made with.
 func paperVariant(t *Training) {
 	t.Sign, t.Temperature, t.Mix = "abs", 1, 0
 	t.EmbeddingOptimizer = "adam"
+	t.Split = dain.SplitLegacy
 }
 
 // UnmarshalJSON reads a provenance of any version. Version 0's "base"

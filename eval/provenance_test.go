@@ -33,6 +33,7 @@ func TestProvenanceVersions(t *testing.T) {
 	c := dain.DefaultConfig()
 	c.Seed, c.Layers, c.Epochs, c.Batch, c.Rank, c.Channels = 1, []int{24, 8}, 3, 128, 4, 4
 	c.EmbeddingOptimizer = "adam" // what every record made before the setting used
+	c.Split = dain.SplitLegacy    // likewise
 	if old.Base.InfluenceLayers != "last" || old.Base.CoSTCoBatch != 256 || len(old.Commands) != 2 || old.Commands[1] != "" {
 		t.Fatalf("version 0 read as %+v", old)
 	}

@@ -99,14 +99,15 @@ func withComments(t *testing.T, dir string, edit func(lines []string) []string) 
 // TestDistSameRun: on 1, 2 and 3 ranks the augmented cells are those of
 // one process, and the RMSEs within 0.5% (bit-identical on one rank), with
 // dense Adam and with sparse-adam (every rank applying SparseAdam to the
-// union of the rows touched anywhere), and with the keyed split (every
-// rank finding its own cells' parts and places in each epoch's order).
+// union of the rows touched anywhere), with the keyed split (the default:
+// every rank finding its own cells' parts and places in each epoch's
+// order) and with the legacy one.
 func TestDistSameRun(t *testing.T) {
 	l := mpiLauncher(t)
 	for _, opt := range []string{"adam", "sparse-adam"} {
 		t.Run(opt, func(t *testing.T) { distSameRun(t, l, "-embedding-optimizer", opt) })
 	}
-	t.Run("keyed", func(t *testing.T) { distSameRun(t, l, "-split", "keyed") })
+	t.Run("legacy", func(t *testing.T) { distSameRun(t, l, "-split", "legacy") })
 }
 
 func distSameRun(t *testing.T, l []string, extra ...string) {

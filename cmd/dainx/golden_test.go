@@ -29,7 +29,10 @@ var goldenFlags = []string{"-input", "testdata/golden/input.tsv", "-backend", "c
 	// The paper's dense Adam: the files were recorded before
 	// -embedding-optimizer existed, and auto picks sparse-adam for some of
 	// these tiny models (TestGoldenSparseAdam covers it).
-	"-embedding-optimizer", "adam"}
+	"-embedding-optimizer", "adam",
+	// The legacy split and shuffles: the files were recorded before
+	// -split keyed became the default (TestGoldenKeyed covers it).
+	"-split", "legacy"}
 
 // goldenAugment is, for each method and ablation recorded before the
 // refactor, its `dainx augment` flags.

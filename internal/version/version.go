@@ -9,10 +9,10 @@ import (
 )
 
 // Base is the release number of this source tree.
-const Base = "0.6.0"
+const Base = "0.7.0"
 
 // Stamp, when set at link time (go build -ldflags "-X
-// github.com/dainx/dainx/internal/version.Stamp=0.6.0+abc123"), is the
+// github.com/dainx/dainx/internal/version.Stamp=0.7.0+abc123"), is the
 // whole version string.
 var Stamp string
 

@@ -61,7 +61,7 @@ _proto("dainx_result_free", None, _p)
 
 def version():
     """The library's version: the release number and the commit it was
-    built from (e.g. ``0.6.0+a97d1d9a299c``), as ``dainx version`` prints it."""
+    built from (e.g. ``0.7.0+a97d1d9a299c``), as ``dainx version`` prints it."""
     return lib.dainx_version().decode()
 
 
