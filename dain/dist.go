@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/dainx/dainx/compute"
@@ -250,18 +251,27 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	if err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
 	}
-	defer theta.Free()
+	// Θ, the value predictor and their sets are freed once the new cells
+	// have their values, before Θ′ is made (release), so a rank never
+	// holds three models' tables at once.
+	var frees []func()
+	release := func() {
+		for i := len(frees) - 1; i >= 0; i-- {
+			frees[i]()
+		}
+		frees = nil
+	}
+	defer func() { release() }()
+	frees = append(frees, theta.Free)
 	trainSet, valSet, testSet := theta.NewSet(train.Idx, train.Val), theta.NewSet(val.Idx, val.Val), theta.NewSet(test.Idx, test.Val)
-	defer trainSet.Free()
-	defer valSet.Free()
-	defer testSet.Free()
+	frees = append(frees, trainSet.Free, valSet.Free, testSet.Free)
 	tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffle), Order: cfg.order(streamShuffle, nTrain)}
 	tc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("mlp", dims)
 	var last *tracin.LastLayer
 	var influence float64
 	if cfg.Method == "dain" {
 		last = tracin.NewLastLayer(theta, trainSet, cfg.LR)
-		defer last.Free()
+		frees = append(frees, last.Free)
 		tc.ValGradSum = last.ValGradSum()
 		tc.AfterEpoch = func(ep nn.Epoch) error {
 			t := time.Now()
@@ -395,11 +405,9 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			if err != nil {
 				return nil, fmt.Errorf("dain: %w", err)
 			}
-			defer cc.Free()
+			frees = append(frees, cc.Free)
 			ctr, cva, cte := cc.NewSet(train.Idx, train.Val), cc.NewSet(val.Idx, val.Val), cc.NewSet(test.Idx, test.Val)
-			defer ctr.Free()
-			defer cva.Free()
-			defer cte.Free()
+			frees = append(frees, ctr.Free, cva.Free, cte.Free)
 			logf("training Θc (costco, %d parameters)", cc.NumParams())
 			ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Shuffle: rng(cfg.Seed, streamShuffleCoSTCo), Order: cfg.order(streamShuffleCoSTCo, nTrain)}
 			ctc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("costco", dims)
@@ -437,6 +445,11 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
 	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, rep.Seconds.Predict+st.Predict
 	mark() // augment
+	// Θ and the predictor are done with: free them (on the CPU backend,
+	// drop every reference and collect, so Θ′ reuses their memory).
+	release()
+	theta, trainSet, valSet, testSet, last = nil, nil, nil, nil, nil
+	runtime.GC()
 
 	// Step 5: a fresh MLP on train ∪ aug, each process holding its
 	// training cells and its share of the new ones.
