@@ -51,6 +51,8 @@ type worker struct {
 	seq, done atomic.Uint64
 	parked    atomic.Bool
 	wake      chan struct{} // buffered 1: a wake-up is never lost
+	waiting   atomic.Bool   // a Run blocks on finished for this worker
+	finished  chan struct{} // buffered 1, as wake
 	f         func(int)
 	t         int
 	_         [64]byte // keeps workers' hot fields on separate cache lines
@@ -75,7 +77,7 @@ func Run(parts int, f func(t int)) {
 		return
 	}
 	for len(pool.workers) < parts-1 {
-		w := &worker{wake: make(chan struct{}, 1)}
+		w := &worker{wake: make(chan struct{}, 1), finished: make(chan struct{}, 1)}
 		pool.workers = append(pool.workers, w)
 		go w.loop()
 	}
@@ -136,16 +138,39 @@ func (w *worker) loop() {
 		last = w.seq.Load()
 		w.f(w.t)
 		w.done.Store(last)
+		if w.waiting.Load() {
+			select {
+			case w.finished <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
-// wait returns when w has finished every part posted to it.
+// wait returns when w has finished every part posted to it. With
+// spinning on (the process has its cores) it polls, yielding to other
+// goroutines after spinLoads polls: waking a blocked thread costs more
+// than the polling, since the worker's part is usually about to end. With
+// spinning off (the cores are shared with other processes) it blocks
+// until the worker says it has finished: a polling thread would hold a
+// core that the worker, or another process, needs.
 func (w *worker) wait() {
 	want := w.seq.Load()
-	limit := int(spin.Load())
-	for n := 0; w.done.Load() != want; n++ {
-		if n >= limit {
-			runtime.Gosched() // the worker may be waiting for a thread
+	if spin.Load() > 0 {
+		for n := 0; w.done.Load() != want; n++ {
+			if n >= spinLoads {
+				runtime.Gosched()
+			}
 		}
+		return
+	}
+	for w.done.Load() != want {
+		// As in loop: announce, look once more, then block; a stale
+		// token from an earlier wait only sends us round again.
+		w.waiting.Store(true)
+		if w.done.Load() != want {
+			<-w.finished
+		}
+		w.waiting.Store(false)
 	}
 }

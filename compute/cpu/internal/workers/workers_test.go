@@ -87,14 +87,20 @@ func TestRunPanic(t *testing.T) {
 	}
 }
 
-// TestRunNoSpin: with spinning off, workers park at once and every part
-// still runs exactly once.
+// TestRunNoSpin: with spinning off, workers park at once, a Run blocks
+// until its slower parts end (some parts sleep), and every part still runs
+// exactly once.
 func TestRunNoSpin(t *testing.T) {
 	SetSpin(false)
 	defer SetSpin(true)
 	var total atomic.Int64
 	for i := 0; i < 500; i++ {
-		Run(3, func(int) { total.Add(1) })
+		Run(3, func(p int) {
+			if p == i%3 && i%5 == 0 {
+				time.Sleep(50 * time.Microsecond)
+			}
+			total.Add(1)
+		})
 	}
 	if total.Load() != 1500 {
 		t.Fatalf("%d parts ran, want 1500", total.Load())
