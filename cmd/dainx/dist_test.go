@@ -105,15 +105,23 @@ func withComments(t *testing.T, dir string, edit func(lines []string) []string) 
 func TestDistSameRun(t *testing.T) {
 	l := mpiLauncher(t)
 	for _, opt := range []string{"adam", "sparse-adam"} {
-		t.Run(opt, func(t *testing.T) { distSameRun(t, l, "-embedding-optimizer", opt) })
+		t.Run(opt, func(t *testing.T) {
+			dir := t.TempDir()
+			distSameRun(t, l, dir, withComments(t, dir, nil), "-index-base", "0", "-embedding-optimizer", opt)
+		})
 	}
-	t.Run("legacy", func(t *testing.T) { distSameRun(t, l, "-split", "legacy") })
+	t.Run("legacy", func(t *testing.T) {
+		dir := t.TempDir()
+		distSameRun(t, l, dir, withComments(t, dir, nil), "-index-base", "0", "-split", "legacy")
+	})
 }
 
-func distSameRun(t *testing.T, l []string, extra ...string) {
-	dir := t.TempDir()
-	in := withComments(t, dir, nil)
-	args := append(append([]string{"augment", "-input", in, "-index-base", "0"}, distFlags...), extra...)
+// distSameRun runs dainx augment on the input file in, with the flags
+// extra, on one process and on 1, 2 and 3 ranks, writing into dir, and
+// checks that the ranks give one process's run.
+func distSameRun(t *testing.T, l []string, dir, in string, extra ...string) {
+	t.Helper()
+	args := append(append([]string{"augment", "-input", in}, distFlags...), extra...)
 	var one bytes.Buffer
 	if code := run(append(args, "-output", filepath.Join(dir, "one.tsv")), &one, os.Stderr); code != 0 {
 		t.Fatalf("one process: exit %d", code)
@@ -224,27 +232,7 @@ func TestDistBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			in := withComments(t, dir, c.edit)
-			args := append([]string{"augment", "-input", in, "-index-base", "0", "-output", filepath.Join(dir, "aug.tsv"), "-report", filepath.Join(dir, "r.json")}, distFlags...)
-			var stderr bytes.Buffer
-			if code := run(args, &bytes.Buffer{}, &stderr); code != exitFailure {
-				t.Fatalf("one process: exit %d", code)
-			}
-			want := strings.TrimSpace(stderr.String())
-			for _, n := range []int{1, 2, 3} {
-				code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi")...)
-				if code == 0 {
-					t.Fatalf("-n %d: exit 0", n)
-				}
-				if strings.Count(msg, want) != 1 || strings.Count(msg, "dainx augment:") != 1 {
-					t.Errorf("-n %d: output\n%s\nwant once: %s", n, msg, want)
-				}
-				for _, f := range []string{"aug.tsv", "r.json"} {
-					if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-						t.Errorf("-n %d: %s written", n, f)
-					}
-				}
-			}
-			t.Logf("%s", want)
+			distFails(t, l, dir, "-input", in, "-index-base", "0")
 		})
 	}
 }
@@ -276,43 +264,7 @@ func TestDistBin(t *testing.T) {
 	l := mpiLauncher(t)
 	dir := t.TempDir()
 	in := binInput(t, dir, nil)
-	args := append([]string{"augment", "-input", in}, distFlags...)
-	var one bytes.Buffer
-	if code := run(append(args, "-output", filepath.Join(dir, "one.tsv")), &one, os.Stderr); code != 0 {
-		t.Fatalf("one process: exit %d", code)
-	}
-	var want dain.Report
-	if err := json.Unmarshal(one.Bytes(), &want); err != nil {
-		t.Fatal(err)
-	}
-	wantAug, err := tensor.ReadFile(filepath.Join(dir, "one.tsv"), tensor.ReadOptions{Format: tensor.TSV, IndexBase: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{1, 2, 3} {
-		out, rep := filepath.Join(dir, fmt.Sprintf("d%d.tsv", n)), filepath.Join(dir, fmt.Sprintf("d%d.json", n))
-		code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi", "-output", out, "-report", rep)...)
-		if code != 0 {
-			t.Fatalf("-n %d: exit %d\n%s", n, code, msg)
-		}
-		aug, err := tensor.ReadFile(out, tensor.ReadOptions{Format: tensor.TSV, IndexBase: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slicesEqual(aug.Idx, wantAug.Idx) {
-			t.Errorf("-n %d: the augmented cells differ from one process's", n)
-		}
-		if n == 1 && !slicesEqualF(aug.Val, wantAug.Val) {
-			t.Errorf("-n 1: values differ from one process's")
-		}
-		var got dain.Report
-		if b, err := os.ReadFile(rep); err != nil || json.Unmarshal(b, &got) != nil {
-			t.Fatalf("-n %d: report: %v", n, err)
-		}
-		if got.NTrain != want.NTrain || got.NAug != want.NAug || !slicesEqualInt(got.Dims, want.Dims) {
-			t.Errorf("-n %d: %d training cells, %d new, dims %v; one process %d, %d, %v", n, got.NTrain, got.NAug, got.Dims, want.NTrain, want.NAug, want.Dims)
-		}
-	}
+	distSameRun(t, l, dir, in)
 
 	// patch writes the golden .bin with cell k's index of mode m (m < 3) or
 	// value (m = 3) set to the bytes of v, whatever the writer allows.
@@ -382,41 +334,38 @@ func TestDistBin(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			in := c.path(t, dir)
-			args := append([]string{"augment", "-input", in, "-output", filepath.Join(dir, "aug.tsv"), "-report", filepath.Join(dir, "r.json")}, distFlags...)
-			var stderr bytes.Buffer
-			if code := run(args, &bytes.Buffer{}, &stderr); code != exitFailure {
-				t.Fatalf("one process: exit %d", code)
-			}
-			want := strings.TrimSpace(stderr.String())
-			for _, n := range []int{1, 2, 3} {
-				code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi")...)
-				if code == 0 {
-					t.Fatalf("-n %d: exit 0", n)
-				}
-				if strings.Count(msg, want) != 1 || strings.Count(msg, "dainx augment:") != 1 {
-					t.Errorf("-n %d: output\n%s\nwant once: %s", n, msg, want)
-				}
-				for _, f := range []string{"aug.tsv", "r.json"} {
-					if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-						t.Errorf("-n %d: %s written", n, f)
-					}
-				}
-			}
-			t.Logf("%s", want)
+			distFails(t, l, dir, "-input", in)
 		})
 	}
 }
 
-func slicesEqualInt(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
+// distFails runs dainx augment with the input flags in on one process and
+// on 1, 2 and 3 ranks, writing into dir: one process must fail, and every
+// job must print its message exactly once, exit non-zero and write
+// nothing.
+func distFails(t *testing.T, l []string, dir string, in ...string) {
+	t.Helper()
+	args := append(append(append([]string{"augment"}, in...), "-output", filepath.Join(dir, "aug.tsv"), "-report", filepath.Join(dir, "r.json")), distFlags...)
+	var stderr bytes.Buffer
+	if code := run(args, &bytes.Buffer{}, &stderr); code != exitFailure {
+		t.Fatalf("one process: exit %d", code)
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
+	want := strings.TrimSpace(stderr.String())
+	for _, n := range []int{1, 2, 3} {
+		code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi")...)
+		if code == 0 {
+			t.Fatalf("-n %d: exit 0", n)
+		}
+		if strings.Count(msg, want) != 1 || strings.Count(msg, "dainx augment:") != 1 {
+			t.Errorf("-n %d: output\n%s\nwant once: %s", n, msg, want)
+		}
+		for _, f := range []string{"aug.tsv", "r.json"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				t.Errorf("-n %d: %s written", n, f)
+			}
 		}
 	}
-	return true
+	t.Logf("%s", want)
 }
 
 // TestDistKilledRank: a rank killed mid-run (SIGKILL) makes the job exit
