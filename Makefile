@@ -6,7 +6,7 @@ GO      ?= $(CURDIR)/scripts/go
 PKGS    := ./...
 BENCH   ?= .
 
-.PHONY: help demo build test test-mpi test-short vet fmt-check tidy-check bench bench-quick bench-go bench-scale clean
+.PHONY: help demo build test test-mpi test-short vet fmt-check tidy-check bench bench-quick bench-go bench-scale bench-dist clean
 
 help:
 	@echo "make demo           build ./dainx and run DAIN on the embedded demo tensor (installs Go if missing)"
@@ -17,6 +17,7 @@ help:
 	@echo "make fuzz           each fuzz target (tensor FuzzRead, FuzzReadBin) for FUZZTIME (20s), as CI does"
 	@echo "make bench          benchmarks (ops, training step, PyTorch peer, end to end) into bench/results/"
 	@echo "make bench-quick    make bench without the end-to-end runs"
+	@echo "make bench-dist     dainx augment on 40M and 100M cells by one process and under mpiexec -n 1, 2, 4: each rank's peak RSS, seconds, the same cells? into bench/results/dist-DATE.*"
 	@echo "make bench-go       Go benchmarks of the backend ops and the pipeline"
 	@echo "make bench-scale    dainx augment on 2M cells with 2.1K, 200K and 2M entities, then on 10M, 30M and 100M cells: memory and speed per cell and per entity into bench/results/scale-DATE.*"
 	@echo "make kernels        compile kernels/*.cu to committed PTX (needs nvcc)"
@@ -101,6 +102,18 @@ bench-quick: build
 SCALEFLAGS ?=
 bench-scale: build
 	$(GO) run ./bench/cmd/scalerun $(SCALEFLAGS)
+
+# make bench-dist: each size (default 40M and 100M cells, .bin, cached in
+# bench/scale-data/) run by one process and then under mpiexec -n 1, 2 and
+# 4 with -dist mpi: every rank's peak RSS, seconds per stage, the slowest
+# rank, the augmented cells' SHA-256 and how many differ from one
+# process's, and a fit of the largest rank's peak RSS to
+# a + b·cells/P + c·cells, into bench/results/dist-DATE.{json,md}. Runs with
+# more ranks than CPUs are oversubscribed (marked; memory only). DISTFLAGS
+# passes scalerun flags, e.g. DISTFLAGS="-sizes 2M,5M -ranks 1,2".
+DISTFLAGS ?=
+bench-dist: build
+	$(GO) run ./bench/cmd/scalerun -name dist -entity-sweep= -reads=false -sizes 40M,100M -ranks 1,2,4 $(DISTFLAGS)
 
 # make bench-go: the Go benchmarks of the backend ops and the pipeline.
 bench-go:

@@ -86,6 +86,9 @@ type RankSeconds struct {
 	Rank    int                `json:"rank"`
 	Compute map[string]float64 `json:"compute"`
 	Wait    map[string]float64 `json:"wait"`
+	// PeakRSSMiB is the rank's peak resident memory until the end of the
+	// retraining (getrusage; 0 where the system does not tell).
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
 }
 
 // distStages are the stages of DistReport.PerRank, in order.
@@ -493,10 +496,11 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		}
 	}
 	mark() // retrain
-	mine := make([]float64, 0, 2*len(distStages))
+	mine := make([]float64, 0, 2*len(distStages)+1)
 	for i := range distStages {
 		mine = append(mine, stageWall[i]-stageComm[i], stageComm[i])
 	}
+	mine = append(mine, peakRSSMiB())
 	all := cl.GatherF64(mine)
 	var total, most float64
 	for r := 0; r < size; r++ {
@@ -507,6 +511,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			rs.Compute[st], rs.Wait[st] = max(v[0], 0), v[1]
 			compute += max(v[0], 0)
 		}
+		rs.PeakRSSMiB = all[r*len(mine)+len(mine)-1]
 		dr.PerRank = append(dr.PerRank, rs)
 		total += compute
 		if r == 0 || compute > most {

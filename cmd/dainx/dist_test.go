@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -155,6 +156,9 @@ func distSameRun(t *testing.T, l []string, dir, in string, extra ...string) {
 			t.Errorf("-n %d: per-rank times %+v, slowest rank %d (%.2f× the mean)", n, got.Dist.PerRank, got.Dist.Slowest, got.Dist.SlowestBy)
 		}
 		for _, rs := range got.Dist.PerRank {
+			if runtime.GOOS == "linux" && !(rs.PeakRSSMiB > 1) {
+				t.Errorf("-n %d: rank %d's peak RSS %v MiB", n, rs.Rank, rs.PeakRSSMiB)
+			}
 			for _, st := range []string{"split", "train", "augment", "retrain"} {
 				if c, w := rs.Compute[st], rs.Wait[st]; !(c >= 0 && w >= 0) || c+w > got.Seconds.Total+0.5 {
 					t.Errorf("-n %d: rank %d, stage %s: compute %v, wait %v (run %.1fs)", n, rs.Rank, st, c, w, got.Seconds.Total)

@@ -35,6 +35,12 @@
 // by more than 1.5× from the fewest to the most entities. -entity-sweep ""
 // skips it; -sizes "" runs only it.
 //
+// With -ranks (make bench-dist) each size is then run again under the MPI
+// launcher with -dist mpi for each count of ranks: every rank's peak RSS
+// (from the report), the seconds per stage, the slowest rank, the SHA-256
+// of the augmented cells and how many of them one process did not make,
+// and a fit of the largest rank's peak RSS to a + b·cells/P + c·cells.
+//
 // Before each size it waits (up to -wait) until MemAvailable is at least
 // -need-bytes per cell, so a run does not start while another process holds
 // the memory it needs. Growth is checked between consecutive sizes: each
@@ -83,7 +89,10 @@ type Results struct {
 	SweepArgs   []string   `json:"sweep_args,omitempty"`
 	Sweep       []SweepRun `json:"entity_sweep,omitempty"`
 	SweepGrowth []string   `json:"entity_sweep_growth,omitempty"`
-	Notes       []string   `json:"notes"`
+	// The runs under MPI (-ranks): Launcher -n P for each P.
+	Launcher []string  `json:"mpi_launcher,omitempty"`
+	Dist     []DistRun `json:"dist,omitempty"`
+	Notes    []string  `json:"notes"`
 }
 
 // Machine describes where the run happened.
@@ -148,6 +157,9 @@ func main() {
 		sweepN   = flag.String("sweep-cells", "2M", "`cells` of each entity-sweep tensor")
 		sweepA   = flag.String("sweep-args", "-patience 1", "more `flags` for the entity sweep's runs, space-separated")
 		sweepR   = flag.Int("sweep-repeats", 3, "`runs` of each entity-sweep tensor; each stage's seconds are their median")
+		ranksF   = flag.String("ranks", "", "after each size's run, run it again under MPI with each of these `counts` of ranks (e.g. 1,2,4; empty: none)")
+		mpiexecF = flag.String("mpiexec", "", "the MPI `launcher`, space-separated (default mpiexec.mpich, else mpiexec)")
+		nameF    = flag.String("name", "scale", "results file `prefix`: NAME-DATE.{json,md}")
 	)
 	flag.Parse()
 	if *readOnly != "" {
@@ -171,6 +183,24 @@ func main() {
 	}
 	if _, err := os.Stat(*dainx); err != nil {
 		fatalf("%v (build it: go build -o dainx ./cmd/dainx)", err)
+	}
+	ranks, err := parseRanks(*ranksF)
+	if err != nil {
+		fatalf("-ranks: %v", err)
+	}
+	namePrefix = *nameF
+	var launcher []string
+	if len(ranks) > 0 {
+		launcher = strings.Fields(*mpiexecF)
+		if len(launcher) == 0 {
+			launcher = []string{"mpiexec"}
+			if _, err := exec.LookPath("mpiexec.mpich"); err == nil {
+				launcher = []string{"mpiexec.mpich"}
+			}
+		}
+		if _, err := exec.LookPath(launcher[0]); err != nil {
+			fatalf("-ranks: %v (apt-get install mpich)", err)
+		}
 	}
 	args := []string{"-backend", "cpu", "-layers", *layers, "-epochs", strconv.Itoa(*epochs)}
 	args = append(args, strings.Fields(*extra)...)
@@ -232,9 +262,19 @@ func main() {
 				run.Reads = append(run.Reads, readFile(f.format, f.path, n))
 			}
 		}
-		augment(&run, *dainx, bin, args)
+		if len(ranks) == 0 {
+			augment(&run, *dainx, bin, args)
+			r.Runs = append(r.Runs, run)
+			write(*out, r, false) // keep what is measured so far
+			continue
+		}
+		one := filepath.Join(filepath.Dir(bin), "dist-"+cellsName(n)+"-one.bin")
+		augmentWith(&run, nil, *dainx, bin, args, one)
 		r.Runs = append(r.Runs, run)
-		write(*out, r, false) // keep what is measured so far
+		r.Launcher = launcher
+		r.Dist = append(r.Dist, distRuns(launcher, *dainx, bin, n, ranks, args, one)...)
+		os.Remove(one)
+		write(*out, r, false)
 	}
 	r.Linear = linearity(r.Runs)
 	r.Notes = notes
@@ -300,25 +340,39 @@ func readFile(format, path string, n int) Read {
 	return rd
 }
 
-// augment runs dainx augment on input and fills run.
 // augment runs dainx augment on input and fills run; it returns the
 // embedding optimisers the report names.
 func augment(run *Run, dainx, input string, args []string) map[string]string {
+	opts, _ := augmentWith(run, nil, dainx, input, args, "")
+	return opts
+}
+
+// augmentWith is augment under launcher (mpiexec -n P, or nil), keeping
+// the augmented cells (a .bin file) at keep when keep is not "", and
+// returning the report's bytes too (nil when the run failed).
+func augmentWith(run *Run, launcher []string, dainx, input string, args []string, keep string) (map[string]string, []byte) {
 	dir, err := os.MkdirTemp(filepath.Dir(input), "run-")
 	if err != nil {
 		fatalf("%v", err)
 	}
 	defer os.RemoveAll(dir)
 	report := filepath.Join(dir, "report.json")
-	full := append([]string{"augment", "-input", input, "-output", filepath.Join(dir, "aug.bin"), "-report", report}, args...)
+	output := filepath.Join(dir, "aug.bin")
+	if keep != "" {
+		output = keep
+	}
+	full := append([]string{"augment", "-input", input, "-output", output, "-report", report}, args...)
 	cmd := exec.Command(dainx, full...)
+	if len(launcher) > 0 {
+		cmd = exec.Command(launcher[0], append(append(append([]string(nil), launcher[1:]...), dainx), full...)...)
+	}
 	cmd.Stdout = io.Discard
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		fatalf("%v", err)
 	}
 	run.LoadStart = loadavg()
-	logf("%d cells: %s %s", run.Cells, dainx, strings.Join(full, " "))
+	logf("%d cells: %s", run.Cells, strings.Join(cmd.Args, " "))
 	start := time.Now()
 	var firstLine time.Duration
 	var tail []string
@@ -344,7 +398,7 @@ func augment(run *Run, dainx, input string, args []string) map[string]string {
 	run.LoadEnd = loadavg()
 	if cmd.ProcessState == nil {
 		run.Error = fmt.Sprintf("dainx did not start: %v", err)
-		return nil
+		return nil, nil
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		run.MaxRSSMiB = float64(ru.Maxrss) / 1024
@@ -353,12 +407,12 @@ func augment(run *Run, dainx, input string, args []string) map[string]string {
 	if err != nil {
 		run.Error = fmt.Sprintf("dainx failed: %v: %s", err, strings.Join(tail, "\n"))
 		logf("%d cells: %s", run.Cells, run.Error)
-		return nil
+		return nil, nil
 	}
 	b, err := os.ReadFile(report)
 	if err != nil {
 		run.Error = err.Error()
-		return nil
+		return nil, nil
 	}
 	var rep struct {
 		NTrain  int                `json:"n_train"`
@@ -372,7 +426,7 @@ func augment(run *Run, dainx, input string, args []string) map[string]string {
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		run.Error = err.Error()
-		return nil
+		return nil, nil
 	}
 	run.Seconds, run.NTrain, run.NAug, run.RMSE = rep.Seconds, rep.NTrain, rep.NAug, [2]float64{rep.Before, rep.After}
 	run.Seconds["read_split"] = firstLine.Seconds()
@@ -380,7 +434,7 @@ func augment(run *Run, dainx, input string, args []string) map[string]string {
 	run.setRates()
 	logf("%d cells: %.0f s, max RSS %.0f MiB (%.1f B/cell); train %.0f cells/s, TracIn %.0f, sampling %.0f, retraining %.0f; load %s → %s",
 		run.Cells, run.Wall, run.MaxRSSMiB, run.BPerCell, run.TrainCPS, run.TracInCPS, run.SampleCPS, run.RetrainCP, run.LoadStart, run.LoadEnd)
-	return rep.Opts
+	return rep.Opts, b
 }
 
 // setRates sets the run's cells/s from its cell counts, epochs and
@@ -597,8 +651,10 @@ func gitCommit() string {
 }
 
 // stem is the results' file name without extension, fixed by the first
-// write of a run.
+// write of a run; namePrefix its first part (-name).
 var stem string
+
+var namePrefix = "scale"
 
 // write saves r as JSON and Markdown; final also prints the Markdown.
 func write(dir string, r *Results, final bool) {
@@ -607,9 +663,9 @@ func write(dir string, r *Results, final bool) {
 	}
 	if stem == "" {
 		now := time.Now().UTC()
-		stem = filepath.Join(dir, "scale-"+now.Format("2006-01-02"))
+		stem = filepath.Join(dir, namePrefix+"-"+now.Format("2006-01-02"))
 		if exists(stem + ".json") {
-			stem = filepath.Join(dir, "scale-"+now.Format("2006-01-02T1504"))
+			stem = filepath.Join(dir, namePrefix+"-"+now.Format("2006-01-02T1504"))
 		}
 	}
 	js, err := json.MarshalIndent(r, "", "  ")

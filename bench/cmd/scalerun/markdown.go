@@ -85,6 +85,7 @@ func markdown(r *Results) string {
 		}
 	}
 	sweepMarkdown(p, r)
+	distMarkdown(p, r)
 	for _, n := range r.Notes {
 		p("- %s", n)
 	}

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // TestMedianRun: each stage's seconds are that stage's median over the
 // runs (not the median-total run's), the peak RSS the largest, the rates
@@ -27,5 +30,25 @@ func TestMedianRun(t *testing.T) {
 	runs[1].Error = "dainx failed"
 	if m := medianRun(runs); m.Error != "dainx failed" {
 		t.Errorf("a failed run gave %+v", m)
+	}
+}
+
+// TestFitRSS: runs made from a known a + b·cells/P + c·cells give it back;
+// fewer than three runs give no fit.
+func TestFitRSS(t *testing.T) {
+	a, b, c := 60.0, 40.0, 3.0 // MiB, B/cell, B/cell
+	var runs []DistRun
+	for _, n := range []int{2_000_000, 5_000_000, 40_000_000} {
+		for _, p := range []int{1, 2, 4} {
+			rss := a*(1<<20) + b*float64(n)/float64(p) + c*float64(n)
+			runs = append(runs, DistRun{Ranks: p, Run: Run{Cells: n, MaxRSSMiB: rss / (1 << 20)}})
+		}
+	}
+	ga, gb, gc, ok := fitRSS(runs)
+	if !ok || math.Abs(ga-a) > 1e-6 || math.Abs(gb-b) > 1e-6 || math.Abs(gc-c) > 1e-6 {
+		t.Errorf("fit %v: %v MiB + %v B·cells/P + %v B·cells, want %v + %v + %v", ok, ga, gb, gc, a, b, c)
+	}
+	if _, _, _, ok := fitRSS(runs[:2]); ok {
+		t.Error("a fit from two runs")
 	}
 }
