@@ -110,7 +110,10 @@ func DistSupported(cfg Config) error {
 // RunDist is Run on the processes of cl, each calling it with its shard of
 // the tensor and the same configuration on its own backend. Every process
 // returns the same report and augmented cells, or the same error; progress
-// goes to cfg.Progress (give it to one process).
+// goes to cfg.Progress (give it to one process). Like Run, RunDist keeps
+// the split only: once its parts are made it replaces sh.Cells by a tensor
+// of the same dims without cells, so that the shard's cells can be freed
+// (the caller must not need them afterwards).
 func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.Backend) (*Result, error) {
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
@@ -165,6 +168,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		return sh.Cells.Subset(rows)
 	}
 	train, val, test := pick(tr), pick(va), pick(te)
+	sh.Cells = &tensor.COO{Dims: sh.Cells.Dims} // the parts hold the cells now
 	nTrain, nVal, nTest := counts[0], counts[1], counts[2]
 	tr, va, te = nil, nil, nil
 	if nTrain == 0 || nVal == 0 || nTest == 0 {
