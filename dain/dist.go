@@ -360,6 +360,13 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			}
 		}
 		rep.Seconds.Entity = time.Since(t0).Seconds()
+		if cfg.Predictor == "costco" {
+			// Θ's part is done (its TracIn scores are in the tables):
+			// free it before CoSTCo is trained.
+			release()
+			theta, trainSet, valSet, testSet, last = nil, nil, nil, nil, nil
+			runtime.GC()
+		}
 
 		// Step 4: the observed cells (train ∪ validation) partitioned by
 		// owner, then the draws.

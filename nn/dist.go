@@ -100,6 +100,9 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	if d.Global == 0 || d.ValGlobal == 0 {
 		return res, fmt.Errorf("nn: %d training and %d validation cells; both must be non-empty", d.Global, d.ValGlobal)
 	}
+	if d.Global > math.MaxInt32 {
+		return res, fmt.Errorf("nn: %d training cells; at most %d can be trained on", d.Global, math.MaxInt32)
+	}
 	n := 0
 	for _, s := range d.Owned {
 		if s.Local != n || s.N < 0 || s.Global < 0 || s.Global+s.N > d.Global {
@@ -120,7 +123,18 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	}
 	be, order, T, L := m.be, m.Order(), d.Global, train.Len()
 	steps := (T + cfg.Batch - 1) / cfg.Batch
-	shufRows, shufVals := be.AllocI32(max(L, 1)*order), be.Alloc(max(L, 1))
+	// The process's cells in each epoch's order. On a backend whose
+	// buffers are host memory (the CPU) the host copy is the buffer itself;
+	// elsewhere it is uploaded each epoch.
+	hostRows, hostVals := make([]int32, max(L, 1)*order), make([]float32, max(L, 1))
+	var shufRows compute.I32
+	var shufVals compute.F32
+	hb, wrapped := be.(compute.HostBuffers)
+	if wrapped {
+		shufRows, shufVals = hb.WrapI32(hostRows), hb.WrapF32(hostVals)
+	} else {
+		shufRows, shufVals = be.AllocI32(max(L, 1)*order), be.Alloc(max(L, 1))
+	}
 	adamM, adamV := be.Alloc(m.params.Len()), be.Alloc(m.params.Len())
 	best := be.Alloc(m.params.Len())
 	delta, sq := be.Alloc(m.capacity), be.Alloc(steps)
@@ -331,7 +345,7 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	// process; a keyed order (cfg.Order) places each process's own cells
 	// by their positions, in O(L) memory.
 	var perm []int
-	var localPos []int64
+	var localPos []int32 // positions < T ≤ MaxInt32
 	var localOrd []int32
 	if cfg.Order == nil {
 		perm = make([]int, T)
@@ -339,7 +353,7 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 			perm[i] = i
 		}
 	} else {
-		localPos, localOrd = make([]int64, L), make([]int32, L)
+		localPos, localOrd = make([]int32, L), make([]int32, L)
 	}
 	local := func(p int) int {
 		for _, s := range d.Owned {
@@ -349,7 +363,6 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 		}
 		return -1
 	}
-	hostRows, hostVals := make([]int32, L*order), make([]float32, L)
 	stepLo := make([]int, steps+1)
 	sqHost := make([]float32, steps)
 	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
@@ -370,7 +383,7 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 			o := cfg.Order(k)
 			for _, sp := range d.Owned {
 				for i := 0; i < sp.N; i++ {
-					localPos[sp.Local+i] = int64(o.Position(sp.Global + i))
+					localPos[sp.Local+i] = int32(o.Position(sp.Global + i))
 				}
 			}
 			for i := range localOrd {
@@ -405,9 +418,9 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 			}
 		}
 		stepLo[steps] = pos
-		if L > 0 {
-			be.UploadI32(shufRows.Slice(0, L*order), hostRows)
-			be.Upload(shufVals.Slice(0, L), hostVals)
+		if L > 0 && !wrapped {
+			be.UploadI32(shufRows.Slice(0, L*order), hostRows[:L*order])
+			be.Upload(shufVals.Slice(0, L), hostVals[:L])
 		}
 		for s := 0; s < steps; s++ {
 			if err := ctx.Err(); err != nil {
