@@ -476,7 +476,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	defer after.Free()
 	order := len(dims)
 	a0, a1 := rank*rep.NAug/size, (rank+1)*rep.NAug/size
-	both := after.NewSet(append(append([]int32(nil), train.Idx...), aug.Idx[a0*order:a1*order]...), append(append([]float64(nil), train.Val...), aug.Val[a0:a1]...))
+	both := after.NewSetConcat([][]int32{train.Idx, aug.Idx[a0*order : a1*order]}, [][]float64{train.Val, aug.Val[a0:a1]})
 	defer both.Free()
 	val2, test2 := after.NewSet(val.Idx, val.Val), after.NewSet(test.Idx, test.Val)
 	defer val2.Free()

@@ -182,7 +182,7 @@ func ReadText(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, er
 	dupErr := func(line int64, cell []int32, first int64) error {
 		return tensor.DuplicateError(part.Name, part.Base, int(line), cell, int(first))
 	}
-	if err := duplicates(c, part.Idx, part.NNZ(), order, lineOf, dupErr); err != nil {
+	if err := duplicates(c, part.Idx, part.NNZ(), dims, lineOf, dupErr); err != nil {
 		return nil, err
 	}
 	return &dain.Shard{Cells: &tensor.COO{Dims: dims, Idx: part.Idx, Val: part.Val}, First: int(first[0]), NNZ: int(nnz[0])}, nil
@@ -205,12 +205,11 @@ func ReadBin(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, err
 	if err := Agree(c, err, key); err != nil {
 		return nil, err
 	}
-	order := len(part.Dims)
 	lineOf := func(k int) int64 { return int64(part.First + k) }
 	dupErr := func(k int64, cell []int32, first int64) error {
 		return tensor.BinDuplicateError(path, base, cell, int(first), int(k))
 	}
-	if err := duplicates(c, part.Idx, len(part.Val), order, lineOf, dupErr); err != nil {
+	if err := duplicates(c, part.Idx, len(part.Val), part.Dims, lineOf, dupErr); err != nil {
 		return nil, err
 	}
 	return &dain.Shard{Cells: &tensor.COO{Dims: part.Dims, Idx: part.Idx, Val: part.Val}, First: part.First, NNZ: part.NNZ}, nil
@@ -221,8 +220,17 @@ func ReadBin(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, err
 // number), to its owner rank, which finds repeated cells; the earliest
 // repeat in the file is reported as dupErr(line, cell, first line of the
 // cell), as Read reports it.
-func duplicates(c *mpi.Comm, idx []int32, nnz, order int, lineOf func(k int) int64, dupErr func(line int64, cell []int32, first int64) error) error {
-	size := c.Size()
+func duplicates(c *mpi.Comm, idx []int32, nnz int, dims []int, lineOf func(k int) int64, dupErr func(line int64, cell []int32, first int64) error) error {
+	size, order := c.Size(), len(dims)
+	if size == 1 {
+		// One rank owns every cell: the search one process does, without
+		// the exchange's copies of every cell.
+		var err error
+		if k, first, found := tensor.FindDuplicate(dims, idx, nnz); found {
+			err = dupErr(lineOf(k), idx[k*order:(k+1)*order], lineOf(first))
+		}
+		return Agree(c, err, 0)
+	}
 	rec := order + 2 // indices, then the line as two int32 halves
 	counts := make([]int32, size)
 	owner := make([]int32, nnz)

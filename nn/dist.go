@@ -123,17 +123,31 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	}
 	be, order, T, L := m.be, m.Order(), d.Global, train.Len()
 	steps := (T + cfg.Batch - 1) / cfg.Batch
-	// The process's cells in each epoch's order. On a backend whose
-	// buffers are host memory (the CPU) the host copy is the buffer itself;
-	// elsewhere it is uploaded each epoch.
-	hostRows, hostVals := make([]int32, max(L, 1)*order), make([]float32, max(L, 1))
+	// The process's cells in each epoch's order (localOrd, local cell
+	// numbers). On a backend whose buffers are host memory (the CPU) each
+	// step gathers its cells into batch-sized buffers that are the
+	// backend's buffers themselves, so no ordered copy of the cells is
+	// held; elsewhere the ordered copy is uploaded each epoch.
+	hb, perStep := be.(compute.HostBuffers)
+	held := max(L, 1)
+	if perStep {
+		held = cfg.Batch
+	}
+	hostRows, hostVals := make([]int32, held*order), make([]float32, held)
 	var shufRows compute.I32
 	var shufVals compute.F32
-	hb, wrapped := be.(compute.HostBuffers)
-	if wrapped {
+	if perStep {
 		shufRows, shufVals = hb.WrapI32(hostRows), hb.WrapF32(hostVals)
 	} else {
-		shufRows, shufVals = be.AllocI32(max(L, 1)*order), be.Alloc(max(L, 1))
+		shufRows, shufVals = be.AllocI32(held*order), be.Alloc(held)
+	}
+	// fill copies the local cells ord into the host buffers from position
+	// at.
+	fill := func(ord []int32, at int) {
+		for i, l := range ord {
+			copy(hostRows[(at+i)*order:(at+i+1)*order], train.rows[int(l)*order:(int(l)+1)*order])
+			hostVals[at+i] = train.vals[l]
+		}
 	}
 	adamM, adamV := be.Alloc(m.params.Len()), be.Alloc(m.params.Len())
 	best := be.Alloc(m.params.Len())
@@ -346,14 +360,14 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	// by their positions, in O(L) memory.
 	var perm []int
 	var localPos []int32 // positions < T ≤ MaxInt32
-	var localOrd []int32
+	localOrd := make([]int32, L)
 	if cfg.Order == nil {
 		perm = make([]int, T)
 		for i := range perm {
 			perm[i] = i
 		}
 	} else {
-		localPos, localOrd = make([]int32, L), make([]int32, L)
+		localPos = make([]int32, L)
 	}
 	local := func(p int) int {
 		for _, s := range d.Owned {
@@ -395,8 +409,6 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 				for ; s <= int(localPos[l])/cfg.Batch; s++ {
 					stepLo[s] = pos
 				}
-				copy(hostRows[pos*order:(pos+1)*order], train.rows[int(l)*order:(int(l)+1)*order])
-				hostVals[pos] = train.vals[l]
 				pos++
 			}
 			for ; s < steps; s++ {
@@ -410,15 +422,15 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 				stepLo[s] = pos
 				for _, p := range perm[s*cfg.Batch : min((s+1)*cfg.Batch, T)] {
 					if l := local(p); l >= 0 {
-						copy(hostRows[pos*order:(pos+1)*order], train.rows[l*order:(l+1)*order])
-						hostVals[pos] = train.vals[l]
+						localOrd[pos] = int32(l)
 						pos++
 					}
 				}
 			}
 		}
 		stepLo[steps] = pos
-		if L > 0 && !wrapped {
+		if L > 0 && !perStep {
+			fill(localOrd, 0)
 			be.UploadI32(shufRows.Slice(0, L*order), hostRows[:L*order])
 			be.Upload(shufVals.Slice(0, L), hostVals[:L])
 		}
@@ -428,8 +440,13 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 			}
 			lo, hi := stepLo[s], stepLo[s+1]
 			gb := min((s+1)*cfg.Batch, T) - s*cfg.Batch
+			at := lo // the step's first cell in the buffers
+			if perStep {
+				fill(localOrd[lo:hi], 0)
+				at = 0
+			}
 			if hi > lo {
-				rows, y := shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
+				rows, y := shufRows.Slice(at*order, (hi-lo)*order), shufVals.Slice(at, hi-lo)
 				dl := delta.Slice(0, hi-lo)
 				m.ForwardMSE(rows, y, dl, sq.Slice(s, 1), float32(2/float64(gb)))
 				if sparseAdam {
@@ -455,7 +472,7 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 				continue
 			}
 			if exchange == "sparse" {
-				if err := sumTable(hostRows[lo*order : hi*order]); err != nil {
+				if err := sumTable(hostRows[at*order : (at+hi-lo)*order]); err != nil {
 					return res, fmt.Errorf("nn: epoch %d: %w", k, err)
 				}
 			}

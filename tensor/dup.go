@@ -13,6 +13,14 @@ import (
 // checks for duplicates on all cores.
 const dupParallelMin = 1 << 16
 
+// FindDuplicate reports the first row k (in row order) of idx (nnz cells
+// of order len(dims), 0-based, each within dims) whose cell equals an
+// earlier row's, and the first such earlier row; found is false if every
+// cell is distinct. It is the search Read does.
+func FindDuplicate(dims []int, idx []int32, nnz int) (k, first int, found bool) {
+	return findDuplicate(dims, idx, nnz)
+}
+
 // findDuplicate reports the first row k (in row order) whose cell equals an
 // earlier row's cell, and the first such earlier row. Indices must lie
 // within dims.
