@@ -27,14 +27,7 @@ const splitStream = 0x7e57_5b1d_da1e_0000
 // validate user-supplied fractions (and decide whether an empty training
 // set is acceptable).
 func Split(nnz int, testFrac, valFrac float64, seed uint64) (train, val, test []int) {
-	if nnz < 0 {
-		panic(fmt.Sprintf("tensor: Split of %d rows", nnz))
-	}
-	if !(testFrac >= 0 && testFrac <= 1) || !(valFrac >= 0 && valFrac <= 1) {
-		panic(fmt.Sprintf("tensor: Split fractions test %v, val %v outside [0, 1]", testFrac, valFrac))
-	}
-	nTest := min(int(math.Ceil(testFrac*float64(nnz))), nnz)
-	nVal := min(int(math.Ceil(valFrac*float64(nnz-nTest))), nnz-nTest)
+	nTest, nVal := splitSizes("Split", nnz, testFrac, valFrac)
 	perm := rand.New(rand.NewPCG(seed, splitStream)).Perm(nnz)
 	test = slices.Clone(perm[:nTest])
 	val = slices.Clone(perm[nTest : nTest+nVal])
@@ -43,6 +36,21 @@ func Split(nnz int, testFrac, valFrac float64, seed uint64) (train, val, test []
 	slices.Sort(val)
 	slices.Sort(train)
 	return train, val, test
+}
+
+// splitSizes returns the test and validation sizes of a split of nnz
+// cells (see Split), panicking, in op's name, on a negative nnz or a
+// fraction that is NaN or outside [0, 1].
+func splitSizes(op string, nnz int, testFrac, valFrac float64) (nTest, nVal int) {
+	if nnz < 0 {
+		panic(fmt.Sprintf("tensor: %s of %d rows", op, nnz))
+	}
+	if !(testFrac >= 0 && testFrac <= 1) || !(valFrac >= 0 && valFrac <= 1) {
+		panic(fmt.Sprintf("tensor: %s fractions test %v, val %v outside [0, 1]", op, testFrac, valFrac))
+	}
+	nTest = min(int(math.Ceil(testFrac*float64(nnz))), nnz)
+	nVal = min(int(math.Ceil(valFrac*float64(nnz-nTest))), nnz-nTest)
+	return nTest, nVal
 }
 
 // keyedSplitStream is the keyperm stream of KeyedSplit.
@@ -72,14 +80,7 @@ const (
 // NewKeyedSplit returns the keyed split of nnz cells. It panics as Split
 // does.
 func NewKeyedSplit(nnz int, testFrac, valFrac float64, seed uint64) KeyedSplit {
-	if nnz < 0 {
-		panic(fmt.Sprintf("tensor: KeyedSplit of %d rows", nnz))
-	}
-	if !(testFrac >= 0 && testFrac <= 1) || !(valFrac >= 0 && valFrac <= 1) {
-		panic(fmt.Sprintf("tensor: KeyedSplit fractions test %v, val %v outside [0, 1]", testFrac, valFrac))
-	}
-	nTest := min(int(math.Ceil(testFrac*float64(nnz))), nnz)
-	nVal := min(int(math.Ceil(valFrac*float64(nnz-nTest))), nnz-nTest)
+	nTest, nVal := splitSizes("KeyedSplit", nnz, testFrac, valFrac)
 	return KeyedSplit{p: keyperm.New(nnz, seed, keyedSplitStream), nTest: nTest, nVal: nVal}
 }
 

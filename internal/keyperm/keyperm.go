@@ -57,34 +57,25 @@ func (p Perm) Len() int { return int(p.n) }
 
 // At returns π(i), the position of item i. It panics if i is outside
 // [0, n).
-func (p Perm) At(i int) int {
+func (p Perm) At(i int) int { return p.walk("At", i, Perm.encrypt) }
+
+// Inv returns π⁻¹(j), the item at position j. It panics if j is outside
+// [0, n).
+func (p Perm) Inv(j int) int { return p.walk("Inv", j, Perm.decrypt) }
+
+// walk applies net (encrypt or decrypt) to i until the result lies in
+// [0, n): cycle-walking. It panics, naming the caller op, if i is outside
+// [0, n).
+func (p Perm) walk(op string, i int, net func(Perm, uint64) uint64) int {
 	if uint64(i) >= p.n {
-		panic(fmt.Sprintf("keyperm: At(%d) of a permutation of %d", i, p.n))
+		panic(fmt.Sprintf("keyperm: %s(%d) of a permutation of %d", op, i, p.n))
 	}
 	if p.n == 1 {
 		return 0
 	}
 	x := uint64(i)
 	for {
-		x = p.encrypt(x)
-		if x < p.n {
-			return int(x)
-		}
-	}
-}
-
-// Inv returns π⁻¹(j), the item at position j. It panics if j is outside
-// [0, n).
-func (p Perm) Inv(j int) int {
-	if uint64(j) >= p.n {
-		panic(fmt.Sprintf("keyperm: Inv(%d) of a permutation of %d", j, p.n))
-	}
-	if p.n == 1 {
-		return 0
-	}
-	x := uint64(j)
-	for {
-		x = p.decrypt(x)
+		x = net(p, x)
 		if x < p.n {
 			return int(x)
 		}

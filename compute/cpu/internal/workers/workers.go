@@ -49,13 +49,44 @@ func SetSpin(on bool) {
 // to it, done the parts it finished.
 type worker struct {
 	seq, done atomic.Uint64
-	parked    atomic.Bool
-	wake      chan struct{} // buffered 1: a wake-up is never lost
-	waiting   atomic.Bool   // a Run blocks on finished for this worker
-	finished  chan struct{} // buffered 1, as wake
+	wake      signal // the worker parks on it until a part is posted
+	finished  signal // a Run blocks on it until the worker's part is done
 	f         func(int)
 	t         int
 	_         [64]byte // keeps workers' hot fields on separate cache lines
+}
+
+// signal lets one goroutine block until a condition that another one makes
+// true, without a lost wake-up: the sleeper announces itself, looks at the
+// condition once more and only then blocks; the other side, after making
+// the condition true, sends a token if someone has announced. A stale token
+// (sent to a sleeper that had seen the condition already) only makes a
+// later sleep look again.
+type signal struct {
+	asleep atomic.Bool
+	ch     chan struct{} // buffered 1
+}
+
+// sleep returns once done() is true.
+func (g *signal) sleep(done func() bool) {
+	for !done() {
+		g.asleep.Store(true)
+		if !done() {
+			<-g.ch
+		}
+		g.asleep.Store(false)
+	}
+}
+
+// notify wakes a sleeper, if one has announced itself; call it after
+// making the condition true.
+func (g *signal) notify() {
+	if g.asleep.Load() {
+		select {
+		case g.ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 var pool struct {
@@ -77,7 +108,7 @@ func Run(parts int, f func(t int)) {
 		return
 	}
 	for len(pool.workers) < parts-1 {
-		w := &worker{wake: make(chan struct{}, 1), finished: make(chan struct{}, 1)}
+		w := &worker{wake: signal{ch: make(chan struct{}, 1)}, finished: signal{ch: make(chan struct{}, 1)}}
 		pool.workers = append(pool.workers, w)
 		go w.loop()
 	}
@@ -92,12 +123,7 @@ func Run(parts int, f func(t int)) {
 	for i, w := range ws {
 		w.f, w.t = f, i+1
 		w.seq.Add(1)
-		if w.parked.Load() {
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
-		}
+		w.wake.notify()
 	}
 	f(0)
 }
@@ -120,30 +146,14 @@ func spawn(parts int, f func(t int)) {
 func (w *worker) loop() {
 	var last uint64
 	for {
-		limit := int(spin.Load())
-		for n := 0; w.seq.Load() == last; n++ {
-			if n < limit {
-				continue
-			}
-			// Park: announce it, then look once more, so that a Run that
-			// posted before seeing parked has its part seen here, and one
-			// that posts after sends a wake-up.
-			w.parked.Store(true)
-			if w.seq.Load() == last {
-				<-w.wake
-			}
-			w.parked.Store(false)
-			n = 0
+		posted := func() bool { return w.seq.Load() != last }
+		for n, limit := 0, int(spin.Load()); n < limit && !posted(); n++ {
 		}
+		w.wake.sleep(posted)
 		last = w.seq.Load()
 		w.f(w.t)
 		w.done.Store(last)
-		if w.waiting.Load() {
-			select {
-			case w.finished <- struct{}{}:
-			default:
-			}
-		}
+		w.finished.notify()
 	}
 }
 
@@ -164,13 +174,5 @@ func (w *worker) wait() {
 		}
 		return
 	}
-	for w.done.Load() != want {
-		// As in loop: announce, look once more, then block; a stale
-		// token from an earlier wait only sends us round again.
-		w.waiting.Store(true)
-		if w.done.Load() != want {
-			<-w.finished
-		}
-		w.waiting.Store(false)
-	}
+	w.finished.sleep(func() bool { return w.done.Load() == want })
 }
