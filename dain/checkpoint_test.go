@@ -100,17 +100,7 @@ func TestCheckpointResume(t *testing.T) {
 		{Stage: "retrain", Epoch: 2, Event: "trained"}, // during the retraining
 		{Stage: "retrain", Epoch: lastRetrain, Event: "saved"},
 	}
-	for _, p := range points {
-		t.Run(fmt.Sprintf("%s-%d-%s", p.Stage, p.Epoch, p.Event), func(t *testing.T) {
-			dir := t.TempDir()
-			killAt(t, x, c, dir, false, p)
-			got, err := dain.RunCheckpointed(context.Background(), x, c, cpu.New(), dain.Checkpoint{Dir: dir, Resume: true, Input: "demo"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sameRun(t, "resumed", want, got)
-		})
-	}
+	resumesAt(t, x, c, want, points...)
 	t.Run("three-kills", func(t *testing.T) {
 		dir := t.TempDir()
 		killAt(t, x, c, dir, false, points[2])
@@ -292,11 +282,17 @@ func TestCheckpointKeyed(t *testing.T) {
 	if want.Report.RMSEBefore == legacy.Report.RMSEBefore {
 		t.Errorf("the keyed and legacy splits gave the same test RMSE %v: the same split?", want.Report.RMSEBefore)
 	}
-	for _, p := range []dain.CheckpointPoint{
-		{Stage: "theta-mlp.tracin-last", Epoch: 2, Event: "trained"},
-		{Stage: "theta-costco", Epoch: 2, Event: "trained"},
-		{Stage: "retrain", Epoch: 2, Event: "trained"},
-	} {
+	resumesAt(t, x, c, want,
+		dain.CheckpointPoint{Stage: "theta-mlp.tracin-last", Epoch: 2, Event: "trained"},
+		dain.CheckpointPoint{Stage: "theta-costco", Epoch: 2, Event: "trained"},
+		dain.CheckpointPoint{Stage: "retrain", Epoch: 2, Event: "trained"})
+}
+
+// resumesAt kills a checkpointed run of c on x at each point (a subtest
+// each) and checks that resuming it gives want, the uninterrupted run.
+func resumesAt(t *testing.T, x *tensor.COO, c dain.Config, want *dain.Result, points ...dain.CheckpointPoint) {
+	t.Helper()
+	for _, p := range points {
 		t.Run(fmt.Sprintf("%s-%d-%s", p.Stage, p.Epoch, p.Event), func(t *testing.T) {
 			dir := t.TempDir()
 			killAt(t, x, c, dir, false, p)

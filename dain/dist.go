@@ -275,6 +275,14 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffle), Order: cfg.order(streamShuffle, nTrain)}
 	tc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("mlp", dims)
 	var last *tracin.LastLayer
+	// dropModels frees every model registered so far and drops this
+	// function's references to Θ (closures such as Θ's AfterEpoch hold
+	// them too), then collects, so that what comes next reuses the memory.
+	dropModels := func() {
+		release()
+		theta, trainSet, valSet, testSet, last = nil, nil, nil, nil, nil
+		runtime.GC()
+	}
 	var influence float64
 	if cfg.Method == "dain" {
 		last = tracin.NewLastLayer(theta, trainSet, cfg.LR)
@@ -363,9 +371,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		if cfg.Predictor == "costco" {
 			// Θ's part is done (its TracIn scores are in the tables):
 			// free it before CoSTCo is trained.
-			release()
-			theta, trainSet, valSet, testSet, last = nil, nil, nil, nil, nil
-			runtime.GC()
+			dropModels()
 		}
 
 		// Step 4: the observed cells (train ∪ validation) partitioned by
@@ -459,11 +465,8 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
 	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, rep.Seconds.Predict+st.Predict
 	mark() // augment
-	// Θ and the predictor are done with: free them (on the CPU backend,
-	// drop every reference and collect, so Θ′ reuses their memory).
-	release()
-	theta, trainSet, valSet, testSet, last = nil, nil, nil, nil, nil
-	runtime.GC()
+	// Θ and the predictor are done with: free them before Θ′ is made.
+	dropModels()
 
 	// Step 5: a fresh MLP on train ∪ aug, each process holding its
 	// training cells and its share of the new ones.
