@@ -7,9 +7,12 @@ import (
 )
 
 // adamConst holds Adam's per-step constants in float32, in the order the
-// assembly reads them.
+// assembly reads them, then the same values widened to float64 (exactly),
+// for the float64 evaluation of the float32 operations (adamGo).
 type adamConst struct {
 	b1, b2, omb1, omb2, step, rc2, eps float32
+	_                                  float32
+	d                                  [7]float64 // b1 … eps, at byte 32
 }
 
 // Adam implements compute.Backend.Adam (in place), split over goroutines by
@@ -31,16 +34,30 @@ func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 	})
 }
 
-// adamGo is the Adam loop in Go; adamAVX2 does the same float32 operations.
+// adamGo is the Adam loop in Go: the float32 operations of adamAVX2, in
+// the same order and unfused, each evaluated in float64 and rounded to
+// float32. That gives exactly the float32 result (float64 has more than
+// 2·24 + 2 bits, so the double rounding is innocuous for +, −, ×, ÷ and √),
+// and since no float64 value here is subnormal it does not take the
+// microcode assists that float32 arithmetic on subnormal values costs on
+// x86 (about 100 cycles an operation): the first moments of dead units and
+// of rows a step does not touch decay into that range.
 func adamGo(ps, gs, ms, vs []float32, c *adamConst) {
 	gs, ms, vs = gs[:len(ps)], ms[:len(ps)], vs[:len(ps)]
-	for i, gi := range gs {
-		mi := c.b1*ms[i] + c.omb1*gi
-		vi := c.b2*vs[i] + c.omb2*gi*gi
-		ms[i], vs[i] = mi, vi
-		ps[i] -= c.step * mi / (float32(math.Sqrt(float64(vi)))*c.rc2 + c.eps)
+	b1, b2, omb1, omb2, step, rc2, eps := c.d[0], c.d[1], c.d[2], c.d[3], c.d[4], c.d[5], c.d[6]
+	for i := range ps {
+		g, m, v := float64(gs[i]), float64(ms[i]), float64(vs[i])
+		m = r32(r32(b1*m) + r32(omb1*g))
+		v = r32(r32(b2*v) + r32(r32(omb2*g)*g))
+		ms[i], vs[i] = float32(m), float32(v)
+		den := r32(r32(r32(math.Sqrt(v))*rc2) + eps)
+		ps[i] = float32(float64(ps[i]) - r32(r32(step*m)/den))
 	}
 }
+
+// r32 rounds x to float32 and returns it as float64. The conversion also
+// keeps the compiler from fusing the operations around it.
+func r32(x float64) float64 { return float64(float32(x)) }
 
 // dot returns Σ a[i]·b[i] over len(a) elements in float32, in an order fixed
 // for each path (simd or not).

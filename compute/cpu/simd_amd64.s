@@ -3,10 +3,113 @@
 
 #include "textflag.h"
 
+// Adam's guard. The float32 path gives the exact float32 results whatever
+// the values, but x86 takes a microcode assist (about 100 cycles) for every
+// float32 operation on a subnormal value, and the first moments of dead
+// units and of rows a step does not touch decay into that range within a
+// few hundred steps. So a vector of 8 lanes takes the float64 path below
+// (the same bits, no subnormal float64 values) when g, m or v has a lane
+// that is neither 0 nor at least 2⁻⁴⁰ in magnitude; then no operation of
+// the step meets a subnormal value unless v or g exceed about 2⁸⁰. The guard
+// chooses the speed only, never the bits.
+DATA adamAbs<>+0(SB)/8, $0x7fffffff7fffffff
+DATA adamAbs<>+8(SB)/8, $0x7fffffff7fffffff
+DATA adamAbs<>+16(SB)/8, $0x7fffffff7fffffff
+DATA adamAbs<>+24(SB)/8, $0x7fffffff7fffffff
+GLOBL adamAbs<>(SB), RODATA|NOPTR, $32
+// 2⁻⁴⁰'s bits minus one.
+DATA adamLo<>+0(SB)/8, $0x2b7fffff2b7fffff
+DATA adamLo<>+8(SB)/8, $0x2b7fffff2b7fffff
+DATA adamLo<>+16(SB)/8, $0x2b7fffff2b7fffff
+DATA adamLo<>+24(SB)/8, $0x2b7fffff2b7fffff
+GLOBL adamLo<>(SB), RODATA|NOPTR, $32
+DATA adamOnes<>+0(SB)/8, $-1
+DATA adamOnes<>+8(SB)/8, $-1
+DATA adamOnes<>+16(SB)/8, $-1
+DATA adamOnes<>+24(SB)/8, $-1
+GLOBL adamOnes<>(SB), RODATA|NOPTR, $32
+
+// ADAM_TINY1 sets y to each lane's magnitude bits of x minus one, wrapping
+// (0 becomes the largest unsigned value); ADAM_TINY ands the unsigned
+// minimum of that over x into Y1 (with Y2).
+#define ADAM_TINY1(x, y) \
+	VPAND adamAbs<>(SB), x, y \
+	VPADDD adamOnes<>(SB), y, y
+
+#define ADAM_TINY(x) \
+	ADAM_TINY1(x, Y2) \
+	VPMINUD Y2, Y1, Y1
+
+// ADAM_RND rounds the 4 float64 lanes of y to float32 and back (X15).
+#define ADAM_RND(y) \
+	VCVTPD2PSY y, X15 \
+	VCVTPS2PD X15, y
+
+// ADAM_EXACT4 is the step of 4 lanes at byte offset off from BX*4, every
+// float32 operation evaluated in float64 and rounded to float32: exactly
+// the float32 result (53 ≥ 2·24 + 2 bits), subnormal results included,
+// since no float64 value here is subnormal. Y8–Y14 hold the constants in
+// float64.
+#define ADAM_EXACT4(off) \
+	VCVTPS2PD off(SI)(BX*4), Y0 \
+	VCVTPS2PD off(R8)(BX*4), Y1 \
+	VMULPD Y1, Y8, Y1 \
+	ADAM_RND(Y1) \
+	VMULPD Y0, Y10, Y2 \
+	ADAM_RND(Y2) \
+	VADDPD Y2, Y1, Y1 \
+	ADAM_RND(Y1) \
+	VMOVUPS X15, off(R8)(BX*4) \
+	VCVTPS2PD off(R9)(BX*4), Y3 \
+	VMULPD Y3, Y9, Y3 \
+	ADAM_RND(Y3) \
+	VMULPD Y0, Y11, Y4 \
+	ADAM_RND(Y4) \
+	VMULPD Y0, Y4, Y4 \
+	ADAM_RND(Y4) \
+	VADDPD Y4, Y3, Y3 \
+	ADAM_RND(Y3) \
+	VMOVUPS X15, off(R9)(BX*4) \
+	VSQRTPD Y3, Y3 \
+	ADAM_RND(Y3) \
+	VMULPD Y13, Y3, Y3 \
+	ADAM_RND(Y3) \
+	VADDPD Y14, Y3, Y3 \
+	ADAM_RND(Y3) \
+	VMULPD Y1, Y12, Y1 \
+	ADAM_RND(Y1) \
+	VDIVPD Y3, Y1, Y1 \
+	ADAM_RND(Y1) \
+	VCVTPS2PD off(DI)(BX*4), Y5 \
+	VSUBPD Y1, Y5, Y5 \
+	VCVTPD2PSY Y5, X15 \
+	VMOVUPS X15, off(DI)(BX*4)
+
+// ADAM_CONST32 and ADAM_CONST64 load the constants of *AX into Y8–Y14 as
+// float32 and as float64.
+#define ADAM_CONST32 \
+	VBROADCASTSS 0(AX), Y8 \
+	VBROADCASTSS 4(AX), Y9 \
+	VBROADCASTSS 8(AX), Y10 \
+	VBROADCASTSS 12(AX), Y11 \
+	VBROADCASTSS 16(AX), Y12 \
+	VBROADCASTSS 20(AX), Y13 \
+	VBROADCASTSS 24(AX), Y14
+
+#define ADAM_CONST64 \
+	VBROADCASTSD 32(AX), Y8 \
+	VBROADCASTSD 40(AX), Y9 \
+	VBROADCASTSD 48(AX), Y10 \
+	VBROADCASTSD 56(AX), Y11 \
+	VBROADCASTSD 64(AX), Y12 \
+	VBROADCASTSD 72(AX), Y13 \
+	VBROADCASTSD 80(AX), Y14
+
 // func adamAVX2(param, grad, mom, vel *float32, n int, c *adamConst)
 // Same float32 operations, in the same order and unfused, as adamGo, so the
 // results are bit-identical (VSQRTPS is correctly rounded like the float64
-// square root rounded to float32).
+// square root rounded to float32); vectors with tiny values take the
+// float64 path, which adamGo always takes (see the guard above).
 TEXT ·adamAVX2(SB), NOSPLIT, $0-48
 	MOVQ param+0(FP), DI
 	MOVQ grad+8(FP), SI
@@ -14,24 +117,28 @@ TEXT ·adamAVX2(SB), NOSPLIT, $0-48
 	MOVQ vel+24(FP), R9
 	MOVQ n+32(FP), CX
 	MOVQ c+40(FP), AX
-	VBROADCASTSS 0(AX), Y8   // b1
-	VBROADCASTSS 4(AX), Y9   // b2
-	VBROADCASTSS 8(AX), Y10  // 1-b1
-	VBROADCASTSS 12(AX), Y11 // 1-b2
-	VBROADCASTSS 16(AX), Y12 // step
-	VBROADCASTSS 20(AX), Y13 // 1/sqrt(c2)
-	VBROADCASTSS 24(AX), Y14 // eps
+	ADAM_CONST32 // b1, b2, 1-b1, 1-b2, step, 1/sqrt(c2), eps
 	XORQ BX, BX
 	SHRQ $3, CX
 	JZ adamdone
 
 adamloop:
 	VMOVUPS (SI)(BX*4), Y0       // g
-	VMULPS (R8)(BX*4), Y8, Y1    // b1*m
+	VMOVUPS (R8)(BX*4), Y6       // m
+	VMOVUPS (R9)(BX*4), Y7       // v
+	VMOVUPS (DI)(BX*4), Y5       // p
+	ADAM_TINY1(Y0, Y1)
+	ADAM_TINY(Y6)
+	ADAM_TINY(Y7)
+	VPMAXUD adamLo<>(SB), Y1, Y2
+	VPCMPEQD Y2, Y1, Y1          // min ≥ 2⁻⁴⁰'s bits − 1: no tiny lane
+	VPTEST adamOnes<>(SB), Y1    // CF: all lanes so
+	JCC adamexact
+	VMULPS Y6, Y8, Y1            // b1*m
 	VMULPS Y0, Y10, Y2           // (1-b1)*g
 	VADDPS Y2, Y1, Y1            // m'
 	VMOVUPS Y1, (R8)(BX*4)
-	VMULPS (R9)(BX*4), Y9, Y3    // b2*v
+	VMULPS Y7, Y9, Y3            // b2*v
 	VMULPS Y0, Y11, Y4           // (1-b2)*g
 	VMULPS Y0, Y4, Y4            // ·g
 	VADDPS Y4, Y3, Y3            // v'
@@ -41,9 +148,10 @@ adamloop:
 	VADDPS Y14, Y3, Y3           // sqrt(v')·rc2 + eps
 	VMULPS Y1, Y12, Y1           // step·m'
 	VDIVPS Y3, Y1, Y1
-	VMOVUPS (DI)(BX*4), Y5
 	VSUBPS Y1, Y5, Y5
 	VMOVUPS Y5, (DI)(BX*4)
+
+adamnext:
 	ADDQ $8, BX
 	DECQ CX
 	JNZ adamloop
@@ -51,6 +159,13 @@ adamloop:
 adamdone:
 	VZEROUPPER
 	RET
+
+adamexact:
+	ADAM_CONST64
+	ADAM_EXACT4(0)
+	ADAM_EXACT4(16)
+	ADAM_CONST32
+	JMP adamnext
 
 // func dotAVX2(a, b *float32, n int) float32
 // n a multiple of 32: four 8-wide FMA accumulators, summed as

@@ -151,9 +151,11 @@ func adamConstants(s compute.AdamStep) *adamConst {
 	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
 	// 1−β is rounded from float64: forming it from float32(β) would
 	// magnify β's rounding error (216 ulps for β₂ = .999).
-	return &adamConst{
+	c := &adamConst{
 		b1: float32(s.Beta1), b2: float32(s.Beta2),
 		omb1: float32(1 - s.Beta1), omb2: float32(1 - s.Beta2),
 		step: float32(s.LR / c1), rc2: float32(1 / math.Sqrt(c2)), eps: float32(s.Eps),
 	}
+	c.d = [7]float64{float64(c.b1), float64(c.b2), float64(c.omb1), float64(c.omb2), float64(c.step), float64(c.rc2), float64(c.eps)}
+	return c
 }
