@@ -521,17 +521,25 @@ func looksLikeText(b []byte) bool {
 // (p_write_tt_binary_header): 4-byte indices unless nnz ≥ 2^32−1, and
 // 4-byte values when every value is exactly a float32, else 8.
 func binWidths(t *COO) (iw, vw int) {
-	iw, vw = 4, 4
-	if uint64(t.NNZ()) >= math.MaxUint32 {
-		iw = 8
+	return binIndexWidth(t.NNZ()), binValueWidth(t)
+}
+
+// binIndexWidth is binWidths' index width for a file of nnz cells.
+func binIndexWidth(nnz int) int {
+	if uint64(nnz) >= math.MaxUint32 {
+		return 8
 	}
+	return 4
+}
+
+// binValueWidth is binWidths' value width for t's values alone.
+func binValueWidth(t *COO) int {
 	for _, v := range t.Val {
 		if float64(float32(v)) != v {
-			vw = 8
-			break
+			return 8
 		}
 	}
-	return iw, vw
+	return 4
 }
 
 // writeBin writes t (already validated) in SPLATT's binary coordinate
@@ -539,47 +547,58 @@ func binWidths(t *COO) (iw, vw int) {
 func writeBin(w io.Writer, t *COO, base int64) error {
 	iw, vw := binWidths(t)
 	bw := bufio.NewWriterSize(w, 1<<20)
+	if _, err := bw.Write(binHeader(t.Dims, t.NNZ(), iw, vw)); err != nil {
+		return err
+	}
+	for s := 1; s <= t.Order()+1; s++ {
+		if err := writeBinSection(bw, t, s, base, iw, vw); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// binHeader returns the header of a .bin file of nnz cells with the given
+// mode sizes and widths: everything before the first index.
+func binHeader(dims []int, nnz, iw, vw int) []byte {
 	le := binary.LittleEndian
 	var hdr []byte
 	hdr = le.AppendUint32(hdr, binMagicCoord)
 	hdr = le.AppendUint64(hdr, uint64(iw))
 	hdr = le.AppendUint64(hdr, uint64(vw))
-	putIdx := func(b []byte, v uint64) []byte {
-		if iw == 4 {
-			return le.AppendUint32(b, uint32(v))
-		}
-		return le.AppendUint64(b, v)
+	hdr = binPutIdx(hdr, uint64(len(dims)), iw)
+	for _, d := range dims {
+		hdr = binPutIdx(hdr, uint64(d), iw)
 	}
+	return binPutIdx(hdr, uint64(nnz), iw)
+}
+
+func binPutIdx(b []byte, v uint64, iw int) []byte {
+	if iw == 4 {
+		return binary.LittleEndian.AppendUint32(b, uint32(v))
+	}
+	return binary.LittleEndian.AppendUint64(b, v)
+}
+
+// writeBinSection writes section s of t's cells in the .bin layout: for
+// 1 ≤ s ≤ N the indices of mode s (plus base), for s = N+1 the values,
+// NNZ·iw or NNZ·vw bytes.
+func writeBinSection(w io.Writer, t *COO, s int, base int64, iw, vw int) error {
 	n, nnz := t.Order(), t.NNZ()
-	hdr = putIdx(hdr, uint64(n))
-	for _, d := range t.Dims {
-		hdr = putIdx(hdr, uint64(d))
-	}
-	hdr = putIdx(hdr, uint64(nnz))
-	if _, err := bw.Write(hdr); err != nil {
-		return err
-	}
+	le := binary.LittleEndian
 	buf := make([]byte, 0, 64<<10)
 	flush := func() error {
-		_, err := bw.Write(buf)
+		_, err := w.Write(buf)
 		buf = buf[:0]
 		return err
 	}
-	for m := range n {
-		for k := range nnz {
-			buf = putIdx(buf, uint64(int64(t.Idx[k*n+m])+base))
-			if len(buf) > cap(buf)-8 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	for _, v := range t.Val {
-		if vw == 4 {
-			buf = le.AppendUint32(buf, math.Float32bits(float32(v)))
+	for k := range nnz {
+		if s <= n {
+			buf = binPutIdx(buf, uint64(int64(t.Idx[k*n+s-1])+base), iw)
+		} else if vw == 4 {
+			buf = le.AppendUint32(buf, math.Float32bits(float32(t.Val[k])))
 		} else {
-			buf = le.AppendUint64(buf, math.Float64bits(v))
+			buf = le.AppendUint64(buf, math.Float64bits(t.Val[k]))
 		}
 		if len(buf) > cap(buf)-8 {
 			if err := flush(); err != nil {
@@ -587,8 +606,5 @@ func writeBin(w io.Writer, t *COO, base int64) error {
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	return bw.Flush()
+	return flush()
 }

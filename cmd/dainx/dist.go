@@ -125,19 +125,33 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, output, r
 		return fail(err)
 	}
 	res.Report.Input = name
-	// Every rank finished: only now is anything written.
+	// Every rank finished: only now is anything written. The augmented
+	// tensor is written by every rank at once, each its own range of the
+	// cells (tensor.WriteFileParallel): a failure on any rank leaves
+	// nothing, and is printed by the rank that met it.
 	c.Barrier()
+	if output != "" {
+		aug, n := res.Aug, len(res.Aug.Dims)
+		lo, hi := rank*aug.NNZ()/c.Size(), (rank+1)*aug.NNZ()/c.Size()
+		part := &tensor.COO{Dims: aug.Dims, Idx: aug.Idx[lo*n : hi*n], Val: aug.Val[lo:hi]}
+		if err := tensor.WriteFileParallel(output, part, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}, cl); err != nil {
+			code := exitFailure
+			switch {
+			case c.Size() == 1:
+				code = exitFor("augment", err, ctx, stderr)
+			case !errors.Is(err, tensor.ErrOtherRank):
+				fmt.Fprintf(stderr, "dainx augment: rank %d of %d: %v\n", rank, c.Size(), err)
+			}
+			c.Finalize()
+			return code
+		}
+	}
 	if rank == 0 {
 		js, err := json.MarshalIndent(res.Report, "", "  ")
 		if err != nil {
 			return fail(fmt.Errorf("encoding the report: %w", err))
 		}
 		js = append(js, '\n')
-		if output != "" {
-			if err := tensor.WriteFile(output, res.Aug, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}); err != nil {
-				return fail(err)
-			}
-		}
 		if report != "" {
 			if err := tensor.AtomicWrite(report, func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
 				return fail(err)

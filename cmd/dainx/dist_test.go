@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -215,6 +216,41 @@ func slicesEqualF(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// TestDistParallelOutput: every rank writes its range of the augmented
+// cells into one file (tensor.WriteFileParallel): a .bin.gz (a gzip member
+// per rank and section) and a .tns written by 1 and 3 ranks hold the cells
+// of one process's run, and nothing else is left in the directory.
+func TestDistParallelOutput(t *testing.T) {
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	args := append([]string{"augment", "-input", "testdata/golden/input.tsv"}, distFlags...)
+	if code := run(append(args, "-output", filepath.Join(dir, "one.bin")), io.Discard, os.Stderr); code != 0 {
+		t.Fatalf("one process: exit %d", code)
+	}
+	want, err := tensor.ReadFile(filepath.Join(dir, "one.bin"), tensor.ReadOptions{Format: tensor.BIN, IndexBase: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 3} {
+		for _, name := range []string{fmt.Sprintf("d%d.bin.gz", n), fmt.Sprintf("d%d.tns", n)} {
+			out := filepath.Join(dir, name)
+			if code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi", "-output", out)...); code != 0 {
+				t.Fatalf("-n %d, %s: exit %d\n%s", n, name, code, msg)
+			}
+			got, err := tensor.ReadFile(out, tensor.ReadOptions{Format: tensor.FormatOf(name), IndexBase: -1})
+			if err != nil {
+				t.Fatalf("-n %d: %v", n, err)
+			}
+			if !slicesEqual(got.Idx, want.Idx) || (n == 1 && !slicesEqualF(got.Val, want.Val)) || len(got.Val) != len(want.Val) {
+				t.Errorf("-n %d, %s: %d cells, not one process's %d", n, name, got.NNZ(), want.NNZ())
+			}
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 5 {
+		t.Errorf("%d files in the output directory, want 5", len(ents))
+	}
 }
 
 // TestDistBadInput: a bad line or a repeated cell anywhere in the file is
