@@ -20,8 +20,10 @@ import (
 // process holds a share of the observed cells and a replica of each model;
 // training is data parallel (nn.TrainDist), TracIn scores each process's
 // own training cells, entity importance and the validation gradient sums
-// are reduced, and sampling rejects candidates against hash-partitioned
-// cell sets (sampling.CellsShared). The split, the initialisations, the
+// are reduced, and sampling draws each round's candidates split over the
+// processes and judges them by their owners in hash-partitioned cell sets
+// (sampling.CellsShared); each process keeps, predicts, retrains on and
+// writes its own share of the new cells. The split, the initialisations, the
 // shuffles and the sampling's draws are those of Run with the same seed on
 // one process; only the order in which gradients and importances are summed
 // differs.
@@ -33,8 +35,6 @@ type Cluster interface {
 	Rank() int
 	// SumI64 sums x over the processes, in place.
 	SumI64(x []int64)
-	// Or replaces b by the bitwise or over the processes.
-	Or(b []byte)
 	// AlltoallI32 sends send[…counts[0]] to process 0, the next counts[1]
 	// to process 1, …, and returns what every process sent this one, in
 	// process order.
@@ -109,8 +109,12 @@ func DistSupported(cfg Config) error {
 
 // RunDist is Run on the processes of cl, each calling it with its shard of
 // the tensor and the same configuration on its own backend. Every process
-// returns the same report and augmented cells, or the same error; progress
-// goes to cfg.Progress (give it to one process). Like Run, RunDist keeps
+// returns the same report, or the same error, and its share of the
+// augmented cells: of Run's N_aug new cells (Report.NAug), Result.Aug holds
+// cells Rank·N_aug/Size to (Rank+1)·N_aug/Size − 1 with their values, so
+// the processes' shares in rank order are the whole (written together by
+// tensor.WriteFileParallel). Progress goes to cfg.Progress (give it to one
+// process). Like Run, RunDist keeps
 // the split only: once its parts are made it replaces sh.Cells by a tensor
 // of the same dims without cells, so that the shard's cells can be freed
 // (the caller must not need them afterwards).
@@ -314,7 +318,10 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	logf("Θ: best epoch %d, validation MSE %.6f, test RMSE %.6f", res.BestEpoch, res.BestValMSE, rep.RMSEBefore)
 
 	nAug := int(cfg.Ratio * float64(nTrain))
+	// This process's share of the new cells: cells augFirst… of the nAug,
+	// augFirst = rank·nAug/size.
 	aug := &tensor.COO{Dims: append([]int(nil), dims...)}
+	augFirst := rank * nAug / size
 	var st AugStats
 	if nAug > 0 {
 		logf("step 4: %s, %d new cells", cfg.Method, nAug)
@@ -409,11 +416,12 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		}
 		recv = nil
 		cl.SumI64(support)
-		cells, s, err := dev.CellsShared(owned, int(support[0]), nAug, sampling.Options{Key: key}, sampling.Shared{Rank: rank, Size: size, Or: cl.Or})
+		cells, first, s, err := dev.CellsShared(owned, int(support[0]), nAug, sampling.Options{Key: key}, sampling.Shared{Rank: rank, Size: size, Alltoall: cl.AlltoallI32, Sum: cl.SumI64})
 		if err != nil {
 			return nil, fmt.Errorf("dain: %w", err)
 		}
-		aug.Idx = cells
+		owned = nil
+		aug.Idx, augFirst = cells, first
 		st.Draws, st.RejectObserved, st.RejectRepeat = s.Draws, s.Observed, s.Duplicate
 		st.Sample = time.Since(t0).Seconds()
 
@@ -448,20 +456,15 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			rep.Seconds.Predict += time.Since(t0).Seconds()
 		}
 		t0 = time.Now()
-		a0, a1 := rank*nAug/size, (rank+1)*nAug/size
-		mine := []float64{}
-		if a1 > a0 {
-			if mine, err = predict(predictor, aug.Idx[a0*order:a1*order]); err != nil {
+		aug.Val = []float64{}
+		if len(aug.Idx) > 0 {
+			if aug.Val, err = predict(predictor, aug.Idx); err != nil {
 				return nil, err
 			}
 		}
-		aug.Val = cl.GatherF64(mine)
-		if len(aug.Val) != nAug {
-			return nil, fmt.Errorf("dain: gathered %d values for %d new cells", len(aug.Val), nAug)
-		}
 		st.Predict = time.Since(t0).Seconds()
 	}
-	rep.NAug = aug.NNZ()
+	rep.NAug = nAug
 	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
 	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, rep.Seconds.Predict+st.Predict
 	mark() // augment
@@ -477,14 +480,12 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		return nil, fmt.Errorf("dain: %w", err)
 	}
 	defer after.Free()
-	order := len(dims)
-	a0, a1 := rank*rep.NAug/size, (rank+1)*rep.NAug/size
-	both := after.NewSetConcat([][]int32{train.Idx, aug.Idx[a0*order : a1*order]}, [][]float64{train.Val, aug.Val[a0:a1]})
+	both := after.NewSetConcat([][]int32{train.Idx, aug.Idx}, [][]float64{train.Val, aug.Val})
 	defer both.Free()
 	val2, test2 := after.NewSet(val.Idx, val.Val), after.NewSet(test.Idx, test.Val)
 	defer val2.Free()
 	defer test2.Free()
-	owned := []nn.Span{{Global: trFirst, Local: 0, N: train.NNZ()}, {Global: nTrain + a0, Local: train.NNZ(), N: a1 - a0}}
+	owned := []nn.Span{{Global: trFirst, Local: 0, N: train.NNZ()}, {Global: nTrain + augFirst, Local: train.NNZ(), N: aug.NNZ()}}
 	atc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffleAfter), Order: cfg.order(streamShuffleAfter, nTrain+rep.NAug)}
 	atc.EmbeddingOptimizer = tc.EmbeddingOptimizer
 	res, err = fit("Θ'", after, atc, both, val2, nTrain+rep.NAug, owned, dr.Exchange)

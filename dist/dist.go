@@ -41,7 +41,6 @@ func (c *Cluster) Rank() int            { return c.C.Rank() }
 func (c *Cluster) SumF32(x []float32)   { c.C.Allreduce(x, mpi.Sum) }
 func (c *Cluster) SumF64(x []float64)   { c.C.Allreduce(x, mpi.Sum) }
 func (c *Cluster) SumI64(x []int64)     { c.C.Allreduce(x, mpi.Sum) }
-func (c *Cluster) Or(b []byte)          { c.C.Allreduce(b, mpi.BitOr) }
 func (c *Cluster) CommSeconds() float64 { return c.C.Stats().Elapsed.Seconds() }
 func (c *Cluster) Oversubscribed() bool { return c.C.Oversubscribed() }
 

@@ -7,12 +7,14 @@ import (
 )
 
 // This file is Cells spread over processes whose observed cells are
-// partitioned by Owner: the draws are counter-based, so every process
-// draws every candidate itself (cheap, and identical everywhere); the owner
-// of a candidate alone knows whether it is observed or drawn before, and
-// says so in one byte per candidate that the processes combine. The
-// accepted cells, the counts and the errors are those of Cells on one
-// process with every observed cell.
+// partitioned by Owner. The draws are counter-based, so each round's
+// candidates are split into one contiguous range of counters per process,
+// which draws its own; the owner of a candidate alone knows whether it is
+// observed or drawn before, and the candidates and verdicts travel between
+// drawing process and owner by all-to-all exchanges. Each process keeps
+// the accepted cells of its ranges: in process order they are the cells,
+// and the counts and errors those, of Cells on one process with every
+// observed cell.
 
 // Owner returns the process, of size, that owns cell in hash-partitioned
 // cell sets (a fixed hash of the indices; the same on every process).
@@ -36,11 +38,15 @@ func (t *Tables) SupportSize() float64 { return t.supportSize() }
 // Shared is what CellsShared needs from the processes.
 type Shared struct {
 	Rank, Size int
-	// Or replaces b on every process by the bitwise or over the processes.
-	Or func(b []byte)
+	// Alltoall sends send[:counts[0]] to process 0, the next counts[1] to
+	// process 1, …, and returns what every process sent this one, in
+	// process order.
+	Alltoall func(send []int32, counts []int32) []int32
+	// Sum replaces x on every process by its element-wise sum over them.
+	Sum func(x []int64)
 }
 
-// Candidate verdicts, one byte each.
+// Candidate verdicts.
 const (
 	verdictObserved = 1
 	verdictRepeat   = 2
@@ -51,16 +57,22 @@ const (
 // observed cells this process owns (those with Owner = sh.Rank, every
 // process's together being all of them) and inSupport the number of
 // distinct observed cells over all processes whose entities all have
-// positive weight. Every process gets the same cells, statistics and error.
-func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Options, sh Shared) ([]int32, Stats, error) {
+// positive weight. It returns this process's share of the n new cells:
+// Cells' cells first … first+len(mine)/N−1, with first = Rank·n/Size and
+// the next process's share starting at (Rank+1)·n/Size. Every process
+// gets the same statistics and error. Work and memory per process are
+// O(n/Size) beyond owned: each round's candidates are drawn by the
+// process whose range of counters they fall in and judged by their owner,
+// and the accepted cells are finally sent to the process whose share holds
+// their place.
+func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Options, sh Shared) (mine []int32, first int, st Stats, err error) {
 	order := t.Order()
-	var st Stats
 	if n < 0 {
 		panic(fmt.Sprintf("sampling: CellsShared(n = %d)", n))
 	}
 	support := t.supportSize()
 	if support-float64(inSupport) < float64(n) {
-		return nil, st, fmt.Errorf("sampling: cannot draw %d new cells: the entities of positive importance span %.0f cells, %d of them observed", n, support, inSupport)
+		return nil, 0, st, fmt.Errorf("sampling: cannot draw %d new cells: the entities of positive importance span %.0f cells, %d of them observed", n, support, inSupport)
 	}
 	maxDraws := opt.MaxDraws
 	if maxDraws <= 0 {
@@ -70,70 +82,193 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 	if round <= 0 {
 		round = 1 << 18
 	}
-	out := make([]int32, 0, n*order)
 	if n == 0 {
-		return out, st, nil
+		return []int32{}, 0, st, nil
+	}
+	rank, size := sh.Rank, max(sh.Size, 1)
+	if size == 1 && sh.Alltoall == nil {
+		sh.Alltoall = func(send, _ []int32) []int32 { return send }
+	}
+	if size == 1 && sh.Sum == nil {
+		sh.Sum = func([]int64) {}
 	}
 	dims := make([]int, order)
 	for i, a := range t.host {
 		dims[i] = len(a.Thresh)
 	}
-	drawn := tensor.NewCellSet(dims, n/max(sh.Size, 1)+16)
-	buf := t.be.AllocI32(min(round, n+n/8+64) * order)
+	// A round draws m ≤ mmax candidates; this process draws its range.
+	mmax := min(round, n+n/8+64)
+	drawn := tensor.NewCellSet(dims, n/size+16)
+	buf := t.be.AllocI32((mmax/size + 1) * order)
 	defer buf.Free()
 	host := make([]int32, buf.Len())
-	verdict := make([]byte, buf.Len()/order)
-	for len(out) < n*order {
+	counts, back := make([]int32, size), make([]int32, size)
+	accepted := 0 // over all processes, before this round
+	var kept []int32 // this process's accepted cells, each as (place, cell)
+	for accepted < n {
 		if st.Draws >= maxDraws {
-			return nil, st, fmt.Errorf("sampling: gave up after %d draws with %d of %d new cells (%d observed and %d repeated candidates rejected); the reachable cells are nearly exhausted, ask for fewer", st.Draws, len(out)/order, n, st.Observed, st.Duplicate)
+			return nil, 0, st, fmt.Errorf("sampling: gave up after %d draws with %d of %d new cells (%d observed and %d repeated candidates rejected); the reachable cells are nearly exhausted, ask for fewer", st.Draws, accepted, n, st.Observed, st.Duplicate)
 		}
-		need := n - len(out)/order
-		m := min(need+need/8+64, buf.Len()/order, maxDraws-st.Draws)
-		b := buf.Slice(0, m*order)
-		t.Draw(b, opt.Key, uint64(st.Draws))
-		if err := t.be.DownloadI32(host[:m*order], b); err != nil {
-			return nil, st, fmt.Errorf("sampling: %w", err)
-		}
-		// The owner's verdict on each of its candidates, as if the whole
-		// round were taken; new cells of this round are kept apart until
-		// the round's cut is known.
-		v := verdict[:m]
-		clear(v)
-		pending := tensor.NewCellSet(dims, 0)
-		for k := 0; k < m; k++ {
-			cell := host[k*order : (k+1)*order]
-			if Owner(cell, sh.Size) != sh.Rank {
-				continue
+		need := n - accepted
+		m := min(need+need/8+64, mmax, maxDraws-st.Draws)
+		lo, hi := rank*m/size, (rank+1)*m/size
+		k := hi - lo
+		if k > 0 {
+			b := buf.Slice(0, k*order)
+			t.Draw(b, opt.Key, uint64(st.Draws+lo))
+			if err := t.be.DownloadI32(host[:k*order], b); err != nil {
+				return nil, 0, st, fmt.Errorf("sampling: %w", err)
 			}
+		}
+		// To each owner its candidates, as (round index, cell), grouped by
+		// owner in increasing index.
+		clear(counts)
+		owner := make([]int32, k)
+		for j := range k {
+			owner[j] = int32(Owner(host[j*order:(j+1)*order], size))
+			counts[owner[j]] += int32(1 + order)
+		}
+		next := make([]int32, size)
+		for r := 1; r < size; r++ {
+			next[r] = next[r-1] + counts[r-1]
+		}
+		send := make([]int32, k*(1+order))
+		for j := range k {
+			o := owner[j]
+			send[next[o]] = int32(lo + j)
+			copy(send[next[o]+1:], host[j*order:(j+1)*order])
+			next[o] += int32(1 + order)
+		}
+		recv := sh.Alltoall(send, counts)
+		// Verdicts in increasing index, which is the order received (the
+		// senders' ranges increase with their rank), sent back to each
+		// candidate's drawing process.
+		clear(back)
+		verdicts := make([]int32, len(recv)/(1+order))
+		for j := range verdicts {
+			e := recv[j*(1+order):]
+			cell := e[1 : 1+order]
 			switch {
 			case owned.Has(cell):
-				v[k] = verdictObserved
-			case drawn.Has(cell) || !pending.Add(cell):
-				v[k] = verdictRepeat
+				verdicts[j] = verdictObserved
+			case !drawn.Add(cell):
+				verdicts[j] = verdictRepeat
 			default:
-				v[k] = verdictNew
+				verdicts[j] = verdictNew
+			}
+			back[drawer(int(e[0]), m, size)]++
+		}
+		got := sh.Alltoall(verdicts, back)
+		// got holds, owner by owner, the verdicts on this process's
+		// candidates in the order they were sent.
+		v := make([]int32, k)
+		pos := make([]int32, size)
+		for r := 1; r < size; r++ {
+			pos[r] = pos[r-1] + counts[r-1]/int32(1+order)
+		}
+		for j := range k {
+			o := owner[j]
+			v[j] = got[pos[o]]
+			pos[o]++
+		}
+		// The round's cut: the candidate at which the n-th new cell over
+		// all processes falls, if it does in this round.
+		tally := make([]int64, size)
+		nNew := 0
+		for _, x := range v {
+			if x == verdictNew {
+				nNew++
 			}
 		}
-		if sh.Size > 1 {
-			sh.Or(v)
+		tally[rank] = int64(nNew)
+		sh.Sum(tally)
+		before := accepted
+		for r := range rank {
+			before += int(tally[r])
 		}
-		for k := 0; k < m && len(out) < n*order; k++ {
-			st.Draws++
-			cell := host[k*order : (k+1)*order]
-			switch v[k] {
-			case verdictObserved:
-				st.Observed++
-			case verdictRepeat:
-				st.Duplicate++
-			case verdictNew:
-				out = append(out, cell...)
-				if Owner(cell, sh.Size) == sh.Rank {
-					drawn.Add(cell)
+		total := accepted
+		for _, c := range tally {
+			total += int(c)
+		}
+		// cut: the round index after the last candidate taken (m when
+		// the whole round is taken), found by the process holding it.
+		cut := []int64{0}
+		if total >= n {
+			if before < n && before+nNew >= n {
+				c := before
+				for j, x := range v {
+					if x == verdictNew {
+						if c++; c == n {
+							cut[0] = int64(lo + j + 1)
+							break
+						}
+					}
 				}
+			}
+			sh.Sum(cut)
+		} else {
+			cut[0] = int64(m)
+		}
+		// This process's candidates before the cut, and the counts.
+		c := []int64{0, 0}
+		for j, x := range v {
+			if lo+j >= int(cut[0]) {
+				break
+			}
+			switch x {
+			case verdictObserved:
+				c[0]++
+			case verdictRepeat:
+				c[1]++
+			case verdictNew:
+				kept = append(kept, int32(before))
+				kept = append(kept, host[j*order:(j+1)*order]...)
+				before++
 			default:
-				panic(fmt.Sprintf("sampling: no verdict on candidate %d", st.Draws))
+				panic(fmt.Sprintf("sampling: no verdict on candidate %d", st.Draws+lo+j))
 			}
 		}
+		sh.Sum(c)
+		st.Draws += int(cut[0])
+		st.Observed += int(c[0])
+		st.Duplicate += int(c[1])
+		accepted = min(total, n)
 	}
-	return out, st, nil
+	// Each accepted cell to the process whose share holds its place.
+	clear(counts)
+	for j := 0; j < len(kept); j += 1 + order {
+		counts[drawer(int(kept[j]), n, size)] += int32(1 + order)
+	}
+	next := make([]int32, size)
+	for r := 1; r < size; r++ {
+		next[r] = next[r-1] + counts[r-1]
+	}
+	send := make([]int32, len(kept))
+	for j := 0; j < len(kept); j += 1 + order {
+		r := drawer(int(kept[j]), n, size)
+		copy(send[next[r]:], kept[j:j+1+order])
+		next[r] += int32(1 + order)
+	}
+	kept = nil
+	recv := sh.Alltoall(send, counts)
+	first = rank * n / size
+	mine = make([]int32, ((rank+1)*n/size-first)*order)
+	for j := 0; j < len(recv); j += 1 + order {
+		copy(mine[(int(recv[j])-first)*order:], recv[j+1:j+1+order])
+	}
+	return mine, first, st, nil
+}
+
+// drawer returns the process that draws round index i of a round of m
+// candidates split over size processes in contiguous ranges
+// [r·m/size, (r+1)·m/size).
+func drawer(i, m, size int) int {
+	r := i * size / m
+	for r+1 < size && (r+1)*m/size <= i {
+		r++
+	}
+	for r > 0 && r*m/size > i {
+		r--
+	}
+	return r
 }

@@ -11,42 +11,77 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
-// orGroup combines byte slices of n goroutines by bitwise or, as MPI's
-// Allreduce would across processes.
-type orGroup struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	n, in   int
-	gen     int
-	acc     []byte
-	outcome []byte
+// group lets n goroutines exchange as MPI processes would: Alltoall and
+// Sum wait for every member's call of the same round.
+type group struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	n, in int
+	gen   int
+	sends [][]int32
+	cnts  [][]int32
+	sums  []int64
+	out   [][]int32
+	total []int64
 }
 
-func (g *orGroup) or(b []byte) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.in == 0 {
-		g.acc = make([]byte, len(b))
-	}
-	for i, v := range b {
-		g.acc[i] |= v
-	}
+func newGroup(n int) *group {
+	g := &group{n: n, sends: make([][]int32, n), cnts: make([][]int32, n)}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+// wait ends a round: the last member to arrive runs done.
+func (g *group) wait(done func()) {
 	g.in++
 	gen := g.gen
 	if g.in == g.n {
-		g.outcome, g.in = g.acc, 0
+		done()
+		g.in = 0
 		g.gen++
 		g.cond.Broadcast()
-	} else {
-		for g.gen == gen {
-			g.cond.Wait()
-		}
+		return
 	}
-	copy(b, g.outcome)
+	for g.gen == gen {
+		g.cond.Wait()
+	}
 }
 
-// TestCellsShared: the cells, statistics and errors of CellsShared on 1, 2
-// and 3 simulated processes are those of Cells.
+func (g *group) alltoall(rank int, send, counts []int32) []int32 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sends[rank], g.cnts[rank] = send, counts
+	g.wait(func() {
+		g.out = make([][]int32, g.n)
+		for src := range g.n {
+			off := int32(0)
+			for dst := range g.n {
+				c := g.cnts[src][dst]
+				g.out[dst] = append(g.out[dst], g.sends[src][off:off+c]...)
+				off += c
+			}
+		}
+	})
+	return append([]int32{}, g.out[rank]...)
+}
+
+func (g *group) sum(x []int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.in == 0 {
+		g.sums = make([]int64, len(x))
+	}
+	for i, v := range x {
+		g.sums[i] += v
+	}
+	g.wait(func() { g.total = g.sums })
+	copy(x, g.total)
+}
+
+// TestCellsShared: on 1, 2, 3 and 5 simulated processes, with rounds small
+// enough that a run takes several, CellsShared's shares in process order
+// are Cells' cells (each process's starting at Rank·n/Size) and its
+// statistics and errors are Cells'.
 func TestCellsShared(t *testing.T) {
 	be := cpu.New()
 	dims := []int{30, 20, 10}
@@ -71,11 +106,11 @@ func TestCellsShared(t *testing.T) {
 	}
 	for _, n := range []int{0, 1, 700, 2900} {
 		want, wst, werr := dev.Cells(observed, n, sampling.Options{Key: 9, Round: 100})
-		for _, size := range []int{1, 2, 3} {
-			g := &orGroup{n: size}
-			g.cond = sync.NewCond(&g.mu)
+		for _, size := range []int{1, 2, 3, 5} {
+			g := newGroup(size)
 			type result struct {
 				cells []int32
+				first int
 				st    sampling.Stats
 				err   error
 			}
@@ -97,18 +132,25 @@ func TestCellsShared(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					c, st, err := dev.CellsShared(owned, inSupport, n, sampling.Options{Key: 9, Round: 100}, sampling.Shared{Rank: r, Size: size, Or: g.or})
-					res[r] = result{c, st, err}
+					sh := sampling.Shared{Rank: r, Size: size, Sum: g.sum,
+						Alltoall: func(send, counts []int32) []int32 { return g.alltoall(r, send, counts) }}
+					c, first, st, err := dev.CellsShared(owned, inSupport, n, sampling.Options{Key: 9, Round: 100}, sh)
+					res[r] = result{c, first, st, err}
 				}()
 			}
 			wg.Wait()
+			var all []int32
 			for r, got := range res {
 				if (got.err == nil) != (werr == nil) || (werr != nil && got.err.Error() != werr.Error()) {
 					t.Fatalf("n %d, %d processes, rank %d: error %v, want %v", n, size, r, got.err, werr)
 				}
-				if !slices.Equal(got.cells, want) || got.st != wst {
-					t.Fatalf("n %d, %d processes, rank %d: %d cells %+v, want %d %+v", n, size, r, len(got.cells), got.st, len(want), wst)
+				if got.st != wst || (werr == nil && got.first != r*n/size) {
+					t.Fatalf("n %d, %d processes, rank %d: first %d, %+v, want %d %+v", n, size, r, got.first, got.st, r*n/size, wst)
 				}
+				all = append(all, got.cells...)
+			}
+			if werr == nil && !slices.Equal(all, want) {
+				t.Fatalf("n %d, %d processes: %d cells, not Cells' %d", n, size, len(all)/3, len(want)/3)
 			}
 		}
 	}

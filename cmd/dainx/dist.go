@@ -126,15 +126,12 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, output, r
 	}
 	res.Report.Input = name
 	// Every rank finished: only now is anything written. The augmented
-	// tensor is written by every rank at once, each its own range of the
+	// tensor is written by every rank at once, each its own share of the
 	// cells (tensor.WriteFileParallel): a failure on any rank leaves
 	// nothing, and is printed by the rank that met it.
 	c.Barrier()
 	if output != "" {
-		aug, n := res.Aug, len(res.Aug.Dims)
-		lo, hi := rank*aug.NNZ()/c.Size(), (rank+1)*aug.NNZ()/c.Size()
-		part := &tensor.COO{Dims: aug.Dims, Idx: aug.Idx[lo*n : hi*n], Val: aug.Val[lo:hi]}
-		if err := tensor.WriteFileParallel(output, part, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}, cl); err != nil {
+		if err := tensor.WriteFileParallel(output, res.Aug, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}, cl); err != nil {
 			code := exitFailure
 			switch {
 			case c.Size() == 1:
