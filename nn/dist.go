@@ -80,15 +80,17 @@ func ChooseExchange(tableRows, batch, order int) string {
 // calls it with the same model initialisation, configuration and shuffle
 // seed, its own share of the training cells (train, numbered by d.Owned)
 // and of the validation cells. The result, the parameters left in m and
-// every error are the same on every process. Resume and Save are not
-// supported (the run is not checkpointed), nor Graphs.
+// every error are the same on every process. Resume and Save work as in
+// Train (each process saving and resuming its replica's state, the same on
+// every process) when the order is keyed (cfg.Order), which needs no saved
+// cell order: the state's Perm is empty. Graphs is not supported.
 func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d DistConfig) (Result, error) {
 	var res Result
 	if cfg.Epochs <= 0 || cfg.Batch <= 0 || cfg.Patience <= 0 || !(cfg.LR > 0) {
 		return res, fmt.Errorf("nn: epochs %d, batch %d, patience %d, lr %g: all must be positive", cfg.Epochs, cfg.Batch, cfg.Patience, cfg.LR)
 	}
-	if cfg.Resume != nil || cfg.Save != nil {
-		return res, fmt.Errorf("nn: a data-parallel training is not checkpointed")
+	if (cfg.Resume != nil || cfg.Save != nil) && cfg.Order == nil {
+		return res, fmt.Errorf("nn: a data-parallel training is checkpointed only with a keyed order (the keyed split)")
 	}
 	if cfg.Batch > m.capacity {
 		return res, fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
@@ -389,7 +391,19 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	if cfg.ValGradSum != nil {
 		gsumHost = make([]float32, cfg.ValGradSum.Len())
 	}
-	for k := 1; k <= cfg.Epochs; k++ {
+	first := 1
+	if r := cfg.Resume; r != nil {
+		if err := resume(m, r, 0, nil, adamM, adamV, best); err != nil {
+			return res, err
+		}
+		adam.T = r.Step
+		res = Result{BestEpoch: r.Result.BestEpoch, BestValMSE: r.Result.BestValMSE, Epochs: append([]Epoch(nil), r.Result.Epochs...)}
+		first = r.Epoch + 1
+		if r.Epoch >= cfg.Epochs || r.Epoch-res.BestEpoch >= cfg.Patience {
+			first = cfg.Epochs + 1 // that run had stopped
+		}
+	}
+	for k := first; k <= cfg.Epochs; k++ {
 		start := time.Now()
 		// This process's cells of each step, in the global order.
 		pos := 0
@@ -535,6 +549,15 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 		res.Epochs = append(res.Epochs, ep)
 		if cfg.AfterEpoch != nil {
 			if err := cfg.AfterEpoch(ep); err != nil {
+				return res, err
+			}
+		}
+		if cfg.Save != nil {
+			st, err := state(m, k, adam.T, nil, adamM, adamV, best, res)
+			if err != nil {
+				return res, err
+			}
+			if err := cfg.Save(st); err != nil {
 				return res, err
 			}
 		}

@@ -88,3 +88,68 @@ func TestTrainDistKeyedOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainDistResume: TrainDist saving after every epoch, stopped after
+// epoch 2 and resumed from that state in a fresh model, ends with the
+// uninterrupted run's parameters and result, bit for bit, for both
+// embedding optimisers; a run that had stopped resumes to its end at once;
+// and checkpointing without a keyed order is refused.
+func TestTrainDistResume(t *testing.T) {
+	dims := []int{20, 15, 10}
+	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 1500)
+	dc := DistConfig{Cluster: oneProcess{}, Global: 1200, Owned: []Span{{0, 0, 1200}}, ValGlobal: 300}
+	for _, opt := range []string{Adam, SparseAdam} {
+		run := func(resume *TrainState, stopAt int) ([]float32, Result, []*TrainState, error) {
+			be := cpu.New()
+			m, err := NewMLP(be, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 256}, rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			train, val := m.NewSet(cells[:1200*3], vals[:1200]), m.NewSet(cells[1200*3:], vals[1200:])
+			var saved []*TrainState
+			cfg := TrainConfig{Epochs: 4, Batch: 100, Patience: 4, LR: 1e-2, EmbeddingOptimizer: opt, Order: KeyedOrder(1200, 5, 0), Resume: resume,
+				Save: func(st *TrainState) error {
+					saved = append(saved, st)
+					if st.Epoch == stopAt {
+						return context.Canceled
+					}
+					return nil
+				}}
+			res, err := TrainDist(context.Background(), m, train, val, cfg, dc)
+			p := make([]float32, m.Params().Len())
+			if derr := be.Download(p, m.Params()); derr != nil {
+				t.Fatal(derr)
+			}
+			return p, res, saved, err
+		}
+		want, wres, all, err := run(nil, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 4 || len(all[1].Perm) != 0 {
+			t.Fatalf("%s: %d states saved (want 4), the second with a %d-cell order (want none)", opt, len(all), len(all[1].Perm))
+		}
+		_, _, part, err := run(nil, 2)
+		if err != context.Canceled || len(part) != 2 {
+			t.Fatalf("%s: stopped run: %v after %d states", opt, err, len(part))
+		}
+		got, gres, _, err := run(part[1], -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) || gres.BestEpoch != wres.BestEpoch || len(gres.Epochs) != len(wres.Epochs) || gres.BestValMSE != wres.BestValMSE {
+			t.Errorf("%s: resumed after epoch 2: parameters or result differ from the uninterrupted run's (best %d/%d, %d/%d epochs)", opt, gres.BestEpoch, wres.BestEpoch, len(gres.Epochs), len(wres.Epochs))
+		}
+		done, dres, _, err := run(all[3], -1)
+		if err != nil || !slices.Equal(done, want) || len(dres.Epochs) != 4 {
+			t.Errorf("%s: resumed after the last epoch: err %v, %d epochs, same parameters %v", opt, err, len(dres.Epochs), slices.Equal(done, want))
+		}
+	}
+	be := cpu.New()
+	m, _ := NewMLP(be, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 256}, rand.New(rand.NewPCG(1, 2)))
+	train, val := m.NewSet(cells[:1200*3], vals[:1200]), m.NewSet(cells[1200*3:], vals[1200:])
+	cfg := TrainConfig{Epochs: 1, Batch: 100, Patience: 1, LR: 1e-2, Save: func(*TrainState) error { return nil }}
+	if _, err := TrainDist(context.Background(), m, train, val, cfg, dc); err == nil {
+		t.Error("TrainDist saved its state without a keyed order")
+	}
+}

@@ -568,7 +568,8 @@ func state(m *Net, k, step int, perm []int32, adamM, adamV, best compute.F32, re
 }
 
 // resume restores the state r into the model and Train's buffers, after
-// checking that it fits them.
+// checking that it fits them. perm (T cells) receives the saved order; a
+// keyed order saves none (TrainDist: T = 0, perm nil).
 func resume(m *Net, r *TrainState, T int, perm []int32, adamM, adamV, best compute.F32) error {
 	n := m.params.Len()
 	if len(r.Params) != n || len(r.AdamM) != n || len(r.AdamV) != n || len(r.Best) != n || len(r.Perm) != T {
