@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tracin"
@@ -181,9 +182,10 @@ func configFields(c Config, backend string) []ckField {
 
 // checkpointer is the checkpoint directory of a running experiment.
 type checkpointer struct {
-	dir  string
-	head ckHeader // this run's; Kind and Stage set per file
-	hook func(CheckpointPoint) error
+	dir     string
+	head    ckHeader // this run's; Kind and Stage set per file
+	hook    func(CheckpointPoint) error
+	pending bool // training states go to the pending file (see path)
 }
 
 // ErrCheckpointExists is returned (wrapped) when a run without Resume
@@ -195,6 +197,12 @@ var ErrCheckpointExists = errors.New("the checkpoint directory already holds a c
 // Resume, checks that every file there belongs to this configuration and
 // input; without Resume it refuses a directory that holds a checkpoint.
 func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*checkpointer, error) {
+	return openCheckpointFor(ck, e.cfg, e.be, e.logf, x)
+}
+
+// openCheckpointFor is openCheckpoint for a run of configuration cfg on
+// be, logging with logf.
+func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func(string, ...any), x *tensor.COO) (*checkpointer, error) {
 	if ck.Dir == "" {
 		return nil, fmt.Errorf("dain: checkpoint directory not given")
 	}
@@ -202,7 +210,7 @@ func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*checkpointer
 		return nil, fmt.Errorf("dain: checkpoint directory: %w", err)
 	}
 	c := &checkpointer{dir: ck.Dir, hook: ck.Hook, head: ckHeader{
-		Dainx: ck.Program, Config: configFields(e.cfg, e.be.Name()), Backend: e.be.Device()}}
+		Dainx: ck.Program, Config: configFields(cfg, be.Name()), Backend: be.Device()}}
 	entries, err := os.ReadDir(ck.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("dain: checkpoint directory: %w", err)
@@ -222,7 +230,7 @@ func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*checkpointer
 	}
 	c.head.Input = fingerprint(x, ck.Input)
 	if ck.Resume && len(files) == 0 {
-		e.logf("checkpoint: %s holds no checkpoint yet; starting from the beginning", ck.Dir)
+		logf("checkpoint: %s holds no checkpoint yet; starting from the beginning", ck.Dir)
 	}
 	var notes []string
 	for _, name := range files {
@@ -238,10 +246,10 @@ func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*checkpointer
 		}
 	}
 	for _, n := range notes {
-		e.logf("%s", n)
+		logf("%s", n)
 	}
 	if len(files) > 0 {
-		e.logf("checkpoint: resuming from %s (%s)", ck.Dir, strings.Join(files, ", "))
+		logf("checkpoint: resuming from %s (%s)", ck.Dir, strings.Join(files, ", "))
 	}
 	return c, nil
 }
@@ -273,8 +281,14 @@ func (c *checkpointer) compatible(h ckHeader, path string) error {
 	return nil
 }
 
-// path returns the file of a stage's record of kind.
+// path returns the file of a stage's record of kind. With pending set
+// (a run over processes saving an epoch), a training state goes to the
+// stage's pending file, which replaces the record once every process has
+// written its own (distCheckpoint).
 func (c *checkpointer) path(kind, stage string) string {
+	if kind == kindTrain && c.pending {
+		return filepath.Join(c.dir, stage+".train-pending.ckpt")
+	}
 	if kind == kindAugmented {
 		return filepath.Join(c.dir, "augmented.ckpt")
 	}
@@ -441,6 +455,14 @@ func (c *checkpointer) saveModel(stage string, t *trained, seconds float64, trac
 	if c == nil {
 		return nil
 	}
+	if err := c.writeModel(stage, t, seconds, tracinSecs); err != nil {
+		return err
+	}
+	return c.remove(kindTrain, stage)
+}
+
+// writeModel is saveModel without dropping the training state.
+func (c *checkpointer) writeModel(stage string, t *trained, seconds float64, tracinSecs []float64) error {
 	params := make([]float32, t.net.NumParams())
 	if err := t.net.Backend().Download(params, t.net.Params()); err != nil {
 		return fmt.Errorf("dain: checkpoint: %w", err)
@@ -454,17 +476,13 @@ func (c *checkpointer) saveModel(stage string, t *trained, seconds float64, trac
 		}
 		r.TracInK[i] = states[i].K
 	}
-	err := c.write(kindModel, stage, func(w *ckWriter) {
+	return c.write(kindModel, stage, func(w *ckWriter) {
 		w.gob("model", r)
 		w.f32("params", params)
 		for i, s := range states {
 			w.f32(fmt.Sprintf("tracin_%d", i), s.Best)
 		}
 	})
-	if err != nil {
-		return err
-	}
-	return c.remove(kindTrain, stage)
 }
 
 // loadModel restores the finished model of stage into t (whose net, sets
@@ -504,7 +522,8 @@ type augRecord struct {
 	RMSEBefore    float64
 	BestEpoch     int
 	HistoryBefore []EpochLog
-	NAug          int
+	NAug          int // the cells held here
+	Total         int // over all processes of a run spread over them (0: NAug)
 	Stats         AugStats
 	Seconds       Seconds // Train, Influence, Entity, Sample and Predict
 	Dims          []int

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"time"
@@ -119,6 +120,23 @@ func DistSupported(cfg Config) error {
 // of the same dims without cells, so that the shard's cells can be freed
 // (the caller must not need them afterwards).
 func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.Backend) (*Result, error) {
+	return runDist(ctx, cl, sh, cfg, be, nil)
+}
+
+// RunDistCheckpointed is RunDist made restartable as RunCheckpointed makes
+// Run: after every epoch of every training stage each process saves its
+// state in a directory of its own under ck.Dir (rank-R-of-P), rank 0
+// writes the manifest, and an epoch counts as saved once every process has
+// saved it, so a run killed at any moment on any process continues, with
+// ck.Resume and as many processes, from the last epoch every process
+// saved, to the uninterrupted run's result (bit for bit on the CPU).
+// ck.Dir must be one directory seen by every process (a shared file
+// system across nodes). It needs the keyed split.
+func RunDistCheckpointed(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
+	return runDist(ctx, cl, sh, cfg, be, &ck)
+}
+
+func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint) (*Result, error) {
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -148,6 +166,13 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		}
 	}
 	rank, size := cl.Rank(), cl.Size()
+	var dck *distCheckpoint
+	if ck != nil {
+		var err error
+		if dck, err = openDistCheckpoint(ck, cfg, be, cl, sh.Cells, sh.NNZ, logf); err != nil {
+			return nil, err
+		}
+	}
 
 	// Step 0: the split, the same on every process; each keeps its own
 	// cells of each part. Under the keyed split each process looks at its
@@ -256,12 +281,6 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	}
 	mark() // split
 
-	// Steps 1–2: Θ with TracIn on its last layer at every checkpoint.
-	t0 := time.Now()
-	theta, err := nn.NewMLP(be, mlpCfg, rng(cfg.Seed, streamInit))
-	if err != nil {
-		return nil, fmt.Errorf("dain: %w", err)
-	}
 	// Θ, the value predictor and their sets are freed once the new cells
 	// have their values, before Θ′ is made (release), so a rank never
 	// holds three models' tables at once.
@@ -273,12 +292,11 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		frees = nil
 	}
 	defer func() { release() }()
-	frees = append(frees, theta.Free)
-	trainSet, valSet, testSet := theta.NewSet(train.Idx, train.Val), theta.NewSet(val.Idx, val.Val), theta.NewSet(test.Idx, test.Val)
-	frees = append(frees, trainSet.Free, valSet.Free, testSet.Free)
-	tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffle), Order: cfg.order(streamShuffle, nTrain)}
-	tc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("mlp", dims)
-	var last *tracin.LastLayer
+	var (
+		theta                     *nn.Net
+		trainSet, valSet, testSet *nn.Set
+		last                      *tracin.LastLayer
+	)
 	// dropModels frees every model registered so far and drops this
 	// function's references to Θ (closures such as Θ's AfterEpoch hold
 	// them too), then collects, so that what comes next reuses the memory.
@@ -287,186 +305,267 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		theta, trainSet, valSet, testSet, last = nil, nil, nil, nil, nil
 		runtime.GC()
 	}
-	var influence float64
-	if cfg.Method == "dain" {
-		last = tracin.NewLastLayer(theta, trainSet, cfg.LR)
-		frees = append(frees, last.Free)
-		tc.ValGradSum = last.ValGradSum()
-		tc.AfterEpoch = func(ep nn.Epoch) error {
-			t := time.Now()
-			err := last.Checkpoint(ep.Best)
-			influence += time.Since(t).Seconds()
-			return err
-		}
-		logf("training Θ (mlp, %d parameters) with TracIn at every checkpoint", theta.NumParams())
-	} else {
-		logf("training Θ (mlp, %d parameters)", theta.NumParams())
-	}
 	trainOwned := []nn.Span{{Global: trFirst, Local: 0, N: train.NNZ()}}
-	res, err := fit("Θ", theta, tc, trainSet, valSet, nTrain, trainOwned, dr.Exchange)
-	if err != nil {
-		return nil, err
-	}
-	m, err := mse(theta, testSet, nTest)
-	if err != nil {
-		return nil, fmt.Errorf("dain: testing Θ: %w", err)
-	}
-	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = math.Sqrt(m), res.BestEpoch, history(res)
-	rep.Seconds.Train = time.Since(t0).Seconds() - influence
-	rep.Seconds.Influence = influence
-	mark() // train
-	logf("Θ: best epoch %d, validation MSE %.6f, test RMSE %.6f", res.BestEpoch, res.BestValMSE, rep.RMSEBefore)
-
+	var res nn.Result
 	nAug := int(cfg.Ratio * float64(nTrain))
 	// This process's share of the new cells: cells augFirst… of the nAug,
 	// augFirst = rank·nAug/size.
 	aug := &tensor.COO{Dims: append([]int(nil), dims...)}
 	augFirst := rank * nAug / size
 	var st AugStats
-	if nAug > 0 {
-		logf("step 4: %s, %d new cells", cfg.Method, nAug)
-		// Step 3: entity importance, each process's cells summed over all.
-		t0 = time.Now()
-		var key uint64
-		w := make([][]float64, len(dims))
-		if last != nil {
-			imp := be.Alloc(rows)
-			be.EntityImportance(imp, last.Scores(), trainSet.Rows)
-			host := make([]float32, rows)
-			err := be.Download(host, imp)
-			imp.Free()
-			if err != nil {
-				return nil, fmt.Errorf("dain: %w", err)
-			}
-			sum := make([]float64, rows)
-			for i, v := range host {
-				sum[i] = float64(v)
-			}
-			cl.SumF64(sum)
-			off := 0
-			for n, d := range dims {
-				w[n] = sum[off : off+d]
-				total := 0.0
-				for _, v := range w[n] {
-					total += v
-				}
-				if err := tracin.NoImportance(total, n); err != nil {
-					return nil, fmt.Errorf("dain: tracin: %w", err)
-				}
-				for i := range w[n] {
-					w[n][i] /= total
-				}
-				off += d
-			}
-			key = rng(cfg.Seed, streamSample).Uint64()
-		} else {
-			for n, d := range dims {
-				w[n] = make([]float64, d)
-				for i := range w[n] {
-					w[n][i] = 1
-				}
-			}
-			key = rng(cfg.Seed, streamRandom).Uint64()
+	saved, savedAug, err := dck.loadAugmented()
+	if err != nil {
+		return nil, err
+	}
+	if saved != nil {
+		// Steps 1–4 were done before the interruption.
+		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = saved.RMSEBefore, saved.BestEpoch, saved.HistoryBefore
+		rep.Seconds, st, aug = saved.Seconds, saved.Stats, savedAug
+		aug.Dims = append([]int(nil), dims...)
+		if aug.Val == nil {
+			aug.Val = []float64{}
 		}
-		tables := make([]*sampling.Alias, len(dims))
-		for n := range w {
-			if tables[n], err = sampling.NewAlias(w[n]); err != nil {
-				return nil, fmt.Errorf("dain: mode %d: %w", n+1, err)
-			}
-		}
-		rep.Seconds.Entity = time.Since(t0).Seconds()
-		if cfg.Predictor == "costco" {
-			// Θ's part is done (its TracIn scores are in the tables):
-			// free it before CoSTCo is trained.
-			dropModels()
-		}
-
-		// Step 4: the observed cells (train ∪ validation) partitioned by
-		// owner, then the draws.
-		t0 = time.Now()
-		order := len(dims)
-		counts := make([]int32, size)
-		for _, c := range [][]int32{train.Idx, val.Idx} {
-			for k := 0; k < len(c); k += order {
-				counts[sampling.Owner(c[k:k+order], size)] += int32(order)
-			}
-		}
-		next := make([]int32, size)
-		for r := 1; r < size; r++ {
-			next[r] = next[r-1] + counts[r-1]
-		}
-		send := make([]int32, len(train.Idx)+len(val.Idx))
-		for _, c := range [][]int32{train.Idx, val.Idx} {
-			for k := 0; k < len(c); k += order {
-				r := sampling.Owner(c[k:k+order], size)
-				copy(send[next[r]:], c[k:k+order])
-				next[r] += int32(order)
-			}
-		}
-		recv := cl.AlltoallI32(send, counts)
-		send = nil
-		dev := sampling.Upload(be, tables)
-		defer dev.Free()
-		owned := tensor.NewCellSet(dims, len(recv)/order)
-		support := []int64{0}
-		for k := 0; k < len(recv); k += order {
-			if owned.Add(recv[k:k+order]) && dev.Reachable(recv[k:k+order]) {
-				support[0]++
-			}
-		}
-		recv = nil
-		cl.SumI64(support)
-		cells, first, s, err := dev.CellsShared(owned, int(support[0]), nAug, sampling.Options{Key: key}, sampling.Shared{Rank: rank, Size: size, Alltoall: cl.AlltoallI32, Sum: cl.SumI64})
+		logf("Θ and the %d new cells were made before the interruption (checkpoint)", nAug)
+		mark() // train
+	} else {
+		// Steps 1–2: Θ with TracIn on its last layer at every checkpoint.
+		t0 := time.Now()
+		theta, err = nn.NewMLP(be, mlpCfg, rng(cfg.Seed, streamInit))
 		if err != nil {
 			return nil, fmt.Errorf("dain: %w", err)
 		}
-		owned = nil
-		aug.Idx, augFirst = cells, first
-		st.Draws, st.RejectObserved, st.RejectRepeat = s.Draws, s.Observed, s.Duplicate
-		st.Sample = time.Since(t0).Seconds()
+		frees = append(frees, theta.Free)
+		trainSet, valSet, testSet = theta.NewSet(train.Idx, train.Val), theta.NewSet(val.Idx, val.Val), theta.NewSet(test.Idx, test.Val)
+		frees = append(frees, trainSet.Free, valSet.Free, testSet.Free)
+		tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Order: cfg.order(streamShuffle, nTrain)}
+		var pcg *rand.PCG
+		tc.Shuffle, pcg = rngPCG(cfg.Seed, streamShuffle)
+		tc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("mlp", dims)
+		secs := []float64{0} // TracIn's
+		var accs []tracin.Accumulator
+		var passes []TracIn
+		if cfg.Method == "dain" {
+			last = tracin.NewLastLayer(theta, trainSet, cfg.LR)
+			frees = append(frees, last.Free)
+			accs, passes = []tracin.Accumulator{last}, []TracIn{{Layers: "last"}}
+			tc.ValGradSum = last.ValGradSum()
+		}
+		stage := stageName("mlp", passes)
+		tc.AfterEpoch = func(ep nn.Epoch) error {
+			if err := dck.at(stage, ep.N, "trained"); err != nil {
+				return err
+			}
+			if last == nil {
+				return nil
+			}
+			t := time.Now()
+			err := last.Checkpoint(ep.Best)
+			secs[0] += time.Since(t).Seconds()
+			if err != nil {
+				return err
+			}
+			return dck.at(stage, ep.N, "tracin")
+		}
+		t := &trained{net: theta, accs: accs}
+		seconds, savedSecs, found, err := dck.loadModel(stage, t)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			res, rep.RMSEBefore = t.res, t.rmse
+			copy(secs, savedSecs)
+			logf("Θ: trained before the interruption (checkpoint): best epoch %d, validation MSE %.6f, test RMSE %.6f", res.BestEpoch, res.BestValMSE, rep.RMSEBefore)
+		} else {
+			if last != nil {
+				logf("training Θ (mlp, %d parameters) with TracIn at every checkpoint", theta.NumParams())
+			} else {
+				logf("training Θ (mlp, %d parameters)", theta.NumParams())
+			}
+			prior, err := dck.fit(&tc, stage, "Θ", pcg, accs, secs, logf, func() float64 { return time.Since(t0).Seconds() })
+			if err != nil {
+				return nil, err
+			}
+			if res, err = fit("Θ", theta, tc, trainSet, valSet, nTrain, trainOwned, dr.Exchange); err != nil {
+				return nil, err
+			}
+			m, err := mse(theta, testSet, nTest)
+			if err != nil {
+				return nil, fmt.Errorf("dain: testing Θ: %w", err)
+			}
+			rep.RMSEBefore = math.Sqrt(m)
+			seconds = prior + time.Since(t0).Seconds() - secs[0]
+			t.res, t.rmse = res, rep.RMSEBefore
+			if err := dck.finish(stage, func() error { return dck.c.writeModel(stage, t, seconds, secs) }); err != nil {
+				return nil, err
+			}
+			logf("Θ: best epoch %d, validation MSE %.6f, test RMSE %.6f", res.BestEpoch, res.BestValMSE, rep.RMSEBefore)
+		}
+		rep.BestEpoch, rep.HistoryBefore = res.BestEpoch, history(res)
+		rep.Seconds.Train, rep.Seconds.Influence = seconds, secs[0]
+		mark() // train
 
-		// Values: each process predicts its share of the new cells.
-		predictor := theta
-		if cfg.Predictor == "costco" {
+		if nAug > 0 {
+			logf("step 4: %s, %d new cells", cfg.Method, nAug)
+			// Step 3: entity importance, each process's cells summed over all.
 			t0 = time.Now()
-			cc, err := nn.NewCoSTCo(be, nn.CoSTCoConfig{Dims: dims, Rank: cfg.Rank, Channels: cfg.Channels, Capacity: max(cfg.CoSTCoBatch, cfg.EvalBatch)}, rng(cfg.Seed, streamInitCoSTCo))
+			var key uint64
+			w := make([][]float64, len(dims))
+			if last != nil {
+				imp := be.Alloc(rows)
+				be.EntityImportance(imp, last.Scores(), trainSet.Rows)
+				host := make([]float32, rows)
+				err := be.Download(host, imp)
+				imp.Free()
+				if err != nil {
+					return nil, fmt.Errorf("dain: %w", err)
+				}
+				sum := make([]float64, rows)
+				for i, v := range host {
+					sum[i] = float64(v)
+				}
+				cl.SumF64(sum)
+				off := 0
+				for n, d := range dims {
+					w[n] = sum[off : off+d]
+					total := 0.0
+					for _, v := range w[n] {
+						total += v
+					}
+					if err := tracin.NoImportance(total, n); err != nil {
+						return nil, fmt.Errorf("dain: tracin: %w", err)
+					}
+					for i := range w[n] {
+						w[n][i] /= total
+					}
+					off += d
+				}
+				key = rng(cfg.Seed, streamSample).Uint64()
+			} else {
+				for n, d := range dims {
+					w[n] = make([]float64, d)
+					for i := range w[n] {
+						w[n][i] = 1
+					}
+				}
+				key = rng(cfg.Seed, streamRandom).Uint64()
+			}
+			tables := make([]*sampling.Alias, len(dims))
+			for n := range w {
+				if tables[n], err = sampling.NewAlias(w[n]); err != nil {
+					return nil, fmt.Errorf("dain: mode %d: %w", n+1, err)
+				}
+			}
+			rep.Seconds.Entity = time.Since(t0).Seconds()
+			if cfg.Predictor == "costco" {
+				// Θ's part is done (its TracIn scores are in the tables):
+				// free it before CoSTCo is trained.
+				dropModels()
+			}
+
+			// Step 4: the observed cells (train ∪ validation) partitioned by
+			// owner, then the draws.
+			t0 = time.Now()
+			order := len(dims)
+			counts := make([]int32, size)
+			for _, c := range [][]int32{train.Idx, val.Idx} {
+				for k := 0; k < len(c); k += order {
+					counts[sampling.Owner(c[k:k+order], size)] += int32(order)
+				}
+			}
+			next := make([]int32, size)
+			for r := 1; r < size; r++ {
+				next[r] = next[r-1] + counts[r-1]
+			}
+			send := make([]int32, len(train.Idx)+len(val.Idx))
+			for _, c := range [][]int32{train.Idx, val.Idx} {
+				for k := 0; k < len(c); k += order {
+					r := sampling.Owner(c[k:k+order], size)
+					copy(send[next[r]:], c[k:k+order])
+					next[r] += int32(order)
+				}
+			}
+			recv := cl.AlltoallI32(send, counts)
+			send = nil
+			dev := sampling.Upload(be, tables)
+			defer dev.Free()
+			owned := tensor.NewCellSet(dims, len(recv)/order)
+			support := []int64{0}
+			for k := 0; k < len(recv); k += order {
+				if owned.Add(recv[k:k+order]) && dev.Reachable(recv[k:k+order]) {
+					support[0]++
+				}
+			}
+			recv = nil
+			cl.SumI64(support)
+			cells, first, s, err := dev.CellsShared(owned, int(support[0]), nAug, sampling.Options{Key: key}, sampling.Shared{Rank: rank, Size: size, Alltoall: cl.AlltoallI32, Sum: cl.SumI64})
 			if err != nil {
 				return nil, fmt.Errorf("dain: %w", err)
 			}
-			frees = append(frees, cc.Free)
-			ctr, cva, cte := cc.NewSet(train.Idx, train.Val), cc.NewSet(val.Idx, val.Val), cc.NewSet(test.Idx, test.Val)
-			frees = append(frees, ctr.Free, cva.Free, cte.Free)
-			logf("training Θc (costco, %d parameters)", cc.NumParams())
-			ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Shuffle: rng(cfg.Seed, streamShuffleCoSTCo), Order: cfg.order(streamShuffleCoSTCo, nTrain)}
-			ctc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("costco", dims)
-			cex := nn.ChooseExchange(rows, cfg.CoSTCoBatch, len(dims))
-			if os.Getenv("DAINX_EXCHANGE") != "" {
-				cex = dr.Exchange
+			owned = nil
+			aug.Idx, augFirst = cells, first
+			st.Draws, st.RejectObserved, st.RejectRepeat = s.Draws, s.Observed, s.Duplicate
+			st.Sample = time.Since(t0).Seconds()
+
+			// Values: each process predicts its share of the new cells.
+			predictor := theta
+			if cfg.Predictor == "costco" {
+				t0 = time.Now()
+				cc, err := nn.NewCoSTCo(be, nn.CoSTCoConfig{Dims: dims, Rank: cfg.Rank, Channels: cfg.Channels, Capacity: max(cfg.CoSTCoBatch, cfg.EvalBatch)}, rng(cfg.Seed, streamInitCoSTCo))
+				if err != nil {
+					return nil, fmt.Errorf("dain: %w", err)
+				}
+				frees = append(frees, cc.Free)
+				ctr, cva, cte := cc.NewSet(train.Idx, train.Val), cc.NewSet(val.Idx, val.Val), cc.NewSet(test.Idx, test.Val)
+				frees = append(frees, ctr.Free, cva.Free, cte.Free)
+				logf("training Θc (costco, %d parameters)", cc.NumParams())
+				ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Order: cfg.order(streamShuffleCoSTCo, nTrain)}
+				var cpcg *rand.PCG
+				ctc.Shuffle, cpcg = rngPCG(cfg.Seed, streamShuffleCoSTCo)
+				ctc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("costco", dims)
+				cex := nn.ChooseExchange(rows, cfg.CoSTCoBatch, len(dims))
+				if os.Getenv("DAINX_EXCHANGE") != "" {
+					cex = dr.Exchange
+				}
+				cstage := stageName("costco", nil)
+				ctc.AfterEpoch = func(ep nn.Epoch) error { return dck.at(cstage, ep.N, "trained") }
+				t1 := t0
+				prior, err := dck.fit(&ctc, cstage, "Θc", cpcg, nil, nil, logf, func() float64 { return time.Since(t1).Seconds() })
+				if err != nil {
+					return nil, err
+				}
+				rep.Seconds.Predict += prior
+				cres, err := fit("Θc", cc, ctc, ctr, cva, nTrain, trainOwned, cex)
+				if err != nil {
+					return nil, err
+				}
+				cm, err := mse(cc, cte, nTest)
+				if err != nil {
+					return nil, fmt.Errorf("dain: testing Θc: %w", err)
+				}
+				logf("Θc: best epoch %d, validation MSE %.6f, test RMSE %.6f", cres.BestEpoch, cres.BestValMSE, math.Sqrt(cm))
+				predictor = cc
+				rep.Seconds.Predict += time.Since(t0).Seconds()
 			}
-			cres, err := fit("Θc", cc, ctc, ctr, cva, nTrain, trainOwned, cex)
-			if err != nil {
+			t0 = time.Now()
+			aug.Val = []float64{}
+			if len(aug.Idx) > 0 {
+				if aug.Val, err = predict(predictor, aug.Idx); err != nil {
+					return nil, err
+				}
+			}
+			st.Predict = time.Since(t0).Seconds()
+		}
+		rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, rep.Seconds.Predict+st.Predict
+		if dck != nil {
+			r := augRecord{RMSEBefore: rep.RMSEBefore, BestEpoch: rep.BestEpoch, HistoryBefore: rep.HistoryBefore,
+				NAug: aug.NNZ(), Total: nAug, Stats: st, Seconds: rep.Seconds, Dims: dims}
+			if err := dck.agree(dck.c.saveAugmented(r, aug)); err != nil {
 				return nil, err
 			}
-			cm, err := mse(cc, cte, nTest)
-			if err != nil {
-				return nil, fmt.Errorf("dain: testing Θc: %w", err)
-			}
-			logf("Θc: best epoch %d, validation MSE %.6f, test RMSE %.6f", cres.BestEpoch, cres.BestValMSE, math.Sqrt(cm))
-			predictor = cc
-			rep.Seconds.Predict += time.Since(t0).Seconds()
 		}
-		t0 = time.Now()
-		aug.Val = []float64{}
-		if len(aug.Idx) > 0 {
-			if aug.Val, err = predict(predictor, aug.Idx); err != nil {
-				return nil, err
-			}
-		}
-		st.Predict = time.Since(t0).Seconds()
 	}
 	rep.NAug = nAug
 	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
-	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, rep.Seconds.Predict+st.Predict
 	mark() // augment
 	// Θ and the predictor are done with: free them before Θ′ is made.
 	dropModels()
@@ -474,7 +573,7 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	// Step 5: a fresh MLP on train ∪ aug, each process holding its
 	// training cells and its share of the new ones.
 	logf("step 5: retraining on %d + %d cells", nTrain, rep.NAug)
-	t0 = time.Now()
+	t0 := time.Now()
 	after, err := nn.NewMLP(be, mlpCfg, rng(cfg.Seed, streamInitAfter))
 	if err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
@@ -486,19 +585,26 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	defer val2.Free()
 	defer test2.Free()
 	owned := []nn.Span{{Global: trFirst, Local: 0, N: train.NNZ()}, {Global: nTrain + augFirst, Local: train.NNZ(), N: aug.NNZ()}}
-	atc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Shuffle: rng(cfg.Seed, streamShuffleAfter), Order: cfg.order(streamShuffleAfter, nTrain+rep.NAug)}
-	atc.EmbeddingOptimizer = tc.EmbeddingOptimizer
+	atc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Order: cfg.order(streamShuffleAfter, nTrain+rep.NAug)}
+	var apcg *rand.PCG
+	atc.Shuffle, apcg = rngPCG(cfg.Seed, streamShuffleAfter)
+	atc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("mlp", dims)
+	atc.AfterEpoch = func(ep nn.Epoch) error { return dck.at("retrain", ep.N, "trained") }
+	prior, err := dck.fit(&atc, "retrain", "Θ'", apcg, nil, nil, logf, func() float64 { return time.Since(t0).Seconds() })
+	if err != nil {
+		return nil, err
+	}
 	res, err = fit("Θ'", after, atc, both, val2, nTrain+rep.NAug, owned, dr.Exchange)
 	if err != nil {
 		return nil, err
 	}
-	m, err = mse(after, test2, nTest)
+	m, err := mse(after, test2, nTest)
 	if err != nil {
 		return nil, fmt.Errorf("dain: testing the retrained model: %w", err)
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = math.Sqrt(m), res.BestEpoch, history(res)
 	rep.Improved = rep.RMSEAfter < rep.RMSEBefore
-	rep.Seconds.Retrain = time.Since(t0).Seconds()
+	rep.Seconds.Retrain = prior + time.Since(t0).Seconds()
 	// The replicas must have stayed identical.
 	sum, err := after.ParamsChecksum()
 	if err != nil {

@@ -58,13 +58,10 @@ Flags:
 	ctx, stop := signalContext()
 	defer stop()
 	if *distMode == "mpi" {
-		if ck.dir != "" {
-			return exitFor("augment", fmt.Errorf("%w: -dist mpi runs are not checkpointed; leave out -checkpoint", errUsage), nil, stderr)
-		}
 		if o := a.Out; o.ModelOut != "" || o.SplitOut != "" || o.ScoresOut != "" || o.ImportOut != "" || cfg.TestFrac == 0 {
 			return exitFor("augment", fmt.Errorf("%w: -dist mpi runs do not yet write -model-out, -split-out, -scores-out or -importance-out, nor take -test-frac 0; run them in one process", errUsage), nil, stderr)
 		}
-		return augmentDist(ctx, *cfg, in, a.Output, a.Report, stdout, stderr)
+		return augmentDist(ctx, *cfg, in, ck, a.Output, a.Report, stdout, stderr)
 	}
 	return exitFor("augment", runAugment(ctx, a, ck, stdout, stderr), ctx, stderr)
 }

@@ -61,7 +61,7 @@ func openDistBackend(c *mpi.Comm, in *inputFlags, stderr io.Writer) (compute.Bac
 // found it, and every rank exits 1; any other failure on a rank is printed
 // by that rank, which then aborts the whole job (MPI_Abort), so the job
 // always exits non-zero with nothing written.
-func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, output, report string, stdout, stderr io.Writer) int {
+func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkpointFlags, output, report string, stdout, stderr io.Writer) int {
 	c, err := openMPI()
 	if err != nil {
 		return exitFor("augment", err, ctx, stderr)
@@ -120,7 +120,15 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, output, r
 	} else if why != "" && cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "dainx: gradients through host memory: %s\n", why)
 	}
-	res, err := dain.RunDist(ctx, cl, sh, cfg, be)
+	var res *dain.Result
+	if ck.dir == "" {
+		res, err = dain.RunDist(ctx, cl, sh, cfg, be)
+	} else {
+		res, err = dain.RunDistCheckpointed(ctx, cl, sh, cfg, be, dain.Checkpoint{Dir: ck.dir, Resume: ck.resume, Input: name, Program: version(), Hook: checkpointHook})
+		if err != nil && ctx.Err() != nil {
+			err = &keptError{msg: fmt.Sprintf("nothing written but the checkpoint in %s, which keeps the last epoch every rank finished; the same command with -resume (and as many ranks) continues the run", ck.dir)}
+		}
+	}
 	if err != nil {
 		return fail(err)
 	}

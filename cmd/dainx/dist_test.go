@@ -448,24 +448,100 @@ func TestDistNoMPI(t *testing.T) {
 
 // With DAINX_TEST_AS_DAINX=1 and DAINX_TEST_KILL_RANK=r, rank r of an MPI
 // job (MPICH's PMI_RANK or Open MPI's OMPI_COMM_WORLD_RANK) kills itself
-// with SIGKILL after DAINX_TEST_KILL_AFTER.
+// with SIGKILL after DAINX_TEST_KILL_AFTER, or at DAINX_TEST_KILL_AT (see
+// TestMain; the other ranks then ignore it).
 func init() {
 	r := os.Getenv("DAINX_TEST_KILL_RANK")
 	if os.Getenv("DAINX_TEST_AS_DAINX") != "1" || r == "" {
 		return
 	}
-	me := os.Getenv("PMI_RANK")
-	if me == "" {
-		me = os.Getenv("OMPI_COMM_WORLD_RANK")
-	}
-	if me != r {
+	if me := mpiRank(); me != r {
+		os.Unsetenv("DAINX_TEST_KILL_AT")
 		return
 	}
-	after, _ := time.ParseDuration(os.Getenv("DAINX_TEST_KILL_AFTER"))
+	after, err := time.ParseDuration(os.Getenv("DAINX_TEST_KILL_AFTER"))
+	if err != nil {
+		return // killed at a point of the run instead (DAINX_TEST_KILL_AT)
+	}
 	go func() {
 		time.Sleep(after)
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}()
+}
+
+// mpiRank returns this process's rank in an MPI job as the launcher gives
+// it, "" outside one.
+func mpiRank() string {
+	if me := os.Getenv("PMI_RANK"); me != "" {
+		return me
+	}
+	return os.Getenv("OMPI_COMM_WORLD_RANK")
+}
+
+// TestDistCheckpoint: -dist mpi -checkpoint saves every rank's state; a
+// run whose rank 1 is killed (SIGKILL) in Θ's training after its TracIn
+// pass, in CoSTCo's, right after the new cells were saved, or in the
+// retraining, continues with -resume on as many ranks to the uninterrupted
+// run's output, byte for byte, and report; a checkpoint is not resumed on
+// another number of ranks nor overwritten without -resume; and
+// checkpointing does not change the run.
+func TestDistCheckpoint(t *testing.T) {
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	args := append([]string{"augment", "-dist", "mpi", "-input", "testdata/golden/input.tsv"}, distFlags...)
+	args = append(args, "-epochs", "4", "-patience", "4")
+	runTo := func(name string, env []string, n int, extra ...string) (int, string) {
+		return mpiRun(t, l, n, env, append(append(args, "-output", filepath.Join(dir, name+".tsv"), "-report", filepath.Join(dir, name+".json")), extra...)...)
+	}
+	if code, msg := runTo("plain", nil, 2); code != 0 {
+		t.Fatalf("without a checkpoint: exit %d\n%s", code, msg)
+	}
+	if code, msg := runTo("whole", nil, 2, "-checkpoint", filepath.Join(dir, "ck-whole")); code != 0 {
+		t.Fatalf("checkpointed: exit %d\n%s", code, msg)
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "plain.tsv"))
+	if got, _ := os.ReadFile(filepath.Join(dir, "whole.tsv")); len(want) == 0 || !bytes.Equal(got, want) {
+		t.Fatalf("the checkpointed run's cells differ from the plain run's")
+	}
+	rmse := func(name string) [2]float64 {
+		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r dain.Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		return [2]float64{r.RMSEBefore, r.RMSEAfter}
+	}
+	wantRMSE := rmse("plain")
+	for i, at := range []string{"theta-mlp.tracin-last:2:tracin", "theta-costco:3:saved", "augmented:0:saved", "retrain:2:trained"} {
+		ck := filepath.Join(dir, fmt.Sprintf("ck%d", i))
+		name := fmt.Sprintf("r%d", i)
+		code, msg := runTo(name, []string{"DAINX_TEST_KILL_RANK=1", "DAINX_TEST_KILL_AT=" + at}, 2, "-checkpoint", ck)
+		if code == 0 {
+			t.Fatalf("killed at %s: exit 0\n%s", at, msg)
+		}
+		if _, err := os.Stat(filepath.Join(dir, name+".tsv")); err == nil {
+			t.Fatalf("killed at %s: output written", at)
+		}
+		if code, msg := runTo(name, nil, 2, "-checkpoint", ck, "-resume"); code != 0 {
+			t.Fatalf("resumed after a kill at %s: exit %d\n%s", at, code, msg)
+		}
+		if got, _ := os.ReadFile(filepath.Join(dir, name+".tsv")); !bytes.Equal(got, want) {
+			t.Errorf("resumed after a kill at %s: the cells differ from the uninterrupted run's", at)
+		}
+		if got := rmse(name); got != wantRMSE {
+			t.Errorf("resumed after a kill at %s: RMSEs %v, want %v", at, got, wantRMSE)
+		}
+	}
+	ck := filepath.Join(dir, "ck-whole")
+	if code, msg := runTo("other", nil, 3, "-checkpoint", ck, "-resume"); code == 0 || !strings.Contains(msg, "made by 2 processes") {
+		t.Errorf("resumed on 3 ranks: exit %d\n%s", code, msg)
+	}
+	if code, msg := runTo("again", nil, 2, "-checkpoint", ck); code == 0 || !strings.Contains(msg, "-resume") {
+		t.Errorf("a new run into a checkpoint: exit %d\n%s", code, msg)
+	}
 }
 
 // TestDistEval: dainx eval -dist mpi spreads the repeats over the ranks and

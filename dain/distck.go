@@ -1,0 +1,258 @@
+package dain
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/tracin"
+)
+
+// distCheckpoint is the checkpoint of a run spread over processes
+// (RunDistCheckpointed): each process saves its own state (its replica of
+// the model being trained, its cells' TracIn sums, its share of the new
+// cells) with the one-process checkpointer in a directory of its own under
+// Checkpoint.Dir, rank-R-of-P, and rank 0 writes manifest.json naming the
+// number of processes. A record counts only once every process has it:
+//
+//   - an epoch's training state is written to a pending file; once every
+//     process has written its own they all replace their record with it,
+//     so a process killed at any moment leaves every process with the
+//     epoch before or with that epoch, pending or in place, and -resume
+//     takes the last epoch every process has;
+//   - a finished stage's record (a trained Θ, the new cells) is taken on
+//     resume only if every process has it, and the stage's training state
+//     is removed only after every process has written it.
+type distCheckpoint struct {
+	c        *checkpointer
+	cl       Cluster
+	rank, np int
+}
+
+// distManifest is rank 0's manifest.json.
+type distManifest struct {
+	Dainx string `json:"dainx"`
+	Ranks int    `json:"ranks"`
+	Input string `json:"input"`
+	Cells int    `json:"cells"`
+}
+
+// distManifestName is the manifest's file in Checkpoint.Dir.
+const distManifestName = "manifest.json"
+
+// openDistCheckpoint prepares the checkpoint of this process (rank of
+// cl) in ck.Dir for a run of cfg on be over a tensor of nnz cells of which
+// shard holds this process's, as openCheckpoint does for one process; it
+// refuses a checkpoint made with another number of processes. Every
+// process gets an error if any does.
+func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl Cluster, shard *tensor.COO, nnz int, logf func(string, ...any)) (*distCheckpoint, error) {
+	rank, np := cl.Rank(), cl.Size()
+	d := &distCheckpoint{cl: cl, rank: rank, np: np}
+	if cfg.split() != SplitKeyed {
+		return nil, fmt.Errorf("dain: a run over processes is checkpointed with the keyed split only (-split keyed, the default)")
+	}
+	err := os.MkdirAll(ck.Dir, 0o755)
+	manifest := filepath.Join(ck.Dir, distManifestName)
+	var m distManifest
+	b, rerr := os.ReadFile(manifest)
+	switch {
+	case err != nil:
+	case rerr == nil && !ck.Resume:
+		err = fmt.Errorf("dain: %w: %s holds a checkpoint of a run over processes; continue it with -resume, or remove it or choose another directory to start afresh", ErrCheckpointExists, ck.Dir)
+	case rerr == nil:
+		if jerr := json.Unmarshal(b, &m); jerr != nil {
+			err = fmt.Errorf("dain: -resume: %s: %w", manifest, jerr)
+		} else if m.Ranks != np {
+			err = fmt.Errorf("dain: -resume: the checkpoint in %s was made by %d processes; resume it with as many (mpiexec -n %d), this run has %d", ck.Dir, m.Ranks, m.Ranks, np)
+		}
+	case !errors.Is(rerr, os.ErrNotExist):
+		err = fmt.Errorf("dain: checkpoint: %w", rerr)
+	}
+	if err := d.agree(err); err != nil {
+		return nil, err
+	}
+	if rank == 0 && rerr != nil {
+		m = distManifest{Dainx: ck.Program, Ranks: np, Input: ck.Input, Cells: nnz}
+		js, _ := json.MarshalIndent(m, "", "  ")
+		err = tensor.AtomicWrite(manifest, func(w io.Writer) error { _, err := w.Write(append(js, '\n')); return err })
+	}
+	if err := d.agree(err); err != nil {
+		return nil, err
+	}
+	own := *ck
+	own.Dir = filepath.Join(ck.Dir, fmt.Sprintf("rank-%d-of-%d", rank, np))
+	if rank != 0 {
+		logf = func(string, ...any) {}
+	}
+	d.c, err = openCheckpointFor(&own, cfg, be, logf, shard)
+	if err := d.agree(err); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// agree returns err on the process that has it, an error saying that
+// another process failed on the others when any has one, and nil when none
+// has.
+func (d *distCheckpoint) agree(err error) error {
+	flag := []int64{0}
+	if err != nil {
+		flag[0] = 1
+	}
+	d.cl.SumI64(flag)
+	switch {
+	case err != nil:
+		return err
+	case flag[0] > 0:
+		return fmt.Errorf("dain: checkpoint: %w", errOtherProcess)
+	}
+	return nil
+}
+
+// errOtherProcess is the error of the processes that did not fail when
+// another did (it reports its own).
+var errOtherProcess = errors.New("another process failed")
+
+// all reports whether have holds on every process.
+func (d *distCheckpoint) all(have bool) bool {
+	n := []int64{0}
+	if have {
+		n[0] = 1
+	}
+	d.cl.SumI64(n)
+	return int(n[0]) == d.np
+}
+
+// trainEpoch returns the epoch of the training state at path, 0 if there
+// is none or it cannot be read.
+func (d *distCheckpoint) trainEpoch(path, stage string) int {
+	f, err := readCkFile(path, false)
+	if err != nil || d.c.compatible(f.header, path) != nil || f.header.Kind != kindTrain || f.header.Stage != stage {
+		return 0
+	}
+	var r trainRecord
+	if f.decode("train", &r) != nil {
+		return 0
+	}
+	return r.Epoch
+}
+
+// fit sets tc to resume the training of stage from the last epoch every
+// process has saved (none: from the beginning) and to save each epoch's
+// state with the processes' agreement (see distCheckpoint). accs and secs
+// are the stage's TracIn accumulators and their seconds, shuffle the
+// source of tc.Shuffle; since returns the seconds the stage has run here.
+// It returns the seconds the stage ran before the interruption.
+func (d *distCheckpoint) fit(tc *nn.TrainConfig, stage, label string, shuffle *rand.PCG, accs []tracin.Accumulator, secs []float64, logf func(string, ...any), since func() float64) (float64, error) {
+	if d == nil {
+		return 0, nil
+	}
+	cur := d.c.path(kindTrain, stage)
+	d.c.pending = true
+	pending := d.c.path(kindTrain, stage)
+	d.c.pending = false
+	// The last epoch every process has, in place or pending.
+	ep := make([]int64, 2*d.np)
+	ep[2*d.rank], ep[2*d.rank+1] = int64(d.trainEpoch(cur, stage)), int64(d.trainEpoch(pending, stage))
+	d.cl.SumI64(ep)
+	e := int64(0)
+	for _, c := range ep {
+		ok := c > e
+		for r := 0; ok && r < d.np; r++ {
+			ok = ep[2*r] == c || ep[2*r+1] == c
+		}
+		if ok {
+			e = c
+		}
+	}
+	var err error
+	switch {
+	case e > 0 && ep[2*d.rank] != e:
+		err = os.Rename(pending, cur)
+	case e == 0:
+		if err = os.Remove(cur); errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+	}
+	if rerr := os.Remove(pending); err == nil && rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = rerr
+	}
+	if err := d.agree(err); err != nil {
+		return 0, err
+	}
+	f := &fitting{c: d.c, stage: stage, label: label, shuffle: shuffle, accs: accs, secs: secs}
+	if err := d.agree(f.resume(tc, logf, since)); err != nil {
+		return 0, err
+	}
+	save := tc.Save
+	tc.Save = func(st *nn.TrainState) error {
+		d.c.pending = true
+		err := save(st)
+		d.c.pending = false
+		if err := d.agree(err); err != nil {
+			return err
+		}
+		return d.agree(os.Rename(pending, cur))
+	}
+	return f.prior, nil
+}
+
+// finish drops stage's training state once every process has written the
+// stage's finished record (written by write).
+func (d *distCheckpoint) finish(stage string, write func() error) error {
+	if d == nil {
+		return nil
+	}
+	if err := d.agree(write()); err != nil {
+		return err
+	}
+	return d.agree(d.c.remove(kindTrain, stage))
+}
+
+// loadModel is checkpointer.loadModel when every process has the record.
+func (d *distCheckpoint) loadModel(stage string, t *trained) (float64, []float64, bool, error) {
+	if d == nil {
+		return 0, nil, false, nil
+	}
+	_, err := os.Stat(d.c.path(kindModel, stage))
+	if !d.all(err == nil) {
+		return 0, nil, false, nil
+	}
+	seconds, secs, found, err := d.c.loadModel(stage, t)
+	if err := d.agree(err); err != nil {
+		return 0, nil, false, err
+	}
+	return seconds, secs, found, nil
+}
+
+// loadAugmented is checkpointer.loadAugmented when every process has the
+// record: this process's share of the new cells.
+func (d *distCheckpoint) loadAugmented() (*augRecord, *tensor.COO, error) {
+	if d == nil {
+		return nil, nil, nil
+	}
+	_, err := os.Stat(d.c.path(kindAugmented, ""))
+	if !d.all(err == nil) {
+		return nil, nil, nil
+	}
+	r, aug, err := d.c.loadAugmented()
+	if err := d.agree(err); err != nil {
+		return nil, nil, err
+	}
+	return r, aug, nil
+}
+
+// at calls the hook at point p.
+func (d *distCheckpoint) at(stage string, epoch int, event string) error {
+	if d == nil {
+		return nil
+	}
+	return d.c.at(stage, epoch, event)
+}
