@@ -22,6 +22,7 @@ help:
 	@echo "make bench-scale    dainx augment on 2M cells with 2.1K, 200K and 2M entities, then on 10M, 30M and 100M cells: memory and speed per cell and per entity into bench/results/scale-DATE.*"
 	@echo "make kernels        compile kernels/*.cu to committed PTX (needs nvcc)"
 	@echo "make check-kernels  check that every kernel compiles, ptxas accepts it and the PTX is current"
+	@echo "make check-kernels-emu  run every GEMM tile variant in the host kernel emulator (bit-identical within a precision)"
 	@echo "make device-bundle  build dainx and test binaries into .dev/ for the GPU machine"
 	@echo "make lib            libdainx, the pipeline as a C library: build/lib/libdainx.so, build/include/dainx.h, dainx.pc (needs cc)"
 	@echo "make install        install libdainx (and libdainx_kernels when built) under PREFIX (/usr/local)"

@@ -8,29 +8,41 @@ type kernelID int
 
 // The kernels, one per file of kernels/.
 const (
-	kernelAdam                 kernelID = iota // kernels/adam.cu
-	kernelCompactRows                          // kernels/compact_rows.cu
-	kernelDistinctRows                         // kernels/distinct_rows.cu
-	kernelEmbeddingInfluence                   // kernels/embedding_influence.cu
-	kernelEntityImportance                     // kernels/entity_importance.cu
-	kernelGather                               // kernels/gather.cu
-	kernelInfluenceDot                         // kernels/influence_dot.cu
-	kernelInfluenceRows                        // kernels/influence_rows.cu
-	kernelLinearBackwardDb                     // kernels/linear_backward_db.cu
-	kernelLinearBackwardDw                     // kernels/linear_backward_dw.cu
-	kernelLinearBackwardDwTc                   // kernels/linear_backward_dw_tc.cu
-	kernelLinearBackwardDx                     // kernels/linear_backward_dx.cu
-	kernelLinearBackwardDxTc                   // kernels/linear_backward_dx_tc.cu
-	kernelLinearBackwardOut1                   // kernels/linear_backward_out1.cu
-	kernelLinearForward                        // kernels/linear_forward.cu
-	kernelLinearForwardOut1                    // kernels/linear_forward_out1.cu
-	kernelLinearForwardOut1Mse                 // kernels/linear_forward_out1_mse.cu
-	kernelLinearForwardTc                      // kernels/linear_forward_tc.cu
-	kernelMseGrad                              // kernels/mse_grad.cu
-	kernelSampleAlias                          // kernels/sample_alias.cu
-	kernelScatterRows                          // kernels/scatter_rows.cu
-	kernelSparseAdam                           // kernels/sparse_adam.cu
-	kernelSplitKReduce                         // kernels/split_k_reduce.cu
+	kernelAdam                      kernelID = iota // kernels/adam.cu
+	kernelCompactRows                               // kernels/compact_rows.cu
+	kernelDistinctRows                              // kernels/distinct_rows.cu
+	kernelEmbeddingInfluence                        // kernels/embedding_influence.cu
+	kernelEntityImportance                          // kernels/entity_importance.cu
+	kernelGather                                    // kernels/gather.cu
+	kernelInfluenceDot                              // kernels/influence_dot.cu
+	kernelInfluenceRows                             // kernels/influence_rows.cu
+	kernelLinearBackwardDb                          // kernels/linear_backward_db.cu
+	kernelLinearBackwardDw                          // kernels/linear_backward_dw.cu
+	kernelLinearBackwardDw128x128                   // kernels/linear_backward_dw_128x128.cu
+	kernelLinearBackwardDw128x64                    // kernels/linear_backward_dw_128x64.cu
+	kernelLinearBackwardDwTc                        // kernels/linear_backward_dw_tc.cu
+	kernelLinearBackwardDwTc128x128                 // kernels/linear_backward_dw_tc_128x128.cu
+	kernelLinearBackwardDwTc128x64                  // kernels/linear_backward_dw_tc_128x64.cu
+	kernelLinearBackwardDx                          // kernels/linear_backward_dx.cu
+	kernelLinearBackwardDx128x128                   // kernels/linear_backward_dx_128x128.cu
+	kernelLinearBackwardDx128x64                    // kernels/linear_backward_dx_128x64.cu
+	kernelLinearBackwardDxTc                        // kernels/linear_backward_dx_tc.cu
+	kernelLinearBackwardDxTc128x128                 // kernels/linear_backward_dx_tc_128x128.cu
+	kernelLinearBackwardDxTc128x64                  // kernels/linear_backward_dx_tc_128x64.cu
+	kernelLinearBackwardOut1                        // kernels/linear_backward_out1.cu
+	kernelLinearForward                             // kernels/linear_forward.cu
+	kernelLinearForward128x128                      // kernels/linear_forward_128x128.cu
+	kernelLinearForward128x64                       // kernels/linear_forward_128x64.cu
+	kernelLinearForwardOut1                         // kernels/linear_forward_out1.cu
+	kernelLinearForwardOut1Mse                      // kernels/linear_forward_out1_mse.cu
+	kernelLinearForwardTc                           // kernels/linear_forward_tc.cu
+	kernelLinearForwardTc128x128                    // kernels/linear_forward_tc_128x128.cu
+	kernelLinearForwardTc128x64                     // kernels/linear_forward_tc_128x64.cu
+	kernelMseGrad                                   // kernels/mse_grad.cu
+	kernelSampleAlias                               // kernels/sample_alias.cu
+	kernelScatterRows                               // kernels/scatter_rows.cu
+	kernelSparseAdam                                // kernels/sparse_adam.cu
+	kernelSplitKReduce                              // kernels/split_k_reduce.cu
 	numKernels
 )
 
@@ -47,14 +59,26 @@ var kernelNames = [numKernels]string{
 	"influence_rows",
 	"linear_backward_db",
 	"linear_backward_dw",
+	"linear_backward_dw_128x128",
+	"linear_backward_dw_128x64",
 	"linear_backward_dw_tc",
+	"linear_backward_dw_tc_128x128",
+	"linear_backward_dw_tc_128x64",
 	"linear_backward_dx",
+	"linear_backward_dx_128x128",
+	"linear_backward_dx_128x64",
 	"linear_backward_dx_tc",
+	"linear_backward_dx_tc_128x128",
+	"linear_backward_dx_tc_128x64",
 	"linear_backward_out1",
 	"linear_forward",
+	"linear_forward_128x128",
+	"linear_forward_128x64",
 	"linear_forward_out1",
 	"linear_forward_out1_mse",
 	"linear_forward_tc",
+	"linear_forward_tc_128x128",
+	"linear_forward_tc_128x64",
 	"mse_grad",
 	"sample_alias",
 	"scatter_rows",
@@ -65,27 +89,39 @@ var kernelNames = [numKernels]string{
 // kernelParamSizes holds the size in bytes of each parameter of each
 // kernel, in order, as its launcher packs it.
 var kernelParamSizes = [numKernels][]int{
-	kernelAdam:                 {8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4},
-	kernelCompactRows:          {8, 8, 8, 8, 8, 4, 4, 4, 4},
-	kernelDistinctRows:         {8, 8, 8, 8, 8, 8, 4},
-	kernelEmbeddingInfluence:   {8, 8, 8, 8, 4, 4, 4, 4, 4, 4},
-	kernelEntityImportance:     {8, 8, 8, 4, 4, 4},
-	kernelGather:               {8, 8, 8, 4, 4, 4, 4, 4},
-	kernelInfluenceDot:         {8, 8, 8, 8, 8, 4, 4, 4, 4},
-	kernelInfluenceRows:        {8, 8, 8, 4, 4, 4},
-	kernelLinearBackwardDb:     {8, 8, 8, 4, 4, 4, 4},
-	kernelLinearBackwardDw:     {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
-	kernelLinearBackwardDwTc:   {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
-	kernelLinearBackwardDx:     {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
-	kernelLinearBackwardDxTc:   {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
-	kernelLinearBackwardOut1:   {8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4},
-	kernelLinearForward:        {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
-	kernelLinearForwardOut1:    {8, 8, 8, 8, 4, 4, 4},
-	kernelLinearForwardOut1Mse: {8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4},
-	kernelLinearForwardTc:      {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
-	kernelMseGrad:              {8, 8, 8, 8, 4, 4},
-	kernelSampleAlias:          {8, 8, 8, 4, 4, 4, 4, 8, 8},
-	kernelScatterRows:          {8, 8, 8, 4, 4, 4, 4, 4},
-	kernelSparseAdam:           {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
-	kernelSplitKReduce:         {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelAdam:                      {8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4},
+	kernelCompactRows:               {8, 8, 8, 8, 8, 4, 4, 4, 4},
+	kernelDistinctRows:              {8, 8, 8, 8, 8, 8, 4},
+	kernelEmbeddingInfluence:        {8, 8, 8, 8, 4, 4, 4, 4, 4, 4},
+	kernelEntityImportance:          {8, 8, 8, 4, 4, 4},
+	kernelGather:                    {8, 8, 8, 4, 4, 4, 4, 4},
+	kernelInfluenceDot:              {8, 8, 8, 8, 8, 4, 4, 4, 4},
+	kernelInfluenceRows:             {8, 8, 8, 4, 4, 4},
+	kernelLinearBackwardDb:          {8, 8, 8, 4, 4, 4, 4},
+	kernelLinearBackwardDw:          {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDw128x128:   {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDw128x64:    {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDwTc:        {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDwTc128x128: {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDwTc128x64:  {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDx:          {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDx128x128:   {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDx128x64:    {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDxTc:        {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDxTc128x128: {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardDxTc128x64:  {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearBackwardOut1:        {8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4},
+	kernelLinearForward:             {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearForward128x128:      {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearForward128x64:       {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearForwardOut1:         {8, 8, 8, 8, 4, 4, 4},
+	kernelLinearForwardOut1Mse:      {8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4},
+	kernelLinearForwardTc:           {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearForwardTc128x128:    {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelLinearForwardTc128x64:     {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
+	kernelMseGrad:                   {8, 8, 8, 8, 4, 4},
+	kernelSampleAlias:               {8, 8, 8, 4, 4, 4, 4, 8, 8},
+	kernelScatterRows:               {8, 8, 8, 4, 4, 4, 4, 4},
+	kernelSparseAdam:                {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+	kernelSplitKReduce:              {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 }

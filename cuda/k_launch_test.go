@@ -28,17 +28,49 @@ var launchZero = [numKernels]func(be *Backend) error{
 		var z driver.Dim3
 		return be.kLinearBackwardDw(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
+	kernelLinearBackwardDw128x128: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardDw128x128(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearBackwardDw128x64: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardDw128x64(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
 	kernelLinearBackwardDwTc: func(be *Backend) error {
 		var z driver.Dim3
 		return be.kLinearBackwardDwTc(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearBackwardDwTc128x128: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardDwTc128x128(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearBackwardDwTc128x64: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardDwTc128x64(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelLinearBackwardDx: func(be *Backend) error {
 		var z driver.Dim3
 		return be.kLinearBackwardDx(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
+	kernelLinearBackwardDx128x128: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardDx128x128(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearBackwardDx128x64: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardDx128x64(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
 	kernelLinearBackwardDxTc: func(be *Backend) error {
 		var z driver.Dim3
 		return be.kLinearBackwardDxTc(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearBackwardDxTc128x128: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardDxTc128x128(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearBackwardDxTc128x64: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearBackwardDxTc128x64(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelLinearBackwardOut1: func(be *Backend) error {
 		var z driver.Dim3
@@ -48,6 +80,14 @@ var launchZero = [numKernels]func(be *Backend) error{
 		var z driver.Dim3
 		return be.kLinearForward(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
+	kernelLinearForward128x128: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearForward128x128(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearForward128x64: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearForward128x64(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
 	kernelLinearForwardOut1: func(be *Backend) error { var z driver.Dim3; return be.kLinearForwardOut1(z, z, 0, 0, 0, 0, 0, 0, 0, 0) },
 	kernelLinearForwardOut1Mse: func(be *Backend) error {
 		var z driver.Dim3
@@ -56,6 +96,14 @@ var launchZero = [numKernels]func(be *Backend) error{
 	kernelLinearForwardTc: func(be *Backend) error {
 		var z driver.Dim3
 		return be.kLinearForwardTc(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearForwardTc128x128: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearForwardTc128x128(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelLinearForwardTc128x64: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kLinearForwardTc128x64(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelMseGrad:     func(be *Backend) error { var z driver.Dim3; return be.kMseGrad(z, z, 0, 0, 0, 0, 0, 0, 0) },
 	kernelSampleAlias: func(be *Backend) error { var z driver.Dim3; return be.kSampleAlias(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },

@@ -3,11 +3,16 @@
 // precision modes, compute.TF32 and compute.TF32x3). No __global__
 // functions live here.
 //
-// One block of 128 threads (4 warps, 2×2) computes a 64×64 tile of
+// A block of TcTile<BM, BN, WM, WN, BK, STAGES>::THREADS threads computes a
+// BM×BN tile of
 //   C(m,n) = Σ_{k ∈ [k_begin, k_end)} A(m,k)·B(k,n)
 // with PTX mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (compute
-// capability 8.0 and later). Each warp owns a 32×32 sub-tile: 2 × 4 MMA
-// tiles of 16×8, 32 float accumulators per thread.
+// capability 8.0 and later). Each warp owns a WM×WN sub-tile of (WM/16) ×
+// (WN/8) MMA tiles of 16×8. The family (Tc64x64, Tc128x64, Tc128x128 below;
+// docs/gpu-tuning.md) differs only in these numbers: every member feeds each
+// accumulator the same products in the same order, so all give the same
+// bits. The description below is of Tc64x64 (4 warps of 32×32, BK = 16, 4
+// stages, 40 960 bytes of static shared memory); the others scale it.
 //
 // Operands are read through the two layouts of common.cuh (kKContig:
 // P(r,k) = P[r·ld + k]; kRContig: P(r,k) = P[k·ld + r]) and staged into
@@ -48,15 +53,41 @@
 
 namespace dainx {
 
-constexpr int kTcThreads = 128;  // threads per block, 4 warps
-constexpr int kTcBM = 64;        // tile rows (M)
-constexpr int kTcBN = 64;        // tile columns (N)
-constexpr int kTcBK = 16;        // k per stage
-constexpr int kTcStages = 4;     // pipeline depth
-constexpr int kTcLdK = kTcBK + 4;        // row stride of a kKContig stage
-constexpr int kTcLdR = kTcBM + 8;        // row stride of a kRContig stage
-constexpr int kTcStage = kTcBM * kTcLdK;  // floats per operand stage (the larger layout)
-constexpr int kTcSmemFloats = 2 * kTcStages * kTcStage;
+// TcTile is one member of the closed family of tensor-core tilings (see
+// docs/gpu-tuning.md): a BM×BN tile of C per block of (BM/WM)·(BN/WN) warps,
+// each warp a WM×WN sub-tile of (WM/16)×(WN/8) MMA tiles, BK k per stage,
+// STAGES cp.async stages. Every member visits each output's k in the same
+// order (k-steps of 8, ascending), so the members are bit-identical.
+template <int BM_, int BN_, int WM_, int WN_, int BK_, int STAGES_>
+struct TcTile {
+    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, BK = BK_, STAGES = STAGES_;
+    static constexpr int WARPS_N = BN / WN;
+    static constexpr int THREADS = (BM / WM) * WARPS_N * 32;
+    static constexpr int MI = WM / 16;  // MMA tiles per warp along M
+    static constexpr int NJ = WN / 8;   // MMA tiles per warp along N
+    static constexpr int NA = 2 * BM / THREADS;  // row-sum shares per thread
+    static constexpr int LDK = BK + 4;           // row stride of a kKContig stage
+    static constexpr int LDRA = BM + 8;          // row stride of a kRContig A stage
+    static constexpr int LDRB = BN + 8;          // row stride of a kRContig B stage
+    static constexpr int STAGE_A = BM * LDK > BK * LDRA ? BM * LDK : BK * LDRA;  // floats
+    static constexpr int STAGE_B = BN * LDK > BK * LDRB ? BN * LDK : BK * LDRB;  // floats
+    static constexpr int SMEM_FLOATS = STAGES * (STAGE_A + STAGE_B);
+    static constexpr int SMEM_BYTES = 4 * SMEM_FLOATS;
+    static_assert(BK % 16 == 0 && WM % 16 == 0 && WN % 8 == 0, "tile shape");
+    static_assert(BM * BK % (4 * THREADS) == 0 && BN * BK % (4 * THREADS) == 0, "stage share");
+    static_assert(NA >= 1 && 2 * BM % THREADS == 0, "row-sum shares");
+};
+
+// The family. Tc64x64 is the tiling of today (static shared memory);
+// the others need dynamic shared memory above 48 KiB (opt-in).
+using Tc64x64 = TcTile<64, 64, 32, 32, 16, 4>;     // 128 threads, 40 960 B
+using Tc128x64 = TcTile<128, 64, 32, 32, 16, 4>;   // 256 threads, 61 440 B
+using Tc128x128 = TcTile<128, 128, 64, 32, 16, 4>; // 256 threads, 81 920 B
+
+constexpr int kTcThreads = Tc64x64::THREADS;  // threads per block of Tc64x64
+constexpr int kTcBM = Tc64x64::BM;            // tile rows (M) of Tc64x64
+constexpr int kTcBN = Tc64x64::BN;            // tile columns (N) of Tc64x64
+constexpr int kTcSmemFloats = Tc64x64::SMEM_FLOATS;
 
 // ---------------------------------------------------------------------------
 // PTX wrappers. scripts/kernel-emu/run.sh replaces this block, from here to
@@ -121,49 +152,50 @@ __device__ __forceinline__ void cp_async_wait() {
 __device__ __forceinline__ int tc_clamp4(int v) { return v < 0 ? 0 : (v > 4 ? 4 : v); }
 
 // tc_load_stage issues the copies of one k-tile [k0, k0+BK) ∩ [·, kmax) of
-// rows [r0, r0+64) of the R×K operand P into the stage S, zero outside.
-// With VEC each thread copies 2 of the tile's 256 groups of 4 elements
-// along the contiguous dimension (16-byte copies; the caller has checked
-// the alignment), else 8 of its 1 024 elements (4-byte copies); consecutive
-// threads take consecutive addresses of the contiguous dimension.
-template <int L, bool VEC>
-__device__ __forceinline__ void tc_load_stage(float* S, const float* __restrict__ P, int64_t ld, int R,
+// rows [r0, r0+R) of the Rmax×K operand P into the stage S (row stride LDK
+// for kKContig, LDR for kRContig), zero outside. With VEC each of the T
+// threads copies R·BK/(4T) groups of 4 elements along the contiguous
+// dimension (16-byte copies; the caller has checked the alignment), else
+// R·BK/T elements (4-byte copies); consecutive threads take consecutive
+// addresses of the contiguous dimension.
+template <int L, bool VEC, int R, int BK, int T, int LDK, int LDR>
+__device__ __forceinline__ void tc_load_stage(float* S, const float* __restrict__ P, int64_t ld, int Rmax,
                                               int kmax, int r0, int k0, int tid) {
     if (VEC) {
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int e = tid + kTcThreads * j;
+        for (int j = 0; j < R * BK / (4 * T); ++j) {
+            const int e = tid + T * j;
             int r, k, s, n;
             if (L == kKContig) {
-                r = e >> 2;
-                k = (e & 3) * 4;
-                s = r * kTcLdK + k;
-                n = r0 + r < R ? tc_clamp4(kmax - (k0 + k)) : 0;  // guard
+                r = e / (BK / 4);
+                k = (e % (BK / 4)) * 4;
+                s = r * LDK + k;
+                n = r0 + r < Rmax ? tc_clamp4(kmax - (k0 + k)) : 0;  // guard
             } else {
-                k = e >> 4;
-                r = (e & 15) * 4;
-                s = k * kTcLdR + r;
-                n = k0 + k < kmax ? tc_clamp4(R - (r0 + r)) : 0;  // guard
+                k = e / (R / 4);
+                r = (e % (R / 4)) * 4;
+                s = k * LDR + r;
+                n = k0 + k < kmax ? tc_clamp4(Rmax - (r0 + r)) : 0;  // guard
             }
             const int64_t off = L == kKContig ? (int64_t)(r0 + r) * ld + (k0 + k) : (int64_t)(k0 + k) * ld + (r0 + r);
             cp_async16(S + s, n > 0 ? P + off : P, 4 * n);
         }
     } else {
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            const int e = tid + kTcThreads * j;
+        for (int j = 0; j < R * BK / T; ++j) {
+            const int e = tid + T * j;
             int r, k, s;
             if (L == kKContig) {
-                r = e >> 4;
-                k = e & 15;
-                s = r * kTcLdK + k;
+                r = e / BK;
+                k = e % BK;
+                s = r * LDK + k;
             } else {
-                k = e >> 6;
-                r = e & 63;
-                s = k * kTcLdR + r;
+                k = e / R;
+                r = e % R;
+                s = k * LDR + r;
             }
             const int gr = r0 + r, gk = k0 + k;
-            const bool valid = gr < R && gk < kmax;  // guard
+            const bool valid = gr < Rmax && gk < kmax;  // guard
             const float* src = valid ? (L == kKContig ? P + (int64_t)gr * ld + gk : P + (int64_t)gk * ld + gr) : P;
             cp_async4(S + s, src, valid);
         }
@@ -178,24 +210,25 @@ __device__ __forceinline__ bool tc_vec(const float* P, int64_t ld, int k_begin) 
 }
 
 // tc_load issues the copies of k-tile k0 of both operands into stage s.
-template <int LA, int LB>
+template <class C, int LA, int LB>
 __device__ __forceinline__ void tc_load(float* As, float* Bs, int s, const float* __restrict__ A, int64_t lda,
                                         const float* __restrict__ B, int64_t ldb, int M, int N, int kmax,
                                         int m0, int n0, int k0, int tid, bool va, bool vb) {
     if (va)
-        tc_load_stage<LA, true>(As + s * kTcStage, A, lda, M, kmax, m0, k0, tid);
+        tc_load_stage<LA, true, C::BM, C::BK, C::THREADS, C::LDK, C::LDRA>(As + s * C::STAGE_A, A, lda, M, kmax, m0, k0, tid);
     else
-        tc_load_stage<LA, false>(As + s * kTcStage, A, lda, M, kmax, m0, k0, tid);
+        tc_load_stage<LA, false, C::BM, C::BK, C::THREADS, C::LDK, C::LDRA>(As + s * C::STAGE_A, A, lda, M, kmax, m0, k0, tid);
     if (vb)
-        tc_load_stage<LB, true>(Bs + s * kTcStage, B, ldb, N, kmax, n0, k0, tid);
+        tc_load_stage<LB, true, C::BN, C::BK, C::THREADS, C::LDK, C::LDRB>(Bs + s * C::STAGE_B, B, ldb, N, kmax, n0, k0, tid);
     else
-        tc_load_stage<LB, false>(Bs + s * kTcStage, B, ldb, N, kmax, n0, k0, tid);
+        tc_load_stage<LB, false, C::BN, C::BK, C::THREADS, C::LDK, C::LDRB>(Bs + s * C::STAGE_B, B, ldb, N, kmax, n0, k0, tid);
 }
 
-// tc_at reads element (r, k) of an operand stage S in layout L.
-template <int L>
+// tc_at reads element (r, k) of an operand stage S in layout L (row strides
+// LDK and LDR).
+template <int L, int LDK, int LDR>
 __device__ __forceinline__ float tc_at(const float* S, int r, int k) {
-    return L == kKContig ? S[r * kTcLdK + k] : S[k * kTcLdR + r];
+    return L == kKContig ? S[r * LDK + k] : S[k * LDR + r];
 }
 
 // tc_split rounds v to TF32 into hi and, with X3, its remainder into lo.
@@ -205,97 +238,128 @@ __device__ __forceinline__ void tc_split(float v, uint32_t& hi, uint32_t& lo) {
     if (X3) lo = tf32(v - __int_as_float((int)hi));
 }
 
-// gemm_tc_64x64 accumulates into acc (which it first clears) the 64×64 tile
-// of C at rows [m0, m0+64) and columns [n0, n0+64), summing k over
-// [k_begin, k_end), using smem (kTcSmemFloats floats, 16-byte aligned) for
+// gemm_tc accumulates into acc (which it first clears) the C::BM×C::BN tile
+// of C at rows [m0, m0+BM) and columns [n0, n0+BN), summing k over
+// [k_begin, k_end), using smem (C::SMEM_FLOATS floats, 16-byte aligned) for
 // the stages. acc[i][j][c] is element c of MMA tile (i, j) of the warp (see
 // tc_for_each). With sum_a (uniform across the block) asum gets this
-// thread's share of the row sums of A (see above). Must be called by all 128
-// threads of the block.
-template <int LA, int LB, bool X3>
-__device__ __forceinline__ void gemm_tc_64x64(float (&acc)[2][4][4], float& asum, float* smem,
-                                              const float* __restrict__ A, int64_t lda,
-                                              const float* __restrict__ B, int64_t ldb,
-                                              int M, int N, int m0, int n0, int k_begin, int k_end,
-                                              bool sum_a) {
+// thread's shares of the row sums of A: share j of thread t is row
+// p mod BM, half p / BM, p = t + THREADS·j, where half h adds, in ascending
+// order, the k whose offset from k_begin is 8h … 8h+7 modulo 16, the same
+// split for every member of the family (see tc_row_sums). Must be called by
+// all C::THREADS threads of the block.
+template <class C, int LA, int LB, bool X3>
+__device__ __forceinline__ void gemm_tc(float (&acc)[C::MI][C::NJ][4], float (&asum)[C::NA], float* smem,
+                                        const float* __restrict__ A, int64_t lda,
+                                        const float* __restrict__ B, int64_t ldb,
+                                        int M, int N, int m0, int n0, int k_begin, int k_end,
+                                        bool sum_a) {
+    constexpr int BK = C::BK, ST = C::STAGES;
     const int tid = threadIdx.x;
     const int lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+    const int wm = (warp / C::WARPS_N) * C::WM, wn = (warp % C::WARPS_N) * C::WN;
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < C::MI; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < C::NJ; ++j)
 #pragma unroll
             for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
-    asum = 0.f;
+#pragma unroll
+    for (int j = 0; j < C::NA; ++j) asum[j] = 0.f;
     if (k_begin >= k_end) return;  // uniform across the block
     float* As = smem;
-    float* Bs = smem + kTcStages * kTcStage;
-    const int ktiles = (k_end - k_begin + kTcBK - 1) / kTcBK;
+    float* Bs = smem + ST * C::STAGE_A;
+    const int ktiles = (k_end - k_begin + BK - 1) / BK;
     const bool va = tc_vec<LA>(A, lda, k_begin), vb = tc_vec<LB>(B, ldb, k_begin);
 
 #pragma unroll
-    for (int s = 0; s < kTcStages - 1; ++s) {
-        if (s < ktiles) tc_load<LA, LB>(As, Bs, s, A, lda, B, ldb, M, N, k_end, m0, n0, k_begin + s * kTcBK, tid, va, vb);
+    for (int s = 0; s < ST - 1; ++s) {
+        if (s < ktiles) tc_load<C, LA, LB>(As, Bs, s, A, lda, B, ldb, M, N, k_end, m0, n0, k_begin + s * BK, tid, va, vb);
         cp_async_commit();  // possibly empty: one group per stage keeps the count uniform
     }
     for (int kt = 0; kt < ktiles; ++kt) {
-        cp_async_wait<kTcStages - 2>();  // this thread's copies of k-tile kt have landed
-        __syncthreads();                 // everyone's have; everyone is done with k-tile kt − 1
-        const int nt = kt + kTcStages - 1;
+        cp_async_wait<ST - 2>();  // this thread's copies of k-tile kt have landed
+        __syncthreads();          // everyone's have; everyone is done with k-tile kt − 1
+        const int nt = kt + ST - 1;
         if (nt < ktiles)
-            tc_load<LA, LB>(As, Bs, nt % kTcStages, A, lda, B, ldb, M, N, k_end, m0, n0, k_begin + nt * kTcBK, tid, va, vb);
+            tc_load<C, LA, LB>(As, Bs, nt % ST, A, lda, B, ldb, M, N, k_end, m0, n0, k_begin + nt * BK, tid, va, vb);
         cp_async_commit();
-        const float* as = As + (kt % kTcStages) * kTcStage;
-        const float* bs = Bs + (kt % kTcStages) * kTcStage;
+        const float* as = As + (kt % ST) * C::STAGE_A;
+        const float* bs = Bs + (kt % ST) * C::STAGE_B;
         if (sum_a) {  // rows beyond M and k beyond k_end were staged as 0
 #pragma unroll
-            for (int j = 0; j < 8; ++j) asum += tc_at<LA>(as, tid & 63, (tid >> 6) * 8 + j);
+            for (int q = 0; q < C::NA; ++q) {
+                const int p = tid + C::THREADS * q;
+#pragma unroll
+                for (int b = 0; b < BK; b += 16)
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) asum[q] += tc_at<LA, C::LDK, C::LDRA>(as, p % C::BM, b + (p / C::BM) * 8 + j);
+            }
         }
 #pragma unroll
-        for (int kk = 0; kk < kTcBK; kk += 8) {
-            uint32_t ah[2][4], al[2][4], bh[4][2], bl[4][2];
+        for (int kk = 0; kk < BK; kk += 8) {
+            // B fragments of the whole warp tile first, then one A fragment
+            // at a time (fewer live registers); each acc[i][j] still takes
+            // its products in the same order.
+            uint32_t bh[C::NJ][2], bl[C::NJ][2];
 #pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                const int r = wm + i * 16 + g;
-                tc_split<X3>(tc_at<LA>(as, r, kk + t), ah[i][0], al[i][0]);
-                tc_split<X3>(tc_at<LA>(as, r + 8, kk + t), ah[i][1], al[i][1]);
-                tc_split<X3>(tc_at<LA>(as, r, kk + t + 4), ah[i][2], al[i][2]);
-                tc_split<X3>(tc_at<LA>(as, r + 8, kk + t + 4), ah[i][3], al[i][3]);
-            }
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
+            for (int j = 0; j < C::NJ; ++j) {
                 const int n = wn + j * 8 + g;
-                tc_split<X3>(tc_at<LB>(bs, n, kk + t), bh[j][0], bl[j][0]);
-                tc_split<X3>(tc_at<LB>(bs, n, kk + t + 4), bh[j][1], bl[j][1]);
+                tc_split<X3>(tc_at<LB, C::LDK, C::LDRB>(bs, n, kk + t), bh[j][0], bl[j][0]);
+                tc_split<X3>(tc_at<LB, C::LDK, C::LDRB>(bs, n, kk + t + 4), bh[j][1], bl[j][1]);
             }
 #pragma unroll
-            for (int i = 0; i < 2; ++i)
+            for (int i = 0; i < C::MI; ++i) {
+                uint32_t ah[4], al[4];
+                const int r = wm + i * 16 + g;
+                tc_split<X3>(tc_at<LA, C::LDK, C::LDRA>(as, r, kk + t), ah[0], al[0]);
+                tc_split<X3>(tc_at<LA, C::LDK, C::LDRA>(as, r + 8, kk + t), ah[1], al[1]);
+                tc_split<X3>(tc_at<LA, C::LDK, C::LDRA>(as, r, kk + t + 4), ah[2], al[2]);
+                tc_split<X3>(tc_at<LA, C::LDK, C::LDRA>(as, r + 8, kk + t + 4), ah[3], al[3]);
 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
+                for (int j = 0; j < C::NJ; ++j) {
                     if (X3) {
-                        mma_tf32(acc[i][j], al[i], bh[j]);
-                        mma_tf32(acc[i][j], ah[i], bl[j]);
+                        mma_tf32(acc[i][j], al, bh[j]);
+                        mma_tf32(acc[i][j], ah, bl[j]);
                     }
-                    mma_tf32(acc[i][j], ah[i], bh[j]);
+                    mma_tf32(acc[i][j], ah, bh[j]);
                 }
+            }
         }
     }
     cp_async_wait<0>();
 }
 
+// tc_row_sums adds the two halves of the row sums of A that gemm_tc left in
+// asum, through red (2·C::BM floats of shared memory), and returns the sum
+// of row t of the tile to threads t < C::BM (0 to the others). Must be
+// called by all threads of the block (it synchronises).
+template <class C>
+__device__ __forceinline__ float tc_row_sums(const float (&asum)[C::NA], float* red) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int q = 0; q < C::NA; ++q) red[tid + C::THREADS * q] = asum[q];
+    __syncthreads();
+    float v = 0.f;
+    if (tid < C::BM) {
+        v += red[tid];
+        v += red[C::BM + tid];
+    }
+    return v;
+}
+
 // tc_for_each calls f(m, n, v) for every accumulator of the calling thread:
 // the C element (m, n) of the block's tile at (m0, n0), m and n unguarded.
-template <class F>
-__device__ __forceinline__ void tc_for_each(const float (&acc)[2][4][4], int m0, int n0, F f) {
+template <class C, class F>
+__device__ __forceinline__ void tc_for_each(const float (&acc)[C::MI][C::NJ][4], int m0, int n0, F f) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const int wm = m0 + (warp >> 1) * 32, wn = n0 + (warp & 1) * 32;
+    const int wm = m0 + (warp / C::WARPS_N) * C::WM, wn = n0 + (warp % C::WARPS_N) * C::WN;
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < C::MI; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < C::NJ; ++j)
 #pragma unroll
             for (int c = 0; c < 4; ++c) f(wm + i * 16 + g + (c >> 1) * 8, wn + j * 8 + 2 * t + (c & 1), acc[i][j][c]);
 }

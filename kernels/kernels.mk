@@ -7,6 +7,10 @@
 #   make check-kernels  CI, no GPU needed: every kernel compiles, ptxas accepts
 #                       it for sm_90, and the committed PTX and launchers are
 #                       what `make kernels` produces
+#   make check-kernels-emu  CI, no GPU needed: every member of the GEMM family
+#                       (kernels/*_128x64.cu, *_128x128.cu) run in the host
+#                       emulator (scripts/kernel-emu) against a float64
+#                       reference and bit for bit against the 64×64 kernels
 #   make device-bundle  build dainx and the test binaries (CGO_ENABLED=0) and
 #                       copy the data into .dev/ for one run on a GPU machine
 #
@@ -18,7 +22,7 @@ PTXAS ?= ptxas
 KERNEL_SRC := $(wildcard kernels/*.cu)
 KERNEL_PTX := $(patsubst kernels/%.cu,kernels/ptx/%.ptx,$(KERNEL_SRC))
 
-.PHONY: kernels check-kernels device-bundle
+.PHONY: kernels check-kernels check-kernels-emu device-bundle
 
 kernels: $(KERNEL_PTX)
 	@for p in kernels/ptx/*.ptx; do \
@@ -31,6 +35,9 @@ kernels/ptx/%.ptx: kernels/%.cu $(wildcard kernels/*.cuh) scripts/build-kernels.
 
 check-kernels:
 	NVCC=$(NVCC) PTXAS=$(PTXAS) scripts/check-kernels.sh
+
+check-kernels-emu:
+	EMU_ONLY=family bash scripts/kernel-emu/run.sh
 
 device-bundle:
 	scripts/device-bundle.sh

@@ -22,46 +22,14 @@
 // Atomics: none; deterministic (fixed chunks, reduced in a fixed order).
 // Reference: compute/ref.LinearBackward (dw, db); with dy = 2e, the per-cell
 //   products summed here form the validation gradient sum G of DAIN eq. 5.
-#include "gemm_tc.cuh"
+#include "linear_tc.cuh"
 
 extern "C" __global__ void __launch_bounds__(dainx::kTcThreads)
 linear_backward_dw_tc(float* __restrict__ dw, float* __restrict__ db, float* __restrict__ part,
                       const float* __restrict__ dy, const float* __restrict__ x, int32_t batch, int32_t in,
                       int32_t out, int32_t kchunk, int32_t flags) {
     using namespace dainx;
-    __shared__ __align__(16) float smem[kTcSmemFloats];
-    __shared__ float red[kTcThreads];
-    const int m0 = blockIdx.x * kTcBM, n0 = blockIdx.y * kTcBN;
-    const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)batch);
-    const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)batch);
-    const bool with_db = (flags & kEpiBias) != 0;
-    const bool sum_db = with_db && blockIdx.y == 0;  // uniform across the block
-    const int pcols = in + (with_db ? 1 : 0);
-    float acc[2][4][4], asum;
-    // C(o,i) = Σ_b A(o,b)·B(b,i), A(o,b) = dy[b·O + o], B(b,i) = x[b·I + i].
-    if (flags & kEpiX3)
-        gemm_tc_64x64<kRContig, kRContig, true>(acc, asum, smem, dy, out, x, in, out, in, m0, n0, k_begin, k_end, sum_db);
-    else
-        gemm_tc_64x64<kRContig, kRContig, false>(acc, asum, smem, dy, out, x, in, out, in, m0, n0, k_begin, k_end, sum_db);
-    const bool split = gridDim.z > 1;
-    const bool accumulate = !split && (flags & kEpiAccumulate) != 0;
-    float* __restrict__ pz = part + (int64_t)blockIdx.z * out * pcols;
-    tc_for_each(acc, m0, n0, [&](int m, int n, float v) {
-        if (m >= out || n >= in) return;  // guard
-        if (split) {
-            pz[(int64_t)m * pcols + n] = v;
-        } else {
-            const int64_t off = (int64_t)m * in + n;
-            dw[off] = accumulate ? dw[off] + v : v;
-        }
-    });
-    if (!sum_db) return;
-    const float v = gemm_row_sums(asum, red, kTcThreads);
-    const int m = m0 + threadIdx.x;
-    if (threadIdx.x >= 64 || m >= out) return;  // guard
-    if (split) {
-        pz[(int64_t)m * pcols + in] = v;
-    } else {
-        db[m] = accumulate ? db[m] + v : v;
-    }
+    __shared__ __align__(16) float smem[Tc64x64::SMEM_FLOATS];
+    __shared__ float red[2 * Tc64x64::BM];
+    linear_backward_dw_tc_body<Tc64x64>(smem, red, dw, db, part, dy, x, batch, in, out, kchunk, flags);
 }

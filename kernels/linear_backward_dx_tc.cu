@@ -18,30 +18,13 @@
 // Atomics: none; deterministic.
 // Reference: compute/ref.LinearBackward (dx); backpropagation through DAIN
 //   eq. 4.
-#include "gemm_tc.cuh"
+#include "linear_tc.cuh"
 
 extern "C" __global__ void __launch_bounds__(dainx::kTcThreads)
 linear_backward_dx_tc(float* __restrict__ dx, float* __restrict__ part, const float* __restrict__ dy,
                       const float* __restrict__ w, const float* __restrict__ x, int32_t batch, int32_t in,
                       int32_t out, int32_t kchunk, int32_t flags) {
     using namespace dainx;
-    __shared__ __align__(16) float smem[kTcSmemFloats];
-    const int m0 = blockIdx.x * kTcBM, n0 = blockIdx.y * kTcBN;
-    const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)out);
-    const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)out);
-    float acc[2][4][4], asum;
-    // C(b,i) = Σ_o A(b,o)·B(o,i), A(b,o) = dy[b·O + o], B(o,i) = w[o·I + i].
-    if (flags & kEpiX3)
-        gemm_tc_64x64<kKContig, kRContig, true>(acc, asum, smem, dy, out, w, in, batch, in, m0, n0, k_begin, k_end, false);
-    else
-        gemm_tc_64x64<kKContig, kRContig, false>(acc, asum, smem, dy, out, w, in, batch, in, m0, n0, k_begin, k_end, false);
-    const bool split = gridDim.z > 1;
-    float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * in : dx;
-    const bool mask = !split && (flags & kEpiMask) != 0;
-    tc_for_each(acc, m0, n0, [&](int m, int n, float v) {
-        if (m >= batch || n >= in) return;  // guard
-        const int64_t off = (int64_t)m * in + n;
-        if (mask && !(x[off] > 0.f)) v = 0.f;
-        dst[off] = v;
-    });
+    __shared__ __align__(16) float smem[Tc64x64::SMEM_FLOATS];
+    linear_backward_dx_tc_body<Tc64x64>(smem, dx, part, dy, w, x, batch, in, out, kchunk, flags);
 }

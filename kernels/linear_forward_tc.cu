@@ -17,32 +17,13 @@
 //   edges are guarded. 64-bit offsets. Compute capability 8.0 or later.
 // Atomics: none; deterministic (fixed order per element).
 // Reference: compute/ref.LinearForward; DAIN eq. 4, Z_m = φ(W_m Z_{m−1} + b_m).
-#include "gemm_tc.cuh"
+#include "linear_tc.cuh"
 
 extern "C" __global__ void __launch_bounds__(dainx::kTcThreads)
 linear_forward_tc(float* __restrict__ y, float* __restrict__ part, const float* __restrict__ x,
                   const float* __restrict__ w, const float* __restrict__ bias, int32_t batch, int32_t in,
                   int32_t out, int32_t kchunk, int32_t flags) {
     using namespace dainx;
-    __shared__ __align__(16) float smem[kTcSmemFloats];
-    const int m0 = blockIdx.x * kTcBM, n0 = blockIdx.y * kTcBN;
-    const int k_begin = (int)min64((int64_t)blockIdx.z * kchunk, (int64_t)in);
-    const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)in);
-    float acc[2][4][4], asum;
-    // C(b,o) = Σ_i A(b,i)·B(i,o), A(b,i) = x[b·I + i], B(i,o) = w[o·I + i].
-    if (flags & kEpiX3)
-        gemm_tc_64x64<kKContig, kKContig, true>(acc, asum, smem, x, in, w, in, batch, out, m0, n0, k_begin, k_end, false);
-    else
-        gemm_tc_64x64<kKContig, kKContig, false>(acc, asum, smem, x, in, w, in, batch, out, m0, n0, k_begin, k_end, false);
-    const bool split = gridDim.z > 1;
-    float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * out : y;
-    const bool relu = (flags & kEpiRelu) != 0;
-    tc_for_each(acc, m0, n0, [&](int m, int n, float v) {
-        if (m >= batch || n >= out) return;  // guard
-        if (!split) {
-            v += bias[n];
-            if (relu && v < 0.f) v = 0.f;
-        }
-        dst[(int64_t)m * out + n] = v;
-    });
+    __shared__ __align__(16) float smem[Tc64x64::SMEM_FLOATS];
+    linear_forward_tc_body<Tc64x64>(smem, y, part, x, w, bias, batch, in, out, kchunk, flags);
 }

@@ -24,6 +24,7 @@ Usage:
   dainx synth [flags]     write a synthetic tensor built from random factor matrices
   dainx convert [flags]   convert a tensor between tsv, tns and SPLATT .bin, and index bases
   dainx predict [flags]   predict cells with a model saved by augment -model-out
+  dainx tune [flags]      choose the GEMM kernel variants for a GPU (or print the model's ranking)
   dainx version           print the version
   dainx help              print this help
 
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return predict(args[1:], stdout, stderr)
 	case "convert":
 		return convert(args[1:], stdout, stderr)
+	case "tune":
+		return tune(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "dainx", version())
 		return exitOK

@@ -18,6 +18,18 @@
 #include "linear_backward_dx.cu"
 #include "linear_backward_dx_tc.cu"
 #include "linear_backward_out1.cu"
+#include "linear_backward_dw_128x128.cu"
+#include "linear_backward_dw_128x64.cu"
+#include "linear_backward_dw_tc_128x128.cu"
+#include "linear_backward_dw_tc_128x64.cu"
+#include "linear_backward_dx_128x128.cu"
+#include "linear_backward_dx_128x64.cu"
+#include "linear_backward_dx_tc_128x128.cu"
+#include "linear_backward_dx_tc_128x64.cu"
+#include "linear_forward_128x128.cu"
+#include "linear_forward_128x64.cu"
+#include "linear_forward_tc_128x128.cu"
+#include "linear_forward_tc_128x64.cu"
 #include "linear_forward.cu"
 #include "linear_forward_out1.cu"
 #include "linear_forward_out1_mse.cu"
@@ -96,6 +108,80 @@ static void testTC(int B, int I, int O, int off, mt19937& g) {
             if (parts > 1) launch({4, 1, 1}, {256, 1, 1}, [&] { split_k_reduce(dw.data(), withb ? db.data() : nullptr, part.data(), nullptr, nullptr, O, I, P, parts, 1); });
             snprintf(buf, sizeof buf, "linear_backward_dw_tc x3 %d %dx%dx%d off %d chunk %d db %d", x3, B, I, O, off, kchunk, withb); check(buf, dw, wdw);
             if (withb) { snprintf(buf, sizeof buf, "linear_backward_dw_tc (db) x3 %d %dx%dx%d off %d chunk %d", x3, B, I, O, off, kchunk); check(buf, db, wdb); }
+        }
+    }
+}
+
+// testFamily checks every member of the GEMM family (kernels/*_128x64.cu,
+// *_128x128.cu and their _tc forms) on one shape: each variant's outputs,
+// unsplit and split-K (the parts themselves, before split_k_reduce), must
+// be bit for bit those of today's 64×64 kernel of the same precision
+// (fp32, TF32, 3xTF32), and within the tolerance of check() of a float64
+// loop over the operands as that precision rounds them. Variant k of a
+// precision is launched with its own grid, block and tile.
+struct Tile { unsigned bm, bn, threads; };
+static void testFamily(int B, int I, int O, int off, mt19937& g) {
+    struct Buf { vector<float> v; int off; float* data() { return v.data() + off; } float& operator[](size_t i) { return v[off + i]; } size_t size() const { return v.size() - off; } };
+    auto rndv = [&](size_t n) { uniform_real_distribution<float> d(-1, 1); Buf b{vector<float>(n + 4), off}; for (auto& x : b.v) x = d(g); return b; };
+    auto x = rndv((size_t)B * I), w = rndv((size_t)O * I), bias = rndv(O), dy = rndv((size_t)B * O);
+    for (size_t i = 0; i < x.size(); i += 3) x[i] = 0;
+    char buf[200];
+    auto same = [&](const char* what, const vector<float>& got, const vector<float>& want) {
+        if (got.size() != want.size() || memcmp(got.data(), want.data(), 4 * got.size()) != 0) {
+            size_t i = 0;
+            while (i < got.size() && memcmp(&got[i], &want[i], 4) == 0) ++i;
+            printf("FAIL %s: not bit-identical to the 64x64 kernel (first at [%zu]: %a vs %a)\n", what, i, got[i], want[i]);
+            fails++;
+        }
+    };
+    typedef void (*Fwd)(float*, float*, const float*, const float*, const float*, int32_t, int32_t, int32_t, int32_t, int32_t);
+    typedef void (*Dx)(float*, float*, const float*, const float*, const float*, int32_t, int32_t, int32_t, int32_t, int32_t);
+    typedef void (*Dw)(float*, float*, float*, const float*, const float*, int32_t, int32_t, int32_t, int32_t, int32_t);
+    struct Member { const char* name; Tile t; Fwd fwd; Dx dx; Dw dw; };
+    // prec 0: fp32 SIMT, 1: TF32, 2: 3xTF32 (the _tc kernels with kEpiX3).
+    const Member fam[2][3] = {
+        {{"64x64", {64, 64, 256}, linear_forward, linear_backward_dx, linear_backward_dw},
+         {"128x64", {128, 64, 128}, linear_forward_128x64, linear_backward_dx_128x64, linear_backward_dw_128x64},
+         {"128x128", {128, 128, 256}, linear_forward_128x128, linear_backward_dx_128x128, linear_backward_dw_128x128}},
+        {{"tc_64x64", {64, 64, 128}, linear_forward_tc, linear_backward_dx_tc, linear_backward_dw_tc},
+         {"tc_128x64", {128, 64, 256}, linear_forward_tc_128x64, linear_backward_dx_tc_128x64, linear_backward_dw_tc_128x64},
+         {"tc_128x128", {128, 128, 256}, linear_forward_tc_128x128, linear_backward_dx_tc_128x128, linear_backward_dw_tc_128x128}}};
+    for (int prec = 0; prec < 3; ++prec) {
+        const Member* ms = fam[prec == 0 ? 0 : 1];
+        const int fx = prec == 2 ? 16 : 0;
+        auto R = [&](float v) { return prec == 1 ? (double)tf32r(v) : (double)v; };
+        // float64 references: forward with ReLU, dx with the mask, dw and db.
+        vector<double> wy((size_t)B * O), wdx((size_t)B * I), wdw((size_t)O * I), wdb(O);
+        for (int b = 0; b < B; ++b) for (int o = 0; o < O; ++o) { double t = bias[o]; for (int i = 0; i < I; ++i) t += R(x[b * I + i]) * R(w[o * I + i]); wy[b * O + o] = t < 0 ? 0 : t; }
+        for (int b = 0; b < B; ++b) for (int i = 0; i < I; ++i) { double t = 0; for (int o = 0; o < O; ++o) t += R(dy[b * O + o]) * R(w[o * I + i]); wdx[b * I + i] = x[b * I + i] > 0 ? t : 0; }
+        for (int o = 0; o < O; ++o) { double tb = 0; for (int b = 0; b < B; ++b) tb += dy[b * O + o]; wdb[o] = tb; for (int i = 0; i < I; ++i) { double t = 0; for (int b = 0; b < B; ++b) t += R(dy[b * O + o]) * R(x[b * I + i]); wdw[o * I + i] = t; } }
+        for (int split = 0; split < 2; ++split) {
+            const int cf = split ? 32 : I, cx = split ? 32 : O, cw = split ? 48 : B;
+            const int pf = cdiv(I, cf), px = cdiv(O, cx), pw = cdiv(B, cw);
+            vector<float> y0, dx0, dw0, db0;
+            for (int v = 0; v < 3; ++v) {
+                const Member& m = ms[v];
+                const dim3 blk{m.t.threads, 1, 1};
+                vector<float> y((size_t)B * O, NAN), yp((size_t)pf * B * O, NAN);
+                launch({cdiv(B, m.t.bm), cdiv(O, m.t.bn), (unsigned)pf}, blk, [&] { m.fwd(y.data(), yp.data(), x.data(), w.data(), bias.data(), B, I, O, cf, 2 | fx); });
+                if (pf > 1) { y = yp; }
+                vector<float> dx((size_t)B * I, NAN), dxp((size_t)px * B * I, NAN);
+                launch({cdiv(B, m.t.bm), cdiv(I, m.t.bn), (unsigned)px}, blk, [&] { m.dx(dx.data(), dxp.data(), dy.data(), w.data(), x.data(), B, I, O, cx, 4 | fx); });
+                if (px > 1) { dx = dxp; }
+                vector<float> dw((size_t)O * I, NAN), db(O, NAN), dwp((size_t)pw * O * (I + 1), NAN);
+                launch({cdiv(O, m.t.bm), cdiv(I, m.t.bn), (unsigned)pw}, blk, [&] { m.dw(dw.data(), db.data(), dwp.data(), dy.data(), x.data(), B, I, O, cw, 8 | fx); });
+                if (pw > 1) { dw = dwp; db.clear(); }
+                if (!split) {
+                    snprintf(buf, sizeof buf, "family %s prec %d %dx%dx%d off %d forward", m.name, prec, B, I, O, off); check(buf, y, wy);
+                    snprintf(buf, sizeof buf, "family %s prec %d %dx%dx%d off %d dx", m.name, prec, B, I, O, off); check(buf, dx, wdx);
+                    snprintf(buf, sizeof buf, "family %s prec %d %dx%dx%d off %d dw", m.name, prec, B, I, O, off); check(buf, dw, wdw);
+                    snprintf(buf, sizeof buf, "family %s prec %d %dx%dx%d off %d db", m.name, prec, B, I, O, off); check(buf, db, wdb);
+                }
+                if (v == 0) { y0 = y; dx0 = dx; dw0 = dw; db0 = db; continue; }
+                snprintf(buf, sizeof buf, "family %s prec %d %dx%dx%d off %d split %d forward", m.name, prec, B, I, O, off, split); same(buf, y, y0);
+                snprintf(buf, sizeof buf, "family %s prec %d %dx%dx%d off %d split %d dx", m.name, prec, B, I, O, off, split); same(buf, dx, dx0);
+                snprintf(buf, sizeof buf, "family %s prec %d %dx%dx%d off %d split %d dw+db", m.name, prec, B, I, O, off, split); same(buf, dw, dw0); same(buf, db, db0);
+            }
         }
     }
 }
@@ -264,6 +350,16 @@ int main() {
     // sparse kernels' (quick, for kernel work).
     const bool only_tc = getenv("EMU_ONLY") && string(getenv("EMU_ONLY")) == "tc";
     const bool only_sparse = getenv("EMU_ONLY") && string(getenv("EMU_ONLY")) == "sparse";
+    const bool only_family = getenv("EMU_ONLY") && string(getenv("EMU_ONLY")) == "family";
+    if (only_family) {
+        // EMU_ONLY=family: only the GEMM family (make check-kernels-emu).
+        mt19937 g(11);
+        int fs[][4] = {{130, 70, 150, 0}, {67, 33, 45, 1}, {200, 36, 20, 0}};
+        for (auto& s : fs) testFamily(s[0], s[1], s[2], s[3], g);
+        if (g_emu_errors) { printf("FAIL: %d PTX rule violations\n", g_emu_errors.load()); fails++; }
+        printf("%s (%d failures)\n", fails ? "FAIL" : "PASS", fails);
+        return fails != 0;
+    }
     if (!only_tc && !only_sparse) {
     // Linear layers. Each GEMM runs unsplit and split (kchunk 16, 48 and
     // 128, reduced by split_k_reduce), every epilogue flag on and off.
@@ -359,6 +455,7 @@ int main() {
         int tcs[][4] = {{1, 1, 1, 0}, {65, 17, 3, 0}, {130, 150, 70, 0}, {3, 40, 129, 0}, {64, 64, 64, 0}, {70, 33, 1, 0},
                         {100, 36, 72, 0}, {130, 68, 4, 0}, {100, 36, 72, 1}, {61, 44, 20, 0}};
         for (auto& s : tcs) testTC(s[0], s[1], s[2], s[3], g);
+        testFamily(130, 70, 150, 0, g);
     }
     if (!only_tc && !only_sparse) {
     // gather / scatter / embedding influence / entity importance

@@ -71,5 +71,8 @@ s = cut(s, '// tf32 returns a rounded', '// End of the PTX wrappers.',
         'template <int N> __device__ __forceinline__ void cp_async_wait() { emu_cp_wait(N); }\n')
 open(sys.argv[4], 'w').write(s)
 PY
+# The tile variants of the GEMM family take their stages from dynamic shared
+# memory; the emulation gives them a static array as large as the largest.
+sed -i 's/extern __shared__ __align__(16) float dsmem\[\];/alignas(16) static float dsmem[32768];/' "$tmp"/*.cu
 g++ -std=c++20 -O1 -pthread -w -o "$tmp/emu_test" "$tmp/emu_test.cpp"
 "$tmp/emu_test"

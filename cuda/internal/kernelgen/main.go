@@ -456,9 +456,11 @@ func runC(srcDir, outDir string) error {
 		fmt.Fprintf(&b, "%s\n// Source: %s, with the kernel renamed dainx_kern_%s.\n", marker, k.file, k.name)
 		// The headers come first, so the rename below touches nothing in
 		// them (and they are #pragma once).
-		fmt.Fprintf(&b, "#include \"common.cuh\"\n#include \"gemm_tc.cuh\"\n#include \"dainx_kern.h\"\n\n")
+		fmt.Fprintf(&b, "#include \"common.cuh\"\n#include \"gemm_tc.cuh\"\n#include \"linear_tc.cuh\"\n#include \"linear_simt.cuh\"\n#include \"dainx_kern.h\"\n\n")
 		fmt.Fprintf(&b, "#define %s dainx_kern_%s\n#include \"%s.cu\"\n#undef %s\n\n", k.name, k.name, k.name, k.name)
-		fmt.Fprintf(&b, "extern \"C\" %s {\n    dainx_kern_%s<<<grid, block, shared, stream>>>(%s);\n    return cudaGetLastError();\n}\n", sig, k.name, strings.Join(args, ", "))
+		// Dynamic shared memory above the 48 KiB default (the tile variants of
+		// the GEMM family) needs the kernel's opt-in attribute first.
+		fmt.Fprintf(&b, "extern \"C\" %s {\n    if (shared > 48 * 1024) {\n        const cudaError_t e = cudaFuncSetAttribute(dainx_kern_%s, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared);\n        if (e != cudaSuccess) return e;\n    }\n    dainx_kern_%s<<<grid, block, shared, stream>>>(%s);\n    return cudaGetLastError();\n}\n", sig, k.name, k.name, strings.Join(args, ", "))
 		if err := os.WriteFile(filepath.Join(outDir, "kern_"+k.name+".cu"), b.Bytes(), 0o644); err != nil {
 			return err
 		}

@@ -1,0 +1,24 @@
+// linear_backward_dw_128x64: linear_backward_dw with the 128×64 tile of the
+// fp32 SIMT family (gemm_simt.cuh Simt128x64, 8×8 outputs per thread): the
+// weight gradient and, with kEpiBias, the bias gradient: dw[o,i] (= or += by
+// kEpiAccumulate) Σ_b dy[b,o]·x[b,i], db[o] likewise, or the split-K parts.
+// Bit for bit the result of linear_backward_dw (the same fmaf chain per
+// output); only the tiling differs. The flags are linear_backward_dw's.
+//
+// Shapes: dy B×O, x B×I, dw O×I, db O, part S×O×P, P = I + 1 with kEpiBias,
+// else I.
+// Launch: block 128 threads; grid (⌈O/128⌉, ⌈I/64⌉, S) with S = ⌈B/kchunk⌉;
+// static shared memory (gemm_simt.cuh). Any B, I, O ≥ 1; edges are guarded.
+// 64-bit offsets.
+// Atomics: none; deterministic (fixed order per element).
+// Reference: compute/ref.LinearBackward (dw, db).
+#include "linear_simt.cuh"
+
+extern "C" __global__ void __launch_bounds__(128)
+linear_backward_dw_128x64(float* __restrict__ dw, float* __restrict__ db, float* __restrict__ part,
+    const float* __restrict__ dy, const float* __restrict__ x, int32_t batch, int32_t in,
+    int32_t out, int32_t kchunk, int32_t flags) {
+    using namespace dainx;
+    __shared__ float red[4 * Simt128x64::BM];
+    linear_backward_dw_simt<Simt128x64>(red, dw, db, part, dy, x, batch, in, out, kchunk, flags);
+}

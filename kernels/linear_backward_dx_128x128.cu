@@ -1,0 +1,22 @@
+// linear_backward_dx_128x128: linear_backward_dx with the 128×128 tile of
+// the fp32 SIMT family (gemm_simt.cuh Simt128x128, 8×8 outputs per thread):
+// the input gradient with the ReLU mask: dx[b,i] = (Σ_o
+// dy[b,o]·w[o,i])·m[b,i], or the split-K parts (=). Bit for bit the result
+// of linear_backward_dx (the same fmaf chain per output); only the tiling
+// differs. The flags are linear_backward_dx's.
+//
+// Shapes: dy B×O, w O×I, x B×I, dx B×I, part S×B×I (unused if S = 1).
+// Launch: block 256 threads; grid (⌈B/128⌉, ⌈I/128⌉, S) with S = ⌈O/kchunk⌉;
+// static shared memory (gemm_simt.cuh). Any B, I, O ≥ 1; edges are guarded.
+// 64-bit offsets.
+// Atomics: none; deterministic (fixed order per element).
+// Reference: compute/ref.LinearBackward (dx).
+#include "linear_simt.cuh"
+
+extern "C" __global__ void __launch_bounds__(256)
+linear_backward_dx_128x128(float* __restrict__ dx, float* __restrict__ part, const float* __restrict__ dy,
+    const float* __restrict__ w, const float* __restrict__ x, int32_t batch, int32_t in,
+    int32_t out, int32_t kchunk, int32_t flags) {
+    using namespace dainx;
+    linear_backward_dx_simt<Simt128x128>(dx, part, dy, w, x, batch, in, out, kchunk, flags);
+}

@@ -1,0 +1,27 @@
+// linear_backward_dx_tc_128x128: linear_backward_dx_tc with the 128×128 tile
+// of the tensor-core family (warps 2×4 of 64×32, BK = 16, 4 cp.async stages;
+// gemm_tc.cuh Tc128x128): the input gradient with the ReLU mask,   dx[b,i] =
+// (Σ_o dy[b,o]·w[o,i])·m[b,i], or the split-K parts (=), TF32 or 3xTF32
+// (kEpiX3), bit for bit the result of linear_backward_dx_tc (same k-order
+// per output); only the tiling differs. The flags are
+// linear_backward_dx_tc's.
+//
+// Shapes: dy B×O, w O×I, x B×I, dx B×I, part S×B×I (unused if S = 1).
+// Launch: block 256 threads; grid (⌈B/128⌉, ⌈I/128⌉, S) with S = ⌈O/kchunk⌉;
+//   dynamic shared memory 81 920 bytes (Tc128x128::SMEM_BYTES), above 48 KiB:
+//   the caller raises the kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+//   first and skips the variant where the device's opt-in limit is lower.
+//   Any B, I, O ≥ 1; edges are guarded. 64-bit offsets. Compute capability
+//   8.0 or later.
+// Atomics: none; deterministic (fixed order per element).
+// Reference: compute/ref.LinearBackward (dx).
+#include "linear_tc.cuh"
+
+extern "C" __global__ void __launch_bounds__(256)
+linear_backward_dx_tc_128x128(float* __restrict__ dx, float* __restrict__ part, const float* __restrict__ dy,
+    const float* __restrict__ w, const float* __restrict__ x, int32_t batch, int32_t in,
+    int32_t out, int32_t kchunk, int32_t flags) {
+    using namespace dainx;
+    extern __shared__ __align__(16) float dsmem[];
+    linear_backward_dx_tc_body<Tc128x128>(dsmem, dx, part, dy, w, x, batch, in, out, kchunk, flags);
+}

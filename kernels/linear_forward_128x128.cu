@@ -1,0 +1,22 @@
+// linear_forward_128x128: linear_forward with the 128×128 tile of the fp32
+// SIMT family (gemm_simt.cuh Simt128x128, 8×8 outputs per thread): the
+// forward GEMM + bias + optional ReLU: y[b,o] = φ(Σ_i x[b,i]·w[o,i] +
+// bias[o]), or the split-K parts (=). Bit for bit the result of
+// linear_forward (the same fmaf chain per output); only the tiling differs.
+// The flags are linear_forward's.
+//
+// Shapes: x B×I, w O×I, bias O, y B×O, part S×B×O (unused if S = 1).
+// Launch: block 256 threads; grid (⌈B/128⌉, ⌈O/128⌉, S) with S = ⌈I/kchunk⌉;
+// static shared memory (gemm_simt.cuh). Any B, I, O ≥ 1; edges are guarded.
+// 64-bit offsets.
+// Atomics: none; deterministic (fixed order per element).
+// Reference: compute/ref.LinearForward; DAIN eq. 4.
+#include "linear_simt.cuh"
+
+extern "C" __global__ void __launch_bounds__(256)
+linear_forward_128x128(float* __restrict__ y, float* __restrict__ part, const float* __restrict__ x,
+    const float* __restrict__ w, const float* __restrict__ bias, int32_t batch, int32_t in,
+    int32_t out, int32_t kchunk, int32_t flags) {
+    using namespace dainx;
+    linear_forward_simt<Simt128x128>(y, part, x, w, bias, batch, in, out, kchunk, flags);
+}

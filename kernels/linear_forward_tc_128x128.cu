@@ -1,0 +1,26 @@
+// linear_forward_tc_128x128: linear_forward_tc with the 128×128 tile of the
+// tensor-core family (warps 2×4 of 64×32, BK = 16, 4 cp.async stages;
+// gemm_tc.cuh Tc128x128): the forward GEMM + bias + optional ReLU,   y[b,o]
+// = φ(Σ_i x[b,i]·w[o,i] + bias[o]), or the split-K parts (=), TF32 or 3xTF32
+// (kEpiX3), bit for bit the result of linear_forward_tc (same k-order per
+// output); only the tiling differs. The flags are linear_forward_tc's.
+//
+// Shapes: x B×I, w O×I, bias O, y B×O, part S×B×O (unused if S = 1).
+// Launch: block 256 threads; grid (⌈B/128⌉, ⌈O/128⌉, S) with S = ⌈I/kchunk⌉;
+//   dynamic shared memory 81 920 bytes (Tc128x128::SMEM_BYTES), above 48 KiB:
+//   the caller raises the kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+//   first and skips the variant where the device's opt-in limit is lower.
+//   Any B, I, O ≥ 1; edges are guarded. 64-bit offsets. Compute capability
+//   8.0 or later.
+// Atomics: none; deterministic (fixed order per element).
+// Reference: compute/ref.LinearForward; DAIN eq. 4.
+#include "linear_tc.cuh"
+
+extern "C" __global__ void __launch_bounds__(256)
+linear_forward_tc_128x128(float* __restrict__ y, float* __restrict__ part, const float* __restrict__ x,
+    const float* __restrict__ w, const float* __restrict__ bias, int32_t batch, int32_t in,
+    int32_t out, int32_t kchunk, int32_t flags) {
+    using namespace dainx;
+    extern __shared__ __align__(16) float dsmem[];
+    linear_forward_tc_body<Tc128x128>(dsmem, y, part, x, w, bias, batch, in, out, kchunk, flags);
+}
