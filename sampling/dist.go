@@ -103,7 +103,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 	defer buf.Free()
 	host := make([]int32, buf.Len())
 	counts, back := make([]int32, size), make([]int32, size)
-	accepted := 0 // over all processes, before this round
+	accepted := 0    // over all processes, before this round
 	var kept []int32 // this process's accepted cells, each as (place, cell)
 	for accepted < n {
 		if st.Draws >= maxDraws {
