@@ -1,6 +1,10 @@
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 //go:noescape
 func adamAVX2(param, grad, mom, vel *float32, n int, c *adamConst)
@@ -58,6 +62,19 @@ func addSIMD(dst, src []float32) int {
 func tile4x24AVX2(c, a, w *float32, rows, k, lda, ldc int, bias, mask, prev *float32, ldm, mode int)
 
 //go:noescape
+func sprows96AVX512(c *float32, ldc, rows int, starts *int32, sstride int, ent *spEnt, b *float32, mask *float32, ldm, mode int)
+
+//go:noescape
+func tile4x24AVX512(c, a, w *float32, rows, k, lda, ldc int, bias, mask, prev *float32, ldm, mode int)
+
+// tile24AVX512 says that the 4×24 tiles (forward and dx, and dW's outer
+// products) and the 96-column sparse-row kernel run on AVX-512
+// (tile4x24AVX512, dwAVX512, sprows96AVX512: the same bits as their AVX2
+// versions in two thirds or half of the FMAs) where the CPU and the OS
+// have it; GODEBUG=cpu.avx512f=off turns it off.
+var tile24AVX512 = cpu.X86.HasAVX512F
+
+//go:noescape
 func tile8x8AVX2(c, a, w *float32, rows, k, lda, ldc int, bias, mask *float32, ldm, mode int)
 
 //go:noescape
@@ -76,7 +93,11 @@ func tileSIMD(tw int, c, a, w []float32, rows, k, lda, ldc int, bias, mask, prev
 		mp = unsafe.SliceData(mask)
 	}
 	if tw == 24 {
-		tile4x24AVX2(unsafe.SliceData(c), unsafe.SliceData(a), unsafe.SliceData(w), rows, k, lda, ldc, bp, mp, unsafe.SliceData(prev), ldm, mode)
+		tile := tile4x24AVX2
+		if tile24AVX512 {
+			tile = tile4x24AVX512
+		}
+		tile(unsafe.SliceData(c), unsafe.SliceData(a), unsafe.SliceData(w), rows, k, lda, ldc, bp, mp, unsafe.SliceData(prev), ldm, mode)
 		return
 	}
 	if prev != nil {
@@ -88,8 +109,15 @@ func tileSIMD(tw int, c, a, w []float32, rows, k, lda, ldc int, bias, mask, prev
 // dwSIMD runs dwAVX2 (see dwRows, which has checked the lengths, with 24
 // values of dy read from the start of every row).
 func dwSIMD(acc *[dwAcc]float32, dy []float32, ldy, rows int, sl *dwSlots) {
+	if tile24AVX512 {
+		dwAVX512(&acc[0], unsafe.SliceData(dy), ldy, rows, sl)
+		return
+	}
 	dwAVX2(&acc[0], unsafe.SliceData(dy), ldy, rows, sl)
 }
+
+//go:noescape
+func dwAVX512(acc, dy *float32, ldy, rows int, sl *dwSlots)
 
 //go:noescape
 func sprows96AVX2(c *float32, ldc, rows int, starts *int32, sstride int, ent *spEnt, b *float32, mask *float32, ldm, mode int)
@@ -113,6 +141,10 @@ func sprowsSIMD(w int, c []float32, ldc, rows int, starts []int32, sstride int, 
 	cp, sp, ep, bp := unsafe.SliceData(c), unsafe.SliceData(starts), unsafe.SliceData(ent), unsafe.SliceData(b)
 	switch w {
 	case 96:
+		if tile24AVX512 {
+			sprows96AVX512(cp, ldc, rows, sp, sstride, ep, bp, mp, ldm, mode)
+			return
+		}
 		sprows96AVX2(cp, ldc, rows, sp, sstride, ep, bp, mp, ldm, mode)
 	case 32:
 		sprows32AVX2(cp, ldc, rows, sp, sstride, ep, bp, mp, ldm, mode)
