@@ -137,7 +137,11 @@ func (be *Backend) Device() string {
 	if be.kern.Name() == "avx2" {
 		shape = "6×16"
 	}
-	return fmt.Sprintf("%d threads, %s %s sgemm", be.nthreads(), be.kern.Name(), shape)
+	narrow := ""
+	if be.narrowKernels() && tile24AVX512 {
+		narrow = ", avx-512 narrow layers"
+	}
+	return fmt.Sprintf("%d threads, %s %s sgemm%s", be.nthreads(), be.kern.Name(), shape, narrow)
 }
 
 // vec is the CPU buffer of float32.
