@@ -4,7 +4,7 @@
 # the folder whose files come back (at most 8). A contact is three calls of
 # at most 8 minutes each, one preset each:
 #
-#   PLAN=1  first contact and correctness (about 3 minutes)
+#   PLAN=1  first contact and correctness (about 4 minutes)
 #           info.txt         date, nvidia-smi, `ldconfig -p | grep libcuda`,
 #                            which python3 / compute-sanitizer / nvcc
 #           driver.txt       driver binding tests
@@ -13,7 +13,8 @@
 #                            operation), then asynchronous, every precision
 #           memcheck.txt     compute-sanitizer memcheck, whole suite
 #           racecheck.txt    racecheck on the GEMM and reduction cases, then on
-#                            the sparse path (RACE_TIMEOUT s each, default 240)
+#                            the sparse path, then on the GEMM family
+#                            (TestGemmFamily; RACE_TIMEOUT s each, default 240)
 #           synccheck.txt    synccheck on the same cases
 #           initcheck.txt    initcheck on the whole suite
 #           summary.txt      one line per step: ok / FAIL / skipped
@@ -151,6 +152,15 @@ plan1() {
 		$dev/cuda.test -test.v -test.run "$gemm_sparse" -test.short -test.count=1
 	step synccheck synccheck.txt "$san" --tool synccheck --error-exitcode 3 \
 		$dev/cuda.test -test.run "$gemm_cases" -test.short -test.count=1
+	# The GEMM family of issue 24 (every tile variant against the 64×64
+	# kernel, bit for bit; the conformance step above ran it whole): the
+	# sanitizers on its short shapes.
+	step "memcheck (GEMM family)" memcheck.txt "$san" --tool memcheck --error-exitcode 3 \
+		$dev/cuda.test -test.v -test.run '^TestGemmFamily$' -test.short -test.count=1
+	STEP_TIMEOUT=${RACE_TIMEOUT:-240} step "racecheck (GEMM family)" racecheck.txt "$san" --tool racecheck --racecheck-report all --error-exitcode 3 \
+		$dev/cuda.test -test.v -test.run '^TestGemmFamily$' -test.short -test.count=1
+	step "synccheck (GEMM family)" synccheck.txt "$san" --tool synccheck --error-exitcode 3 \
+		$dev/cuda.test -test.run '^TestGemmFamily$' -test.short -test.count=1
 	step initcheck initcheck.txt "$san" --tool initcheck --error-exitcode 3 \
 		$dev/cuda.test -test.run '^TestConformance' -test.count=1
 }

@@ -72,6 +72,7 @@ type symbols struct {
 	cuModuleGetFunction  uintptr `sym:"cuModuleGetFunction"`
 	cuModuleUnload       uintptr `sym:"cuModuleUnload"`
 	cuFuncGetAttribute   uintptr `sym:"cuFuncGetAttribute"`
+	cuFuncSetAttribute   uintptr `sym:"cuFuncSetAttribute"`
 	cuLaunchKernel       uintptr `sym:"cuLaunchKernel"`
 	cuStreamCreate       uintptr `sym:"cuStreamCreate"`
 	cuStreamSynchronize  uintptr `sym:"cuStreamSynchronize"`

@@ -100,7 +100,17 @@ const (
 	FuncMaxThreadsPerBlock FuncAttribute = 0
 	FuncSharedSizeBytes    FuncAttribute = 1
 	FuncNumRegs            FuncAttribute = 4
+	// FuncMaxDynamicSharedSizeBytes is the dynamic shared memory a launch
+	// may ask for; above 48 KiB a kernel must be given it first
+	// (SetAttribute), up to the device's opt-in limit.
+	FuncMaxDynamicSharedSizeBytes FuncAttribute = 8
 )
+
+// SetAttribute sets attribute a of f to v (cuFuncSetAttribute). Context
+// thread only.
+func (f *Function) SetAttribute(a FuncAttribute, v int) error {
+	return f.c.d.call("cuFuncSetAttribute", f.c.d.fn.cuFuncSetAttribute, f.h, uintptr(a), uintptr(int32(v)))
+}
 
 // Attribute returns attribute a of f (cuFuncGetAttribute). Context thread
 // only.

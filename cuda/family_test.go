@@ -1,0 +1,177 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/cuda/driver"
+	"github.com/dainx/dainx/cuda/gemmtune"
+)
+
+// TestGemmFamily (issue 24): on a GPU, every variant of the GEMM family
+// gives the bits of the 64×64 kernel of its precision class — forward (with
+// bias and ReLU), dx (with the ReLU mask) and dw (with the bias gradient),
+// whole and split into parts over k, in fp32 (SIMT tiles), TF32 and 3xTF32
+// (tensor-core tiles) — on the default model's shapes and on edge shapes.
+// Variants with more than 48 KiB of shared memory are launched after
+// raising the kernel's dynamic shared memory limit, and skipped (logged)
+// where the device's opt-in limit is lower. Skipped without a GPU.
+func TestGemmFamily(t *testing.T) {
+	shapes := [][3]int{{1024, 150, 1024}, {1024, 1024, 128}, {300, 77, 45}, {129, 200, 65}}
+	if testing.Short() {
+		shapes = shapes[2:]
+	}
+	for _, prec := range []compute.Precision{compute.FP32, compute.TF32, compute.TF32x3} {
+		be, err := NewWith(Options{Precision: prec})
+		if err != nil {
+			t.Skipf("no CUDA device: %v", err)
+		}
+		fam := gemmtune.Family(prec)
+		for _, sh := range shapes {
+			batch, in, out := sh[0], sh[1], sh[2]
+			for _, op := range []gemmtune.Op{gemmtune.Forward, gemmtune.DX, gemmtune.DW} {
+				for _, parts := range []int{1, 3} {
+					var want []float32
+					for _, v := range fam {
+						got, ok := familyRun(t, be, v, op, batch, in, out, parts)
+						if !ok {
+							continue
+						}
+						if want == nil {
+							want = got
+							continue
+						}
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%v, %s, %s, B %d I %d O %d, %d parts: element %d is %g, %s gives %g",
+									prec, v.Name, op, batch, in, out, parts, i, got[i], fam[0].Name, want[i])
+							}
+						}
+					}
+				}
+			}
+		}
+		if err := be.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// familyRun launches v's kernel of op on fixed inputs (from the shape) and
+// returns its outputs: the result, or the parts when split, then db for
+// dw. ok is false when the device cannot give v its shared memory.
+func familyRun(t *testing.T, be *Backend, v gemmtune.Variant, op gemmtune.Op, batch, in, out, parts int) ([]float32, bool) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(batch*in+out), uint64(op)))
+	fill := func(n int) *F32 {
+		h := make([]float32, n)
+		for i := range h {
+			h[i] = float32(rng.NormFloat64())
+			if i%7 == 0 {
+				h[i] = -h[i] * h[i] // negatives for ReLU and the mask
+			}
+		}
+		b := be.Alloc(n).(*F32)
+		be.Upload(b, h)
+		return b
+	}
+	x, w, bias, dy := fill(batch*in), fill(out*in), fill(out), fill(batch*out)
+	var m, n, k int // the GEMM's output rows and columns, and its reduction
+	switch op {
+	case gemmtune.Forward:
+		m, n, k = batch, out, in
+	case gemmtune.DX:
+		m, n, k = batch, in, out
+	default:
+		m, n, k = out, in, batch
+	}
+	chunk := k
+	if parts > 1 {
+		chunk = ((k+parts-1)/parts + 15) / 16 * 16
+		parts = (k + chunk - 1) / chunk
+	}
+	res, part, db := be.Alloc(m*n).(*F32), be.Alloc(max(parts, 2)*m*n).(*F32), be.Alloc(out).(*F32)
+	var flags int32
+	if v.TC {
+		flags = be.tcFlags()
+	}
+	name := v.Kernel(op)
+	id := -1
+	for i, s := range kernelNames {
+		if s == name {
+			id = i
+		}
+	}
+	if id < 0 {
+		t.Fatalf("no kernel %s", name)
+	}
+	var launchErr, attrErr error
+	be.do(func() {
+		f := be.fns[id]
+		if v.DynSmem > 0 {
+			if attrErr = f.SetAttribute(driver.FuncMaxDynamicSharedSizeBytes, v.DynSmem); attrErr != nil {
+				return
+			}
+		}
+		grid := driver.Dim3{X: uint32((m + v.BM - 1) / v.BM), Y: uint32((n + v.BN - 1) / v.BN), Z: uint32(parts)}
+		block := driver.Dim3{X: uint32(v.Threads), Y: 1, Z: 1}
+		a := be.args
+		a.Reset()
+		switch op {
+		case gemmtune.Forward:
+			a.Ptr(res.ptr)
+			a.Ptr(part.ptr)
+			a.Ptr(x.ptr)
+			a.Ptr(w.ptr)
+			a.Ptr(bias.ptr)
+			flags |= epiRelu
+		case gemmtune.DX:
+			a.Ptr(res.ptr)
+			a.Ptr(part.ptr)
+			a.Ptr(dy.ptr)
+			a.Ptr(w.ptr)
+			a.Ptr(x.ptr)
+			flags |= epiMask
+		default:
+			a.Ptr(res.ptr)
+			a.Ptr(db.ptr)
+			a.Ptr(part.ptr)
+			a.Ptr(dy.ptr)
+			a.Ptr(x.ptr)
+			flags |= epiBias
+		}
+		a.Int32(int32(batch))
+		a.Int32(int32(in))
+		a.Int32(int32(out))
+		a.Int32(int32(chunk))
+		a.Int32(flags)
+		launchErr = be.launch(kernelID(id), grid, block, uint32(v.DynSmem), a)
+	})
+	if attrErr != nil {
+		t.Logf("%s: %d bytes of dynamic shared memory not granted (%v): skipped", v.Name, v.DynSmem, attrErr)
+		return nil, false
+	}
+	if launchErr != nil {
+		t.Fatalf("%s: %v", name, launchErr)
+	}
+	get := func(b *F32, n int) []float32 {
+		h := make([]float32, n)
+		if err := be.Download(h, b.Slice(0, n)); err != nil {
+			t.Fatal(fmt.Errorf("%s: %w", name, err))
+		}
+		return h
+	}
+	var outv []float32
+	if parts > 1 {
+		outv = get(part, parts*m*n)
+	} else {
+		outv = get(res, m*n)
+	}
+	if op == gemmtune.DW {
+		outv = append(outv, get(db, out)...)
+	}
+	return outv, true
+}
