@@ -23,6 +23,7 @@ type Backend struct {
 	sms      int
 	prec     compute.Precision
 	sync     bool
+	tune     *gemmTuner // the GEMM variants (tune.go)
 	closed   atomic.Bool
 	capture  atomic.Bool // a Capture is recording
 	closeErr error
@@ -136,11 +137,16 @@ func NewWith(o Options) (*Backend, error) {
 	if o.Precision != compute.FP32 {
 		desc += ", " + o.Precision.String()
 	}
+	tune, err := newTuner(drv, dev, sms)
+	if err != nil {
+		return nil, err
+	}
 	ctx, err := drv.NewContext(dev)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
 	be := &Backend{
+		tune:   tune,
 		drv:    drv,
 		ctx:    ctx,
 		desc:   desc,

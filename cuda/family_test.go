@@ -175,3 +175,77 @@ func familyRun(t *testing.T, be *Backend, v gemmtune.Variant, op gemmtune.Op, ba
 	}
 	return outv, true
 }
+
+// TestGemmTuned (issue 24): on a GPU, the Linear layers' forward and
+// backward passes with DAINX_GEMM_TUNE=model and =time give, bit for bit,
+// the outputs of the 64×64 kernels (=off), in every precision, on the
+// default model's shapes — whole and split over k — with dW accumulated
+// (not repeatable: the model's choice) and overwritten (timed); and time
+// mode records a choice for every shape, timed or cached. Skipped without
+// a GPU.
+func TestGemmTuned(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	layers := [][2]int{{150, 1024}, {1024, 1024}, {1024, 128}, {77, 45}}
+	const batch = 1024
+	for _, prec := range []compute.Precision{compute.FP32, compute.TF32, compute.TF32x3} {
+		var want [][]float32
+		for _, mode := range []string{"off", "model", "time"} {
+			t.Setenv(gemmtune.EnvMode, mode)
+			be, err := NewWith(Options{Precision: prec})
+			if err != nil {
+				t.Skipf("no CUDA device: %v", err)
+			}
+			var got [][]float32
+			for _, l := range layers {
+				in, out := l[0], l[1]
+				rng := rand.New(rand.NewPCG(uint64(in), uint64(out)))
+				fill := func(n int) compute.F32 {
+					h := make([]float32, n)
+					for i := range h {
+						h[i] = float32(rng.NormFloat64())
+					}
+					b := be.Alloc(n)
+					be.Upload(b, h)
+					return b
+				}
+				x, w, bias, dy := fill(batch*in), fill(out*in), fill(out), fill(batch*out)
+				y, dx, dw, db := be.Alloc(batch*out), be.Alloc(batch*in), fill(out*in), fill(out)
+				be.LinearForward(y, x, w, bias, in, out, true)
+				be.LinearBackward(dx, dw, db, dy, x, w, in, out, true, true) // dW accumulated
+				dw2, db2 := be.Alloc(out*in), be.Alloc(out)
+				be.LinearBackward(nil, dw2, db2, dy, x, w, in, out, false, false) // overwritten
+				for _, b := range []compute.F32{y, dx, dw, db, dw2, db2} {
+					h := make([]float32, b.Len())
+					if err := be.Download(h, b); err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, h)
+				}
+			}
+			choices, _ := be.GEMMChoices()
+			if mode == "time" {
+				for _, c := range choices {
+					if c.How != "timed" && c.How != "cached" && c.How != "model (not repeatable)" {
+						t.Errorf("%v, time: %v chosen by %q", prec, c.Shape, c.How)
+					}
+				}
+				t.Logf("%v: %d shapes: %+v", prec, len(choices), choices)
+			}
+			if err := be.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if want == nil {
+				want = got
+				continue
+			}
+			for i := range want {
+				for j := range want[i] {
+					if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+						t.Fatalf("%v, DAINX_GEMM_TUNE=%s: output %d, element %d is %g, off gives %g", prec, mode, i, j, got[i][j], want[i][j])
+					}
+				}
+			}
+		}
+	}
+}

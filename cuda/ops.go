@@ -8,6 +8,7 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/cuda/driver"
+	"github.com/dainx/dainx/cuda/gemmtune"
 )
 
 // Launch shapes. The kernel headers in kernels/ state the same numbers.
@@ -300,9 +301,20 @@ func (be *Backend) partBuf(parts, rows, cols int) (p driver.DevicePtr, ok bool) 
 // linear_forward_tc in the tensor-core modes). Context thread.
 func (be *Backend) forwardGEMM(g gemmPlan, y, part, x, w, bias driver.DevicePtr, batch, in, out int32, flags int32) error {
 	if be.tc() {
-		return be.kLinearForwardTc(g.grid, tcBlock, 0, y, part, x, w, bias, batch, in, out, int32(g.chunk), flags|be.tcFlags())
+		flags |= be.tcFlags()
 	}
-	return be.kLinearForward(g.grid, block1D, 0, y, part, x, w, bias, batch, in, out, int32(g.chunk), flags)
+	return be.gemm(gemmtune.Forward, int(batch), int(out), int(in), g.parts, true, func(a *driver.Args) {
+		a.Ptr(y)
+		a.Ptr(part)
+		a.Ptr(x)
+		a.Ptr(w)
+		a.Ptr(bias)
+		a.Int32(batch)
+		a.Int32(in)
+		a.Int32(out)
+		a.Int32(int32(g.chunk))
+		a.Int32(flags)
+	})
 }
 
 // LinearForward implements compute.Backend.LinearForward (=); see
@@ -440,7 +452,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 		}
 		i32(op, pcols)
 		parts, chunk := be.planDW(batch, in, out)
-		g := planGEMM(op, out, in, parts, chunk)
+		gemmGrid(op, out, in, parts) // the grid limit, checked (a panic) on the caller's thread
 		be.post(func() {
 			if be.err != nil {
 				return
@@ -449,11 +461,23 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 			if !ok {
 				return
 			}
+			fl := flags
 			if be.tc() {
-				be.fail("linear_backward_dw_tc", be.kLinearBackwardDwTc(g.grid, tcBlock, 0, dwp, dbp, part, dys.ptr, xs.ptr, nb, ni, no, int32(chunk), flags|be.tcFlags()))
-			} else {
-				be.fail("linear_backward_dw", be.kLinearBackwardDw(g.grid, block1D, 0, dwp, dbp, part, dys.ptr, xs.ptr, nb, ni, no, int32(chunk), flags))
+				fl |= be.tcFlags()
 			}
+			// Repeatable unless it adds to dw and db itself.
+			be.fail("linear_backward_dw", be.gemm(gemmtune.DW, out, in, batch, parts, parts > 1 || acc == 0, func(a *driver.Args) {
+				a.Ptr(dwp)
+				a.Ptr(dbp)
+				a.Ptr(part)
+				a.Ptr(dys.ptr)
+				a.Ptr(xs.ptr)
+				a.Int32(nb)
+				a.Int32(ni)
+				a.Int32(no)
+				a.Int32(int32(chunk))
+				a.Int32(fl)
+			}))
 			if parts > 1 {
 				be.reduce(dwp, dbp, part, 0, 0, out, in, pcols, parts, acc)
 			}
@@ -479,7 +503,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 	}
 	if dxs != nil {
 		parts, chunk := be.planDX(batch, in, out)
-		g := planGEMM(op, batch, in, parts, chunk)
+		gemmGrid(op, batch, in, parts) // the grid limit, checked on the caller's thread
 		be.post(func() {
 			if be.err != nil {
 				return
@@ -488,11 +512,22 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 			if !ok {
 				return
 			}
+			fl := mask
 			if be.tc() {
-				be.fail("linear_backward_dx_tc", be.kLinearBackwardDxTc(g.grid, tcBlock, 0, dxp, part, dys.ptr, ws.ptr, xs.ptr, nb, ni, no, int32(chunk), mask|be.tcFlags()))
-			} else {
-				be.fail("linear_backward_dx", be.kLinearBackwardDx(g.grid, block1D, 0, dxp, part, dys.ptr, ws.ptr, xs.ptr, nb, ni, no, int32(chunk), mask))
+				fl |= be.tcFlags()
 			}
+			be.fail("linear_backward_dx", be.gemm(gemmtune.DX, batch, in, out, parts, true, func(a *driver.Args) {
+				a.Ptr(dxp)
+				a.Ptr(part)
+				a.Ptr(dys.ptr)
+				a.Ptr(ws.ptr)
+				a.Ptr(xs.ptr)
+				a.Int32(nb)
+				a.Int32(ni)
+				a.Int32(no)
+				a.Int32(int32(chunk))
+				a.Int32(fl)
+			}))
 			if parts > 1 {
 				be.reduce(dxp, 0, part, 0, xs.ptr, batch, in, in, parts, mask)
 			}

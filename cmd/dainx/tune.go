@@ -4,12 +4,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/cuda/gemmtune"
 	"github.com/dainx/dainx/internal/cli"
+	"github.com/dainx/dainx/nn"
 )
 
 // tune is `dainx tune`: the GEMM variants of one training step, ranked by
@@ -36,8 +41,10 @@ func tune(args []string, stdout, stderr io.Writer) int {
 
 Chooses, for every GEMM of one training step (forward, dx and dw of each
 layer), a member of the GEMM kernel family (docs/gpu-tuning.md). On a GPU it
-times the analytic model's top choices and fills the tuning cache
-(os.UserCacheDir()/dainx/gemm-tune.json) that training then reads; with
+runs one training step with DAINX_GEMM_TUNE=time, which times the analytic
+model's top choices and fills the tuning cache
+(os.UserCacheDir()/dainx/gemm-tune.json) that training with
+DAINX_GEMM_TUNE=time then reads, and prints the choices; with
 -model-only it prints the model's ranking for recorded device properties
 and needs no GPU. Without a GPU and without -model-only it fails.
 
@@ -59,14 +66,7 @@ Flags:
 		return exitFor("tune", fmt.Errorf("%w: -layers: want at least two widths", errUsage), nil, stderr)
 	}
 	if !modelOnly {
-		be, err := newCUDA(ordinal, prec)
-		if err != nil {
-			fmt.Fprintf(stderr, "dainx tune: no GPU to tune on: %v\n(dainx tune -model-only -device h100 prints the model's ranking without one)\n", err)
-			return exitFailure
-		}
-		be.Close()
-		fmt.Fprintln(stderr, "dainx tune: timing on the device is not wired into the CUDA backend yet (issue 24); use -model-only")
-		return exitFailure
+		return tuneOnGPU(layers, batch, ordinal, prec, stdout, stderr)
 	}
 	d, ok := gemmtune.Known[strings.ToLower(device)]
 	if !ok {
@@ -99,4 +99,67 @@ func knownDevices() []string {
 	}
 	sort.Strings(ns)
 	return ns
+}
+
+// tuneOnGPU runs one training step of the MLP (forward, backward) on the
+// CUDA backend with DAINX_GEMM_TUNE=time, which times the model's top
+// choices for every GEMM shape and fills the cache, and prints the choices.
+func tuneOnGPU(layers []int, batch, ordinal int, prec compute.Precision, stdout, stderr io.Writer) int {
+	os.Setenv(gemmtune.EnvMode, "time")
+	be, err := newCUDA(ordinal, prec)
+	if err != nil {
+		fmt.Fprintf(stderr, "dainx tune: no GPU to tune on: %v\n(dainx tune -model-only -device h100 prints the model's ranking without one)\n", err)
+		return exitFailure
+	}
+	defer be.Close()
+	cb, ok := be.(*cuda.Backend)
+	if !ok {
+		fmt.Fprintf(stderr, "dainx tune: the backend is %s, not CUDA\n", be.Name())
+		return exitFailure
+	}
+	order := 3
+	if layers[0]%order != 0 {
+		order = 1
+	}
+	dims := make([]int, order)
+	for i := range dims {
+		dims[i] = 1000
+	}
+	m, err := nn.NewMLP(be, nn.Config{Dims: dims, Layers: layers, Capacity: batch}, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		return exitFor("tune", err, nil, stderr)
+	}
+	defer m.Free()
+	rows := make([]int32, batch*order)
+	for i := range rows {
+		rows[i] = int32(i % 1000)
+	}
+	dr, delta := be.AllocI32(len(rows)), be.Alloc(batch)
+	be.UploadI32(dr, rows)
+	t0 := time.Now()
+	m.Forward(dr)
+	m.BackwardSparse(dr, delta)
+	if err := be.Sync(); err != nil {
+		return exitFor("tune", err, nil, stderr)
+	}
+	choices, spent := cb.GEMMChoices()
+	fmt.Fprintf(stdout, "tuned on %s, %v, batch %d, layers %v: %d GEMM shapes in %.2f s (%.2f s timing)\n",
+		be.Device(), prec, batch, layers, len(choices), time.Since(t0).Seconds(), spent.Seconds())
+	for _, c := range choices {
+		s := c.Shape
+		fmt.Fprintf(stdout, "%-8v M %5d N %5d K %5d split %2d  %-13s %s", s.Op, s.M, s.N, s.K, s.Parts, c.Variant, c.How)
+		names := make([]string, 0, len(c.Micros))
+		for n := range c.Micros {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(stdout, "  %s %.1f µs", n, c.Micros[n])
+		}
+		fmt.Fprintln(stdout)
+	}
+	if path, err := gemmtune.DefaultPath(); err == nil {
+		fmt.Fprintf(stdout, "cache: %s\n", path)
+	}
+	return exitOK
 }

@@ -23,6 +23,10 @@ const (
 	AttrComputeCapabilityMajor    Attribute = 75
 	AttrComputeCapabilityMinor    Attribute = 76
 	AttrMaxSharedMemoryPerBlockIn Attribute = 97 // opt-in maximum, bytes
+	AttrMaxThreadsPerSM           Attribute = 39
+	AttrMaxSharedMemoryPerSM      Attribute = 81 // bytes
+	AttrMaxRegistersPerSM         Attribute = 82
+	AttrMaxBlocksPerSM            Attribute = 106
 )
 
 // DeviceCount returns the number of CUDA devices (cuDeviceGetCount).

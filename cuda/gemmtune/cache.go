@@ -19,7 +19,9 @@ type Mode int
 
 const (
 	// Time ranks by the model, times the top few on the device (events,
-	// warm-ups, median) and caches the winner on disk. The default.
+	// warm-ups, median) and caches the winner on disk. ParseMode's default;
+	// the CUDA backend keeps Off while DAINX_GEMM_TUNE is unset until a GPU
+	// run has verified the family (docs/gpu-tuning.md).
 	Time Mode = iota
 	// ModelOnly takes the model's top choice, no timing, no cache.
 	ModelOnly

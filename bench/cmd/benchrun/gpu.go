@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/cuda/driver"
+	"github.com/dainx/dainx/cuda/gemmtune"
 	"github.com/dainx/dainx/nn"
 )
 
@@ -52,6 +54,13 @@ type GPUMode struct {
 	PairedMedian  float64   `json:"paired_ratio_median,omitempty"`
 	PairedMin     float64   `json:"paired_ratio_min,omitempty"`
 	PairedMax     float64   `json:"paired_ratio_max,omitempty"`
+	// The GEMM family (issue 24): the step with DAINX_GEMM_TUNE=time (the
+	// rows above run the 64×64 kernels of before tuning), the seconds its
+	// first steps spent timing variants, and each GEMM's choice.
+	TunedUsPerStep float64  `json:"tuned_us_per_step,omitempty"`
+	TuneSeconds    float64  `json:"tune_seconds,omitempty"`
+	TunedChoices   []string `json:"tuned_choices,omitempty"`
+	TunedSkipped   string   `json:"tuned_skipped,omitempty"`
 }
 
 // gpuPeakTable holds datasheet peaks by device name (the first entry whose
@@ -284,8 +293,44 @@ func gpuBench(r *Results, py peerCmd, dev int, precs []compute.Precision, minTim
 			m.PeerSkipped = msgs[m.PeerMode]
 		}
 		be.Close()
+		tunedStep(&m, dev, p, peakGF, minTime)
 		r.GPUModes = append(r.GPUModes, m)
 	}
+}
+
+// tunedStep measures the training step of precision p with the tuned GEMM
+// family (DAINX_GEMM_TUNE=time; the cache in a fresh directory, so that the
+// tuning time is measured) into m.
+func tunedStep(m *GPUMode, dev int, p compute.Precision, peakGF float64, minTime time.Duration) {
+	dir, err := os.MkdirTemp("", "dainx-tune-")
+	if err != nil {
+		m.TunedSkipped = err.Error()
+		return
+	}
+	defer os.RemoveAll(dir)
+	for k, v := range map[string]string{gemmtune.EnvMode: "time", "XDG_CACHE_HOME": dir} {
+		old, had := os.LookupEnv(k)
+		os.Setenv(k, v)
+		if had {
+			defer os.Setenv(k, old)
+		} else {
+			defer os.Unsetenv(k)
+		}
+	}
+	be, err := cuda.NewWith(cuda.Options{Device: dev, Precision: p})
+	if err != nil {
+		m.TunedSkipped = err.Error()
+		return
+	}
+	defer be.Close()
+	s := stepAndTracIn("cuda-"+p.String()+"-tuned", be, peakGF, minTime)
+	m.TunedUsPerStep = s.MsPerStep * 1e3
+	choices, spent := be.GEMMChoices()
+	m.TuneSeconds = spent.Seconds()
+	for _, c := range choices {
+		m.TunedChoices = append(m.TunedChoices, fmt.Sprintf("%v: %s (%s)", c.Shape, c.Variant, c.How))
+	}
+	logf("cuda %s with the tuned GEMM family: %.1f µs per step (64×64 kernels: %.1f), %.2f s timing", p, m.TunedUsPerStep, m.UsPerStep, m.TuneSeconds)
 }
 
 // gpuPaired runs rounds interleaved rounds of steps training steps on be

@@ -147,6 +147,21 @@ func gpuSection(p printer, r *Results) {
 		p("| %s | %.1f | %.2f | %s | %s | %s | %.1f |\n", m.Mode, m.UsPerStep, m.TFLOPS, of, peer, ratio, m.TracInMsPerM)
 	}
 	p("\nRatio: PyTorch's time per step over ours (above 1: dainx faster), interleaved rounds.\n")
+	var tuned bool
+	for _, m := range r.GPUModes {
+		tuned = tuned || m.TunedUsPerStep > 0 || m.TunedSkipped != ""
+	}
+	if tuned {
+		p("\nThe GEMM family (issue 24): the step with `DAINX_GEMM_TUNE=time` against the 64×64 kernels above, the time its first steps spent timing variants, and each GEMM's variant:\n\n")
+		p("| mode | 64×64 µs | tuned µs | tuning s | choices |\n|---|---:|---:|---:|---|\n")
+		for _, m := range r.GPUModes {
+			if m.TunedSkipped != "" {
+				p("| %s | %.1f | not run: %s | | |\n", m.Mode, m.UsPerStep, oneLine(m.TunedSkipped))
+				continue
+			}
+			p("| %s | %.1f | %.1f | %.2f | %s |\n", m.Mode, m.UsPerStep, m.TunedUsPerStep, m.TuneSeconds, strings.Join(m.TunedChoices, "; "))
+		}
+	}
 	if len(r.PeersGPU) > 0 {
 		p("\nPyTorch on the GPU, µs per step of each variant (%d steps after %d warm-up):\n\n", r.PeersGPU[0].Steps, r.PeersGPU[0].Warmup)
 		p("| mode | torch | plain | fused | fused+graph | fastest | loss |\n|---|---|---:|---:|---:|---|---:|\n")
