@@ -62,18 +62,9 @@ func gemmGrid(op string, m, n, z int) driver.Dim3 {
 // SMs. parts = 1 means no split. (Measured on an H100 at the default MLP's
 // shapes: splitting grids of up to two blocks per SM as well, 1024×1024
 // outputs included, was slower in every mode.)
+// The rule is gemmtune.Split's, which the GEMM family's model shares.
 func (be *Backend) split(blocks, k, minChunk int) (parts, chunk int) {
-	target := 2 * be.sms
-	if blocks >= be.sms || k <= minChunk {
-		return 1, max(k, 1)
-	}
-	parts = (target + blocks - 1) / blocks
-	chunk = (k + parts - 1) / parts
-	chunk = max((chunk+15)/16*16, minChunk)
-	if (k+chunk-1)/chunk > maxGridYZ {
-		chunk = ((k+maxGridYZ-1)/maxGridYZ + 15) / 16 * 16
-	}
-	return (k + chunk - 1) / chunk, chunk
+	return gemmtune.Split(be.sms, blocks, k, minChunk)
 }
 
 func b32(v bool) int32 {

@@ -396,12 +396,7 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 		if err := resume(m, r, 0, nil, adamM, adamV, best); err != nil {
 			return res, err
 		}
-		adam.T = r.Step
-		res = Result{BestEpoch: r.Result.BestEpoch, BestValMSE: r.Result.BestValMSE, Epochs: append([]Epoch(nil), r.Result.Epochs...)}
-		first = r.Epoch + 1
-		if r.Epoch >= cfg.Epochs || r.Epoch-res.BestEpoch >= cfg.Patience {
-			first = cfg.Epochs + 1 // that run had stopped
-		}
+		adam.T, res, first = r.continued(cfg)
 	}
 	for k := first; k <= cfg.Epochs; k++ {
 		start := time.Now()

@@ -423,12 +423,7 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		if err := resume(m, r, T, perm, adamM, adamV, best); err != nil {
 			return res, err
 		}
-		adam.T = r.Step
-		res = Result{BestEpoch: r.Result.BestEpoch, BestValMSE: r.Result.BestValMSE, Epochs: append([]Epoch(nil), r.Result.Epochs...)}
-		first = r.Epoch + 1
-		if r.Epoch >= cfg.Epochs || r.Epoch-res.BestEpoch >= cfg.Patience {
-			first = cfg.Epochs + 1 // that run had stopped
-		}
+		adam.T, res, first = r.continued(cfg)
 	}
 	ms := train.MeanSquare()
 	for k := first; k <= cfg.Epochs; k++ {
@@ -565,6 +560,18 @@ func state(m *Net, k, step int, perm []int32, adamM, adamV, best compute.F32, re
 		}
 	}
 	return st, nil
+}
+
+// continued returns Adam's step, the result so far and the first epoch to
+// train of the run whose state r is, continued with cfg (past cfg.Epochs
+// when that run had stopped).
+func (r *TrainState) continued(cfg TrainConfig) (step int, res Result, first int) {
+	res = Result{BestEpoch: r.Result.BestEpoch, BestValMSE: r.Result.BestValMSE, Epochs: append([]Epoch(nil), r.Result.Epochs...)}
+	first = r.Epoch + 1
+	if r.Epoch >= cfg.Epochs || r.Epoch-res.BestEpoch >= cfg.Patience {
+		first = cfg.Epochs + 1 // that run had stopped
+	}
+	return r.Step, res, first
 }
 
 // resume restores the state r into the model and Train's buffers, after
