@@ -69,6 +69,8 @@ type Backend interface {
 	Fill(dst F32, v float32)
 	// Copy copies src into dst (=). It panics if the lengths differ.
 	Copy(dst, src F32)
+	// CopyI32 is Copy for I32.
+	CopyI32(dst, src I32)
 	// Sync waits for pending work and returns the sticky error, if any.
 	Sync() error
 	// Close releases the backend's resources and returns the sticky error.

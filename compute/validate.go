@@ -49,6 +49,11 @@ func CheckCopy(dst, src F32) {
 	CheckLen("Copy", "dst", length("Copy", "dst", dst), length("Copy", "src", src))
 }
 
+// CheckCopyI32 validates CopyI32: equal lengths.
+func CheckCopyI32(dst, src I32) {
+	CheckLen("CopyI32", "dst", length("CopyI32", "dst", dst), length("CopyI32", "src", src))
+}
+
 // CheckGather validates Gather and ScatterRows (op names which): x (the
 // batch matrix, dx for ScatterRows) B×(N·E), table R×E, cells B×N, order
 // N ≥ 1, width E ≥ 1 and a known layout. It returns R, the table's rows.

@@ -177,6 +177,21 @@ func (be *Backend) Copy(dst, src compute.F32) {
 	})
 }
 
+// CopyI32 implements compute.Backend.CopyI32 (=), a device-to-device copy
+// queued on the stream.
+func (be *Backend) CopyI32(dst, src compute.I32) {
+	d, s := be.iv("CopyI32", dst), be.iv("CopyI32", src)
+	compute.CheckLen("CopyI32", "dst", d.n, s.n)
+	if d.n == 0 {
+		return
+	}
+	be.post(func() {
+		if be.err == nil {
+			be.fail("CopyI32", be.ctx.MemcpyDtoDAsync(d.ptr, s.ptr, 4*int64(d.n), be.stream))
+		}
+	})
+}
+
 // zero queues dst = 0 for n elements at p. Context thread.
 func (be *Backend) zero(op string, p driver.DevicePtr, n int) {
 	if be.err == nil && n > 0 {

@@ -114,14 +114,14 @@ type TrainConfig struct {
 	AfterEpoch func(Epoch) error
 	// Graphs turns on graph replay (also DAINX_CUDA_GRAPHS=1 in the
 	// environment). On a backend that implements compute.Capturer (CUDA),
-	// Train then records each step's forward pass, MSE gradient and
-	// backward pass as a graph during the first epoch (step s always reads
-	// the same slice of the reshuffled, re-uploaded training set, so its
-	// graph serves every epoch) and launches it, with Adam queued after it,
-	// in every epoch: two driver calls per step instead of about one per
-	// kernel, with results bit-identical to eager steps. It is off by
-	// default until a GPU run has checked it end to end (issue 13); other
-	// backends ignore it.
+	// Train then records a step's forward pass, MSE gradient and backward
+	// pass as a graph once per batch size (at most two: the full batch and
+	// the last, shorter one), reading fixed staging buffers; each step
+	// copies its cells into them, launches the graph, copies out its squared
+	// error and queues Adam: a few driver calls per step instead of about
+	// one per kernel, results bit-identical to eager steps, and graph memory
+	// independent of the training set. It is off by default until a GPU run
+	// has checked it end to end (issue 13); other backends ignore it.
 	Graphs bool
 	// Resume, if not nil, continues the run whose state Save received
 	// after epoch Resume.Epoch instead of starting afresh: the parameters,
@@ -383,37 +383,47 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		}
 	}
 	sqHost := make([]float32, steps)
-	// step queues the forward pass, the MSE gradient and the backward pass
-	// of step s, which reads cells [lo, hi) of the shuffled set.
-	step := func(s int) {
-		lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
-		var rows compute.I32
-		var y compute.F32
-		if perStep {
-			gather(lo, hi)
-			rows, y = shufRows.Slice(0, (hi-lo)*order), shufVals.Slice(0, hi-lo)
-		} else {
-			rows, y = shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo)
-		}
-		d := delta.Slice(0, hi-lo)
-		m.ForwardMSE(rows, y, d, sq.Slice(s, 1), float32(2/float64(hi-lo)))
+	// pass queues the forward pass, the MSE gradient (its squared error
+	// into sqOut) and the backward pass of the b cells rows, y.
+	pass := func(rows compute.I32, y, sqOut compute.F32, b int) {
+		d := delta.Slice(0, b)
+		m.ForwardMSE(rows, y, d, sqOut, float32(2/float64(b)))
 		if sparse {
 			m.BackwardSparse(rows, d)
 		} else {
 			m.Backward(rows, d, false)
 		}
 	}
-	var graphs []compute.Graph
+	// step queues the pass of step s, which reads cells [lo, hi) of the
+	// shuffled set.
+	step := func(s int) {
+		lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
+		if perStep {
+			gather(lo, hi)
+			pass(shufRows.Slice(0, (hi-lo)*order), shufVals.Slice(0, hi-lo), sq.Slice(s, 1), hi-lo)
+			return
+		}
+		pass(shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo), sq.Slice(s, 1), hi-lo)
+	}
+	// Graph replay: one graph per batch size (the full batch and the last,
+	// shorter one), each reading fixed staging buffers into which every
+	// step first copies its cells, and writing its squared error to a
+	// fixed element copied to the step's after the replay. So the graphs'
+	// memory and capture time do not grow with the training set.
+	graphs := map[int]compute.Graph{}
+	var stRows compute.I32
+	var stVals, stSq compute.F32
 	if capturer != nil {
-		graphs = make([]compute.Graph, steps)
+		stRows, stVals, stSq = be.AllocI32(cfg.Batch*order), be.Alloc(cfg.Batch), be.Alloc(1)
 		defer func() {
 			for _, g := range graphs {
-				if g != nil {
-					g.Free()
-				}
+				g.Free()
 			}
+			stRows.Free()
+			stVals.Free()
+			stSq.Free()
 		}()
-		step(0) // sizes the backend's scratch memory before any capture
+		pass(stRows, stVals, stSq, min(cfg.Batch, T)) // sizes the backend's scratch memory before any capture
 	}
 	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 	res.BestValMSE = math.Inf(1)
@@ -452,18 +462,23 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			switch {
-			case capturer == nil:
+			if capturer == nil {
 				step(s)
-			case graphs[s] == nil:
-				g, err := capturer.Capture(func() { step(s) })
-				if err != nil {
-					return res, fmt.Errorf("nn: capture of step %d: %w", s+1, err)
+			} else {
+				lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
+				b := hi - lo
+				be.CopyI32(stRows.Slice(0, b*order), shufRows.Slice(lo*order, b*order))
+				be.Copy(stVals.Slice(0, b), shufVals.Slice(lo, b))
+				g := graphs[b]
+				if g == nil {
+					var err error
+					if g, err = capturer.Capture(func() { pass(stRows.Slice(0, b*order), stVals.Slice(0, b), stSq, b) }); err != nil {
+						return res, fmt.Errorf("nn: capture of a step of %d cells: %w", b, err)
+					}
+					graphs[b] = g
 				}
-				graphs[s] = g
-				fallthrough
-			default:
-				graphs[s].Launch()
+				g.Launch()
+				be.Copy(sq.Slice(s, 1), stSq)
 			}
 			adam.T++
 			m.adamStep(sparse, adamM, adamV, adam)

@@ -185,6 +185,27 @@ func testCopy(s *suite) {
 	}
 }
 
+// testCopyI32 copies between guarded I32 views, extreme values included.
+func testCopyI32(s *suite) {
+	for _, n := range sizes {
+		vals := make([]int32, n)
+		for i := range vals {
+			vals[i] = int32(s.rng.Uint32())
+		}
+		for i, v := range []int32{0, -1, math.MaxInt32, math.MinInt32} {
+			if i < n {
+				vals[(i*7)%n] = v
+			}
+		}
+		src := s.i32("src", vals)
+		dst := s.i32("dst", make([]int32, n))
+		s.be.CopyI32(dst.view, src.view)
+		what := fmt.Sprintf("CopyI32 n=%d", n)
+		s.equalI32(what, NewShape("dst", "i", n), s.readI32(what, dst), vals)
+		s.equalI32(what+" source", NewShape("src", "i", n), s.readI32(what, src), vals)
+	}
+}
+
 // testSlice checks that views address the right elements of their parent:
 // writes through a view land at its offset, nested views add offsets, a view
 // downloads its own range, and Len is the view's length.

@@ -82,6 +82,7 @@ var suiteOps = []struct {
 	{"UploadDownloadI32", testUploadDownloadI32},
 	{"Fill", testFill},
 	{"Copy", testCopy},
+	{"CopyI32", testCopyI32},
 	{"Slice", testSlice},
 	{"Free", testFree},
 	{"Sync", testSync},

@@ -261,6 +261,13 @@ func (*Backend) Copy(dst, src compute.F32) {
 	copy(d, s)
 }
 
+// CopyI32 copies src into dst.
+func (*Backend) CopyI32(dst, src compute.I32) {
+	d, s := iv(dst), iv(src)
+	compute.CheckCopyI32(dst, src)
+	copy(d, s)
+}
+
 // Sync returns nil: the CPU backend runs synchronously and cannot fail.
 func (*Backend) Sync() error { return nil }
 

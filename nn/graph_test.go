@@ -1,0 +1,67 @@
+package nn
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/compute/cpu"
+)
+
+// replayBackend is a CPU backend with a compute.Capturer whose graphs run
+// the captured function again at each launch, as a CUDA graph replays the
+// operations it recorded: Train's graph path (staging copies, one graph
+// per batch size) on the CPU. Like a device backend it has no
+// HostBuffers.
+type replayBackend struct {
+	compute.Backend
+	captures int
+}
+
+func (r *replayBackend) Capture(f func()) (compute.Graph, error) {
+	r.captures++
+	return replayGraph(f), nil
+}
+
+type replayGraph func()
+
+func (g replayGraph) Launch() { g() }
+func (replayGraph) Free()     {}
+
+// TestTrainGraphsPerShape: with graph replay, Train records one graph per
+// batch size however many steps and epochs it runs (two here: 9 full
+// batches and a last one of 48 cells), and ends with the parameters of
+// eager training, bit for bit, for both embedding optimisers.
+func TestTrainGraphsPerShape(t *testing.T) {
+	dims := []int{20, 15, 10}
+	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 1500)
+	for _, opt := range []string{Adam, SparseAdam} {
+		run := func(be compute.Backend, graphs bool) []float32 {
+			m, err := NewMLP(be, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 256}, rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			train, val := m.NewSet(cells[:1200*3], vals[:1200]), m.NewSet(cells[1200*3:], vals[1200:])
+			cfg := TrainConfig{Epochs: 3, Batch: 128, Patience: 3, LR: 1e-2, EmbeddingOptimizer: opt, Order: KeyedOrder(1200, 5, 0), Graphs: graphs}
+			if _, err := Train(context.Background(), m, train, val, cfg); err != nil {
+				t.Fatal(err)
+			}
+			p := make([]float32, m.Params().Len())
+			if err := be.Download(p, m.Params()); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		want := run(cpu.New(), false)
+		rb := &replayBackend{Backend: cpu.New()}
+		got := run(rb, true)
+		if rb.captures != 2 {
+			t.Errorf("%s: %d graphs captured over 3 epochs of 10 steps, want 2 (one per batch size)", opt, rb.captures)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: training with graph replay differs from eager training", opt)
+		}
+	}
+}
