@@ -98,60 +98,33 @@ func familyRun(t *testing.T, be *Backend, v gemmtune.Variant, op gemmtune.Op, ba
 	if v.TC {
 		flags = be.tcFlags()
 	}
+	var ptrs []driver.DevicePtr
+	switch op {
+	case gemmtune.Forward:
+		ptrs, flags = []driver.DevicePtr{res.ptr, part.ptr, x.ptr, w.ptr, bias.ptr}, flags|epiRelu
+	case gemmtune.DX:
+		ptrs, flags = []driver.DevicePtr{res.ptr, part.ptr, dy.ptr, w.ptr, x.ptr}, flags|epiMask
+	default:
+		ptrs, flags = []driver.DevicePtr{res.ptr, db.ptr, part.ptr, dy.ptr, x.ptr}, flags|epiBias
+	}
 	name := v.Kernel(op)
-	id := -1
-	for i, s := range kernelNames {
-		if s == name {
-			id = i
-		}
-	}
-	if id < 0 {
-		t.Fatalf("no kernel %s", name)
-	}
 	var launchErr, attrErr error
 	be.do(func() {
-		f := be.fns[id]
-		if v.DynSmem > 0 {
-			if attrErr = f.SetAttribute(driver.FuncMaxDynamicSharedSizeBytes, v.DynSmem); attrErr != nil {
-				return
+		if _, attrErr = be.optIn(v, op); attrErr != nil {
+			return
+		}
+		launchErr = be.launchVariant(v, op, m, n, parts, func(a *driver.Args) {
+			for _, p := range ptrs {
+				a.Ptr(p)
 			}
-		}
-		grid := driver.Dim3{X: uint32((m + v.BM - 1) / v.BM), Y: uint32((n + v.BN - 1) / v.BN), Z: uint32(parts)}
-		block := driver.Dim3{X: uint32(v.Threads), Y: 1, Z: 1}
-		a := be.args
-		a.Reset()
-		switch op {
-		case gemmtune.Forward:
-			a.Ptr(res.ptr)
-			a.Ptr(part.ptr)
-			a.Ptr(x.ptr)
-			a.Ptr(w.ptr)
-			a.Ptr(bias.ptr)
-			flags |= epiRelu
-		case gemmtune.DX:
-			a.Ptr(res.ptr)
-			a.Ptr(part.ptr)
-			a.Ptr(dy.ptr)
-			a.Ptr(w.ptr)
-			a.Ptr(x.ptr)
-			flags |= epiMask
-		default:
-			a.Ptr(res.ptr)
-			a.Ptr(db.ptr)
-			a.Ptr(part.ptr)
-			a.Ptr(dy.ptr)
-			a.Ptr(x.ptr)
-			flags |= epiBias
-		}
-		a.Int32(int32(batch))
-		a.Int32(int32(in))
-		a.Int32(int32(out))
-		a.Int32(int32(chunk))
-		a.Int32(flags)
-		launchErr = be.launch(kernelID(id), grid, block, uint32(v.DynSmem), a)
+			for _, i := range []int{batch, in, out, chunk} {
+				a.Int32(int32(i))
+			}
+			a.Int32(flags)
+		})
 	})
 	if attrErr != nil {
-		t.Logf("%s: %d bytes of dynamic shared memory not granted (%v): skipped", v.Name, v.DynSmem, attrErr)
+		t.Logf("%s: not launched (%v): skipped", v.Name, attrErr)
 		return nil, false
 	}
 	if launchErr != nil {

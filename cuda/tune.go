@@ -150,15 +150,9 @@ func (be *Backend) gemm(op gemmtune.Op, m, n, k, parts int, repeatable bool, arg
 // shared memory (raising the kernel's limit first where v needs more than
 // 48 KiB). Context thread.
 func (be *Backend) launchVariant(v gemmtune.Variant, op gemmtune.Op, m, n, parts int, args func(a *driver.Args)) error {
-	id, ok := be.tune.ids[v.Kernel(op)]
-	if !ok {
-		return fmt.Errorf("no kernel %s", v.Kernel(op))
-	}
-	if v.DynSmem > 0 && !be.tune.opted[id] {
-		if err := be.fns[id].SetAttribute(driver.FuncMaxDynamicSharedSizeBytes, v.DynSmem); err != nil {
-			return fmt.Errorf("%s: %d bytes of dynamic shared memory: %w", v.Kernel(op), v.DynSmem, err)
-		}
-		be.tune.opted[id] = true
+	id, err := be.optIn(v, op)
+	if err != nil {
+		return err
 	}
 	gy := (n + v.BN - 1) / v.BN
 	if gy > maxGridYZ {
@@ -169,6 +163,23 @@ func (be *Backend) launchVariant(v gemmtune.Variant, op gemmtune.Op, m, n, parts
 	a.Reset()
 	args(a)
 	return be.launch(id, grid, driver.Dim3{X: uint32(v.Threads), Y: 1, Z: 1}, uint32(v.DynSmem), a)
+}
+
+// optIn returns v's kernel of op, its dynamic shared memory limit raised
+// to v's (once) where v needs more than the 48 KiB default; an error when
+// the kernel is missing or the device refuses. Context thread.
+func (be *Backend) optIn(v gemmtune.Variant, op gemmtune.Op) (kernelID, error) {
+	id, ok := be.tune.ids[v.Kernel(op)]
+	if !ok {
+		return 0, fmt.Errorf("no kernel %s", v.Kernel(op))
+	}
+	if v.DynSmem > 0 && !be.tune.opted[id] {
+		if err := be.fns[id].SetAttribute(driver.FuncMaxDynamicSharedSizeBytes, v.DynSmem); err != nil {
+			return 0, fmt.Errorf("%s: %d bytes of dynamic shared memory: %w", v.Kernel(op), v.DynSmem, err)
+		}
+		be.tune.opted[id] = true
+	}
+	return id, nil
 }
 
 // variant returns the variant of op's shape, choosing it at the first use
@@ -293,6 +304,3 @@ func (be *Backend) GEMMChoices() ([]GEMMChoice, time.Duration) {
 	})
 	return out, spent
 }
-
-// GEMMTuneMode returns the backend's DAINX_GEMM_TUNE mode.
-func (be *Backend) GEMMTuneMode() gemmtune.Mode { return be.tune.mode }

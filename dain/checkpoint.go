@@ -234,7 +234,7 @@ func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func
 	}
 	var notes []string
 	for _, name := range files {
-		f, err := readCkFile(filepath.Join(ck.Dir, name), true)
+		f, err := readCkFile(filepath.Join(ck.Dir, name), "header")
 		if err != nil {
 			return nil, fmt.Errorf("dain: -resume: %w", err)
 		}
@@ -315,7 +315,7 @@ func (c *checkpointer) write(kind, stage string, body func(w *ckWriter)) error {
 // read returns the record of kind for stage, nil if there is none.
 func (c *checkpointer) read(kind, stage string) (*ckFile, error) {
 	path := c.path(kind, stage)
-	f, err := readCkFile(path, false)
+	f, err := readCkFile(path, "")
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -162,9 +162,10 @@ func (r *hashReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readCkFile reads the checkpoint file path; with headerOnly it stops after
-// the header, unverified. Errors name the file.
-func readCkFile(path string, headerOnly bool) (*ckFile, error) {
+// readCkFile reads the checkpoint file path; with until not empty it stops
+// after the section of that name ("header": the header), unverified. Errors
+// name the file.
+func readCkFile(path string, until string) (*ckFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -236,9 +237,6 @@ func readCkFile(path string, headerOnly bool) (*ckFile, error) {
 				if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&out.header); err != nil {
 					return nil, bad("header: %v", err)
 				}
-				if headerOnly {
-					return out, nil
-				}
 			}
 			out.gobs[name] = b
 		case ckFloat32, ckInt32, ckFloat64:
@@ -282,6 +280,9 @@ func readCkFile(path string, headerOnly bool) (*ckFile, error) {
 			}
 		default:
 			return nil, bad("section %q of unknown kind %d", name, kind)
+		}
+		if name == until {
+			return out, nil
 		}
 	}
 }

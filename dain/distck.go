@@ -131,9 +131,10 @@ func (d *distCheckpoint) all(have bool) bool {
 }
 
 // trainEpoch returns the epoch of the training state at path, 0 if there
-// is none or it cannot be read.
+// is none or it cannot be read. It reads the file's header and training
+// record only (the state is read, and verified, once the epoch is chosen).
 func (d *distCheckpoint) trainEpoch(path, stage string) int {
-	f, err := readCkFile(path, false)
+	f, err := readCkFile(path, "train")
 	if err != nil || d.c.compatible(f.header, path) != nil || f.header.Kind != kindTrain || f.header.Stage != stage {
 		return 0
 	}

@@ -138,7 +138,7 @@ func (be *Backend) Device() string {
 		shape = "6×16"
 	}
 	narrow := ""
-	if be.narrowKernels() && tile24AVX512 {
+	if be.narrowKernels() && narrowAVX512 {
 		narrow = ", avx-512 narrow layers"
 	}
 	return fmt.Sprintf("%d threads, %s %s sgemm%s", be.nthreads(), be.kern.Name(), shape, narrow)

@@ -67,12 +67,12 @@ func sprows96AVX512(c *float32, ldc, rows int, starts *int32, sstride int, ent *
 //go:noescape
 func tile4x24AVX512(c, a, w *float32, rows, k, lda, ldc int, bias, mask, prev *float32, ldm, mode int)
 
-// tile24AVX512 says that the 4×24 tiles (forward and dx, and dW's outer
+// narrowAVX512 says that the 4×24 tiles (forward and dx, and dW's outer
 // products) and the 96-column sparse-row kernel run on AVX-512
 // (tile4x24AVX512, dwAVX512, sprows96AVX512: the same bits as their AVX2
 // versions in two thirds or half of the FMAs) where the CPU and the OS
 // have it; GODEBUG=cpu.avx512f=off turns it off.
-var tile24AVX512 = cpu.X86.HasAVX512F
+var narrowAVX512 = cpu.X86.HasAVX512F
 
 //go:noescape
 func tile8x8AVX2(c, a, w *float32, rows, k, lda, ldc int, bias, mask *float32, ldm, mode int)
@@ -94,7 +94,7 @@ func tileSIMD(tw int, c, a, w []float32, rows, k, lda, ldc int, bias, mask, prev
 	}
 	if tw == 24 {
 		tile := tile4x24AVX2
-		if tile24AVX512 {
+		if narrowAVX512 {
 			tile = tile4x24AVX512
 		}
 		tile(unsafe.SliceData(c), unsafe.SliceData(a), unsafe.SliceData(w), rows, k, lda, ldc, bp, mp, unsafe.SliceData(prev), ldm, mode)
@@ -109,7 +109,7 @@ func tileSIMD(tw int, c, a, w []float32, rows, k, lda, ldc int, bias, mask, prev
 // dwSIMD runs dwAVX2 (see dwRows, which has checked the lengths, with 24
 // values of dy read from the start of every row).
 func dwSIMD(acc *[dwAcc]float32, dy []float32, ldy, rows int, sl *dwSlots) {
-	if tile24AVX512 {
+	if narrowAVX512 {
 		dwAVX512(&acc[0], unsafe.SliceData(dy), ldy, rows, sl)
 		return
 	}
@@ -141,7 +141,7 @@ func sprowsSIMD(w int, c []float32, ldc, rows int, starts []int32, sstride int, 
 	cp, sp, ep, bp := unsafe.SliceData(c), unsafe.SliceData(starts), unsafe.SliceData(ent), unsafe.SliceData(b)
 	switch w {
 	case 96:
-		if tile24AVX512 {
+		if narrowAVX512 {
 			sprows96AVX512(cp, ldc, rows, sp, sstride, ep, bp, mp, ldm, mode)
 			return
 		}

@@ -7,8 +7,8 @@ import "math"
 // No SIMD loops on this architecture: the generic path is the only one
 // (Kernels never offers avx2 here).
 
-// tile24AVX512 is false: no AVX-512 kernels here.
-const tile24AVX512 = false
+// narrowAVX512 is false: no AVX-512 kernels here.
+const narrowAVX512 = false
 
 func adamSIMD(p, g, m, v []float32, c *adamConst) int       { return 0 }
 func prefetchRows(table []float32, rows []int32, width int) {}

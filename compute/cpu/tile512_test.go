@@ -15,7 +15,7 @@ import (
 // zeros of both signs, NaN and infinities. Skipped where the CPU lacks
 // AVX-512.
 func TestTile4x24AVX512(t *testing.T) {
-	if !tile24AVX512 || !New().simd {
+	if !narrowAVX512 || !New().simd {
 		t.Skip("no AVX-512 (or AVX2) on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -81,7 +81,7 @@ func TestTile4x24AVX512(t *testing.T) {
 // mode (store, add to C, mask), for rows with no entries and with many,
 // entry lists of stride 1 and 2.
 func TestSprows96AVX512(t *testing.T) {
-	if !tile24AVX512 || !New().simd {
+	if !narrowAVX512 || !New().simd {
 		t.Skip("no AVX-512 (or AVX2) on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -137,7 +137,7 @@ func TestSprows96AVX512(t *testing.T) {
 // TestDwAVX512: dwAVX512 gives dwAVX2's bits, with slots that step through
 // rows of x, repeat one value (the ones of db) or a zero.
 func TestDwAVX512(t *testing.T) {
-	if !tile24AVX512 || !New().simd {
+	if !narrowAVX512 || !New().simd {
 		t.Skip("no AVX-512 (or AVX2) on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
