@@ -472,10 +472,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 					counts[sampling.Owner(c[k:k+order], size)] += int32(order)
 				}
 			}
-			next := make([]int32, size)
-			for r := 1; r < size; r++ {
-				next[r] = next[r-1] + counts[r-1]
-			}
+			next := sampling.Starts(counts, 1)
 			send := make([]int32, len(train.Idx)+len(val.Idx))
 			for _, c := range [][]int32{train.Idx, val.Idx} {
 				for k := 0; k < len(c); k += order {

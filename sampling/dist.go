@@ -128,10 +128,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 			owner[j] = int32(Owner(host[j*order:(j+1)*order], size))
 			counts[owner[j]] += int32(1 + order)
 		}
-		next := make([]int32, size)
-		for r := 1; r < size; r++ {
-			next[r] = next[r-1] + counts[r-1]
-		}
+		next := Starts(counts, 1)
 		send := make([]int32, k*(1+order))
 		for j := range k {
 			o := owner[j]
@@ -162,10 +159,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 		// got holds, owner by owner, the verdicts on this process's
 		// candidates in the order they were sent.
 		v := make([]int32, k)
-		pos := make([]int32, size)
-		for r := 1; r < size; r++ {
-			pos[r] = pos[r-1] + counts[r-1]/int32(1+order)
-		}
+		pos := Starts(counts, int32(1+order))
 		for j := range k {
 			o := owner[j]
 			v[j] = got[pos[o]]
@@ -239,10 +233,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 	for j := 0; j < len(kept); j += 1 + order {
 		counts[drawer(int(kept[j]), n, size)] += int32(1 + order)
 	}
-	next := make([]int32, size)
-	for r := 1; r < size; r++ {
-		next[r] = next[r-1] + counts[r-1]
-	}
+	next := Starts(counts, 1)
 	send := make([]int32, len(kept))
 	for j := 0; j < len(kept); j += 1 + order {
 		r := drawer(int(kept[j]), n, size)
@@ -257,6 +248,17 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 		copy(mine[(int(recv[j])-first)*order:], recv[j+1:j+1+order])
 	}
 	return mine, first, st, nil
+}
+
+// Starts returns where each process's part begins in a buffer grouped by
+// process, part p holding counts[p] values: the exclusive prefix sums of
+// counts, divided by per (to count records of per values each).
+func Starts(counts []int32, per int32) []int32 {
+	s := make([]int32, len(counts))
+	for r := 1; r < len(counts); r++ {
+		s[r] = s[r-1] + counts[r-1]/per
+	}
+	return s
 }
 
 // drawer returns the process that draws round index i of a round of m
