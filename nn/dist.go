@@ -99,6 +99,13 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 		return res, fmt.Errorf("nn: %w", err)
 	}
 	sparseAdam := cfg.EmbeddingOptimizer == SparseAdam
+	sharded := m.sh != nil
+	if sharded && !sparseAdam {
+		return res, fmt.Errorf("nn: a sharded embedding table trains with sparse-adam (its owners update only the rows a step touched), not %s", cfg.EmbeddingOptimizer)
+	}
+	if sharded && m.sh.size != d.Cluster.Size() {
+		return res, fmt.Errorf("nn: the table is sharded over %d processes, the training runs on %d", m.sh.size, d.Cluster.Size())
+	}
 	if d.Global == 0 || d.ValGlobal == 0 {
 		return res, fmt.Errorf("nn: %d training and %d validation cells; both must be non-empty", d.Global, d.ValGlobal)
 	}
@@ -153,6 +160,10 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	}
 	adamM, adamV := be.Alloc(m.params.Len()), be.Alloc(m.params.Len())
 	best := be.Alloc(m.params.Len())
+	if sharded {
+		m.sh.training(be)
+		defer m.sh.freeTraining()
+	}
 	delta, sq := be.Alloc(m.capacity), be.Alloc(steps)
 	defer func() {
 		for _, b := range []compute.F32{shufVals, adamM, adamV, best, delta, sq} {
@@ -356,6 +367,34 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 		m.sparseAdamStep(unionRowBuf.Slice(0, u), unionCntBuf, unionGradBuf.Slice(0, u*w), adamM, adamV, step)
 		return nil
 	}
+	// A sharded table's step: this process's compact rows go to their
+	// owners, which sum them in process order (as sparseStep does) and
+	// apply SparseAdam to their rows; the layers take dense Adam.
+	shardStep := func(touched bool, step compute.AdamStep) error {
+		w := m.width
+		spGrad = spGrad[:0]
+		if touched {
+			_, count, grad := m.SparseGrad()
+			if err := be.DownloadI32(spCount, count); err != nil {
+				return err
+			}
+			u := int(spCount[0])
+			if u != len(m.sh.uniq) {
+				return fmt.Errorf("nn: the step touched %d rows, its fetch %d", u, len(m.sh.uniq))
+			}
+			spGrad = append(spGrad, make([]float32, u*w)...)
+			if u > 0 {
+				if err := be.Download(spGrad, grad.Slice(0, u*w)); err != nil {
+					return err
+				}
+			}
+		}
+		timed(func() { m.sh.push(be, w, spGrad, step) })
+		t, n := m.table.Len(), m.params.Len()
+		p, g := m.DenseParams()
+		be.Adam(p, g, adamM.Slice(t, n-t), adamV.Slice(t, n-t), step)
+		return nil
+	}
 
 	// The legacy order shuffles a permutation of all T cells on every
 	// process; a keyed order (cfg.Order) places each process's own cells
@@ -464,6 +503,7 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 					m.Backward(rows, dl, false)
 				}
 			} else {
+				m.Skip()           // a sharded table: serve the others' rows
 				be.Fill(dense, 0) // SparseAdam: the table's part is not read
 				if !sparseAdam {
 					be.Fill(m.grads, 0)
@@ -474,6 +514,12 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 				return res, fmt.Errorf("nn: epoch %d: %w", k, err)
 			}
 			adam.T++
+			if sharded {
+				if err := shardStep(hi > lo, adam); err != nil {
+					return res, fmt.Errorf("nn: epoch %d: %w", k, err)
+				}
+				continue
+			}
 			if sparseAdam {
 				if err := sparseStep(hi > lo, adam); err != nil {
 					return res, fmt.Errorf("nn: epoch %d: %w", k, err)
@@ -498,11 +544,13 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 		}
 		var localVal float64
 		var err error
-		if val.Len() > 0 {
+		if val.Len() > 0 || sharded {
 			if localVal, err = m.evaluate(val, cfg.ValGradSum); err != nil {
 				return res, fmt.Errorf("nn: epoch %d: %w", k, err)
 			}
-			sums[steps] = localVal * float64(val.Len())
+			if val.Len() > 0 {
+				sums[steps] = localVal * float64(val.Len())
+			}
 		} else if cfg.ValGradSum != nil {
 			be.Fill(cfg.ValGradSum, 0)
 		}
@@ -539,6 +587,9 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 			ep.Best = true
 			res.BestEpoch, res.BestValMSE = k, ep.ValMSE
 			be.Copy(best, m.params)
+			if sharded {
+				be.Copy(m.sh.best, m.sh.own)
+			}
 		}
 		ep.Seconds = time.Since(start).Seconds()
 		res.Epochs = append(res.Epochs, ep)
@@ -561,14 +612,22 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 		}
 	}
 	be.Copy(m.params, best)
+	if sharded {
+		be.Copy(m.sh.own, m.sh.best)
+	}
 	return res, be.Sync()
 }
 
 // ParamsChecksum returns a checksum of the model's parameters (to check
-// that data-parallel replicas agree).
+// that data-parallel replicas agree); when the table is sharded, of the
+// Linear layers' (the part every process holds).
 func (m *Net) ParamsChecksum() (uint64, error) {
-	host := make([]float32, m.params.Len())
-	if err := m.be.Download(host, m.params); err != nil {
+	p := m.params
+	if m.sh != nil {
+		p, _ = m.DenseParams()
+	}
+	host := make([]float32, p.Len())
+	if err := m.be.Download(host, p); err != nil {
 		return 0, err
 	}
 	h := uint64(14695981039346656037)

@@ -140,5 +140,5 @@ func NewNetFromParams(be compute.Backend, kind string, dims []int, width int, la
 	if len(params) != total {
 		return nil, fmt.Errorf("nn: %d parameters given, the configuration has %d", len(params), total)
 	}
-	return newNet(be, kind, dims, width, layout, append([]Layer(nil), layers...), capacity, nil, params)
+	return newNet(be, kind, dims, width, layout, append([]Layer(nil), layers...), capacity, nil, params, nil)
 }

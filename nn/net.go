@@ -65,6 +65,10 @@ type Net struct {
 
 	sp  *sparseBufs // BackwardSparse's compact gradient, allocated on first use
 	spK int         // positions K of the latest BackwardSparse
+
+	// sh is this process's part of a table sharded by row (shard.go); the
+	// table is then a cache of one batch's rows.
+	sh *tableShard
 }
 
 // Layer describes one Linear layer of a Net: Rows×In inputs per cell mapped
@@ -85,6 +89,9 @@ type Config struct {
 	// Capacity is the largest batch the model will see (training or
 	// evaluation).
 	Capacity int
+	// Shard, if not nil, shards the embedding table by row over the
+	// processes of a data-parallel run (see Sharding).
+	Shard *Sharding
 }
 
 // DefaultLayers returns the paper's layers for a tensor of the given order:
@@ -113,7 +120,7 @@ func NewMLP(be compute.Backend, cfg Config, rng *rand.Rand) (*Net, error) {
 	if err := CheckLayers(cfg.Layers, order); err != nil {
 		return nil, fmt.Errorf("nn: %w", err)
 	}
-	return newNet(be, "mlp", cfg.Dims, cfg.Layers[0]/order, compute.ModeMajor, MLPLayers(cfg.Layers), cfg.Capacity, rng, nil)
+	return newNet(be, "mlp", cfg.Dims, cfg.Layers[0]/order, compute.ModeMajor, MLPLayers(cfg.Layers), cfg.Capacity, rng, nil, cfg.Shard)
 }
 
 // MLPLayers returns the Linear layers of an MLP with the given widths
@@ -152,6 +159,8 @@ type CoSTCoConfig struct {
 	Rank     int   // R, the embedding width (20)
 	Channels int   // C, the convolution channels (20)
 	Capacity int   // largest batch
+	// Shard, if not nil, shards the embedding table by row (Sharding).
+	Shard *Sharding
 }
 
 // NewCoSTCo allocates CoSTCo (Liu, Nguyen, Zhang, Wu, KDD 2019) on be: the
@@ -164,7 +173,7 @@ func NewCoSTCo(be compute.Backend, cfg CoSTCoConfig, rng *rand.Rand) (*Net, erro
 	if cfg.Rank <= 0 || cfg.Channels <= 0 {
 		return nil, fmt.Errorf("nn: CoSTCo rank %d, channels %d: both must be positive", cfg.Rank, cfg.Channels)
 	}
-	return newNet(be, "costco", cfg.Dims, cfg.Rank, compute.RankMajor, CoSTCoLayers(len(cfg.Dims), cfg.Rank, cfg.Channels), cfg.Capacity, rng, nil)
+	return newNet(be, "costco", cfg.Dims, cfg.Rank, compute.RankMajor, CoSTCoLayers(len(cfg.Dims), cfg.Rank, cfg.Channels), cfg.Capacity, rng, nil, cfg.Shard)
 }
 
 // CoSTCoLayers returns CoSTCo's Linear layers for a tensor of the given
@@ -182,7 +191,7 @@ func CoSTCoLayers(order, rank, channels int) []Layer {
 // newNet allocates a Net on be. Its parameters are drawn from rng (see
 // NewMLP) when given is nil, and copied from given (NumParams values, laid
 // out as HostParams) otherwise; the caller checks given's length.
-func newNet(be compute.Backend, kind string, dims []int, width int, layout compute.Layout, layers []Layer, capacity int, rng *rand.Rand, given []float32) (*Net, error) {
+func newNet(be compute.Backend, kind string, dims []int, width int, layout compute.Layout, layers []Layer, capacity int, rng *rand.Rand, given []float32, shard *Sharding) (*Net, error) {
 	order := len(dims)
 	if order == 0 {
 		return nil, fmt.Errorf("nn: tensor has no modes")
@@ -212,8 +221,16 @@ func newNet(be compute.Backend, kind string, dims []int, width int, layout compu
 	if last := layers[len(layers)-1]; last.Out != 1 || last.Rows != 1 || last.ReLU {
 		panic("nn: the output layer must be linear with one output per cell")
 	}
-	// Lay out parameters and initialise them on the host.
-	total := rows * width
+	if shard != nil && given != nil {
+		return nil, fmt.Errorf("nn: a sharded table is not loaded from saved parameters")
+	}
+	// Lay out parameters and initialise them on the host. A sharded
+	// table's place holds a cache of one batch's rows (Capacity × N).
+	tableLen := rows * width
+	if shard != nil {
+		tableLen = capacity * order * width
+	}
+	total := tableLen
 	for _, ly := range layers {
 		total += ly.In*ly.Out + ly.Out
 	}
@@ -230,15 +247,26 @@ func newNet(be compute.Backend, kind string, dims []int, width int, layout compu
 	case host == nil:
 		host = make([]float32, total)
 	}
-	for i := 0; given == nil && i < rows*width; i++ {
+	if shard != nil {
+		var err error
+		m.sh, err = newShard(m, shard, rows, func(row []float64) {
+			for e := range row {
+				row[e] = rng.NormFloat64()
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; given == nil && shard == nil && i < rows*width; i++ {
 		host[i] = float32(rng.NormFloat64())
 	}
 	if !inPlace {
 		m.params = be.Alloc(total)
 	}
 	m.grads = be.Alloc(total)
-	m.table, m.dtable = m.params.Slice(0, rows*width), m.grads.Slice(0, rows*width)
-	off := rows * width
+	m.table, m.dtable = m.params.Slice(0, tableLen), m.grads.Slice(0, tableLen)
+	off := tableLen
 	for _, ly := range layers {
 		bound := 1 / math.Sqrt(float64(ly.In))
 		for _, n := range []int{ly.In * ly.Out, ly.Out} {
@@ -280,6 +308,10 @@ func (m *Net) Free() {
 		sp.grad.Free()
 		m.sp = nil
 	}
+	if m.sh != nil {
+		m.sh.free()
+		m.sh = nil
+	}
 }
 
 // Kind returns "mlp" or "costco".
@@ -307,11 +339,18 @@ func (m *Net) Offsets() []int32 { return m.offsets }
 // Capacity returns the largest batch Forward accepts.
 func (m *Net) Capacity() int { return m.capacity }
 
-// NumParams returns the number of parameters, embeddings included.
-func (m *Net) NumParams() int { return m.params.Len() }
+// NumParams returns the number of parameters, the whole embedding table
+// included (also when it is sharded; Params then holds fewer).
+func (m *Net) NumParams() int {
+	if m.sh != nil {
+		return m.params.Len() - m.table.Len() + m.TableRows()*m.width
+	}
+	return m.params.Len()
+}
 
 // Params returns the flat parameter vector (see the package documentation
-// for its layout).
+// for its layout; when the table is sharded its place holds the cache of
+// the latest batch's rows, and ShardRows the process's rows).
 func (m *Net) Params() compute.F32 { return m.params }
 
 // Grads returns the flat gradient vector, laid out like Params.
@@ -381,7 +420,13 @@ func (m *Net) forward(op string, rows compute.I32, n int) (batch int) {
 	if batch > m.capacity {
 		panic(fmt.Sprintf("nn: %s: batch %d exceeds capacity %d", op, batch, m.capacity))
 	}
-	m.be.Gather(m.Act(0, batch), m.table, rows, order, m.width, m.layout)
+	g := rows
+	if m.sh != nil {
+		if g = m.sh.fetch(m, rows, rows.Len()); g == nil {
+			g = rows // no cells: nothing is gathered
+		}
+	}
+	m.be.Gather(m.Act(0, batch), m.table, g, order, m.width, m.layout)
 	for l, ly := range m.layers[:n] {
 		m.be.LinearForward(m.Act(l+1, batch), m.Act(l, batch), m.w[l], m.b[l], ly.In, ly.Out, ly.ReLU)
 	}
@@ -447,6 +492,9 @@ func (m *Net) Hidden(batch int) compute.F32 { return m.Act(len(m.layers)-1, batc
 // the whole table gradient is cleared, O(R·E) work whatever the batch; a
 // training step uses BackwardSparse instead.
 func (m *Net) Backward(rows compute.I32, delta compute.F32, accumulate bool) {
+	if m.sh != nil {
+		panic("nn: Backward on a sharded table (TrainDist trains it with BackwardSparse)")
+	}
 	batch := m.backwardLayers("Backward", rows, delta, accumulate)
 	if !accumulate {
 		m.be.Fill(m.dtable, 0)

@@ -178,6 +178,9 @@ type TrainState struct {
 	AdamM  []float32 // Adam's first moment
 	AdamV  []float32 // Adam's second moment
 	Best   []float32 // the parameters of the best epoch so far
+	// A sharded table's rows held by this process (Net.ShardRows), their
+	// Adam moments and best copy; nil when the table is whole.
+	Shard, ShardM, ShardV, ShardBest []float32
 	Perm   []int32   // the order of the training cells in epoch k, which the next epoch shuffles again
 	Result Result    // the best epoch, its validation MSE and epochs 1…k
 }
@@ -310,6 +313,9 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	}
 	if cfg.Batch > m.capacity {
 		return res, fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
+	}
+	if m.sh != nil {
+		return res, fmt.Errorf("nn: a model whose table is sharded trains only with TrainDist")
 	}
 	if err := CheckEmbeddingOptimizer(cfg.EmbeddingOptimizer); err != nil {
 		return res, fmt.Errorf("nn: %w", err)
@@ -574,6 +580,17 @@ func state(m *Net, k, step int, perm []int32, adamM, adamV, best compute.F32, re
 			return nil, fmt.Errorf("nn: epoch %d: %w", k, err)
 		}
 	}
+	if sh := m.sh; sh != nil {
+		for _, c := range []struct {
+			dst *[]float32
+			src compute.F32
+		}{{&st.Shard, sh.own}, {&st.ShardM, sh.adamM}, {&st.ShardV, sh.adamV}, {&st.ShardBest, sh.best}} {
+			*c.dst = make([]float32, c.src.Len())
+			if err := m.be.Download(*c.dst, c.src); err != nil {
+				return nil, fmt.Errorf("nn: epoch %d: %w", k, err)
+			}
+		}
+	}
 	return st, nil
 }
 
@@ -608,6 +625,18 @@ func resume(m *Net, r *TrainState, T int, perm []int32, adamM, adamV, best compu
 		seen[p] = true
 		perm[i] = p
 	}
+	if sh := m.sh; sh != nil {
+		n := sh.own.Len()
+		if len(r.Shard) != n || len(r.ShardM) != n || len(r.ShardV) != n || len(r.ShardBest) != n {
+			return fmt.Errorf("nn: the saved state holds %d rows' values of this process's sharded table, which has %d", len(r.Shard), n)
+		}
+		m.be.Upload(sh.own, r.Shard)
+		m.be.Upload(sh.adamM, r.ShardM)
+		m.be.Upload(sh.adamV, r.ShardV)
+		m.be.Upload(sh.best, r.ShardBest)
+	} else if r.Shard != nil {
+		return fmt.Errorf("nn: the saved state is of a sharded table; this model's table is whole")
+	}
 	m.be.Upload(m.params, r.Params)
 	m.be.Upload(adamM, r.AdamM)
 	m.be.Upload(adamV, r.AdamV)
@@ -636,11 +665,18 @@ func (m *Net) EvaluateGrad(s *Set, gsum compute.F32) (float64, error) {
 
 func (m *Net) evaluate(s *Set, gsum compute.F32) (float64, error) {
 	be, order, T := m.be, m.Order(), s.Len()
-	if T == 0 {
-		return math.NaN(), nil
-	}
 	B := m.capacity
 	nb := (T + B - 1) / B
+	all := m.Batches(nb) // a sharded table: every process runs as many
+	if T == 0 {
+		for i := 0; i < all; i++ {
+			m.Skip()
+		}
+		if gsum != nil {
+			be.Fill(gsum, 0)
+		}
+		return math.NaN(), nil
+	}
 	sq, delta := be.Alloc(nb), be.Alloc(B)
 	defer sq.Free()
 	defer delta.Free()
@@ -663,6 +699,9 @@ func (m *Net) evaluate(s *Set, gsum compute.F32) (float64, error) {
 			be.LinearBackward(nil, gw, gb, dl, m.Hidden(hi-lo), w, d, 1, false, true)
 		}
 	}
+	for i := nb; i < all; i++ {
+		m.Skip()
+	}
 	host := make([]float32, nb)
 	if err := be.Download(host, sq); err != nil {
 		return 0, err
@@ -675,15 +714,22 @@ func (m *Net) evaluate(s *Set, gsum compute.F32) (float64, error) {
 }
 
 // Predict returns the model's prediction for every cell of s (T values).
+// When the table is sharded it is collective (every process calls it, each
+// with its own cells; see Net.Batches), as Evaluate is.
 func (m *Net) Predict(s *Set) ([]float32, error) {
 	out := make([]float32, s.Len())
 	order := m.Order()
+	nb := (s.Len() + m.capacity - 1) / m.capacity
+	all := m.Batches(nb)
 	for lo := 0; lo < s.Len(); lo += m.capacity {
 		hi := min(lo+m.capacity, s.Len())
 		rows, _ := s.batch(order, lo, hi)
 		if err := m.be.Download(out[lo:hi], m.Forward(rows)); err != nil {
 			return nil, err
 		}
+	}
+	for i := nb; i < all; i++ {
+		m.Skip()
 	}
 	return out, nil
 }

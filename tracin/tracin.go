@@ -86,6 +86,8 @@ func (a *LastLayer) Checkpoint(best bool) error {
 	m, be := a.m, a.m.Backend()
 	order, d, T, B := m.Order(), m.LastHidden(), a.train.Len(), m.Capacity()
 	gw, gb := a.gsum.Slice(0, d), a.gsum.Slice(d, 1)
+	nb := (T + B - 1) / B
+	all := m.Batches(nb) // a sharded table: as many batches as every process
 	for lo := 0; lo < T; lo += B {
 		hi := min(lo+B, T)
 		rows := a.train.Rows.Slice(lo*order, (hi-lo)*order)
@@ -93,6 +95,9 @@ func (a *LastLayer) Checkpoint(best bool) error {
 		dl := a.delta.Slice(0, hi-lo)
 		be.MSEGrad(dl, nil, pred, a.train.Vals.Slice(lo, hi-lo), 2)
 		be.InfluenceDot(a.run.Slice(lo, hi-lo), dl, m.Hidden(hi-lo), gw, gb, d, 1, a.eta)
+	}
+	for i := nb; i < all; i++ {
+		m.Skip()
 	}
 	if best {
 		be.Copy(a.best, a.run)

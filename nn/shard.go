@@ -1,0 +1,352 @@
+package nn
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/dainx/dainx/compute"
+)
+
+// This file is the embedding table sharded by row over the processes of a
+// data-parallel run (issue 23): global row r of the table (every mode's
+// rows, see the package documentation) lives only on process r mod P, at
+// local row r / P, with its Adam moments and best copy. A model whose
+// table is sharded holds, in place of the table, a cache of the rows of
+// one batch (Capacity × N rows): every Forward first fetches the distinct
+// rows its cells name from their owners (one exchange of row ids and one
+// of rows, both Alltoallv) and gathers from the cache. TrainDist sends
+// each step's compact row gradients back to the owners (one Alltoallv, in
+// the order of the fetch), and each owner adds the processes'
+// contributions to a row in process order and applies SparseAdam to its
+// rows: the sum TrainDist forms when the table is replicated, so the
+// parameters are those of a replicated sparse-adam run bit for bit, for
+// every number of processes.
+//
+// Every fetch is collective: the processes must run the same number of
+// Forward calls in every pass over their cells (a process with fewer
+// batches takes part with Skip), which Batches agrees on.
+
+// ShardComm is what a sharded table needs from the processes (package
+// dist implements it over MPI).
+type ShardComm interface {
+	// Rank and Size are this process's number and the number of
+	// processes.
+	Rank() int
+	Size() int
+	// AlltoallvI32 and AlltoallvF32 send send[…counts[0]] to process 0,
+	// the next counts[1] to process 1, …, and return what every process
+	// sent this one, in process order, with the count from each.
+	AlltoallvI32(send []int32, counts []int32) ([]int32, []int32)
+	AlltoallvF32(send []float32, counts []int32) ([]float32, []int32)
+	// GatherI32 returns every process's x concatenated in process order.
+	GatherI32(x []int32) []int32
+}
+
+// Sharding asks for a model whose embedding table is sharded by row over
+// the processes of Comm (see ShardComm); nil keeps the whole table.
+type Sharding struct {
+	Comm ShardComm
+}
+
+// OwnedRows returns the number of rows of a table of R rows that process
+// rank of P owns (rows r with r mod P = rank).
+func OwnedRows(r, rank, p int) int {
+	if rank >= r {
+		return 0
+	}
+	return (r - rank + p - 1) / p
+}
+
+// tableShard is one process's rows of a sharded table and the state of
+// the latest fetch.
+type tableShard struct {
+	comm       ShardComm
+	rank, size int
+	rows       int         // R, the whole table's rows
+	own        compute.F32 // OwnedRows × E: rows rank, rank+P, …
+	// Training state (TrainDist): Adam's moments and the best epoch's
+	// rows, OwnedRows × E each; nil outside a training.
+	adamM, adamV, best compute.F32
+
+	// The latest fetch: the batch's global rows (host), their distinct
+	// rows in increasing order (uniq, slot u of the cache holds uniq[u]),
+	// the requests sent (send, grouped by owner, counts) and received
+	// (recv: ids in process order, recvCounts).
+	host, uniq, send, counts []int32
+	recv, recvCounts         []int32
+	slots                    compute.I32 // Capacity × N cache slots
+	slotHost                 []int32
+	reqBuf                   compute.I32 // the requested rows, local numbers
+	rowBuf                   compute.F32 // their values
+	rowHost, cacheHost       []float32
+	next                     []int32
+	// The owner's side of a gradient push.
+	union     map[int32]int32
+	unionRows []int32
+	unionGrad []float32
+	uRows     compute.I32
+	uCount    compute.I32
+	uGrad     compute.F32
+}
+
+// Sharded reports whether the model's table is sharded (Sharding).
+func (m *Net) Sharded() bool { return m.sh != nil }
+
+// TableRows returns R = Σₙ Iₙ, the rows of the whole embedding table
+// (also when it is sharded and this process holds only some of them).
+func (m *Net) TableRows() int {
+	r := 0
+	for _, d := range m.dims {
+		r += d
+	}
+	return r
+}
+
+// ShardRows returns this process's rows of a sharded table (OwnedRows ×
+// E: global rows rank, rank+P, … in order), or nil when the table is
+// whole.
+func (m *Net) ShardRows() compute.F32 {
+	if m.sh == nil {
+		return nil
+	}
+	return m.sh.own
+}
+
+// Batches returns the number of batches every process must run in a pass
+// over its cells of which this process has n: n when the table is whole,
+// the largest n over the processes when it is sharded (a collective: every
+// process calls it). A process runs its n batches and then Skip for the
+// rest.
+func (m *Net) Batches(n int) int {
+	if m.sh == nil {
+		return n
+	}
+	most := 0
+	for _, v := range m.sh.comm.GatherI32([]int32{int32(n)}) {
+		most = max(most, int(v))
+	}
+	return most
+}
+
+// Skip takes part in one batch's row exchange of a sharded table without
+// a batch of this process's own (serving the rows the others ask of it).
+// It does nothing when the table is whole.
+func (m *Net) Skip() {
+	if m.sh != nil {
+		m.sh.fetch(m, compute.I32(nil), 0)
+	}
+}
+
+// newShard allocates process rank's rows of a table of R rows sharded by
+// sh, filled from init (R×E values in row order, produced one row at a
+// time and kept only for owned rows), and the cache's slot buffer.
+func newShard(m *Net, sh *Sharding, rows int, init func(row []float64)) (*tableShard, error) {
+	if sh.Comm == nil {
+		return nil, fmt.Errorf("nn: a sharded table needs processes (Sharding.Comm)")
+	}
+	s := &tableShard{comm: sh.Comm, rank: sh.Comm.Rank(), size: sh.Comm.Size(), rows: rows, union: map[int32]int32{}}
+	if s.size <= 0 || s.rank < 0 || s.rank >= s.size {
+		return nil, fmt.Errorf("nn: process %d of %d", s.rank, s.size)
+	}
+	w := m.width
+	own := OwnedRows(rows, s.rank, s.size)
+	host := make([]float32, own*w)
+	row := make([]float64, w)
+	for r := 0; r < rows; r++ {
+		init(row)
+		if r%s.size == s.rank {
+			l := r / s.size
+			for e, v := range row {
+				host[l*w+e] = float32(v)
+			}
+		}
+	}
+	s.own = m.be.Alloc(own * w)
+	m.be.Upload(s.own, host)
+	k := m.capacity * len(m.dims)
+	s.slots = m.be.AllocI32(k)
+	s.slotHost, s.host = make([]int32, k), make([]int32, k)
+	s.next = make([]int32, s.size)
+	s.counts = make([]int32, s.size)
+	return s, nil
+}
+
+func (s *tableShard) free() {
+	for _, b := range []compute.F32{s.own, s.rowBuf, s.uGrad} {
+		if b != nil {
+			b.Free()
+		}
+	}
+	for _, b := range []compute.I32{s.slots, s.reqBuf, s.uRows, s.uCount} {
+		if b != nil {
+			b.Free()
+		}
+	}
+	s.freeTraining()
+}
+
+// training allocates Adam's moments (zero) and the best copy of the
+// owned rows, for TrainDist.
+func (s *tableShard) training(be compute.Backend) {
+	n := s.own.Len()
+	s.adamM, s.adamV, s.best = be.Alloc(n), be.Alloc(n), be.Alloc(n) // zeroed
+	be.Copy(s.best, s.own)
+}
+
+func (s *tableShard) freeTraining() {
+	for _, b := range []compute.F32{s.adamM, s.adamV, s.best} {
+		if b != nil {
+			b.Free()
+		}
+	}
+	s.adamM, s.adamV, s.best = nil, nil, nil
+}
+
+// fetch brings the distinct rows of the batch (k global rows on the
+// backend) into the model's cache and returns the batch renumbered into
+// cache slots. It is collective (see Batches).
+func (s *tableShard) fetch(m *Net, rows compute.I32, k int) compute.I32 {
+	be, w, p := m.be, m.width, s.size
+	host := s.host[:k]
+	if k > 0 {
+		if err := be.DownloadI32(host, rows); err != nil {
+			// The backend's error is sticky: the pass returns it.
+			clear(host)
+		}
+	}
+	s.uniq = append(s.uniq[:0], host...)
+	slices.Sort(s.uniq)
+	s.uniq = slices.Compact(s.uniq)
+	for _, r := range s.uniq {
+		if r < 0 || int(r) >= s.rows {
+			panic(fmt.Sprintf("nn: row %d outside the table of %d rows", r, s.rows))
+		}
+	}
+	// Requests grouped by owner, increasing within each owner.
+	clear(s.counts)
+	for _, r := range s.uniq {
+		s.counts[int(r)%p]++
+	}
+	at := int32(0)
+	for o := range s.next {
+		s.next[o] = at
+		at += s.counts[o]
+	}
+	s.send = slices.Grow(s.send[:0], len(s.uniq))[:len(s.uniq)]
+	for _, r := range s.uniq {
+		o := int(r) % p
+		s.send[s.next[o]] = r
+		s.next[o]++
+	}
+	s.recv, s.recvCounts = s.comm.AlltoallvI32(s.send, s.counts)
+	// Serve the rows asked of this process, in the order asked.
+	n := len(s.recv)
+	s.rowHost = slices.Grow(s.rowHost[:0], n*w)[:n*w]
+	if n > 0 {
+		local := make([]int32, n)
+		for i, r := range s.recv {
+			if int(r)%p != s.rank || int(r) >= s.rows {
+				panic(fmt.Sprintf("nn: process %d asked for row %d, which it does not own", s.rank, r))
+			}
+			local[i] = r / int32(p)
+		}
+		if s.reqBuf == nil || s.reqBuf.Len() < n {
+			if s.reqBuf != nil {
+				s.reqBuf.Free()
+				s.rowBuf.Free()
+			}
+			c := max(n, m.capacity*len(m.dims))
+			s.reqBuf, s.rowBuf = be.AllocI32(c), be.Alloc(c*w)
+		}
+		be.UploadI32(s.reqBuf.Slice(0, n), local)
+		be.Gather(s.rowBuf.Slice(0, n*w), s.own, s.reqBuf.Slice(0, n), 1, w, compute.ModeMajor)
+		if err := be.Download(s.rowHost, s.rowBuf.Slice(0, n*w)); err != nil {
+			clear(s.rowHost)
+		}
+	}
+	replyCounts := make([]int32, p)
+	for o, c := range s.recvCounts {
+		replyCounts[o] = c * int32(w)
+	}
+	got, _ := s.comm.AlltoallvF32(s.rowHost, replyCounts)
+	// got holds the rows of send, in its order: place each in its slot.
+	u := len(s.uniq)
+	if len(got) != u*w {
+		panic(fmt.Sprintf("nn: %d row values came back for %d rows of %d", len(got), u, w))
+	}
+	s.cacheHost = slices.Grow(s.cacheHost[:0], u*w)[:u*w]
+	for j, r := range s.send {
+		slot, _ := slices.BinarySearch(s.uniq, r)
+		copy(s.cacheHost[slot*w:(slot+1)*w], got[j*w:(j+1)*w])
+	}
+	if u > 0 {
+		be.Upload(m.table.Slice(0, u*w), s.cacheHost)
+	}
+	for i, r := range host {
+		slot, _ := slices.BinarySearch(s.uniq, r)
+		s.slotHost[i] = int32(slot)
+	}
+	if k == 0 {
+		return nil
+	}
+	be.UploadI32(s.slots.Slice(0, k), s.slotHost[:k])
+	return s.slots.Slice(0, k)
+}
+
+// push sends the compact gradient rows of the latest fetch's distinct rows
+// (grad: U×E, row u the gradient of uniq[u]; nil when the process had no
+// batch) to their owners, which sum every process's contribution to a row
+// in process order and apply SparseAdam with step st to their rows. It is
+// collective.
+func (s *tableShard) push(be compute.Backend, w int, grad []float32, st compute.AdamStep) {
+	p := s.size
+	send := make([]float32, len(s.send)*w)
+	for j, r := range s.send {
+		slot, _ := slices.BinarySearch(s.uniq, r)
+		copy(send[j*w:(j+1)*w], grad[slot*w:(slot+1)*w])
+	}
+	counts := make([]int32, p)
+	for o, c := range s.counts {
+		counts[o] = c * int32(w)
+	}
+	got, _ := s.comm.AlltoallvF32(send, counts)
+	// got is aligned with recv (the ids asked of this process, in process
+	// order): add in that order.
+	clear(s.union)
+	s.unionRows = s.unionRows[:0]
+	for _, r := range s.recv {
+		l := r / int32(p)
+		if _, ok := s.union[l]; !ok {
+			s.union[l] = 0
+			s.unionRows = append(s.unionRows, l)
+		}
+	}
+	slices.Sort(s.unionRows)
+	for i, l := range s.unionRows {
+		s.union[l] = int32(i)
+	}
+	u := len(s.unionRows)
+	s.unionGrad = append(s.unionGrad[:0], make([]float32, u*w)...)
+	for i, r := range s.recv {
+		dst := s.unionGrad[int(s.union[r/int32(p)])*w:][:w]
+		for e, v := range got[i*w : (i+1)*w] {
+			dst[e] += v
+		}
+	}
+	if s.uRows == nil || s.uRows.Len() < max(u, 1) {
+		if s.uRows != nil {
+			s.uRows.Free()
+			s.uGrad.Free()
+		} else {
+			s.uCount = be.AllocI32(1)
+		}
+		c := max(u, 1, len(s.slotHost))
+		s.uRows, s.uGrad = be.AllocI32(c), be.Alloc(c*w)
+	}
+	be.UploadI32(s.uCount, []int32{int32(u)})
+	if u > 0 {
+		be.UploadI32(s.uRows.Slice(0, u), s.unionRows)
+		be.Upload(s.uGrad.Slice(0, u*w), s.unionGrad)
+	}
+	be.SparseAdam(s.own, s.uGrad.Slice(0, u*w), s.adamM, s.adamV, s.uRows.Slice(0, u), s.uCount, w, st)
+}

@@ -1,0 +1,287 @@
+package nn
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/dainx/dainx/compute/cpu"
+)
+
+// memGroup is P processes in one test: goroutines that meet at every
+// collective (a cyclic barrier), each depositing its part and reading
+// everyone's.
+type memGroup struct {
+	n             int
+	mu            sync.Mutex
+	cond          *sync.Cond
+	arrived, gen  int
+	slots, posted []any
+}
+
+func newMemGroup(n int) *memGroup {
+	g := &memGroup{n: n, slots: make([]any, n)}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *memGroup) barrier() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gen := g.gen
+	if g.arrived++; g.arrived == g.n {
+		g.arrived, g.gen = 0, g.gen+1
+		g.posted = slices.Clone(g.slots)
+		g.cond.Broadcast()
+		return
+	}
+	for gen == g.gen {
+		g.cond.Wait()
+	}
+}
+
+// memRank is one process of a memGroup: an nn.Cluster and a ShardComm.
+type memRank struct {
+	g    *memGroup
+	rank int
+}
+
+// exchange deposits x and returns every process's deposit in rank order.
+func (r memRank) exchange(x any) []any {
+	r.g.mu.Lock()
+	r.g.slots[r.rank] = x
+	r.g.mu.Unlock()
+	r.g.barrier()
+	out := r.g.posted
+	r.g.barrier() // nobody deposits the next part before all have read
+	return out
+}
+
+func (r memRank) Rank() int { return r.rank }
+func (r memRank) Size() int { return r.g.n }
+
+func memSum[T float32 | float64](r memRank, x []T) {
+	all := r.exchange(slices.Clone(x))
+	clear(x)
+	for _, a := range all {
+		for i, v := range a.([]T) {
+			x[i] += v
+		}
+	}
+}
+
+func memGather[T any](r memRank, x []T) []T {
+	var out []T
+	for _, a := range r.exchange(slices.Clone(x)) {
+		out = append(out, a.([]T)...)
+	}
+	return out
+}
+
+type a2a[T any] struct {
+	send   []T
+	counts []int32
+}
+
+func memAlltoallv[T any](r memRank, send []T, counts []int32) ([]T, []int32) {
+	var out []T
+	got := make([]int32, r.g.n)
+	for q, a := range r.exchange(a2a[T]{slices.Clone(send), slices.Clone(counts)}) {
+		m := a.(a2a[T])
+		off := int32(0)
+		for _, c := range m.counts[:r.rank] {
+			off += c
+		}
+		out = append(out, m.send[off:off+m.counts[r.rank]]...)
+		got[q] = m.counts[r.rank]
+	}
+	return out, got
+}
+
+func (r memRank) SumF32(x []float32)                           { memSum(r, x) }
+func (r memRank) SumF64(x []float64)                           { memSum(r, x) }
+func (r memRank) GatherF32(x []float32) []float32              { return memGather(r, x) }
+func (r memRank) GatherI32(x []int32) []int32                  { return memGather(r, x) }
+func (r memRank) AlltoallvI32(s, c []int32) ([]int32, []int32) { return memAlltoallv(r, s, c) }
+func (r memRank) AlltoallvF32(s []float32, c []int32) ([]float32, []int32) {
+	return memAlltoallv(r, s, c)
+}
+
+// onRanks runs f on p processes of one memGroup and waits for them.
+func onRanks(p int, f func(r memRank)) {
+	g := newMemGroup(p)
+	var wg sync.WaitGroup
+	for i := 0; i < p; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			f(memRank{g, i})
+		}(i)
+	}
+	wg.Wait()
+}
+
+// shardRun is what one process of a sharded or replicated TrainDist
+// leaves: the Linear layers, the table rows it holds (keyed by global
+// row), its predictions of its validation cells, the result and the
+// saved states.
+type shardRun struct {
+	layers []float32
+	rows   map[int][]float32
+	pred   []float32
+	mse    float64
+	res    Result
+	states []*TrainState
+	err    error
+}
+
+// TestShardedTable: TrainDist with the table sharded by row over 1, 2 and
+// 3 processes (uneven shares, so some processes have steps and
+// validation batches without cells) leaves, bit for bit, the parameters,
+// result, validation MSE and predictions of the same run with the table
+// replicated; the processes' rows together are the replicated table;
+// stopped after epoch 2 and resumed from every process's saved state it
+// ends as the uninterrupted run; and a sharded table refuses dense Adam,
+// Train and a training over another number of processes.
+func TestShardedTable(t *testing.T) {
+	dims := []int{20, 15, 10}
+	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 1500)
+	const T, V = 1200, 300
+	for _, p := range []int{1, 2, 3} {
+		// Shares: most cells on process 0.
+		cut := func(n int) []int {
+			b := []int{0}
+			for r := 1; r < p; r++ {
+				b = append(b, n-(p-r)*n/(8*p))
+			}
+			return append(b, n)
+		}
+		tb, vb := cut(T), cut(V)
+		run := func(sharded bool, resume []*TrainState, stopAt int) []shardRun {
+			out := make([]shardRun, p)
+			onRanks(p, func(r memRank) {
+				o := &out[r.rank]
+				be := cpu.New()
+				cfg := Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 64}
+				if sharded {
+					cfg.Shard = &Sharding{Comm: r}
+				}
+				m, err := NewMLP(be, cfg, rand.New(rand.NewPCG(1, 2)))
+				if err != nil {
+					o.err = err
+					return
+				}
+				defer m.Free()
+				lo, hi, vlo, vhi := tb[r.rank], tb[r.rank+1], vb[r.rank], vb[r.rank+1]
+				train := m.NewSet(cells[lo*3:hi*3], vals[lo:hi])
+				val := m.NewSet(cells[(T+vlo)*3:(T+vhi)*3], vals[T+vlo:T+vhi])
+				tc := TrainConfig{Epochs: 4, Batch: 50, Patience: 4, LR: 1e-2, EmbeddingOptimizer: SparseAdam, Order: KeyedOrder(T, 5, 0),
+					Save: func(st *TrainState) error {
+						o.states = append(o.states, st)
+						if st.Epoch == stopAt {
+							return context.Canceled
+						}
+						return nil
+					}}
+				if resume != nil {
+					tc.Resume = resume[r.rank]
+				}
+				o.res, o.err = TrainDist(context.Background(), m, train, val, tc, DistConfig{Cluster: r, Global: T, Owned: []Span{{lo, 0, hi - lo}}, ValGlobal: V})
+				if o.err != nil {
+					return
+				}
+				lp, _ := m.DenseParams()
+				o.layers = make([]float32, lp.Len())
+				be.Download(o.layers, lp)
+				o.rows = map[int][]float32{}
+				w := m.Width()
+				if sharded {
+					own := make([]float32, m.ShardRows().Len())
+					be.Download(own, m.ShardRows())
+					for l := 0; l < len(own)/w; l++ {
+						o.rows[l*p+r.rank] = own[l*w : (l+1)*w]
+					}
+				} else {
+					tab, _ := m.Table()
+					all := make([]float32, tab.Len())
+					be.Download(all, tab)
+					for g := 0; g < len(all)/w; g++ {
+						o.rows[g] = all[g*w : (g+1)*w]
+					}
+				}
+				if o.pred, o.err = m.Predict(val); o.err != nil {
+					return
+				}
+				o.mse, o.err = m.Evaluate(val)
+			})
+			return out
+		}
+		want, got := run(false, nil, -1), run(true, nil, -1)
+		check := func(what string, got []shardRun) {
+			t.Helper()
+			rows := map[int][]float32{}
+			for r := range got {
+				if got[r].err != nil {
+					t.Fatalf("P=%d, %s: process %d: %v", p, what, r, got[r].err)
+				}
+				g, w := got[r], want[r]
+				if !slices.Equal(g.layers, w.layers) || !slices.Equal(g.pred, w.pred) || fmt.Sprint(g.mse) != fmt.Sprint(w.mse) ||
+					g.res.BestEpoch != w.res.BestEpoch || g.res.BestValMSE != w.res.BestValMSE || len(g.res.Epochs) != len(w.res.Epochs) {
+					t.Errorf("P=%d, %s: process %d: layers, predictions, MSE or result differ from the replicated table's (best epoch %d/%d, MSE %v/%v)", p, what, r, g.res.BestEpoch, w.res.BestEpoch, g.mse, w.mse)
+				}
+				for k, v := range g.rows {
+					if _, dup := rows[k]; dup {
+						t.Errorf("P=%d, %s: row %d held twice", p, what, k)
+					}
+					rows[k] = v
+				}
+			}
+			if len(rows) != 45 {
+				t.Errorf("P=%d, %s: the processes hold %d rows, want 45", p, what, len(rows))
+			}
+			for k, v := range rows {
+				if !slices.Equal(v, want[0].rows[k]) {
+					t.Errorf("P=%d, %s: row %d differs from the replicated table's", p, what, k)
+					break
+				}
+			}
+		}
+		check("sharded", got)
+		part := run(true, nil, 2)
+		states := make([]*TrainState, p)
+		for r := range part {
+			if part[r].err != context.Canceled || len(part[r].states) != 2 || part[r].states[1].Shard == nil {
+				t.Fatalf("P=%d: stopped run: process %d: %v after %d states", p, r, part[r].err, len(part[r].states))
+			}
+			states[r] = part[r].states[1]
+		}
+		check("resumed after epoch 2", run(true, states, -1))
+	}
+
+	// Refusals.
+	onRanks(2, func(r memRank) {
+		be := cpu.New()
+		m, err := NewMLP(be, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 64, Shard: &Sharding{Comm: r}}, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		train, val := m.NewSet(cells[:30], vals[:10]), m.NewSet(cells[30:60], vals[10:20])
+		tc := TrainConfig{Epochs: 1, Batch: 5, Patience: 1, LR: 1e-2, EmbeddingOptimizer: Adam}
+		if _, err := TrainDist(context.Background(), m, train, val, tc, DistConfig{Cluster: r, Global: 20, Owned: []Span{{r.rank * 10, 0, 10}}, ValGlobal: 20}); err == nil {
+			t.Error("a sharded table trained with dense Adam")
+		}
+		tc.EmbeddingOptimizer = SparseAdam
+		if _, err := Train(context.Background(), m, train, val, tc); err == nil {
+			t.Error("Train trained a sharded table")
+		}
+		if r.rank == 0 {
+			if _, err := TrainDist(context.Background(), m, train, val, tc, DistConfig{Cluster: oneProcess{}, Global: 10, Owned: []Span{{0, 0, 10}}, ValGlobal: 10}); err == nil {
+				t.Error("a table sharded over 2 processes trained on 1")
+			}
+		}
+	})
+}
