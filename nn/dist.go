@@ -503,7 +503,7 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 					m.Backward(rows, dl, false)
 				}
 			} else {
-				m.Skip()           // a sharded table: serve the others' rows
+				m.Skip()          // a sharded table: serve the others' rows
 				be.Fill(dense, 0) // SparseAdam: the table's part is not read
 				if !sparseAdam {
 					be.Fill(m.grads, 0)
