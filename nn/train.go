@@ -178,11 +178,12 @@ type TrainState struct {
 	AdamM  []float32 // Adam's first moment
 	AdamV  []float32 // Adam's second moment
 	Best   []float32 // the parameters of the best epoch so far
+	Perm   []int32   // the order of the training cells in epoch k, which the next epoch shuffles again
+	Result Result    // the best epoch, its validation MSE and epochs 1…k
+
 	// A sharded table's rows held by this process (Net.ShardRows), their
 	// Adam moments and best copy; nil when the table is whole.
 	Shard, ShardM, ShardV, ShardBest []float32
-	Perm                             []int32 // the order of the training cells in epoch k, which the next epoch shuffles again
-	Result                           Result  // the best epoch, its validation MSE and epochs 1…k
 }
 
 // DivergenceError reports a training run stopped because its loss left
