@@ -391,7 +391,8 @@ func (f *fitting) resume(tc *nn.TrainConfig, logf func(string, ...any), since fu
 			return bad(fmt.Sprintf("%d TracIn accumulators saved, %d here", len(r.TracInK), len(f.accs)))
 		}
 		st := &nn.TrainState{Epoch: r.Epoch, Step: r.Step, Result: r.Result,
-			Params: file.f32s["params"], AdamM: file.f32s["adam_m"], AdamV: file.f32s["adam_v"], Best: file.f32s["best"], Perm: file.i32s["perm"]}
+			Params: file.f32s["params"], AdamM: file.f32s["adam_m"], AdamV: file.f32s["adam_v"], Best: file.f32s["best"], Perm: file.i32s["perm"],
+			Shard: file.f32s["shard"], ShardM: file.f32s["shard_adam_m"], ShardV: file.f32s["shard_adam_v"], ShardBest: file.f32s["shard_best"]}
 		tc.Resume = st
 		if err := f.shuffle.UnmarshalBinary(r.Shuffle); err != nil {
 			return bad("shuffle state: " + err.Error())
@@ -427,6 +428,12 @@ func (f *fitting) resume(tc *nn.TrainConfig, logf func(string, ...any), since fu
 			w.f32("adam_v", st.AdamV)
 			w.f32("best", st.Best)
 			w.i32("perm", st.Perm)
+			if st.Shard != nil { // this process's rows of a sharded table
+				w.f32("shard", st.Shard)
+				w.f32("shard_adam_m", st.ShardM)
+				w.f32("shard_adam_v", st.ShardV)
+				w.f32("shard_best", st.ShardBest)
+			}
 			for i, s := range states {
 				w.f32(fmt.Sprintf("tracin_run_%d", i), s.Run)
 				w.f32(fmt.Sprintf("tracin_best_%d", i), s.Best)
@@ -463,9 +470,16 @@ func (c *checkpointer) saveModel(stage string, t *trained, seconds float64, trac
 
 // writeModel is saveModel without dropping the training state.
 func (c *checkpointer) writeModel(stage string, t *trained, seconds float64, tracinSecs []float64) error {
-	params := make([]float32, t.net.NumParams())
+	params := make([]float32, t.net.Params().Len())
 	if err := t.net.Backend().Download(params, t.net.Params()); err != nil {
 		return fmt.Errorf("dain: checkpoint: %w", err)
+	}
+	var shard []float32 // this process's rows of a sharded table
+	if sr := t.net.ShardRows(); sr != nil {
+		shard = make([]float32, sr.Len())
+		if err := t.net.Backend().Download(shard, sr); err != nil {
+			return fmt.Errorf("dain: checkpoint: %w", err)
+		}
 	}
 	r := modelRecord{Result: t.res, RMSE: t.rmse, Seconds: seconds, TracInSeconds: tracinSecs, TracInK: make([]int, len(t.accs))}
 	states := make([]tracin.State, len(t.accs))
@@ -479,6 +493,9 @@ func (c *checkpointer) writeModel(stage string, t *trained, seconds float64, tra
 	return c.write(kindModel, stage, func(w *ckWriter) {
 		w.gob("model", r)
 		w.f32("params", params)
+		if shard != nil {
+			w.f32("shard", shard)
+		}
 		for i, s := range states {
 			w.f32(fmt.Sprintf("tracin_%d", i), s.Best)
 		}
@@ -501,11 +518,18 @@ func (c *checkpointer) loadModel(stage string, t *trained) (float64, []float64, 
 	if err := file.decode("model", &r); err != nil {
 		return 0, nil, false, fmt.Errorf("dain: -resume: %s: %w", path, err)
 	}
-	params := file.f32s["params"]
-	if len(params) != t.net.NumParams() || len(r.TracInK) != len(t.accs) || len(r.TracInSeconds) != len(t.accs) {
-		return 0, nil, false, fmt.Errorf("dain: -resume: %s: %w: %d parameters and %d TracIn passes, this model %d and %d", path, errNotCheckpoint, len(params), len(r.TracInK), t.net.NumParams(), len(t.accs))
+	params, shard := file.f32s["params"], file.f32s["shard"]
+	wantShard := 0
+	if sr := t.net.ShardRows(); sr != nil {
+		wantShard = sr.Len()
+	}
+	if len(params) != t.net.Params().Len() || len(shard) != wantShard || len(r.TracInK) != len(t.accs) || len(r.TracInSeconds) != len(t.accs) {
+		return 0, nil, false, fmt.Errorf("dain: -resume: %s: %w: %d+%d parameters and %d TracIn passes, this model %d+%d and %d", path, errNotCheckpoint, len(params), len(shard), len(r.TracInK), t.net.Params().Len(), wantShard, len(t.accs))
 	}
 	t.net.Backend().Upload(t.net.Params(), params)
+	if wantShard > 0 {
+		t.net.Backend().Upload(t.net.ShardRows(), shard)
+	}
 	for i, a := range t.accs {
 		s := file.f32s[fmt.Sprintf("tracin_%d", i)]
 		if err := a.Restore(tracin.State{K: r.TracInK[i], Run: s, Best: s}); err != nil {

@@ -45,6 +45,14 @@ type Config struct {
 	// touched) or nn.Auto (chosen per model by
 	// nn.ChooseEmbeddingOptimizer; "" means Auto).
 	EmbeddingOptimizer string
+	// ShardTables says whether a run spread over processes (RunDist)
+	// shards a model's embedding table by row over them (each row on one
+	// process, nn.Sharding): "on", "off", or "auto" ("" too): on when the
+	// run has more than one process and the table holds at least
+	// ShardTablesAbove bytes. A sharded table trains with sparse-adam
+	// (auto's choice then; an explicit adam is an error with "on").
+	// One-process runs ignore it.
+	ShardTables string
 	// Split chooses how cells are split and ordered: SplitKeyed (the
 	// default since 0.7: tensor.KeyedSplit and nn.KeyedOrder, every cell's
 	// part and its place in each epoch's order computed, not stored, so a
@@ -240,6 +248,9 @@ func (c *Config) Validate() error {
 	}
 	if sp := c.Split; sp != "" && sp != SplitLegacy && sp != SplitKeyed {
 		return fmt.Errorf("split %q: want %s or %s", sp, SplitLegacy, SplitKeyed)
+	}
+	if st := c.ShardTables; st != "" && st != "auto" && st != "on" && st != "off" {
+		return fmt.Errorf("shard-tables %q: want auto, on or off", st)
 	}
 	if o := c.EmbeddingOptimizer; o != "" && o != nn.Auto {
 		if err := nn.CheckEmbeddingOptimizer(o); err != nil {

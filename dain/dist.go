@@ -40,6 +40,9 @@ type Cluster interface {
 	// to process 1, …, and returns what every process sent this one, in
 	// process order.
 	AlltoallI32(send []int32, counts []int32) []int32
+	// AlltoallvI32 and AlltoallvF32 are nn.ShardComm's.
+	AlltoallvI32(send []int32, counts []int32) ([]int32, []int32)
+	AlltoallvF32(send []float32, sendCounts, recvCounts []int32) []float32
 	// GatherF64 returns every process's x concatenated in process order.
 	GatherF64(x []float64) []float64
 	// CommSeconds returns the wall time spent communicating so far.
@@ -61,7 +64,10 @@ type Shard struct {
 type DistReport struct {
 	Ranks       int     `json:"ranks"`
 	Library     string  `json:"library"`
-	Exchange    string  `json:"exchange"`     // the embedding gradients' exchange: dense or sparse
+	Exchange    string  `json:"exchange"`     // the embedding gradients' exchange: dense, sparse or sharded
+	// ShardedTables names the models whose embedding table was sharded
+	// by row over the ranks (Config.ShardTables).
+	ShardedTables []string `json:"sharded_tables,omitempty"`
 	CommSeconds float64 `json:"comm_seconds"` // wall time in communication on rank 0
 	StepComm    float64 `json:"step_comm_ms"` // mean communication per training step on rank 0, ms
 	// Oversubscribed: the node of rank 0 runs more ranks than it has
@@ -222,12 +228,14 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	var commBefore time.Duration
 	mse := func(m *nn.Net, s *nn.Set, n int) (float64, error) {
 		sum := []float64{0}
-		if s.Len() > 0 {
+		if s.Len() > 0 || m.Sharded() { // a sharded table: every rank takes part
 			v, err := m.Evaluate(s)
 			if err != nil {
 				return 0, err
 			}
-			sum[0] = v * float64(s.Len())
+			if s.Len() > 0 {
+				sum[0] = v * float64(s.Len())
+			}
 		}
 		cl.SumF64(sum)
 		return sum[0] / float64(n), nil
@@ -241,13 +249,43 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	if v := os.Getenv("DAINX_EXCHANGE"); v == "dense" || v == "sparse" {
 		dr.Exchange = v // chosen by the user
 	}
+	shardMLP, optMLP, why, err := cfg.shardPlan("mlp", dims, size)
+	if err != nil {
+		return nil, err
+	}
+	if shardMLP {
+		mlpCfg.Shard = &nn.Sharding{Comm: cl}
+		dr.Exchange, dr.ShardedTables = "sharded", append(dr.ShardedTables, "mlp")
+		rep.EmbeddingOptimizers["mlp"] = optMLP
+	}
 	logf("data parallel over %d ranks: dense layers summed every step, embedding gradients %s", size, map[string]string{
-		"dense":  fmt.Sprintf("summed whole (dense: the %d-row table is within 4× the rows a step touches)", rows),
-		"sparse": fmt.Sprintf("exchanged sparsely (only the rows a step touched, of %d)", rows),
+		"dense":   fmt.Sprintf("summed whole (dense: the %d-row table is within 4× the rows a step touches)", rows),
+		"sparse":  fmt.Sprintf("exchanged sparsely (only the rows a step touched, of %d)", rows),
+		"sharded": fmt.Sprintf("sent to the rows' owners: the %d-row table is sharded by row over the ranks (%s), each rank holding about %d rows", rows, why, nn.OwnedRows(rows, 0, size)),
 	}[dr.Exchange])
+	if !shardMLP && why != "" {
+		logf("dainx: mlp's embedding table %s", why)
+	}
+	shardCC, optCC := false, ""
+	if cfg.Predictor == "costco" {
+		var cwhy string
+		if shardCC, optCC, cwhy, err = cfg.shardPlan("costco", dims, size); err != nil {
+			return nil, err
+		}
+		if shardCC {
+			dr.ShardedTables = append(dr.ShardedTables, "costco")
+			rep.EmbeddingOptimizers["costco"] = optCC
+			logf("dainx: costco's embedding table sharded by row over the ranks (%s)", cwhy)
+		} else if cwhy != "" {
+			logf("dainx: costco's embedding table %s", cwhy)
+		}
+	}
 	// fit trains m data parallel on this process's cells of a training set
 	// of global size n (local cells numbered by owned).
 	fit := func(label string, m *nn.Net, tc nn.TrainConfig, set, valSet *nn.Set, n int, owned []nn.Span, exchange string) (nn.Result, error) {
+		if m.Sharded() {
+			exchange = "" // TrainDist's own exchange of a sharded table
+		}
 		epochs := tc.Epochs
 		after := tc.AfterEpoch
 		tc.AfterEpoch = func(ep nn.Epoch) error {
@@ -340,7 +378,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Order: cfg.order(streamShuffle, nTrain)}
 		var pcg *rand.PCG
 		tc.Shuffle, pcg = rngPCG(cfg.Seed, streamShuffle)
-		tc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("mlp", dims)
+		tc.EmbeddingOptimizer = optMLP
 		secs := []float64{0} // TracIn's
 		var accs []tracin.Accumulator
 		var passes []TracIn
@@ -507,7 +545,11 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			predictor := theta
 			if cfg.Predictor == "costco" {
 				t0 = time.Now()
-				cc, err := nn.NewCoSTCo(be, nn.CoSTCoConfig{Dims: dims, Rank: cfg.Rank, Channels: cfg.Channels, Capacity: max(cfg.CoSTCoBatch, cfg.EvalBatch)}, rng(cfg.Seed, streamInitCoSTCo))
+				ccfg := nn.CoSTCoConfig{Dims: dims, Rank: cfg.Rank, Channels: cfg.Channels, Capacity: max(cfg.CoSTCoBatch, cfg.EvalBatch)}
+				if shardCC {
+					ccfg.Shard = &nn.Sharding{Comm: cl}
+				}
+				cc, err := nn.NewCoSTCo(be, ccfg, rng(cfg.Seed, streamInitCoSTCo))
 				if err != nil {
 					return nil, fmt.Errorf("dain: %w", err)
 				}
@@ -518,10 +560,10 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 				ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Order: cfg.order(streamShuffleCoSTCo, nTrain)}
 				var cpcg *rand.PCG
 				ctc.Shuffle, cpcg = rngPCG(cfg.Seed, streamShuffleCoSTCo)
-				ctc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("costco", dims)
+				ctc.EmbeddingOptimizer = optCC
 				cex := nn.ChooseExchange(rows, cfg.CoSTCoBatch, len(dims))
-				if os.Getenv("DAINX_EXCHANGE") != "" {
-					cex = dr.Exchange
+				if v := os.Getenv("DAINX_EXCHANGE"); v == "dense" || v == "sparse" {
+					cex = v
 				}
 				cstage := stageName("costco", nil)
 				ctc.AfterEpoch = func(ep nn.Epoch) error { return dck.at(cstage, ep.N, "trained") }
@@ -545,7 +587,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			}
 			t0 = time.Now()
 			aug.Val = []float64{}
-			if len(aug.Idx) > 0 {
+			if len(aug.Idx) > 0 || predictor.Sharded() { // a sharded table: every rank takes part
 				if aug.Val, err = predict(predictor, aug.Idx); err != nil {
 					return nil, err
 				}
@@ -585,7 +627,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	atc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Order: cfg.order(streamShuffleAfter, nTrain+rep.NAug)}
 	var apcg *rand.PCG
 	atc.Shuffle, apcg = rngPCG(cfg.Seed, streamShuffleAfter)
-	atc.EmbeddingOptimizer, _ = cfg.EmbeddingOptimizerFor("mlp", dims)
+	atc.EmbeddingOptimizer = optMLP
 	atc.AfterEpoch = func(ep nn.Epoch) error { return dck.at("retrain", ep.N, "trained") }
 	prior, err := dck.fit(&atc, "retrain", "Θ'", apcg, nil, nil, logf, func() float64 { return time.Since(t0).Seconds() })
 	if err != nil {
@@ -648,4 +690,47 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	logf("slowest rank %d: %.2f× the mean computation (%.1fs); the others wait for it in MPI", dr.Slowest, dr.SlowestBy, most)
 	logf("test RMSE %.6f → %.6f after %d augmented cells (%.1fs; %.1fs communicating, %.2f ms per training step)", rep.RMSEBefore, rep.RMSEAfter, rep.NAug, rep.Seconds.Total, dr.CommSeconds, dr.StepComm)
 	return &Result{Report: rep, Aug: aug}, nil
+}
+
+// ShardTablesAbove is the size of an embedding table (rows × width × 4
+// bytes, one copy) from which a run spread over more than one process
+// shards it by row when Config.ShardTables is auto: 64 MiB, where the
+// four copies a replicated table costs each rank (parameters, Adam's two
+// moments, the best epoch's) pass 256 MiB.
+const ShardTablesAbove = 64 << 20
+
+// shardPlan returns whether a model of kind (mlp or costco) over dims is
+// sharded on size processes, the embedding optimiser it then trains with,
+// and why (for the progress).
+func (c *Config) shardPlan(kind string, dims []int, size int) (shard bool, opt, why string, err error) {
+	opt, _ = c.EmbeddingOptimizerFor(kind, dims)
+	rows, width := 0, c.Rank
+	for _, d := range dims {
+		rows += d
+	}
+	if kind == "mlp" {
+		layers := c.Layers
+		if layers == nil {
+			layers = nn.DefaultLayers(len(dims))
+		}
+		width = layers[0] / len(dims)
+	}
+	bytes := int64(rows) * int64(width) * 4
+	explicit := c.embeddingOptimizerSetting() != nn.Auto
+	switch c.ShardTables {
+	case "off":
+		return false, opt, "", nil
+	case "on":
+		if explicit && opt != nn.SparseAdam {
+			return false, opt, "", fmt.Errorf("dain: -shard-tables on: a sharded table trains with sparse-adam, not %s (-embedding-optimizer)", opt)
+		}
+		return true, nn.SparseAdam, "-shard-tables on", nil
+	}
+	if size < 2 || bytes < ShardTablesAbove {
+		return false, opt, "", nil
+	}
+	if explicit && opt != nn.SparseAdam {
+		return false, opt, fmt.Sprintf("not sharded: its %d MiB table would be, but -embedding-optimizer %s updates every row", bytes>>20, opt), nil
+	}
+	return true, nn.SparseAdam, fmt.Sprintf("its %d MiB table is at least %d MiB", bytes>>20, ShardTablesAbove>>20), nil
 }

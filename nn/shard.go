@@ -33,11 +33,13 @@ type ShardComm interface {
 	// processes.
 	Rank() int
 	Size() int
-	// AlltoallvI32 and AlltoallvF32 send send[…counts[0]] to process 0,
-	// the next counts[1] to process 1, …, and return what every process
-	// sent this one, in process order, with the count from each.
+	// AlltoallvI32 sends send[…counts[0]] to process 0, the next
+	// counts[1] to process 1, …, and returns what every process sent this
+	// one, in process order, with the count from each.
 	AlltoallvI32(send []int32, counts []int32) ([]int32, []int32)
-	AlltoallvF32(send []float32, counts []int32) ([]float32, []int32)
+	// AlltoallvF32 is the same exchange when every process knows what it
+	// receives from each (recvCounts).
+	AlltoallvF32(send []float32, sendCounts, recvCounts []int32) []float32
 	// GatherI32 returns every process's x concatenated in process order.
 	GatherI32(x []int32) []int32
 }
@@ -264,11 +266,11 @@ func (s *tableShard) fetch(m *Net, rows compute.I32, k int) compute.I32 {
 			clear(s.rowHost)
 		}
 	}
-	replyCounts := make([]int32, p)
-	for o, c := range s.recvCounts {
-		replyCounts[o] = c * int32(w)
+	replyCounts, wantCounts := make([]int32, p), make([]int32, p)
+	for o := range replyCounts {
+		replyCounts[o], wantCounts[o] = s.recvCounts[o]*int32(w), s.counts[o]*int32(w)
 	}
-	got, _ := s.comm.AlltoallvF32(s.rowHost, replyCounts)
+	got := s.comm.AlltoallvF32(s.rowHost, replyCounts, wantCounts)
 	// got holds the rows of send, in its order: place each in its slot.
 	u := len(s.uniq)
 	if len(got) != u*w {
@@ -305,11 +307,11 @@ func (s *tableShard) push(be compute.Backend, w int, grad []float32, st compute.
 		slot, _ := slices.BinarySearch(s.uniq, r)
 		copy(send[j*w:(j+1)*w], grad[slot*w:(slot+1)*w])
 	}
-	counts := make([]int32, p)
-	for o, c := range s.counts {
-		counts[o] = c * int32(w)
+	counts, recvCounts := make([]int32, p), make([]int32, p)
+	for o := range counts {
+		counts[o], recvCounts[o] = s.counts[o]*int32(w), s.recvCounts[o]*int32(w)
 	}
-	got, _ := s.comm.AlltoallvF32(send, counts)
+	got := s.comm.AlltoallvF32(send, counts, recvCounts)
 	// got is aligned with recv (the ids asked of this process, in process
 	// order): add in that order.
 	clear(s.union)

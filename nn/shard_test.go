@@ -106,8 +106,12 @@ func (r memRank) SumF64(x []float64)                           { memSum(r, x) }
 func (r memRank) GatherF32(x []float32) []float32              { return memGather(r, x) }
 func (r memRank) GatherI32(x []int32) []int32                  { return memGather(r, x) }
 func (r memRank) AlltoallvI32(s, c []int32) ([]int32, []int32) { return memAlltoallv(r, s, c) }
-func (r memRank) AlltoallvF32(s []float32, c []int32) ([]float32, []int32) {
-	return memAlltoallv(r, s, c)
+func (r memRank) AlltoallvF32(s []float32, c, want []int32) []float32 {
+	out, got := memAlltoallv(r, s, c)
+	if !slices.Equal(got, want) {
+		panic(fmt.Sprintf("process %d: expected counts %v, received %v", r.rank, want, got))
+	}
+	return out
 }
 
 // onRanks runs f on p processes of one memGroup and waits for them.

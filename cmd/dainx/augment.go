@@ -19,6 +19,7 @@ func augment(args []string, stdout, stderr io.Writer) int {
 	a := cli.NewAugment(fs) // the flags the library's options name too
 	ck := bindCheckpoint(fs)
 	distMode := fs.String("dist", "", distHelp)
+	shardTables := fs.String("shard-tables", "auto", "with -dist mpi, shard each model's embedding table by row over the ranks (each row on one rank, with its Adam moments; a step fetches its rows from their owners and sends their gradients back): `on`, off, or auto (on with more than one rank when a table holds at least 64 MiB); a sharded table trains with sparse-adam")
 	cfg, in := &a.Config, &a.In
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx augment [flags]
@@ -54,6 +55,13 @@ Flags:
 	}
 	if err := checkDist(*distMode); err != nil {
 		return exitFor("augment", err, nil, stderr)
+	}
+	cfg.ShardTables = *shardTables
+	if st := *shardTables; st != "auto" && st != "on" && st != "off" {
+		return exitFor("augment", fmt.Errorf("%w: -shard-tables %q: want auto, on or off", errUsage, st), nil, stderr)
+	}
+	if *shardTables == "on" && *distMode != "mpi" {
+		return exitFor("augment", fmt.Errorf("%w: -shard-tables on shards over the ranks of -dist mpi; one process holds its tables whole", errUsage), nil, stderr)
 	}
 	ctx, stop := signalContext()
 	defer stop()

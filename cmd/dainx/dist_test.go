@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -487,9 +488,14 @@ func mpiRank() string {
 // checkpointing does not change the run.
 func TestDistCheckpoint(t *testing.T) {
 	l := mpiLauncher(t)
+	t.Run("replicated", func(t *testing.T) { distCheckpoint(t, l) })
+	t.Run("sharded", func(t *testing.T) { distCheckpoint(t, l, "-embedding-optimizer", "sparse-adam", "-shard-tables", "on") })
+}
+
+func distCheckpoint(t *testing.T, l []string, extra ...string) {
 	dir := t.TempDir()
 	args := append([]string{"augment", "-dist", "mpi", "-input", "testdata/golden/input.tsv"}, distFlags...)
-	args = append(args, "-epochs", "4", "-patience", "4")
+	args = append(append(args, "-epochs", "4", "-patience", "4"), extra...)
 	runTo := func(name string, env []string, n int, extra ...string) (int, string) {
 		return mpiRun(t, l, n, env, append(append(args, "-output", filepath.Join(dir, name+".tsv"), "-report", filepath.Join(dir, name+".json")), extra...)...)
 	}
@@ -541,6 +547,66 @@ func TestDistCheckpoint(t *testing.T) {
 	}
 	if code, msg := runTo("again", nil, 2, "-checkpoint", ck); code == 0 || !strings.Contains(msg, "-resume") {
 		t.Errorf("a new run into a checkpoint: exit %d\n%s", code, msg)
+	}
+}
+
+// TestDistShardedTables: with the embedding tables sharded by row over
+// 1, 2 and 3 ranks (-shard-tables on, both models) the augmented cells,
+// their values and the RMSEs are those of the same run with the tables
+// replicated (sparse-adam), byte for byte, and on one rank those of one
+// process; the report names the sharded tables; -shard-tables on with
+// dense Adam, or without -dist mpi, is refused.
+func TestDistShardedTables(t *testing.T) {
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	args := append([]string{"augment", "-input", "testdata/golden/input.tsv", "-embedding-optimizer", "sparse-adam"}, distFlags...)
+	if code := run(append(args, "-output", filepath.Join(dir, "one.tsv")), &bytes.Buffer{}, os.Stderr); code != 0 {
+		t.Fatalf("one process: exit %d", code)
+	}
+	one, _ := os.ReadFile(filepath.Join(dir, "one.tsv"))
+	report := func(name string) dain.Report {
+		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r dain.Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, n := range []int{1, 2, 3} {
+		out := map[string][]byte{}
+		for _, mode := range []string{"off", "on"} {
+			name := fmt.Sprintf("n%d-%s", n, mode)
+			code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi", "-shard-tables", mode, "-output", filepath.Join(dir, name+".tsv"), "-report", filepath.Join(dir, name+".json"))...)
+			if code != 0 {
+				t.Fatalf("-n %d -shard-tables %s: exit %d\n%s", n, mode, code, msg)
+			}
+			out[mode], _ = os.ReadFile(filepath.Join(dir, name+".tsv"))
+		}
+		off, on := report(fmt.Sprintf("n%d-off", n)), report(fmt.Sprintf("n%d-on", n))
+		if len(out["on"]) == 0 || !bytes.Equal(out["on"], out["off"]) {
+			t.Errorf("-n %d: the sharded run's cells or values differ from the replicated run's", n)
+		}
+		if on.RMSEBefore != off.RMSEBefore || on.RMSEAfter != off.RMSEAfter {
+			t.Errorf("-n %d: RMSEs %v → %v sharded, %v → %v replicated", n, on.RMSEBefore, on.RMSEAfter, off.RMSEBefore, off.RMSEAfter)
+		}
+		if on.Dist.Exchange != "sharded" || !slices.Equal(on.Dist.ShardedTables, []string{"mlp", "costco"}) || off.Dist.ShardedTables != nil {
+			t.Errorf("-n %d: exchange %q, sharded tables %v (replicated: %v)", n, on.Dist.Exchange, on.Dist.ShardedTables, off.Dist.ShardedTables)
+		}
+		if n == 1 && !bytes.Equal(out["on"], one) {
+			t.Errorf("-n 1 sharded: the output differs from one process's")
+		}
+	}
+	for _, bad := range [][]string{{"-dist", "mpi", "-embedding-optimizer", "adam"}, {}} {
+		code, msg := mpiRun(t, l, 1, nil, append(append(append([]string{"augment", "-input", "testdata/golden/input.tsv"}, distFlags...), bad...), "-shard-tables", "on", "-output", filepath.Join(dir, "bad.tsv"))...)
+		if code == 0 || !strings.Contains(msg, "shard") {
+			t.Errorf("-shard-tables on %v: exit %d\n%s", bad, code, msg)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "bad.tsv")); err == nil {
+			t.Errorf("-shard-tables on %v: output written", bad)
+		}
 	}
 }
 

@@ -741,6 +741,34 @@ func Alltoallv[T float32 | float64 | int32 | int64 | byte](c *Comm, send []T, se
 	return out, recvCounts
 }
 
+// AlltoallvKnown is Alltoallv when every rank knows what it receives
+// from each (recvCounts): one collective instead of two.
+func AlltoallvKnown[T float32 | float64 | int32 | int64 | byte](c *Comm, send []T, sendCounts, recvCounts []int32) []T {
+	if len(sendCounts) != c.size || len(recvCounts) != c.size {
+		panic(fmt.Sprintf("mpi: Alltoallv with %d and %d counts for %d ranks", len(sendCounts), len(recvCounts), c.size))
+	}
+	sdispls, stotal := displacements(sendCounts)
+	if stotal != len(send) {
+		panic(fmt.Sprintf("mpi: Alltoallv counts sum to %d for %d elements", stotal, len(send)))
+	}
+	rdispls, rtotal := displacements(recvCounts)
+	out := make([]T, rtotal)
+	var zero [1]T
+	sb, rb := send, out
+	if len(sb) == 0 {
+		sb = zero[:]
+	}
+	if len(rb) == 0 {
+		rb = zero[:]
+	}
+	sp, _, t := buffer(sb)
+	rp, _, _ := buffer(rb)
+	c.collective("MPI_Alltoallv", c.fn.alltoallv, int64(len(send)*typeSize[t]),
+		uintptr(sp), uintptr(unsafe.Pointer(&sendCounts[0])), uintptr(unsafe.Pointer(&sdispls[0])), c.h.types[t],
+		uintptr(rp), uintptr(unsafe.Pointer(&recvCounts[0])), uintptr(unsafe.Pointer(&rdispls[0])), c.h.types[t], c.h.world)
+	return out
+}
+
 // Abort ends every rank of the job with the exit code (MPI_Abort).
 func (c *Comm) Abort(code int) {
 	purego.SyscallN(c.fn.abort, c.h.world, uintptr(code))
