@@ -62,14 +62,14 @@ type Shard struct {
 
 // DistReport describes a run spread over processes in the report.
 type DistReport struct {
-	Ranks       int     `json:"ranks"`
-	Library     string  `json:"library"`
-	Exchange    string  `json:"exchange"`     // the embedding gradients' exchange: dense, sparse or sharded
+	Ranks    int    `json:"ranks"`
+	Library  string `json:"library"`
+	Exchange string `json:"exchange"` // the embedding gradients' exchange: dense, sparse or sharded
 	// ShardedTables names the models whose embedding table was sharded
 	// by row over the ranks (Config.ShardTables).
 	ShardedTables []string `json:"sharded_tables,omitempty"`
-	CommSeconds float64 `json:"comm_seconds"` // wall time in communication on rank 0
-	StepComm    float64 `json:"step_comm_ms"` // mean communication per training step on rank 0, ms
+	CommSeconds   float64  `json:"comm_seconds"` // wall time in communication on rank 0
+	StepComm      float64  `json:"step_comm_ms"` // mean communication per training step on rank 0, ms
 	// Oversubscribed: the node of rank 0 runs more ranks than it has
 	// cores, so waits yield the core and times are not those of a
 	// dedicated node (memory is).
