@@ -96,6 +96,9 @@ type RankSeconds struct {
 	// PeakRSSMiB is the rank's peak resident memory until the end of the
 	// retraining (getrusage; 0 where the system does not tell).
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// PeakRSSAfter is the peak resident memory so far at the end of each
+	// stage (MiB): the stage in which it last grows holds the peak.
+	PeakRSSAfter map[string]float64 `json:"peak_rss_mib_after"`
 }
 
 // distStages are the stages of DistReport.PerRank, in order.
@@ -310,10 +313,11 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	}
 
 	// Each rank's wall and MPI time per stage, for PerRank.
-	var stageWall, stageComm []float64
+	var stageWall, stageComm, stagePeak []float64
 	lastWall, lastComm := start, cl.CommSeconds()
 	mark := func() {
 		now, c := time.Now(), cl.CommSeconds()
+		stagePeak = append(stagePeak, peakRSSMiB())
 		stageWall, stageComm = append(stageWall, now.Sub(lastWall).Seconds()), append(stageComm, c-lastComm)
 		lastWall, lastComm = now, c
 	}
@@ -656,19 +660,19 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		}
 	}
 	mark() // retrain
-	mine := make([]float64, 0, 2*len(distStages)+1)
+	mine := make([]float64, 0, 3*len(distStages)+1)
 	for i := range distStages {
-		mine = append(mine, stageWall[i]-stageComm[i], stageComm[i])
+		mine = append(mine, stageWall[i]-stageComm[i], stageComm[i], stagePeak[i])
 	}
 	mine = append(mine, peakRSSMiB())
 	all := cl.GatherF64(mine)
 	var total, most float64
 	for r := 0; r < size; r++ {
-		rs := RankSeconds{Rank: r, Compute: map[string]float64{}, Wait: map[string]float64{}}
+		rs := RankSeconds{Rank: r, Compute: map[string]float64{}, Wait: map[string]float64{}, PeakRSSAfter: map[string]float64{}}
 		compute := 0.0
 		for i, st := range distStages {
-			v := all[r*len(mine)+2*i:]
-			rs.Compute[st], rs.Wait[st] = max(v[0], 0), v[1]
+			v := all[r*len(mine)+3*i:]
+			rs.Compute[st], rs.Wait[st], rs.PeakRSSAfter[st] = max(v[0], 0), v[1], v[2]
 			compute += max(v[0], 0)
 		}
 		rs.PeakRSSMiB = all[r*len(mine)+len(mine)-1]

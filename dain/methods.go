@@ -66,18 +66,33 @@ func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO,
 // predict returns m's predictions for cells (K×N entity indices), each
 // rounded to the shortest decimal of its float32.
 func predict(m *nn.Net, cells []int32) ([]float64, error) {
-	s := m.NewSet(cells, make([]float64, len(cells)/m.Order()))
-	defer s.Free()
-	p, err := m.Predict(s)
-	if err != nil {
-		return nil, fmt.Errorf("dain: predicting values: %w", err)
-	}
-	out := make([]float64, len(p))
-	for i, v := range p {
-		out[i] = shortest(v)
+	order := m.Order()
+	n := len(cells) / order
+	out := make([]float64, n)
+	// In chunks of predictChunk cells, so that the cells' copy on the
+	// backend and the float32 predictions do not grow with the cells; a
+	// sharded table's processes run as many chunks as the one with most.
+	chunks := (n + predictChunk - 1) / predictChunk
+	all := m.Batches(chunks)
+	zero := make([]float64, min(n, predictChunk))
+	for c := 0; c < all; c++ {
+		lo, hi := min(c*predictChunk, n), min((c+1)*predictChunk, n)
+		s := m.NewSet(cells[lo*order:hi*order], zero[:hi-lo])
+		p, err := m.Predict(s)
+		s.Free()
+		if err != nil {
+			return nil, fmt.Errorf("dain: predicting values: %w", err)
+		}
+		for i, v := range p {
+			out[lo+i] = shortest(v)
+		}
 	}
 	return out, nil
 }
+
+// predictChunk is the number of cells predict sends to the backend at
+// once.
+var predictChunk = 1 << 20
 
 // shortest returns the float64 nearest to the shortest decimal that reads
 // back as p, so a float32 prediction prints as "2.2926" rather than

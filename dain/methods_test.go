@@ -3,11 +3,13 @@ package dain
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/internal/demo"
+	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -309,5 +311,33 @@ func TestMaxEntity(t *testing.T) {
 	aug, _, err := e.Augment(ctx, c, 200)
 	if err != nil || aug.NNZ() != 200 {
 		t.Fatalf("Augment: %v", err)
+	}
+}
+
+// TestPredictChunks: predicting in chunks (of 7 cells, the last one
+// short) gives the values of one chunk, in order.
+func TestPredictChunks(t *testing.T) {
+	dims := []int{5, 4, 3}
+	m, err := nn.NewMLP(cpu.New(), nn.Config{Dims: dims, Layers: []int{12, 8}, Capacity: 4}, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	var cells []int32
+	for i := range 60 {
+		cells = append(cells, int32(i%5), int32(i%4), int32(i%3))
+	}
+	whole, err := predict(m, cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(c int) { predictChunk = c }(predictChunk)
+	predictChunk = 7
+	parts, err := predict(m, cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole) != 60 || !slices.Equal(parts, whole) || slices.Equal(whole[:7], whole[7:14]) {
+		t.Errorf("chunked predictions %v\nwhole %v", parts, whole)
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/dainx/dainx/compute"
@@ -239,29 +241,75 @@ func duplicates(c *mpi.Comm, idx []int32, nnz int, dims []int, lineOf func(k int
 		return Agree(c, err, 0)
 	}
 	rec := order + 2 // indices, then the line as two int32 halves
-	counts := make([]int32, size)
-	owner := make([]int32, nnz)
-	for k := range owner {
-		r := sampling.Owner(idx[k*order:(k+1)*order], size)
-		owner[k] = int32(r)
-		counts[r] += int32(rec)
+	// The cells go to their owners in rounds of at most dupRound cells a
+	// rank (on average): a cell's round is its hash's quotient by the
+	// ranks, so the copies of a cell meet in one round at one owner, and
+	// the exchange's buffers (about 44 bytes a cell) do not grow with the
+	// tensor.
+	rounds := []int64{int64((nnz + dupRound - 1) / dupRound)}
+	c.Allreduce(rounds, mpi.Max)
+	R := int(max(rounds[0], 1))
+	bad, firstLine := int64(math.MaxInt64), int64(0)
+	var badCell []int32
+	counts, next := make([]int32, size), make([]int32, size)
+	for round := 0; round < R; round++ {
+		clear(counts)
+		for k := 0; k < nnz; k++ {
+			h := sampling.Owner(idx[k*order:(k+1)*order], size*R)
+			if h/size == round {
+				counts[h%size] += int32(rec)
+			}
+		}
+		total := int32(0)
+		for r := range next {
+			next[r] = total
+			total += counts[r]
+		}
+		send := make([]int32, total)
+		for k := 0; k < nnz; k++ {
+			h := sampling.Owner(idx[k*order:(k+1)*order], size*R)
+			if h/size != round {
+				continue
+			}
+			r := h % size
+			at := send[next[r]:]
+			copy(at, idx[k*order:(k+1)*order])
+			line := lineOf(k)
+			at[order], at[order+1] = int32(line>>31), int32(line&(1<<31-1))
+			next[r] += int32(rec)
+		}
+		recv, _ := mpi.Alltoallv(c, send, counts)
+		send = nil
+		if l, first, cell := earliestRepeat(recv, order); l < bad {
+			bad, firstLine, badCell = l, first, cell
+		}
 	}
-	next := make([]int32, size)
-	for r := 1; r < size; r++ {
-		next[r] = next[r-1] + counts[r-1]
+	var err error
+	if badCell != nil {
+		err = dupErr(bad, badCell, firstLine)
 	}
-	send := make([]int32, nnz*rec)
-	for k, r := range owner {
-		at := send[next[r]:]
-		copy(at, idx[k*order:(k+1)*order])
-		line := lineOf(k)
-		at[order], at[order+1] = int32(line>>31), int32(line&(1<<31-1))
-		next[r] += int32(rec)
+	return Agree(c, err, bad)
+}
+
+// dupRound is the number of cells a rank sends in one round of the
+// duplicate search (about 90 MB of buffers). DAINX_TEST_DUP_ROUND sets it
+// for tests (many rounds on a small tensor).
+var dupRound = 2 << 20
+
+func init() {
+	if v, err := strconv.Atoi(os.Getenv("DAINX_TEST_DUP_ROUND")); err == nil && v > 0 {
+		dupRound = v
 	}
-	owner = nil
-	recv, _ := mpi.Alltoallv(c, send, counts)
-	send = nil
+}
+
+// earliestRepeat returns, of the records in recv (order indices and a
+// line as two int32 halves each), the earliest line whose cell an earlier
+// line holds, with that cell's first line and the cell; line MaxInt64
+// when no cell repeats.
+func earliestRepeat(recv []int32, order int) (bad, firstLine int64, cell []int32) {
+	rec := order + 2
 	n := len(recv) / rec
+	bad = math.MaxInt64
 	line := func(i int) int64 { return int64(recv[i*rec+order])<<31 | int64(recv[i*rec+order+1]) }
 	ord := make([]int32, n)
 	for i := range ord {
@@ -288,7 +336,7 @@ func duplicates(c *mpi.Comm, idx []int32, nnz int, dims []int, lineOf func(k int
 	}
 	sort.Slice(ord, func(i, j int) bool { return less(int(ord[i]), int(ord[j])) < 0 })
 	// The earliest line that repeats a cell, and the cell's first line.
-	bad, firstLine, badAt := int64(math.MaxInt64), int64(0), -1
+	badAt := -1
 	for i := 1; i < n; i++ {
 		a, b := int(ord[i-1]), int(ord[i])
 		same := true
@@ -321,9 +369,8 @@ func duplicates(c *mpi.Comm, idx []int32, nnz int, dims []int, lineOf func(k int
 			bad, firstLine, badAt = l, line(int(ord[j])), b
 		}
 	}
-	var err error
 	if badAt >= 0 {
-		err = dupErr(bad, recv[badAt*rec:badAt*rec+order], firstLine)
+		cell = append([]int32(nil), recv[badAt*rec:badAt*rec+order]...)
 	}
-	return Agree(c, err, bad)
+	return bad, firstLine, cell
 }

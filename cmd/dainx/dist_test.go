@@ -268,6 +268,14 @@ func TestDistBadInput(t *testing.T) {
 		{"fields early", func(ls []string) []string { ls[5] = "1\t2\t1.5"; return ls }},
 		{"two bad lines", func(ls []string) []string { ls[len(ls)-3] = "x\t2\t3\t1"; ls[len(ls)/3] = "1\t2\t3\tinf"; return ls }},
 		{"duplicate across ranks", func(ls []string) []string { ls[len(ls)-2] = ls[10]; return ls }},
+		{"duplicates", func(ls []string) []string {
+			// The earliest repeat is the reported one, whichever round and
+			// rank find the others.
+			for i := 0; i < 20; i++ {
+				ls[len(ls)-2-47*i] = ls[10+3*i]
+			}
+			return ls
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -381,9 +389,9 @@ func TestDistBin(t *testing.T) {
 }
 
 // distFails runs dainx augment with the input flags in on one process and
-// on 1, 2 and 3 ranks, writing into dir: one process must fail, and every
-// job must print its message exactly once, exit non-zero and write
-// nothing.
+// on 1, 2 and 3 ranks (their duplicate search in many rounds), writing
+// into dir: one process must fail, and every job must print its message
+// exactly once, exit non-zero and write nothing.
 func distFails(t *testing.T, l []string, dir string, in ...string) {
 	t.Helper()
 	args := append(append(append([]string{"augment"}, in...), "-output", filepath.Join(dir, "aug.tsv"), "-report", filepath.Join(dir, "r.json")), distFlags...)
@@ -393,7 +401,8 @@ func distFails(t *testing.T, l []string, dir string, in ...string) {
 	}
 	want := strings.TrimSpace(stderr.String())
 	for _, n := range []int{1, 2, 3} {
-		code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi")...)
+		// The duplicate search in rounds of 97 cells a rank.
+		code, msg := mpiRun(t, l, n, []string{"DAINX_TEST_DUP_ROUND=97"}, append(args, "-dist", "mpi")...)
 		if code == 0 {
 			t.Fatalf("-n %d: exit 0", n)
 		}
