@@ -114,7 +114,7 @@ bench-scale: build
 # passes scalerun flags, e.g. DISTFLAGS="-sizes 2M,5M -ranks 1,2".
 DISTFLAGS ?=
 bench-dist: build
-	$(GO) run ./bench/cmd/scalerun -name dist -entity-sweep= -reads=false -sizes 40M,100M -ranks 1,2,4 $(DISTFLAGS)
+	$(GO) run ./bench/cmd/scalerun -name dist -entity-sweep= -reads=false -sizes 40M,100M -ranks 1,2,4 -args "-embedding-optimizer sparse-adam" -dist-args "-shard-tables on" $(DISTFLAGS)
 
 # make bench-go: the Go benchmarks of the backend ops and the pipeline.
 bench-go:

@@ -190,7 +190,7 @@ func distMarkdown(p func(string, ...any), r *Results) {
 	}
 	p("## Spread over MPI ranks")
 	p("")
-	p("`%s -n P dainx augment -dist mpi %s` on each size's .bin, against the one-process run above. A rank's peak RSS is its ru_maxrss, as the report's `dist.per_rank` gives it; runs with more ranks than the machine has CPUs are oversubscribed: their times measure memory, not speed.", strings.Join(r.Launcher, " "), strings.Join(r.Args, " "))
+	p("`%s -n P dainx augment -dist mpi %s` on each size's .bin, against the one-process run above. A rank's peak RSS is its ru_maxrss, as the report's `dist.per_rank` gives it; runs with more ranks than the machine has CPUs are oversubscribed: their times measure memory, not speed.", strings.Join(r.Launcher, " "), strings.Join(append(append([]string(nil), r.Args...), r.DistArgs...), " "))
 	p("")
 	p("| cells | P | largest rank peak | ranks' peaks | vs one process | seconds | slowest rank | new cells not one process's | RMSE before → after | oversubscribed |")
 	p("|---:|---:|---:|---|---:|---:|---|---:|---|---|")

@@ -90,7 +90,9 @@ type Results struct {
 	Sweep       []SweepRun `json:"entity_sweep,omitempty"`
 	SweepGrowth []string   `json:"entity_sweep_growth,omitempty"`
 	// The runs under MPI (-ranks): Launcher -n P for each P.
-	Launcher []string  `json:"mpi_launcher,omitempty"`
+	Launcher []string `json:"mpi_launcher,omitempty"`
+	// DistArgs are the flags added to Args for the runs under MPI only.
+	DistArgs []string  `json:"dist_args,omitempty"`
 	Dist     []DistRun `json:"dist,omitempty"`
 	Notes    []string  `json:"notes"`
 }
@@ -159,6 +161,7 @@ func main() {
 		sweepR   = flag.Int("sweep-repeats", 3, "`runs` of each entity-sweep tensor; each stage's seconds are their median")
 		ranksF   = flag.String("ranks", "", "after each size's run, run it again under MPI with each of these `counts` of ranks (e.g. 1,2,4; empty: none)")
 		mpiexecF = flag.String("mpiexec", "", "the MPI `launcher`, space-separated (default mpiexec.mpich, else mpiexec)")
+		distArgs = flag.String("dist-args", "", "more `flags` for the runs under MPI only, space-separated (e.g. \"-shard-tables on\")")
 		nameF    = flag.String("name", "scale", "results file `prefix`: NAME-DATE.{json,md}")
 	)
 	flag.Parse()
@@ -272,7 +275,8 @@ func main() {
 		augmentWith(&run, nil, *dainx, bin, args, one)
 		r.Runs = append(r.Runs, run)
 		r.Launcher = launcher
-		r.Dist = append(r.Dist, distRuns(launcher, *dainx, bin, n, ranks, args, one)...)
+		r.DistArgs = strings.Fields(*distArgs)
+		r.Dist = append(r.Dist, distRuns(launcher, *dainx, bin, n, ranks, append(append([]string(nil), args...), r.DistArgs...), one)...)
 		os.Remove(one)
 		write(*out, r, false)
 	}
