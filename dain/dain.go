@@ -350,9 +350,12 @@ type Report struct {
 	EmbeddingOptimizer  string            `json:"embedding_optimizer"`
 	EmbeddingOptimizers map[string]string `json:"embedding_optimizers"`
 	Split               string            `json:"split"` // legacy or keyed (Config.Split)
-	Seconds             Seconds           `json:"seconds"`
-	HistoryBefore       []EpochLog        `json:"history_before"`
-	HistoryAfter        []EpochLog        `json:"history_after"`
+	// SplitFingerprint identifies which cells the split put in each part
+	// (splitPrint): equal for every number of processes of the same run.
+	SplitFingerprint string     `json:"split_fingerprint"`
+	Seconds          Seconds    `json:"seconds"`
+	HistoryBefore    []EpochLog `json:"history_before"`
+	HistoryAfter     []EpochLog `json:"history_after"`
 	// Dist describes a run spread over processes (RunDist); nil otherwise.
 	Dist *DistReport `json:"dist,omitempty"`
 	// Version is dainx's version and commit, set by the program that
@@ -423,6 +426,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
 	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(t.Dims, e.logf)
 	rep.Split = cfg.split()
+	rep.SplitFingerprint = e.splitPrint.String()
 	rep.NoTest = rep.NTest == 0
 	if err := cfg.checkKeep(); err != nil {
 		return nil, err
@@ -619,3 +623,29 @@ func logEpoch(c *Config, model string, e nn.Epoch, epochs int, elapsed time.Dura
 	}
 	fmt.Fprintln(c.Progress, line)
 }
+
+// splitPrint is a fingerprint of a split: over every cell c (its number in
+// the file) of part p (0 train, 1 validation, 2 test), three sums of 24-bit
+// pieces of a 64-bit hash of 4c+p. Sums do not depend on the order in
+// which cells are added, so processes add their own cells and sum the
+// lanes; 24-bit pieces keep the sums exact past 10¹⁰ cells.
+type splitPrint [3]int64
+
+// add adds the cells of each part (train, val, test).
+func (s *splitPrint) add(parts ...[]int) {
+	for p, cells := range parts {
+		for _, c := range cells {
+			h := uint64(c)*4 + uint64(p)
+			h ^= h >> 30
+			h *= 0xbf58476d1ce4e5b9
+			h ^= h >> 27
+			h *= 0x94d049bb133111eb
+			h ^= h >> 31
+			s[0] += int64(h & 0xffffff)
+			s[1] += int64(h >> 24 & 0xffffff)
+			s[2] += int64(h >> 48)
+		}
+	}
+}
+
+func (s splitPrint) String() string { return fmt.Sprintf("%x.%x.%x", s[0], s[1], s[2]) }

@@ -41,8 +41,8 @@ type Cluster interface {
 	// process order.
 	AlltoallI32(send []int32, counts []int32) []int32
 	// AlltoallvI32 and AlltoallvF32 are nn.ShardComm's.
-	AlltoallvI32(send []int32, counts []int32) ([]int32, []int32)
-	AlltoallvF32(send []float32, sendCounts, recvCounts []int32) []float32
+	AlltoallvI32(dst, send, counts, recvCounts []int32) []int32
+	AlltoallvF32(dst, send []float32, sendCounts, recvCounts []int32) []float32
 	// GatherF64 returns every process's x concatenated in process order.
 	GatherF64(x []float64) []float64
 	// CommSeconds returns the wall time spent communicating so far.
@@ -166,7 +166,11 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	if err := nn.CheckLayers(cfg.Layers, len(dims)); err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
 	}
-	if err := checkMemory(&tensor.COO{Dims: dims}, cfg); err != nil {
+	shards := 1 // the tables' share a rank holds
+	if on, _, _, _ := cfg.shardPlan("mlp", dims, cl.Size()); on {
+		shards = cl.Size()
+	}
+	if err := checkMemorySharded(&tensor.COO{Dims: dims}, cfg, shards); err != nil {
 		return nil, err
 	}
 	logf := func(format string, args ...any) {
@@ -189,6 +193,9 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	// over the processes.
 	lo, hi := sh.First, sh.First+sh.Cells.NNZ()
 	tr, va, te, trFirst, counts := cfg.splitCells(sh.NNZ, lo, hi)
+	var sp splitPrint
+	sp.add(tr, va, te)
+	cl.SumI64(sp[:])
 	if trFirst < 0 {
 		per := make([]int64, size)
 		per[rank] = int64(len(tr))
@@ -228,6 +235,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s); %d ranks (%s)", sh.NNZ, dims, nTrain, nVal, nTest, be.Name(), be.Device(), size, dr.Library)
 	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(dims, logf)
 	rep.Split = cfg.split()
+	rep.SplitFingerprint = sp.String()
 	var commBefore time.Duration
 	mse := func(m *nn.Net, s *nn.Set, n int) (float64, error) {
 		sum := []float64{0}

@@ -52,10 +52,11 @@ func rngPCG(seed uint64, stream uint64) (*rand.Rand, *rand.PCG) {
 // A TracIn pass asked for later still runs, at the cost of training Θ
 // once more (the same seeds give the same Θ).
 type Experiment struct {
-	cfg  Config
-	be   compute.Backend
-	x    *tensor.COO
-	logf func(string, ...any)
+	splitPrint splitPrint // the split's fingerprint (Report.SplitFingerprint)
+	cfg        Config
+	be         compute.Backend
+	x          *tensor.COO
+	logf       func(string, ...any)
 	// Train, Val and Test are the split of the observed cells (step 0).
 	Train, Val, Test *tensor.COO
 
@@ -181,6 +182,7 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 		}
 	}
 	tr, va, te, _, _ := cfg.splitCells(x.NNZ(), 0, x.NNZ())
+	e.splitPrint.add(tr, va, te)
 	e.Train, e.Val, e.Test = x.Subset(tr), x.Subset(va), x.Subset(te)
 	if e.Train.NNZ() == 0 || e.Val.NNZ() == 0 || (e.Test.NNZ() == 0 && cfg.TestFrac > 0) {
 		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", x.NNZ(), e.Train.NNZ(), e.Val.NNZ(), e.Test.NNZ())

@@ -32,9 +32,13 @@ var physicalMemory = func() int64 {
 // and the downstream MLP and of width R for CoSTCo, each four times
 // (parameters, gradients, Adam's two moments), and an alias table (8 bytes)
 // per entity.
-func tableBytes(dims []int, cfg Config) float64 {
+func tableBytes(dims []int, cfg Config) float64 { return tableBytesSharded(dims, cfg, 1) }
+
+// tableBytesSharded is tableBytes on one of shards processes over which
+// the embedding tables are sharded by row (the alias tables stay whole).
+func tableBytesSharded(dims []int, cfg Config, shards int) float64 {
 	e := cfg.Layers[0] / len(dims)
-	perEntity := float64(4*4*(2*e+cfg.Rank) + 8)
+	perEntity := float64(4*4*(2*e+cfg.Rank))/float64(shards) + 8
 	total := 0.0
 	for _, d := range dims {
 		total += float64(d) * perEntity
@@ -45,9 +49,13 @@ func tableBytes(dims []int, cfg Config) float64 {
 // checkMemory returns an error when the per-entity tables of cfg on x
 // cannot fit this machine's memory — typically because a mode's indices
 // are sparse identifiers rather than 0…n−1 — naming the largest mode.
-func checkMemory(x *tensor.COO, cfg Config) error {
+func checkMemory(x *tensor.COO, cfg Config) error { return checkMemorySharded(x, cfg, 1) }
+
+// checkMemorySharded is checkMemory for one of shards processes over which
+// the embedding tables are sharded.
+func checkMemorySharded(x *tensor.COO, cfg Config, shards int) error {
 	mem := physicalMemory
-	need := tableBytes(x.Dims, cfg)
+	need := tableBytesSharded(x.Dims, cfg, shards)
 	if mem <= 0 || need <= float64(mem)/2 {
 		return nil
 	}

@@ -35,3 +35,22 @@ func TestCheckMemory(t *testing.T) {
 		t.Errorf("distinct per mode %v; want [40 10 10]", got)
 	}
 }
+
+// TestCheckMemorySharded: tables too large for one process of a 1 GiB
+// machine (600 000 entities, about 1.1 GiB) are accepted on each of 8
+// processes that shard them by row (about 0.15 GiB each), not on 2.
+func TestCheckMemorySharded(t *testing.T) {
+	defer func(m int64) { physicalMemory = m }(physicalMemory)
+	physicalMemory = 1 << 30
+	cfg := DefaultConfig()
+	cfg.Layers = []int{150, 64}
+	x := &tensor.COO{Dims: []int{300_000, 299_990, 10}}
+	for _, c := range []struct {
+		shards int
+		ok     bool
+	}{{1, false}, {2, false}, {8, true}} {
+		if err := checkMemorySharded(x, cfg, c.shards); (err == nil) != c.ok {
+			t.Errorf("%d shards: %v", c.shards, err)
+		}
+	}
+}

@@ -341,3 +341,29 @@ func TestPredictChunks(t *testing.T) {
 		t.Errorf("chunked predictions %v\nwhole %v", parts, whole)
 	}
 }
+
+// TestSplitPrint: the split's fingerprint does not depend on the order in
+// which processes add their cells, and changes when one cell moves to
+// another part or when the seed changes the split.
+func TestSplitPrint(t *testing.T) {
+	cfg := DefaultConfig()
+	tr, va, te, _, _ := cfg.splitCells(1000, 0, 1000)
+	var whole, parts splitPrint
+	whole.add(tr, va, te)
+	for _, r := range [][2]int{{600, 1000}, {0, 300}, {300, 600}} {
+		a, b, c, _, _ := cfg.splitCells(1000, r[0], r[1])
+		parts.add(a, b, c)
+	}
+	if whole != parts || whole.String() == (splitPrint{}).String() {
+		t.Errorf("whole %v, in parts %v", whole, parts)
+	}
+	var moved splitPrint
+	moved.add(tr[1:], append([]int{tr[0]}, va...), te)
+	cfg.Seed++
+	tr2, va2, te2, _, _ := cfg.splitCells(1000, 0, 1000)
+	var other splitPrint
+	other.add(tr2, va2, te2)
+	if moved == whole || other == whole {
+		t.Errorf("one cell moved: %v, another seed: %v, both %v", moved, other, whole)
+	}
+}

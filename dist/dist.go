@@ -50,12 +50,12 @@ func (c *Cluster) GatherF32(x []float32) []float32 { out, _ := mpi.Allgatherv(c.
 func (c *Cluster) GatherI32(x []int32) []int32     { out, _ := mpi.Allgatherv(c.C, x); return out }
 func (c *Cluster) GatherF64(x []float64) []float64 { out, _ := mpi.Allgatherv(c.C, x); return out }
 
-func (c *Cluster) AlltoallvI32(send []int32, counts []int32) ([]int32, []int32) {
-	return mpi.Alltoallv(c.C, send, counts)
+func (c *Cluster) AlltoallvI32(dst, send, counts, recvCounts []int32) []int32 {
+	return mpi.AlltoallvInto(c.C, dst, send, counts, recvCounts, false)
 }
 
-func (c *Cluster) AlltoallvF32(send []float32, sendCounts, recvCounts []int32) []float32 {
-	return mpi.AlltoallvKnown(c.C, send, sendCounts, recvCounts)
+func (c *Cluster) AlltoallvF32(dst, send []float32, sendCounts, recvCounts []int32) []float32 {
+	return mpi.AlltoallvInto(c.C, dst, send, sendCounts, recvCounts, true)
 }
 
 func (c *Cluster) AlltoallI32(send []int32, counts []int32) []int32 {

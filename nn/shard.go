@@ -35,11 +35,12 @@ type ShardComm interface {
 	Size() int
 	// AlltoallvI32 sends send[…counts[0]] to process 0, the next
 	// counts[1] to process 1, …, and returns what every process sent this
-	// one, in process order, with the count from each.
-	AlltoallvI32(send []int32, counts []int32) ([]int32, []int32)
-	// AlltoallvF32 is the same exchange when every process knows what it
-	// receives from each (recvCounts).
-	AlltoallvF32(send []float32, sendCounts, recvCounts []int32) []float32
+	// one, in process order, in dst (grown only when too short), with the
+	// count from each in recvCounts (one per process).
+	AlltoallvI32(dst, send []int32, counts, recvCounts []int32) []int32
+	// AlltoallvF32 is the same exchange when recvCounts already holds
+	// what each process sends this one.
+	AlltoallvF32(dst, send []float32, sendCounts, recvCounts []int32) []float32
 	// GatherI32 returns every process's x concatenated in process order.
 	GatherI32(x []int32) []int32
 }
@@ -74,16 +75,19 @@ type tableShard struct {
 	// rows in increasing order (uniq, slot u of the cache holds uniq[u]),
 	// the requests sent (send, grouped by owner, counts) and received
 	// (recv: ids in process order, recvCounts).
-	host, uniq, send, counts []int32
-	recv, recvCounts         []int32
-	slots                    compute.I32 // Capacity × N cache slots
-	slotHost                 []int32
-	reqBuf                   compute.I32 // the requested rows, local numbers
-	rowBuf                   compute.F32 // their values
-	rowHost, cacheHost       []float32
-	next                     []int32
+	host, uniq, send, counts  []int32
+	recv, recvCounts          []int32
+	slots                     compute.I32 // Capacity × N cache slots
+	slotHost                  []int32
+	reqBuf                    compute.I32 // the requested rows, local numbers
+	rowBuf                    compute.F32 // their values
+	rowHost, cacheHost        []float32
+	next, local               []int32
+	keys                      []uint64 // (row, position) of the batch, sorted
+	sendCounts, recvCountsW   []int32  // counts × E of the row exchanges
+	gradSend, rowGot, gradGot []float32
 	// The owner's side of a gradient push.
-	union     map[int32]int32
+	sendSlot  []int32 // the cache slot (index in uniq) of each row of send
 	unionRows []int32
 	unionGrad []float32
 	uRows     compute.I32
@@ -146,7 +150,7 @@ func newShard(m *Net, sh *Sharding, rows int, init func(row []float64)) (*tableS
 	if sh.Comm == nil {
 		return nil, fmt.Errorf("nn: a sharded table needs processes (Sharding.Comm)")
 	}
-	s := &tableShard{comm: sh.Comm, rank: sh.Comm.Rank(), size: sh.Comm.Size(), rows: rows, union: map[int32]int32{}}
+	s := &tableShard{comm: sh.Comm, rank: sh.Comm.Rank(), size: sh.Comm.Size(), rows: rows}
 	if s.size <= 0 || s.rank < 0 || s.rank >= s.size {
 		return nil, fmt.Errorf("nn: process %d of %d", s.rank, s.size)
 	}
@@ -168,8 +172,8 @@ func newShard(m *Net, sh *Sharding, rows int, init func(row []float64)) (*tableS
 	k := m.capacity * len(m.dims)
 	s.slots = m.be.AllocI32(k)
 	s.slotHost, s.host = make([]int32, k), make([]int32, k)
-	s.next = make([]int32, s.size)
-	s.counts = make([]int32, s.size)
+	s.next, s.counts, s.recvCounts = make([]int32, s.size), make([]int32, s.size), make([]int32, s.size)
+	s.sendCounts, s.recvCountsW = make([]int32, s.size), make([]int32, s.size)
 	return s, nil
 }
 
@@ -216,13 +220,23 @@ func (s *tableShard) fetch(m *Net, rows compute.I32, k int) compute.I32 {
 			clear(host)
 		}
 	}
-	s.uniq = append(s.uniq[:0], host...)
-	slices.Sort(s.uniq)
-	s.uniq = slices.Compact(s.uniq)
-	for _, r := range s.uniq {
+	// The distinct rows in increasing order, and each position's slot
+	// among them, from one sort of (row, position) keys.
+	s.keys = slices.Grow(s.keys[:0], k)[:k]
+	for i, r := range host {
 		if r < 0 || int(r) >= s.rows {
 			panic(fmt.Sprintf("nn: row %d outside the table of %d rows", r, s.rows))
 		}
+		s.keys[i] = uint64(r)<<32 | uint64(i)
+	}
+	slices.Sort(s.keys)
+	s.uniq = s.uniq[:0]
+	for _, key := range s.keys {
+		r := int32(key >> 32)
+		if len(s.uniq) == 0 || s.uniq[len(s.uniq)-1] != r {
+			s.uniq = append(s.uniq, r)
+		}
+		s.slotHost[uint32(key)] = int32(len(s.uniq) - 1)
 	}
 	// Requests grouped by owner, increasing within each owner.
 	clear(s.counts)
@@ -235,17 +249,19 @@ func (s *tableShard) fetch(m *Net, rows compute.I32, k int) compute.I32 {
 		at += s.counts[o]
 	}
 	s.send = slices.Grow(s.send[:0], len(s.uniq))[:len(s.uniq)]
-	for _, r := range s.uniq {
+	s.sendSlot = slices.Grow(s.sendSlot[:0], len(s.uniq))[:len(s.uniq)]
+	for u, r := range s.uniq {
 		o := int(r) % p
-		s.send[s.next[o]] = r
+		s.send[s.next[o]], s.sendSlot[s.next[o]] = r, int32(u)
 		s.next[o]++
 	}
-	s.recv, s.recvCounts = s.comm.AlltoallvI32(s.send, s.counts)
+	s.recv = s.comm.AlltoallvI32(s.recv, s.send, s.counts, s.recvCounts)
 	// Serve the rows asked of this process, in the order asked.
 	n := len(s.recv)
 	s.rowHost = slices.Grow(s.rowHost[:0], n*w)[:n*w]
 	if n > 0 {
-		local := make([]int32, n)
+		local := slices.Grow(s.local[:0], n)[:n]
+		s.local = local
 		for i, r := range s.recv {
 			if int(r)%p != s.rank || int(r) >= s.rows {
 				panic(fmt.Sprintf("nn: process %d asked for row %d, which it does not own", s.rank, r))
@@ -266,27 +282,22 @@ func (s *tableShard) fetch(m *Net, rows compute.I32, k int) compute.I32 {
 			clear(s.rowHost)
 		}
 	}
-	replyCounts, wantCounts := make([]int32, p), make([]int32, p)
-	for o := range replyCounts {
-		replyCounts[o], wantCounts[o] = s.recvCounts[o]*int32(w), s.counts[o]*int32(w)
+	for o := range s.sendCounts {
+		s.sendCounts[o], s.recvCountsW[o] = s.recvCounts[o]*int32(w), s.counts[o]*int32(w)
 	}
-	got := s.comm.AlltoallvF32(s.rowHost, replyCounts, wantCounts)
+	got := s.comm.AlltoallvF32(s.rowGot, s.rowHost, s.sendCounts, s.recvCountsW)
+	s.rowGot = got
 	// got holds the rows of send, in its order: place each in its slot.
 	u := len(s.uniq)
 	if len(got) != u*w {
 		panic(fmt.Sprintf("nn: %d row values came back for %d rows of %d", len(got), u, w))
 	}
 	s.cacheHost = slices.Grow(s.cacheHost[:0], u*w)[:u*w]
-	for j, r := range s.send {
-		slot, _ := slices.BinarySearch(s.uniq, r)
-		copy(s.cacheHost[slot*w:(slot+1)*w], got[j*w:(j+1)*w])
+	for j, slot := range s.sendSlot {
+		copy(s.cacheHost[int(slot)*w:int(slot+1)*w], got[j*w:(j+1)*w])
 	}
 	if u > 0 {
 		be.Upload(m.table.Slice(0, u*w), s.cacheHost)
-	}
-	for i, r := range host {
-		slot, _ := slices.BinarySearch(s.uniq, r)
-		s.slotHost[i] = int32(slot)
 	}
 	if k == 0 {
 		return nil
@@ -302,38 +313,43 @@ func (s *tableShard) fetch(m *Net, rows compute.I32, k int) compute.I32 {
 // collective.
 func (s *tableShard) push(be compute.Backend, w int, grad []float32, st compute.AdamStep) {
 	p := s.size
-	send := make([]float32, len(s.send)*w)
-	for j, r := range s.send {
-		slot, _ := slices.BinarySearch(s.uniq, r)
-		copy(send[j*w:(j+1)*w], grad[slot*w:(slot+1)*w])
+	send := slices.Grow(s.gradSend[:0], len(s.send)*w)[:len(s.send)*w]
+	s.gradSend = send
+	for j, slot := range s.sendSlot {
+		copy(send[j*w:(j+1)*w], grad[int(slot)*w:int(slot+1)*w])
 	}
-	counts, recvCounts := make([]int32, p), make([]int32, p)
-	for o := range counts {
-		counts[o], recvCounts[o] = s.counts[o]*int32(w), s.recvCounts[o]*int32(w)
+	for o := range s.sendCounts {
+		s.sendCounts[o], s.recvCountsW[o] = s.counts[o]*int32(w), s.recvCounts[o]*int32(w)
 	}
-	got := s.comm.AlltoallvF32(send, counts, recvCounts)
-	// got is aligned with recv (the ids asked of this process, in process
-	// order): add in that order.
-	clear(s.union)
+	got := s.comm.AlltoallvF32(s.gradGot, send, s.sendCounts, s.recvCountsW)
+	s.gradGot = got
+	// got is aligned with recv: the ids each process asked of this one,
+	// process after process, each process's increasing. The union of the
+	// local rows, in increasing order, then each process's rows added in
+	// process order, each list walked beside the union.
 	s.unionRows = s.unionRows[:0]
 	for _, r := range s.recv {
-		l := r / int32(p)
-		if _, ok := s.union[l]; !ok {
-			s.union[l] = 0
-			s.unionRows = append(s.unionRows, l)
-		}
+		s.unionRows = append(s.unionRows, r/int32(p))
 	}
 	slices.Sort(s.unionRows)
-	for i, l := range s.unionRows {
-		s.union[l] = int32(i)
-	}
+	s.unionRows = slices.Compact(s.unionRows)
 	u := len(s.unionRows)
-	s.unionGrad = append(s.unionGrad[:0], make([]float32, u*w)...)
-	for i, r := range s.recv {
-		dst := s.unionGrad[int(s.union[r/int32(p)])*w:][:w]
-		for e, v := range got[i*w : (i+1)*w] {
-			dst[e] += v
+	s.unionGrad = slices.Grow(s.unionGrad[:0], u*w)[:u*w]
+	clear(s.unionGrad)
+	at := 0
+	for _, c := range s.recvCounts {
+		slot := 0
+		for i := at; i < at+int(c); i++ {
+			l := s.recv[i] / int32(p)
+			for s.unionRows[slot] != l {
+				slot++
+			}
+			dst := s.unionGrad[slot*w:][:w]
+			for e, v := range got[i*w : (i+1)*w] {
+				dst[e] += v
+			}
 		}
+		at += int(c)
 	}
 	if s.uRows == nil || s.uRows.Len() < max(u, 1) {
 		if s.uRows != nil {

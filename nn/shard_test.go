@@ -101,17 +101,21 @@ func memAlltoallv[T any](r memRank, send []T, counts []int32) ([]T, []int32) {
 	return out, got
 }
 
-func (r memRank) SumF32(x []float32)                           { memSum(r, x) }
-func (r memRank) SumF64(x []float64)                           { memSum(r, x) }
-func (r memRank) GatherF32(x []float32) []float32              { return memGather(r, x) }
-func (r memRank) GatherI32(x []int32) []int32                  { return memGather(r, x) }
-func (r memRank) AlltoallvI32(s, c []int32) ([]int32, []int32) { return memAlltoallv(r, s, c) }
-func (r memRank) AlltoallvF32(s []float32, c, want []int32) []float32 {
+func (r memRank) SumF32(x []float32)              { memSum(r, x) }
+func (r memRank) SumF64(x []float64)              { memSum(r, x) }
+func (r memRank) GatherF32(x []float32) []float32 { return memGather(r, x) }
+func (r memRank) GatherI32(x []int32) []int32     { return memGather(r, x) }
+func (r memRank) AlltoallvI32(dst, s, c, got []int32) []int32 {
+	out, n := memAlltoallv(r, s, c)
+	copy(got, n)
+	return append(dst[:0], out...)
+}
+func (r memRank) AlltoallvF32(dst, s []float32, c, want []int32) []float32 {
 	out, got := memAlltoallv(r, s, c)
 	if !slices.Equal(got, want) {
 		panic(fmt.Sprintf("process %d: expected counts %v, received %v", r.rank, want, got))
 	}
-	return out
+	return append(dst[:0], out...)
 }
 
 // onRanks runs f on p processes of one memGroup and waits for them.

@@ -185,7 +185,8 @@ func distSameRun(t *testing.T, l []string, dir, in string, extra ...string) {
 				t.Errorf("-n %d: %s %v, one process %v", n, c.what, c.got, c.want)
 			}
 		}
-		if got.NTrain != want.NTrain || got.NVal != want.NVal || got.NTest != want.NTest || got.NAug != want.NAug || got.Draws != want.Draws {
+		if got.NTrain != want.NTrain || got.NVal != want.NVal || got.NTest != want.NTest || got.NAug != want.NAug || got.Draws != want.Draws ||
+			got.SplitFingerprint == "" || got.SplitFingerprint != want.SplitFingerprint {
 			t.Errorf("-n %d: split or sampling differs: %+v", n, got)
 		}
 		if n == 1 && !slicesEqualF(aug.Val, wantAug.Val) {

@@ -156,7 +156,7 @@ func TestGoldenAugment(t *testing.T) {
 			// against those rather than recorded.
 			checkImproved(t, []byte(stdout))
 			checkOptimizers(t, []byte(stdout), "adam")
-			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device", "improved", "embedding_optimizer", "embedding_optimizers", "split", "val_rmse_before", "val_rmse_after", "version"))
+			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device", "improved", "embedding_optimizer", "embedding_optimizers", "split", "split_fingerprint", "val_rmse_before", "val_rmse_after", "version"))
 			cells, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)

@@ -46,6 +46,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,6 +187,8 @@ type Comm struct {
 
 	mu    sync.Mutex
 	stats Stats
+
+	sdispls, rdispls []int32 // AlltoallvInto's displacements
 }
 
 // Stats counts the communication of a Comm since Init.
@@ -664,6 +667,12 @@ func Allgather[T float32 | float64 | int32 | int64 | byte](c *Comm, send []T) []
 // past MPI's int counts.
 func displacements(counts []int32) ([]int32, int) {
 	displs := make([]int32, len(counts))
+	return displs, displacementsInto(displs, counts)
+}
+
+// displacementsInto writes the exclusive prefix sums of counts into displs
+// and returns the total. It panics past 2³¹−1 elements.
+func displacementsInto(displs, counts []int32) int {
 	total := 0
 	for i, k := range counts {
 		if total > maxCount {
@@ -675,7 +684,7 @@ func displacements(counts []int32) ([]int32, int) {
 	if total > maxCount {
 		panic("mpi: a variable-count collective of more than 2³¹−1 elements")
 	}
-	return displs, total
+	return total
 }
 
 // Allgatherv returns every rank's send (any length) concatenated in rank
@@ -756,18 +765,28 @@ func Alltoallv[T float32 | float64 | int32 | int64 | byte](c *Comm, send []T, se
 	return out, recvCounts
 }
 
-// AlltoallvKnown is Alltoallv when every rank knows what it receives
-// from each (recvCounts): one collective instead of two.
-func AlltoallvKnown[T float32 | float64 | int32 | int64 | byte](c *Comm, send []T, sendCounts, recvCounts []int32) []T {
+// AlltoallvInto is Alltoallv without allocating: what this rank receives
+// goes into dst, grown only when too short, and is returned; the count
+// from each rank goes into recvCounts (one per rank). When known is true
+// recvCounts holds those counts already (every rank knows what it
+// receives) and the counts are not exchanged: one collective instead of
+// two. A per-step exchange that calls it with the same dst allocates
+// nothing once dst has grown. Not safe for concurrent use on one Comm.
+func AlltoallvInto[T float32 | float64 | int32 | int64 | byte](c *Comm, dst, send []T, sendCounts, recvCounts []int32, known bool) []T {
 	if len(sendCounts) != c.size || len(recvCounts) != c.size {
 		panic(fmt.Sprintf("mpi: Alltoallv with %d and %d counts for %d ranks", len(sendCounts), len(recvCounts), c.size))
 	}
-	sdispls, stotal := displacements(sendCounts)
+	if !known {
+		c.collective("MPI_Alltoall", c.fn.alltoall, int64(4*c.size), uintptr(unsafe.Pointer(&sendCounts[0])), 1, c.h.types[Int32],
+			uintptr(unsafe.Pointer(&recvCounts[0])), 1, c.h.types[Int32], c.h.world)
+	}
+	c.sdispls = slices.Grow(c.sdispls[:0], c.size)[:c.size]
+	c.rdispls = slices.Grow(c.rdispls[:0], c.size)[:c.size]
+	stotal, rtotal := displacementsInto(c.sdispls, sendCounts), displacementsInto(c.rdispls, recvCounts)
 	if stotal != len(send) {
 		panic(fmt.Sprintf("mpi: Alltoallv counts sum to %d for %d elements", stotal, len(send)))
 	}
-	rdispls, rtotal := displacements(recvCounts)
-	out := make([]T, rtotal)
+	out := slices.Grow(dst[:0], rtotal)[:rtotal]
 	var zero [1]T
 	sb, rb := send, out
 	if len(sb) == 0 {
@@ -779,8 +798,8 @@ func AlltoallvKnown[T float32 | float64 | int32 | int64 | byte](c *Comm, send []
 	sp, _, t := buffer(sb)
 	rp, _, _ := buffer(rb)
 	c.collective("MPI_Alltoallv", c.fn.alltoallv, int64(len(send)*typeSize[t]),
-		uintptr(sp), uintptr(unsafe.Pointer(&sendCounts[0])), uintptr(unsafe.Pointer(&sdispls[0])), c.h.types[t],
-		uintptr(rp), uintptr(unsafe.Pointer(&recvCounts[0])), uintptr(unsafe.Pointer(&rdispls[0])), c.h.types[t], c.h.world)
+		uintptr(sp), uintptr(unsafe.Pointer(&sendCounts[0])), uintptr(unsafe.Pointer(&c.sdispls[0])), c.h.types[t],
+		uintptr(rp), uintptr(unsafe.Pointer(&recvCounts[0])), uintptr(unsafe.Pointer(&c.rdispls[0])), c.h.types[t], c.h.world)
 	return out
 }
 

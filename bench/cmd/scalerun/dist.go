@@ -192,15 +192,15 @@ func distMarkdown(p func(string, ...any), r *Results) {
 	p("")
 	p("`%s -n P dainx augment -dist mpi %s` on each size's .bin, against the one-process run above. A rank's peak RSS is its ru_maxrss, as the report's `dist.per_rank` gives it; runs with more ranks than the machine has CPUs are oversubscribed: their times measure memory, not speed.", strings.Join(r.Launcher, " "), strings.Join(append(append([]string(nil), r.Args...), r.DistArgs...), " "))
 	p("")
-	p("| cells | P | largest rank peak | ranks' peaks | vs one process | seconds | slowest rank | new cells not one process's | RMSE before → after | oversubscribed |")
-	p("|---:|---:|---:|---|---:|---:|---|---:|---|---|")
-	oneRSS := map[int]float64{}
+	p("| cells | P | largest rank peak | ranks' peaks | vs one process | seconds | slowest rank | split = one process's | new cells not one process's | RMSE before → after | oversubscribed |")
+	p("|---:|---:|---:|---|---:|---:|---|---|---:|---|---|")
+	oneRSS, oneSplit := map[int]float64{}, map[int]string{}
 	for _, run := range r.Runs {
-		oneRSS[run.Cells] = run.MaxRSSMiB
+		oneRSS[run.Cells], oneSplit[run.Cells] = run.MaxRSSMiB, run.Split
 	}
 	for _, d := range r.Dist {
 		if d.Error != "" {
-			p("| %s | %d | | | | | | | %s | |", cellsName(d.Cells), d.Ranks, oneLine(d.Error))
+			p("| %s | %d | | | | | | | | %s | |", cellsName(d.Cells), d.Ranks, oneLine(d.Error))
 			continue
 		}
 		var peaks []string
@@ -211,8 +211,12 @@ func distMarkdown(p func(string, ...any), r *Results) {
 		if o := oneRSS[d.Cells]; o > 0 {
 			ratio = fmt.Sprintf("%.2f×", d.MaxRSSMiB/o)
 		}
-		p("| %s | %d | %s | %s MiB | %s | %.1f | %d (%.2f× mean) | %d | %.4f → %.4f | %v |", cellsName(d.Cells), d.Ranks, mib(d.MaxRSSMiB), strings.Join(peaks, ", "), ratio,
-			d.Seconds["total"], d.SlowestRank, d.SlowestByMean, d.DiffCells, d.RMSE[0], d.RMSE[1], d.Oversubscribed)
+		same := "no record"
+		if o := oneSplit[d.Cells]; o != "" && d.Split != "" {
+			same = map[bool]string{true: "yes", false: "**no**"}[o == d.Split]
+		}
+		p("| %s | %d | %s | %s MiB | %s | %.1f | %d (%.2f× mean) | %s | %d | %.4f → %.4f | %v |", cellsName(d.Cells), d.Ranks, mib(d.MaxRSSMiB), strings.Join(peaks, ", "), ratio,
+			d.Seconds["total"], d.SlowestRank, d.SlowestByMean, same, d.DiffCells, d.RMSE[0], d.RMSE[1], d.Oversubscribed)
 	}
 	p("")
 	if a, b, c, ok := fitRSS(r.Dist); ok {

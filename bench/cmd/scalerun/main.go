@@ -128,6 +128,7 @@ type Run struct {
 	Seconds   map[string]float64 `json:"seconds"` // the report's, with read_split: the wall time before training
 	NTrain    int                `json:"n_train"`
 	NAug      int                `json:"n_aug"`
+	Split     string             `json:"split_fingerprint,omitempty"` // the report's: which cells are in which part
 	Epochs    int                `json:"epochs_before"`
 	EpochsAft int                `json:"epochs_after"`
 	TrainCPS  float64            `json:"train_cells_per_s"`
@@ -421,6 +422,7 @@ func augmentWith(run *Run, launcher []string, dainx, input string, args []string
 	var rep struct {
 		NTrain  int                `json:"n_train"`
 		NAug    int                `json:"n_aug"`
+		Split   string             `json:"split_fingerprint"`
 		Before  float64            `json:"rmse_before"`
 		After   float64            `json:"rmse_after"`
 		Seconds map[string]float64 `json:"seconds"`
@@ -432,7 +434,7 @@ func augmentWith(run *Run, launcher []string, dainx, input string, args []string
 		run.Error = err.Error()
 		return nil, nil
 	}
-	run.Seconds, run.NTrain, run.NAug, run.RMSE = rep.Seconds, rep.NTrain, rep.NAug, [2]float64{rep.Before, rep.After}
+	run.Seconds, run.NTrain, run.NAug, run.RMSE, run.Split = rep.Seconds, rep.NTrain, rep.NAug, [2]float64{rep.Before, rep.After}, rep.Split
 	run.Seconds["read_split"] = firstLine.Seconds()
 	run.Epochs, run.EpochsAft = len(rep.HistB), len(rep.HistA)
 	run.setRates()
