@@ -1,7 +1,6 @@
 package nn
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -400,15 +399,12 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	// process; a keyed order (cfg.Order) places each process's own cells
 	// by their positions, in O(L) memory.
 	var perm []int
-	var localPos []int32 // positions < T ≤ MaxInt32
 	localOrd := make([]int32, L)
 	if cfg.Order == nil {
 		perm = make([]int, T)
 		for i := range perm {
 			perm[i] = i
 		}
-	} else {
-		localPos = make([]int32, L)
 	}
 	local := func(p int) int {
 		for _, s := range d.Owned {
@@ -442,22 +438,23 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 		// This process's cells of each step, in the global order.
 		pos := 0
 		if cfg.Order != nil {
+			// The positions of this process's cells (< T ≤ MaxInt32),
+			// sorted, then each replaced by its cell's local number
+			// (Cell inverts Position): the order in 4 bytes a cell.
 			o := cfg.Order(k)
 			for _, sp := range d.Owned {
 				for i := 0; i < sp.N; i++ {
-					localPos[sp.Local+i] = int32(o.Position(sp.Global + i))
+					localOrd[sp.Local+i] = int32(o.Position(sp.Global + i))
 				}
 			}
-			for i := range localOrd {
-				localOrd[i] = int32(i)
-			}
-			slices.SortFunc(localOrd, func(a, b int32) int { return cmp.Compare(localPos[a], localPos[b]) })
+			slices.Sort(localOrd)
 			s := 0
-			for _, l := range localOrd {
-				for ; s <= int(localPos[l])/cfg.Batch; s++ {
+			for i, p := range localOrd {
+				for ; s <= int(p)/cfg.Batch; s++ {
 					stepLo[s] = pos
 				}
 				pos++
+				localOrd[i] = int32(local(o.Cell(int(p))))
 			}
 			for ; s < steps; s++ {
 				stepLo[s] = pos
