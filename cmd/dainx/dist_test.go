@@ -520,14 +520,7 @@ func distCheckpoint(t *testing.T, l []string, extra ...string) {
 		t.Fatalf("the checkpointed run's cells differ from the plain run's")
 	}
 	rmse := func(name string) [2]float64 {
-		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r dain.Report
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
+		r := readReport(t, filepath.Join(dir, name+".json"))
 		return [2]float64{r.RMSEBefore, r.RMSEAfter}
 	}
 	wantRMSE := rmse("plain")
@@ -574,17 +567,7 @@ func TestDistShardedTables(t *testing.T) {
 		t.Fatalf("one process: exit %d", code)
 	}
 	one, _ := os.ReadFile(filepath.Join(dir, "one.tsv"))
-	report := func(name string) dain.Report {
-		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r dain.Report
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	report := func(name string) dain.Report { return readReport(t, filepath.Join(dir, name+".json")) }
 	for _, n := range []int{1, 2, 3} {
 		out := map[string][]byte{}
 		for _, mode := range []string{"off", "on"} {
@@ -655,4 +638,18 @@ func TestDistEval(t *testing.T) {
 			t.Errorf("-n %d: runs\n%s\nwant\n%s", n, got, want)
 		}
 	}
+}
+
+// readReport reads the JSON report at path.
+func readReport(t *testing.T, path string) dain.Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r dain.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return r
 }

@@ -741,28 +741,7 @@ func Alltoallv[T float32 | float64 | int32 | int64 | byte](c *Comm, send []T, se
 		panic(fmt.Sprintf("mpi: Alltoallv with %d counts for %d ranks", len(sendCounts), c.size))
 	}
 	recvCounts := make([]int32, c.size)
-	c.collective("MPI_Alltoall", c.fn.alltoall, int64(4*c.size), uintptr(unsafe.Pointer(&sendCounts[0])), 1, c.h.types[Int32],
-		uintptr(unsafe.Pointer(&recvCounts[0])), 1, c.h.types[Int32], c.h.world)
-	sdispls, stotal := displacements(sendCounts)
-	if stotal != len(send) {
-		panic(fmt.Sprintf("mpi: Alltoallv counts sum to %d for %d elements", stotal, len(send)))
-	}
-	rdispls, rtotal := displacements(recvCounts)
-	out := make([]T, rtotal)
-	var zero [1]T
-	sb, rb := send, out
-	if len(sb) == 0 {
-		sb = zero[:]
-	}
-	if len(rb) == 0 {
-		rb = zero[:]
-	}
-	sp, _, t := buffer(sb)
-	rp, _, _ := buffer(rb)
-	c.collective("MPI_Alltoallv", c.fn.alltoallv, int64(len(send)*typeSize[t]),
-		uintptr(sp), uintptr(unsafe.Pointer(&sendCounts[0])), uintptr(unsafe.Pointer(&sdispls[0])), c.h.types[t],
-		uintptr(rp), uintptr(unsafe.Pointer(&recvCounts[0])), uintptr(unsafe.Pointer(&rdispls[0])), c.h.types[t], c.h.world)
-	return out, recvCounts
+	return AlltoallvInto(c, nil, send, sendCounts, recvCounts, false), recvCounts
 }
 
 // AlltoallvInto is Alltoallv without allocating: what this rank receives
