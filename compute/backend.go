@@ -1,5 +1,7 @@
 package compute
 
+import "math"
+
 // F32 is a vector of float32 owned by one Backend, counted in elements.
 type F32 interface {
 	// Len returns the number of elements.
@@ -34,9 +36,28 @@ const (
 
 // AdamStep holds the hyper-parameters of one Adam step (Kingma & Ba, ICLR
 // 2015) in PyTorch's formulation. T is the 1-based step count.
+//
+// Scalars, when not nil, is a buffer of 2 elements on the backend holding
+// the step's bias-corrected constants as AdamScalars gives them (step size
+// lr/(1−β₁ᵀ), then 1/√(1−β₂ᵀ)); Adam and SparseAdam then read them from it
+// when the operation runs, not when it is queued, and T only has to be
+// valid (≥ 1). One Adam captured in a graph (Capturer) so replays every
+// training step with the constants its caller writes into Scalars before
+// each launch. With the values of AdamScalars(s) the result is bit for bit
+// that of s without Scalars.
 type AdamStep struct {
 	LR, Beta1, Beta2, Eps float64
 	T                     int
+	Scalars               F32
+}
+
+// AdamScalars returns the two per-step constants of Adam at step s.T,
+// lr/(1−β₁ᵀ) and 1/√(1−β₂ᵀ), formed in float64 and rounded to float32 once,
+// exactly as every backend forms them: what AdamStep.Scalars holds.
+func AdamScalars(s AdamStep) [2]float32 {
+	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
+	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
+	return [2]float32{float32(s.LR / c1), float32(1 / math.Sqrt(c2))}
 }
 
 // Backend is the set of operations DAIN runs on. See the package

@@ -142,7 +142,8 @@ func CheckLinearForwardMSE(pred, delta, sq, x, w, bias, y F32, in int) (batch in
 	return batch
 }
 
-// CheckAdam validates Adam: p, g, m and v of one length and step s.T ≥ 1.
+// CheckAdam validates Adam: p, g, m and v of one length, step s.T ≥ 1
+// and s.Scalars, when set, of 2 elements.
 func CheckAdam(p, g, m, v F32, s AdamStep) {
 	const op = "Adam"
 	n := length(op, "p", p)
@@ -155,6 +156,9 @@ func CheckAdam(p, g, m, v F32, s AdamStep) {
 func checkAdamStep(op string, s AdamStep) {
 	if s.T < 1 {
 		bad(op, "step %d, want ≥ 1", s.T)
+	}
+	if s.Scalars != nil {
+		CheckLen(op, "Scalars", length(op, "Scalars", s.Scalars), 2)
 	}
 }
 

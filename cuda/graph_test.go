@@ -124,7 +124,8 @@ func TestCapture(t *testing.T) {
 }
 
 // TestTrainGraphs trains the same MLP and CoSTCo on CUDA with graph replay
-// (TrainConfig.Graphs) and eagerly: the histories and the final parameters must be
+// (TrainConfig.Graphs; Adam, dense or sparse, inside the graph) and eagerly,
+// with both embedding optimisers: the histories and the final parameters must be
 // bit-identical, with a partial last step, and with the backend's scratch
 // memory (which the steps' dW split over the batch of 500 uses) growing after
 // every epoch (as TracIn's passes make it), which must not invalidate the
@@ -151,7 +152,11 @@ func TestTrainGraphs(t *testing.T) {
 	for i := range vals {
 		vals[i] = rng.NormFloat64()
 	}
-	for _, costco := range []bool{false, true} {
+	for _, c := range []struct {
+		costco bool
+		opt    string
+	}{{false, nn.Adam}, {true, nn.Adam}, {false, nn.SparseAdam}, {true, nn.SparseAdam}} {
+		costco := c.costco
 		run := func(eager bool) (nn.Result, []float32) {
 			r := rand.New(rand.NewPCG(1, 2))
 			var m *nn.Net
@@ -169,7 +174,7 @@ func TestTrainGraphs(t *testing.T) {
 			// splits over k into scratch memory larger than before.
 			grow := 1 << 14
 			res, err := nn.Train(context.Background(), m, train, val, nn.TrainConfig{
-				Epochs: 4, Batch: 500, Patience: 4, LR: 1e-2, Shuffle: rand.New(rand.NewPCG(5, 6)), Graphs: !eager,
+				Epochs: 4, Batch: 500, Patience: 4, LR: 1e-2, Shuffle: rand.New(rand.NewPCG(5, 6)), Graphs: !eager, EmbeddingOptimizer: c.opt,
 				AfterEpoch: func(nn.Epoch) error {
 					grow *= 2
 					x, dy, dw := be.Alloc(grow*8), be.Alloc(grow*64), be.Alloc(64*8)
@@ -187,12 +192,12 @@ func TestTrainGraphs(t *testing.T) {
 		for k := range er.Epochs {
 			g, e := gr.Epochs[k], er.Epochs[k]
 			if g.TrainMSE != e.TrainMSE || g.ValMSE != e.ValMSE {
-				t.Errorf("costco=%v epoch %d: graphs train/val MSE %v/%v, eager %v/%v", costco, k+1, g.TrainMSE, g.ValMSE, e.TrainMSE, e.ValMSE)
+				t.Errorf("costco=%v %s epoch %d: graphs train/val MSE %v/%v, eager %v/%v", costco, c.opt, k+1, g.TrainMSE, g.ValMSE, e.TrainMSE, e.ValMSE)
 			}
 		}
 		for i := range ep {
 			if math.Float32bits(ep[i]) != math.Float32bits(gp[i]) {
-				t.Fatalf("costco=%v: params[%d] %v with graphs, %v eager", costco, i, gp[i], ep[i])
+				t.Fatalf("costco=%v %s: params[%d] %v with graphs, %v eager", costco, c.opt, i, gp[i], ep[i])
 			}
 		}
 	}

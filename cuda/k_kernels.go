@@ -9,6 +9,7 @@ type kernelID int
 // The kernels, one per file of kernels/.
 const (
 	kernelAdam                      kernelID = iota // kernels/adam.cu
+	kernelAdamAt                                    // kernels/adam_at.cu
 	kernelCompactRows                               // kernels/compact_rows.cu
 	kernelDistinctRows                              // kernels/distinct_rows.cu
 	kernelEmbeddingInfluence                        // kernels/embedding_influence.cu
@@ -42,6 +43,7 @@ const (
 	kernelSampleAlias                               // kernels/sample_alias.cu
 	kernelScatterRows                               // kernels/scatter_rows.cu
 	kernelSparseAdam                                // kernels/sparse_adam.cu
+	kernelSparseAdamAt                              // kernels/sparse_adam_at.cu
 	kernelSplitKReduce                              // kernels/split_k_reduce.cu
 	numKernels
 )
@@ -50,6 +52,7 @@ const (
 // its source and PTX files.
 var kernelNames = [numKernels]string{
 	"adam",
+	"adam_at",
 	"compact_rows",
 	"distinct_rows",
 	"embedding_influence",
@@ -83,6 +86,7 @@ var kernelNames = [numKernels]string{
 	"sample_alias",
 	"scatter_rows",
 	"sparse_adam",
+	"sparse_adam_at",
 	"split_k_reduce",
 }
 
@@ -90,6 +94,7 @@ var kernelNames = [numKernels]string{
 // kernel, in order, as its launcher packs it.
 var kernelParamSizes = [numKernels][]int{
 	kernelAdam:                      {8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4},
+	kernelAdamAt:                    {8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4},
 	kernelCompactRows:               {8, 8, 8, 8, 8, 4, 4, 4, 4},
 	kernelDistinctRows:              {8, 8, 8, 8, 8, 8, 4},
 	kernelEmbeddingInfluence:        {8, 8, 8, 8, 4, 4, 4, 4, 4, 4},
@@ -123,5 +128,6 @@ var kernelParamSizes = [numKernels][]int{
 	kernelSampleAlias:               {8, 8, 8, 4, 4, 4, 4, 8, 8},
 	kernelScatterRows:               {8, 8, 8, 4, 4, 4, 4, 4},
 	kernelSparseAdam:                {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+	kernelSparseAdamAt:              {8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4},
 	kernelSplitKReduce:              {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 }

@@ -10,6 +10,10 @@ var launchZero = [numKernels]func(be *Backend) error{
 		var z driver.Dim3
 		return be.kAdam(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
+	kernelAdamAt: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kAdamAt(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
 	kernelCompactRows:  func(be *Backend) error { var z driver.Dim3; return be.kCompactRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 	kernelDistinctRows: func(be *Backend) error { var z driver.Dim3; return be.kDistinctRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0) },
 	kernelEmbeddingInfluence: func(be *Backend) error {
@@ -111,6 +115,10 @@ var launchZero = [numKernels]func(be *Backend) error{
 	kernelSparseAdam: func(be *Backend) error {
 		var z driver.Dim3
 		return be.kSparseAdam(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	},
+	kernelSparseAdamAt: func(be *Backend) error {
+		var z driver.Dim3
+		return be.kSparseAdamAt(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelSplitKReduce: func(be *Backend) error {
 		var z driver.Dim3

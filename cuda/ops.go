@@ -627,7 +627,8 @@ func (be *Backend) LinearForwardMSE(pred, delta, sq, x, w, bias, y compute.F32, 
 var _ compute.OutputMSE = (*Backend)(nil)
 
 // Adam implements compute.Backend.Adam (in place) with the kernel adam
-// (kernels/adam.cu); see compute/ref.Adam. The bias corrections and 1−β
+// (kernels/adam.cu), or adam_at (kernels/adam_at.cu), which reads the
+// per-step constants from s.Scalars when it runs; see compute/ref.Adam. The bias corrections and 1−β
 // are formed in float64 and rounded once, as on the CPU backend. It panics if the
 // lengths differ or s.T < 1.
 func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
@@ -637,11 +638,15 @@ func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 	if ps.n == 0 {
 		return
 	}
-	b1, b2, omb1, omb2, step, rc2, eps := adamArgs(s)
+	b1, b2, omb1, omb2, step, rc2, eps, sc := be.adamArgs(op, s)
 	n := i32(op, ps.n)
 	grid := be.grid1D(int64(ps.n), threads)
 	be.post(func() {
-		if be.err == nil {
+		switch {
+		case be.err != nil:
+		case sc != nil:
+			be.fail("adam_at", be.kAdamAt(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, sc.ptr, n, b1, b2, omb1, omb2, eps))
+		default:
 			be.fail("adam", be.kAdam(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, n, b1, b2, omb1, omb2, step, rc2, eps))
 		}
 	})

@@ -13,17 +13,12 @@
 //   offsets); no shared memory.
 // Atomics: none; deterministic.
 // Reference: compute/ref.Adam; minimises DAIN eq. 1.
-#include "common.cuh"
+#include "adam.cuh"
 
 extern "C" __global__ void __launch_bounds__(256)
 adam(float* __restrict__ p, float* __restrict__ m, float* __restrict__ v, const float* __restrict__ g,
      int32_t n, float beta1, float beta2, float omb1, float omb2, float step, float rc2, float eps) {
     for (int64_t i = dainx::global_index(); i < n; i += dainx::grid_stride()) {  // guard
-        const float gi = g[i];
-        const float mi = beta1 * m[i] + omb1 * gi;
-        const float vi = beta2 * v[i] + omb2 * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] -= step * mi / (sqrtf(vi) * rc2 + eps);
+        dainx::adam_update(p[i], m[i], v[i], g[i], beta1, beta2, omb1, omb2, step, rc2, eps);
     }
 }

@@ -10,7 +10,9 @@
 #   make check-kernels-emu  CI, no GPU needed: every member of the GEMM family
 #                       (kernels/*_128x64.cu, *_128x128.cu) run in the host
 #                       emulator (scripts/kernel-emu) against a float64
-#                       reference and bit for bit against the 64×64 kernels
+#                       reference and bit for bit against the 64×64 kernels;
+#                       the sparse kernels and Adam's (adam_at, sparse_adam_at
+#                       against adam, sparse_adam) bit for bit
 #   make device-bundle  build dainx and the test binaries (CGO_ENABLED=0) and
 #                       copy the data into .dev/ for one run on a GPU machine
 #
@@ -38,6 +40,7 @@ check-kernels:
 
 check-kernels-emu:
 	EMU_ONLY=family bash scripts/kernel-emu/run.sh
+	EMU_ONLY=sparse bash scripts/kernel-emu/run.sh
 
 device-bundle:
 	scripts/device-bundle.sh

@@ -19,7 +19,7 @@
 // Atomics: none; deterministic (the rows of a list are distinct).
 // Reference: compute/ref.SparseAdam (compute/ref.Adam on each listed row);
 //   minimises DAIN eq. 1.
-#include "common.cuh"
+#include "adam.cuh"
 
 extern "C" __global__ void __launch_bounds__(256)
 sparse_adam(float* __restrict__ p, float* __restrict__ m, float* __restrict__ v, const float* __restrict__ g,
@@ -33,11 +33,6 @@ sparse_adam(float* __restrict__ p, float* __restrict__ m, float* __restrict__ v,
         const int32_t r = rows[u];
         if (r < 0 || r >= table_rows) continue;  // guard
         const int64_t i = (int64_t)r * width + e;
-        const float gi = g[t];
-        const float mi = beta1 * m[i] + omb1 * gi;
-        const float vi = beta2 * v[i] + omb2 * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] -= step * mi / (sqrtf(vi) * rc2 + eps);
+        dainx::adam_update(p[i], m[i], v[i], g[t], beta1, beta2, omb1, omb2, step, rc2, eps);
     }
 }

@@ -18,22 +18,55 @@ import (
 type replayBackend struct {
 	compute.Backend
 	captures int
+	// replaying is true while a graph runs; eagerAdam counts the Adam and
+	// SparseAdam calls made outside a graph, and adamAt those that read
+	// their constants from AdamStep.Scalars.
+	replaying         bool
+	eagerAdam, adamAt int
 }
 
 func (r *replayBackend) Capture(f func()) (compute.Graph, error) {
 	r.captures++
-	return replayGraph(f), nil
+	return &replayGraph{r, f}, nil
 }
 
-type replayGraph func()
+func (r *replayBackend) countAdam(s compute.AdamStep) {
+	if !r.replaying {
+		r.eagerAdam++
+	}
+	if s.Scalars != nil {
+		r.adamAt++
+	}
+}
 
-func (g replayGraph) Launch() { g() }
-func (replayGraph) Free()     {}
+func (r *replayBackend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
+	r.countAdam(s)
+	r.Backend.Adam(p, g, m, v, s)
+}
+
+func (r *replayBackend) SparseAdam(p, g, m, v compute.F32, rows, count compute.I32, width int, s compute.AdamStep) {
+	r.countAdam(s)
+	r.Backend.SparseAdam(p, g, m, v, rows, count, width, s)
+}
+
+type replayGraph struct {
+	r *replayBackend
+	f func()
+}
+
+func (g *replayGraph) Launch() {
+	g.r.replaying = true
+	g.f()
+	g.r.replaying = false
+}
+func (*replayGraph) Free() {}
 
 // TestTrainGraphsPerShape: with graph replay, Train records one graph per
 // batch size however many steps and epochs it runs (two here: 9 full
-// batches and a last one of 48 cells), and ends with the parameters of
-// eager training, bit for bit, for both embedding optimisers.
+// batches and a last one of 48 cells), Adam (dense, or dense and sparse)
+// runs inside the graphs with each step's constants read from a buffer,
+// and training ends with the parameters of eager training, bit for bit,
+// for both embedding optimisers.
 func TestTrainGraphsPerShape(t *testing.T) {
 	dims := []int{20, 15, 10}
 	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 1500)
@@ -59,6 +92,13 @@ func TestTrainGraphsPerShape(t *testing.T) {
 		got := run(rb, true)
 		if rb.captures != 2 {
 			t.Errorf("%s: %d graphs captured over 3 epochs of 10 steps, want 2 (one per batch size)", opt, rb.captures)
+		}
+		perStep := 1
+		if opt == SparseAdam {
+			perStep = 2
+		}
+		if rb.eagerAdam != 0 || rb.adamAt != 30*perStep {
+			t.Errorf("%s: %d Adam calls outside the graphs and %d reading Scalars over 30 steps; want 0 and %d", opt, rb.eagerAdam, rb.adamAt, 30*perStep)
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: training with graph replay differs from eager training", opt)

@@ -114,12 +114,14 @@ type TrainConfig struct {
 	AfterEpoch func(Epoch) error
 	// Graphs turns on graph replay (also DAINX_CUDA_GRAPHS=1 in the
 	// environment). On a backend that implements compute.Capturer (CUDA),
-	// Train then records a step's forward pass, MSE gradient and backward
-	// pass as a graph once per batch size (at most two: the full batch and
-	// the last, shorter one), reading fixed staging buffers; each step
-	// copies its cells into them, launches the graph, copies out its squared
-	// error and queues Adam: a few driver calls per step instead of about
-	// one per kernel, results bit-identical to eager steps, and graph memory
+	// Train then records a whole step — forward pass, MSE gradient,
+	// backward pass and Adam (dense, or dense and sparse) — as a graph once
+	// per batch size (at most two: the full batch and the last, shorter
+	// one), reading fixed staging buffers; each step copies its cells and
+	// its two Adam constants (compute.AdamStep.Scalars, uploaded for the
+	// whole epoch at its start) into them, launches the graph and copies out
+	// its squared error: a few driver calls per step instead of about one
+	// per kernel, results bit-identical to eager steps, and graph memory
 	// independent of the training set. It is off by default until a GPU run
 	// has checked it end to end (issue 13); other backends ignore it.
 	Graphs bool
@@ -417,22 +419,35 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	// step first copies its cells, and writing its squared error to a
 	// fixed element copied to the step's after the replay. So the graphs'
 	// memory and capture time do not grow with the training set.
+	// The graph holds the step's Adam too, reading the step's constants
+	// from stAdam (compute.AdamStep.Scalars), which each step fills from
+	// the epoch's table of them.
 	graphs := map[int]compute.Graph{}
 	var stRows compute.I32
-	var stVals, stSq compute.F32
+	var stVals, stSq, stAdam, adamTable compute.F32
+	var hostAdam []float32
+	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 	if capturer != nil {
 		stRows, stVals, stSq = be.AllocI32(cfg.Batch*order), be.Alloc(cfg.Batch), be.Alloc(1)
+		stAdam, adamTable, hostAdam = be.Alloc(2), be.Alloc(2*steps), make([]float32, 2*steps)
 		defer func() {
 			for _, g := range graphs {
 				g.Free()
 			}
 			stRows.Free()
-			stVals.Free()
-			stSq.Free()
+			for _, b := range []compute.F32{stVals, stSq, stAdam, adamTable} {
+				b.Free()
+			}
 		}()
 		pass(stRows, stVals, stSq, min(cfg.Batch, T)) // sizes the backend's scratch memory before any capture
 	}
-	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	// captured is what a graph of a step of b cells holds.
+	captured := func(b int) {
+		pass(stRows.Slice(0, b*order), stVals.Slice(0, b), stSq, b)
+		a := adam
+		a.T, a.Scalars = 1, stAdam
+		m.adamStep(sparse, adamM, adamV, a)
+	}
 	res.BestValMSE = math.Inf(1)
 	first := 1
 	if r := cfg.Resume; r != nil {
@@ -465,21 +480,33 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 				be.Upload(shufVals.Slice(lo, hi-lo), hostVals[:hi-lo])
 			}
 		}
+		if capturer != nil {
+			for s := range steps {
+				a := adam
+				a.T += s + 1
+				c := compute.AdamScalars(a)
+				copy(hostAdam[2*s:], c[:])
+			}
+			be.Upload(adamTable, hostAdam)
+		}
 		for s := 0; s < steps; s++ {
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
+			adam.T++
 			if capturer == nil {
 				step(s)
+				m.adamStep(sparse, adamM, adamV, adam)
 			} else {
 				lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
 				b := hi - lo
 				be.CopyI32(stRows.Slice(0, b*order), shufRows.Slice(lo*order, b*order))
 				be.Copy(stVals.Slice(0, b), shufVals.Slice(lo, b))
+				be.Copy(stAdam, adamTable.Slice(2*s, 2))
 				g := graphs[b]
 				if g == nil {
 					var err error
-					if g, err = capturer.Capture(func() { pass(stRows.Slice(0, b*order), stVals.Slice(0, b), stSq, b) }); err != nil {
+					if g, err = capturer.Capture(func() { captured(b) }); err != nil {
 						return res, fmt.Errorf("nn: capture of a step of %d cells: %w", b, err)
 					}
 					graphs[b] = g
@@ -487,8 +514,6 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 				g.Launch()
 				be.Copy(sq.Slice(s, 1), stSq)
 			}
-			adam.T++
-			m.adamStep(sparse, adamM, adamV, adam)
 		}
 		if err := be.Download(sqHost, sq); err != nil {
 			return res, fmt.Errorf("nn: epoch %d: %w", k, err)

@@ -351,14 +351,21 @@ func testAdam(s *suite) {
 				s.close(desc, NewShape("p", "i", n), final[0], wp, adamKP, max(magP, RMS(wp)))
 				s.unchanged(desc, []*fbuf{g}, nil)
 			}
-			// Determinism: the same three steps from the same start.
-			desc := fmt.Sprintf("Adam n=%d lr=%g rerun", n, hp.LR)
+			// Determinism: the same three steps from the same start, with
+			// the per-step constants read from a buffer (AdamStep.Scalars,
+			// as a captured graph replays Adam) and T left at 1, which
+			// must not matter then.
+			desc := fmt.Sprintf("Adam n=%d lr=%g rerun with Scalars", n, hp.LR)
 			s.reset(p)
 			s.reset(m)
 			s.reset(v)
+			sc := s.f32("scalars", make([]float32, 2))
 			for step := 1; step <= 3; step++ {
 				st := hp
 				st.T = step
+				c := compute.AdamScalars(st)
+				s.be.Upload(sc.view, c[:])
+				st.T, st.Scalars = 1, sc.view
 				s.be.Upload(g.view, grads[step-1])
 				s.be.Adam(p.view, g.view, m.view, v.view, st)
 			}

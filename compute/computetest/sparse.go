@@ -152,17 +152,29 @@ func testSparseAdam(s *suite) {
 				rows, count := s.i32("rows", rowFull), s.i32("count", []int32{int32(u)})
 				wp, wm, wv := f64(p.init), f64(m.init), f64(v.init)
 				desc0 := fmt.Sprintf("SparseAdam I=%v B=%d E=%d", dims[:order], batch, width)
+				sc := s.f32("scalars", make([]float32, 2))
 				for step := 1; step <= 3; step++ {
 					st := hp
 					st.T = step
 					desc := fmt.Sprintf("%s T=%d", desc0, step)
 					g := s.f32("g", s.uniform(k*width))
-					s.be.SparseAdam(p.view, g.view, m.view, v.view, rows.view, count.view, width, st)
+					// One side reads the step's constants from a buffer
+					// (AdamStep.Scalars) with T left at 1: SparseAdam on
+					// even steps, the rows' Adam on odd ones.
+					c := compute.AdamScalars(st)
+					s.be.Upload(sc.view, c[:])
+					fromBuf := st
+					fromBuf.T, fromBuf.Scalars = 1, sc.view
+					sparseSt, rowSt := st, fromBuf
+					if step%2 == 0 {
+						sparseSt, rowSt = fromBuf, st
+					}
+					s.be.SparseAdam(p.view, g.view, m.view, v.view, rows.view, count.view, width, sparseSt)
 					ref.SparseAdam(wp, f64(g.init), wm, wv, rowFull, []int32{int32(u)}, width, st)
 					// Adam on each touched row's views: the same bits.
 					for i, r := range rowv {
 						o := int(r) * width
-						s.be.Adam(pd.view.Slice(o, width), g.view.Slice(i*width, width), md.view.Slice(o, width), vd.view.Slice(o, width), st)
+						s.be.Adam(pd.view.Slice(o, width), g.view.Slice(i*width, width), md.view.Slice(o, width), vd.view.Slice(o, width), rowSt)
 					}
 					gotP, gotM, gotV := slices.Clone(s.read(desc, p)), slices.Clone(s.read(desc, m)), slices.Clone(s.read(desc, v))
 					s.close(desc, NewShape("m", "i", n), gotM, wm, adamKMV, RMS(wm))

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/dainx/dainx/compute"
@@ -146,15 +145,19 @@ func (be *Backend) SparseAdam(p, g, m, v compute.F32, rows, count compute.I32, w
 const prefetchAhead = 8
 
 // adamConstants rounds Adam's per-step constants to float32 once.
+// With s.Scalars set, the step size and 1/√(1−β₂ᵀ) are read from it (the
+// buffer is host memory, so it is read now, when the operation runs).
 func adamConstants(s compute.AdamStep) *adamConst {
-	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
-	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
+	sc := compute.AdamScalars(s)
+	if s.Scalars != nil {
+		copy(sc[:], f(s.Scalars))
+	}
 	// 1−β is rounded from float64: forming it from float32(β) would
 	// magnify β's rounding error (216 ulps for β₂ = .999).
 	c := &adamConst{
 		b1: float32(s.Beta1), b2: float32(s.Beta2),
 		omb1: float32(1 - s.Beta1), omb2: float32(1 - s.Beta2),
-		step: float32(s.LR / c1), rc2: float32(1 / math.Sqrt(c2)), eps: float32(s.Eps),
+		step: sc[0], rc2: sc[1], eps: float32(s.Eps),
 	}
 	c.d = [7]float64{float64(c.b1), float64(c.b2), float64(c.omb1), float64(c.omb2), float64(c.step), float64(c.rc2), float64(c.eps)}
 	return c

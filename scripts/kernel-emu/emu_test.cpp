@@ -2,9 +2,11 @@
 // shim.h on small random cases and compares it with a float64 loop (the
 // semantics of compute/ref), checks Philox against Random123's known answers
 // and sample_alias against draws of compute.AliasDraw; the sparse kernels
-// (distinct_rows, compact_rows, sparse_adam) bit for bit against host loops.
+// (distinct_rows, compact_rows, sparse_adam) bit for bit against host loops,
+// adam_at and sparse_adam_at bit for bit against adam and sparse_adam.
 // See run.sh.
 #include "adam.cu"
+#include "adam_at.cu"
 #include "compact_rows.cu"
 #include "distinct_rows.cu"
 #include "embedding_influence.cu"
@@ -38,6 +40,7 @@
 #include "sample_alias.cu"
 #include "scatter_rows.cu"
 #include "sparse_adam.cu"
+#include "sparse_adam_at.cu"
 #include "split_k_reduce.cu"
 #include <cstdio>
 #include <random>
@@ -316,6 +319,7 @@ static void testSparse() {
         for (auto& x : v) x = fabs(ud(g));
         for (auto& x : gr) x = ud(g);
         vector<float> p2 = p, m2 = m, v2 = v;
+        const vector<float> p0 = p, m0 = m, v0 = v;
         double b1 = .9, b2 = .999, lr = 1e-2, eps = 1e-8;
         double c1 = 1 - pow(b1, steps), c2 = 1 - pow(b2, steps);
         float fb1 = b1, fb2 = b2, omb1 = 1 - b1, omb2 = 1 - b2, step = lr / c1, rc2 = 1 / sqrt(c2), feps = eps;
@@ -337,6 +341,24 @@ static void testSparse() {
             }
         if (memcmp(p.data(), p2.data(), 4 * p.size()) || memcmp(m.data(), m2.data(), 4 * m.size()) || memcmp(v.data(), v2.data(), 4 * v.size())) {
             printf("FAIL sparse_adam E %d T %d: not adam's bits on the rows\n", E, steps); fails++;
+        }
+        // sparse_adam_at and adam_at, the constants read from sc when they
+        // run: the bits of sparse_adam and adam.
+        {
+            float sc[2] = {step, rc2};
+            vector<float> p3 = p0, m3 = m0, v3 = v0;
+            launch({2, 1, 1}, {256, 1, 1}, [&] { sparse_adam_at(p3.data(), m3.data(), v3.data(), gr.data(), rows.data(), &count, sc, K, E, R, fb1, fb2, omb1, omb2, feps); });
+            if (memcmp(p.data(), p3.data(), 4 * p.size()) || memcmp(m.data(), m3.data(), 4 * m.size()) || memcmp(v.data(), v3.data(), 4 * v.size())) {
+                printf("FAIL sparse_adam_at E %d T %d: not sparse_adam's bits\n", E, steps); fails++;
+            }
+            vector<float> pa = p0, ma = m0, va = v0, pb = p0, mb = m0, vb = v0;
+            const int n = (int)min(pa.size(), gr.size());
+            launch({2, 1, 1}, {256, 1, 1}, [&] { adam(pa.data(), ma.data(), va.data(), gr.data(), n, fb1, fb2, omb1, omb2, step, rc2, feps); });
+            launch({3, 1, 1}, {256, 1, 1}, [&] { adam_at(pb.data(), mb.data(), vb.data(), gr.data(), sc, n, fb1, fb2, omb1, omb2, feps); });
+            if (memcmp(pa.data(), pb.data(), 4 * n) || memcmp(ma.data(), mb.data(), 4 * n) || memcmp(va.data(), vb.data(), 4 * n) ||
+                !memcmp(pa.data(), p0.data(), 4 * n)) {
+                printf("FAIL adam_at E %d T %d: not adam's bits\n", E, steps); fails++;
+            }
         }
         vector<int32_t> out = {R, -1};
         int32_t two = 2;

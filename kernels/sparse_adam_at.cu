@@ -1,0 +1,39 @@
+// sparse_adam_at: sparse_adam with the step's two bias-correction constants
+// read from device memory when the kernel runs (sc[0] = step = lr/(1−β₁ᵗ),
+// sc[1] = rc2 = 1/√(1−β₂ᵗ), as adam_at), so that one launch captured in a
+// CUDA graph replays every training step with that step's constants: for
+// u < U = count[0] (read on the device), r = rows[u], e < E, i = r·E + e,
+//
+//   m[i] = β₁·m[i] + omb1·g[u·E+e]                                       (=)
+//   v[i] = β₂·v[i] + omb2·g[u·E+e]²                                      (=)
+//   p[i] −= sc[0]·m[i] / (√v[i]·sc[1] + ε)                               (−=)
+//
+// with adam's arithmetic (adam.cuh). Rows not listed are not touched.
+//
+// Shapes: p, m, v R×E (the table); g K×E and rows K (compact); count 1 (a
+//   count above K is taken as K); sc 2. Guard: a listed row outside [0, R)
+//   is skipped.
+// Launch: block 256 threads; 1-D grid of any size, sized for K·E elements
+//   since U is on the device (grid-stride loop, 64-bit offsets); no shared
+//   memory.
+// Atomics: none; deterministic (the rows of a list are distinct).
+// Reference: compute/ref.SparseAdam; minimises DAIN eq. 1.
+#include "adam.cuh"
+
+extern "C" __global__ void __launch_bounds__(256)
+sparse_adam_at(float* __restrict__ p, float* __restrict__ m, float* __restrict__ v, const float* __restrict__ g,
+               const int32_t* __restrict__ rows, const int32_t* __restrict__ count, const float* __restrict__ sc,
+               int32_t k, int32_t width, int32_t table_rows, float beta1, float beta2, float omb1, float omb2,
+               float eps) {
+    const float step = sc[0], rc2 = sc[1];
+    const int32_t u_count = count[0] < k ? count[0] : k;
+    const int64_t total = u_count > 0 ? (int64_t)u_count * width : 0;
+    for (int64_t t = dainx::global_index(); t < total; t += dainx::grid_stride()) {  // guard
+        const int64_t u = t / width;
+        const int e = (int)(t - u * width);
+        const int32_t r = rows[u];
+        if (r < 0 || r >= table_rows) continue;  // guard
+        const int64_t i = (int64_t)r * width + e;
+        dainx::adam_update(p[i], m[i], v[i], g[t], beta1, beta2, omb1, omb2, step, rc2, eps);
+    }
+}
