@@ -50,6 +50,12 @@ type Backend struct {
 	// retired are scratch blocks replaced while graphs that use them
 	// lived; freed with the last graph (or by Close, through live).
 	retired []driver.DevicePtr
+	// serialWS is the workspace of the serial split-K GEMMs
+	// (kernels/splitk.cuh): serialSems uint32 semaphores, zero between
+	// launches, then one part; serialLen bytes in all.
+	serialWS   driver.DevicePtr
+	serialLen  int64
+	serialSems int
 }
 
 var _ compute.Backend = (*Backend)(nil)
@@ -337,6 +343,7 @@ func (be *Backend) release() error {
 		keep(be.ctx.MemFree(p))
 	}
 	be.live, be.cache, be.scratch, be.scrLen, be.lossScr = map[driver.DevicePtr]bool{}, map[int64][]driver.DevicePtr{}, 0, 0, 0
+	be.serialWS, be.serialLen, be.serialSems = 0, 0, 0
 	for g := range be.graphs {
 		keep(g.exec.Destroy())
 	}
@@ -423,16 +430,7 @@ func (be *Backend) scratchBuf(b int64) driver.DevicePtr {
 		return 0
 	}
 	if be.scratch != 0 {
-		if len(be.graphs) > 0 {
-			// Live graphs hold the old address: keep it until the
-			// last of them is freed (or Close).
-			be.retired = append(be.retired, be.scratch)
-		} else {
-			// The memory may still be read by queued kernels.
-			be.fail("scratch", be.stream.Synchronize())
-			delete(be.live, be.scratch)
-			be.fail("scratch", be.ctx.MemFree(be.scratch))
-		}
+		be.retire("scratch", be.scratch)
 		be.scratch, be.scrLen = 0, 0
 	}
 	if be.err != nil {
@@ -441,6 +439,52 @@ func (be *Backend) scratchBuf(b int64) driver.DevicePtr {
 	p, c := be.allocBlock(b)
 	be.scratch, be.scrLen = p, c
 	return p
+}
+
+// retire frees a scratch block that is being replaced by a larger one, or,
+// while graphs live (they hold its address), keeps it until the last of
+// them is freed (or Close). Context thread.
+func (be *Backend) retire(op string, p driver.DevicePtr) {
+	if len(be.graphs) > 0 {
+		be.retired = append(be.retired, p)
+		return
+	}
+	// The memory may still be read by queued kernels.
+	be.fail(op, be.stream.Synchronize())
+	delete(be.live, p)
+	be.fail(op, be.ctx.MemFree(p))
+}
+
+// serialBuf returns the workspace of a serial split-K GEMM (kernels/
+// splitk.cuh) of tiles output tiles and a part of n floats: the address
+// of the part, with at least tiles semaphores just before it, zero. The
+// kernels leave them zero, so the workspace is reused from launch to
+// launch (the stream orders them) and grows like scratchBuf. 0 when the
+// allocation failed (the error is recorded). Context thread.
+func (be *Backend) serialBuf(tiles int, n int64) driver.DevicePtr {
+	if tiles <= be.serialSems && 4*int64(be.serialSems)+4*n <= be.serialLen {
+		return be.serialWS + driver.DevicePtr(4*be.serialSems)
+	}
+	if be.recording {
+		be.fail("serial split-K", fmt.Errorf("its workspace must grow during Capture; run the operations once before capturing them"))
+		return 0
+	}
+	sems := max(tiles, be.serialSems)
+	if be.serialWS != 0 {
+		n = max(n, (be.serialLen-4*int64(be.serialSems))/4)
+		be.retire("serial split-K", be.serialWS)
+		be.serialWS, be.serialLen, be.serialSems = 0, 0, 0
+	}
+	if be.err != nil {
+		return 0
+	}
+	p, c := be.allocBlock(4*int64(sems) + 4*n)
+	if p == 0 {
+		return 0
+	}
+	be.zero("serial split-K", p, sems)
+	be.serialWS, be.serialLen, be.serialSems = p, c, sems
+	return p + driver.DevicePtr(4*sems)
 }
 
 // block is one allocation of device memory, shared by a buffer and its

@@ -152,7 +152,8 @@ func familyRun(t *testing.T, be *Backend, v gemmtune.Variant, op gemmtune.Op, ba
 // TestGemmTuned (issue 24): on a GPU, the Linear layers' forward and
 // backward passes with DAINX_GEMM_TUNE=model and =time give, bit for bit,
 // the outputs of the 64×64 kernels (=off), in every precision, on the
-// default model's shapes — whole and split over k — with dW accumulated
+// default model's shapes — whole and split over k, the splits serial
+// (kernels/splitk.cuh) in model and time mode — with dW accumulated
 // (not repeatable: the model's choice) and overwritten (timed); and time
 // mode records a choice for every shape, timed or cached. Skipped without
 // a GPU.
@@ -197,6 +198,14 @@ func TestGemmTuned(t *testing.T) {
 				}
 			}
 			choices, _ := be.GEMMChoices()
+			// With the tuner on, every split GEMM on a tile body
+			// (all but simt_64x64) runs as serial split-K; off, none.
+			for _, c := range choices {
+				want := mode != "off" && c.Shape.Parts > 1 && c.Variant != "simt_64x64"
+				if c.Serial != want {
+					t.Errorf("%v, %s: %v on %s: serial split-K %v, want %v", prec, mode, c.Shape, c.Variant, c.Serial, want)
+				}
+			}
 			if mode == "time" {
 				for _, c := range choices {
 					if c.How != "timed" && c.How != "cached" && c.How != "model (not repeatable)" {

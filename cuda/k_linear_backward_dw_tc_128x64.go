@@ -16,6 +16,11 @@ import "github.com/dainx/dainx/cuda/driver"
 //	result of linear_backward_dw_tc (same k-order per output); only the tiling
 //	differs. The flags are linear_backward_dw_tc's.
 //
+//	Serial split-K: with kEpiSerial (32) and S > 1 the parts take turns on
+//	  a semaphore per output tile and the last applies the epilogue, in one
+//	  kernel with the bits of the split and split_k_reduce (splitk.cuh); part
+//	  is then one slice (the output's size, P columns for dw) preceded by
+//	  gridDim.x·gridDim.y uint32 semaphores, zero at launch and left zero.
 //	Shapes: dy B×O, x B×I, dw O×I, db O, part S×O×P, P = I + 1 with kEpiBias, else I.
 //	Launch: block 256 threads; grid (⌈O/128⌉, ⌈I/64⌉, S) with S = ⌈B/kchunk⌉;
 //	  dynamic shared memory 61 440 bytes (Tc128x64::SMEM_BYTES), above 48 KiB:

@@ -15,6 +15,11 @@ import "github.com/dainx/dainx/cuda/driver"
 //	(the same fmaf chain per output); only the tiling differs. The flags are
 //	linear_backward_dx's.
 //
+//	Serial split-K: with kEpiSerial (32) and S > 1 the parts take turns on
+//	  a semaphore per output tile and the last applies the epilogue, in one
+//	  kernel with the bits of the split and split_k_reduce (splitk.cuh); part
+//	  is then one slice (the output's size, P columns for dw) preceded by
+//	  gridDim.x·gridDim.y uint32 semaphores, zero at launch and left zero.
 //	Shapes: dy B×O, w O×I, x B×I, dx B×I, part S×B×I (unused if S = 1).
 //	Launch: block 128 threads; grid (⌈B/128⌉, ⌈I/64⌉, S) with S = ⌈O/kchunk⌉;
 //	static shared memory (gemm_simt.cuh). Any B, I, O ≥ 1; edges are guarded.

@@ -20,6 +20,11 @@ import "github.com/dainx/dainx/cuda/driver"
 //	  kEpiRelu (2), else identity; products in TF32, or 3xTF32 if flags has
 //	  kEpiX3 (16) (gemm_tc.cuh); chunk z = [z·kchunk, min(I, (z+1)·kchunk)).
 //
+//	Serial split-K: with kEpiSerial (32) and S > 1 the parts take turns on
+//	  a semaphore per output tile and the last applies the epilogue, in one
+//	  kernel with the bits of the split and split_k_reduce (splitk.cuh); part
+//	  is then one slice (the output's size, P columns for dw) preceded by
+//	  gridDim.x·gridDim.y uint32 semaphores, zero at launch and left zero.
 //	Shapes: x B×I, w O×I (PyTorch's nn.Linear layout), bias O, y B×O,
 //	  part S×B×O (unused if S = 1).
 //	Launch: block 128 threads; grid (⌈B/64⌉, ⌈O/64⌉, S) with S = ⌈I/kchunk⌉;

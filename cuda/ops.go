@@ -246,6 +246,7 @@ const (
 	epiMask       = 4  // times [x > 0]
 	epiBias       = 8  // dW kernels: also the bias gradient
 	epiX3         = 16 // tensor-core kernels: 3xTF32
+	epiSerial     = 32 // split tile variants: serial split-K (kernels/splitk.cuh)
 )
 
 // gemmPlan is the launch of one GEMM kernel: its grid and how the
@@ -305,11 +306,11 @@ func (be *Backend) partBuf(parts, rows, cols int) (p driver.DevicePtr, ok bool) 
 
 // forwardGEMM launches the forward GEMM of g (linear_forward, or
 // linear_forward_tc in the tensor-core modes). Context thread.
-func (be *Backend) forwardGEMM(g gemmPlan, y, part, x, w, bias driver.DevicePtr, batch, in, out int32, flags int32) error {
+func (be *Backend) forwardGEMM(g gemmPlan, y, part, x, w, bias driver.DevicePtr, batch, in, out int32, flags int32) (serial bool, err error) {
 	if be.tc() {
 		flags |= be.tcFlags()
 	}
-	return be.gemm(gemmtune.Forward, int(batch), int(out), int(in), g.parts, true, func(a *driver.Args) {
+	return be.gemm(gemmtune.Forward, int(batch), int(out), int(in), g.parts, int(out), part, true, func(a *driver.Args, part driver.DevicePtr, serial int32) {
 		a.Ptr(y)
 		a.Ptr(part)
 		a.Ptr(x)
@@ -319,7 +320,7 @@ func (be *Backend) forwardGEMM(g gemmPlan, y, part, x, w, bias driver.DevicePtr,
 		a.Int32(in)
 		a.Int32(out)
 		a.Int32(int32(g.chunk))
-		a.Int32(flags)
+		a.Int32(flags | serial)
 	})
 }
 
@@ -363,8 +364,9 @@ func (be *Backend) LinearForward(y, x, w, bias compute.F32, in, out int, relu bo
 		if !ok {
 			return
 		}
-		be.fail("linear_forward", be.forwardGEMM(g, ys.ptr, part, xs.ptr, ws.ptr, bs.ptr, nb, ni, no, flags))
-		if parts > 1 {
+		serial, err := be.forwardGEMM(g, ys.ptr, part, xs.ptr, ws.ptr, bs.ptr, nb, ni, no, flags)
+		be.fail("linear_forward", err)
+		if parts > 1 && !serial {
 			be.reduce(ys.ptr, 0, part, bs.ptr, 0, batch, out, out, parts, flags)
 		}
 	})
@@ -472,7 +474,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 				fl |= be.tcFlags()
 			}
 			// Repeatable unless it adds to dw and db itself.
-			be.fail("linear_backward_dw", be.gemm(gemmtune.DW, out, in, batch, parts, parts > 1 || acc == 0, func(a *driver.Args) {
+			serial, err := be.gemm(gemmtune.DW, out, in, batch, parts, pcols, part, parts > 1 || acc == 0, func(a *driver.Args, part driver.DevicePtr, serial int32) {
 				a.Ptr(dwp)
 				a.Ptr(dbp)
 				a.Ptr(part)
@@ -482,9 +484,10 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 				a.Int32(ni)
 				a.Int32(no)
 				a.Int32(int32(chunk))
-				a.Int32(fl)
-			}))
-			if parts > 1 {
+				a.Int32(fl | serial)
+			})
+			be.fail("linear_backward_dw", err)
+			if parts > 1 && !serial {
 				be.reduce(dwp, dbp, part, 0, 0, out, in, pcols, parts, acc)
 			}
 		})
@@ -522,7 +525,7 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 			if be.tc() {
 				fl |= be.tcFlags()
 			}
-			be.fail("linear_backward_dx", be.gemm(gemmtune.DX, batch, in, out, parts, true, func(a *driver.Args) {
+			serial, err := be.gemm(gemmtune.DX, batch, in, out, parts, in, part, true, func(a *driver.Args, part driver.DevicePtr, serial int32) {
 				a.Ptr(dxp)
 				a.Ptr(part)
 				a.Ptr(dys.ptr)
@@ -532,9 +535,10 @@ func (be *Backend) LinearBackward(dx, dw, db, dy, x, w compute.F32, in, out int,
 				a.Int32(ni)
 				a.Int32(no)
 				a.Int32(int32(chunk))
-				a.Int32(fl)
-			}))
-			if parts > 1 {
+				a.Int32(fl | serial)
+			})
+			be.fail("linear_backward_dx", err)
+			if parts > 1 && !serial {
 				be.reduce(dxp, 0, part, 0, xs.ptr, batch, in, in, parts, mask)
 			}
 		})
@@ -693,7 +697,8 @@ func (be *Backend) InfluenceDot(score, dy, x, gw, gb compute.F32, in, out int, e
 			if t == 0 {
 				return
 			}
-			be.fail("linear_forward", be.forwardGEMM(ggrid, t, 0, xp, gws.ptr, gbs.ptr, nr, ni, no, 0))
+			_, err := be.forwardGEMM(ggrid, t, 0, xp, gws.ptr, gbs.ptr, nr, ni, no, 0) // not split: never serial
+			be.fail("linear_forward", err)
 			if be.err == nil {
 				be.fail("influence_rows", be.kInfluenceRows(rgrid, block1D, 0, sp, dyp, t, nr, no, eta))
 			}

@@ -59,6 +59,9 @@ type GEMMChoice struct {
 	// repeatable)".
 	How    string
 	Micros map[string]float64 // the timed variants' medians, µs
+	// Serial: the split over k runs as serial split-K in one kernel
+	// (kernels/splitk.cuh) instead of the parts and split_k_reduce.
+	Serial bool
 }
 
 // newTuner reads the tuning mode and the device's properties. A
@@ -133,17 +136,49 @@ func familyPTXHash() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
+// gemmArgs adds a GEMM kernel's arguments, the same for every variant of
+// its op, with part as its part argument and serial (0 or epiSerial) added
+// to its flags.
+type gemmArgs func(a *driver.Args, part driver.DevicePtr, serial int32)
+
 // gemm launches the GEMM of op (an m×n output of k-term sums, split into
-// parts of chunk) on the variant chosen for it; args adds the kernel's
-// arguments, the same for every variant of op. repeatable says that
+// parts of chunk) on the variant chosen for it. repeatable says that
 // launching it more than once gives the same result (its output is
-// overwritten, not accumulated, and no input). Context thread.
-func (be *Backend) gemm(op gemmtune.Op, m, n, k, parts int, repeatable bool, args func(a *driver.Args)) error {
-	v, err := be.variant(op, m, n, k, parts, repeatable, args)
+// overwritten, not accumulated, and no input). part is the caller's
+// buffer for the parts (parts×m×pcols floats) when parts > 1.
+//
+// With the tuner on (DAINX_GEMM_TUNE model or time) and a variant that has
+// it (every tile body of linear_tc.cuh and linear_simt.cuh: all but
+// simt_64x64), a split GEMM is serial (kernels/splitk.cuh): one kernel
+// that leaves the final output, with the bits the split and split_k_reduce
+// give; gemm then returns serial = true and the caller must not reduce.
+// Until a GPU run has verified it (issue 24), the tuner's default of off
+// keeps the split and split_k_reduce. Context thread.
+func (be *Backend) gemm(op gemmtune.Op, m, n, k, parts, pcols int, part driver.DevicePtr, repeatable bool, args gemmArgs) (serial bool, err error) {
+	plain := func(a *driver.Args) { args(a, part, 0) }
+	v, err := be.variant(op, m, n, k, parts, repeatable, plain)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return be.launchVariant(v, op, m, n, parts, args)
+	if parts > 1 && be.serialSplit(v) {
+		gx, gy := (m+v.BM-1)/v.BM, (n+v.BN-1)/v.BN
+		s := gemmtune.Shape{Op: op, M: m, N: n, K: k, Parts: parts, Precision: be.prec}
+		if c, ok := be.tune.chosen[s]; ok && !c.Serial {
+			c.Serial = true
+			be.tune.chosen[s] = c
+		}
+		ws := be.serialBuf(gx*gy, int64(m)*int64(pcols))
+		if ws == 0 {
+			return true, nil // the error is recorded
+		}
+		return true, be.launchVariant(v, op, m, n, parts, func(a *driver.Args) { args(a, ws, epiSerial) })
+	}
+	return false, be.launchVariant(v, op, m, n, parts, plain)
+}
+
+// serialSplit reports whether a split GEMM on v is serial (see gemm).
+func (be *Backend) serialSplit(v gemmtune.Variant) bool {
+	return be.tune.mode != gemmtune.Off && v.Name != "simt_64x64"
 }
 
 // launchVariant launches v's kernel of op with its grid, block and dynamic

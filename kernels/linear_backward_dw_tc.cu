@@ -14,6 +14,11 @@
 //   anyway (gemm_tc.cuh sum_a), in a fixed order.
 //   chunk z = [z·kchunk, min(B, (z+1)·kchunk)).
 //
+// Serial split-K: with kEpiSerial (32) and S > 1 the parts take turns on
+//   a semaphore per output tile and the last applies the epilogue, in one
+//   kernel with the bits of the split and split_k_reduce (splitk.cuh); part
+//   is then one slice (the output's size, P columns for dw) preceded by
+//   gridDim.x·gridDim.y uint32 semaphores, zero at launch and left zero.
 // Shapes: dy B×O, x B×I, dw O×I, db O (written only with kEpiBias), part
 //   S×O×P with P = I + 1 with kEpiBias, else I (unused if S = 1).
 // Launch: block 128 threads; grid (⌈O/64⌉, ⌈I/64⌉, S) with S = ⌈B/kchunk⌉;

@@ -10,6 +10,11 @@
 //   products in TF32, or 3xTF32 if flags has kEpiX3 (16) (gemm_tc.cuh);
 //   chunk z = [z·kchunk, min(O, (z+1)·kchunk)).
 //
+// Serial split-K: with kEpiSerial (32) and S > 1 the parts take turns on
+//   a semaphore per output tile and the last applies the epilogue, in one
+//   kernel with the bits of the split and split_k_reduce (splitk.cuh); part
+//   is then one slice (the output's size, P columns for dw) preceded by
+//   gridDim.x·gridDim.y uint32 semaphores, zero at launch and left zero.
 // Shapes: dy B×O, w O×I, x B×I (read only with the mask), dx B×I,
 //   part S×B×I (unused if S = 1).
 // Launch: block 128 threads; grid (⌈B/64⌉, ⌈I/64⌉, S) with S = ⌈O/kchunk⌉;

@@ -5,6 +5,11 @@
 // (kEpiX3), bit for bit the result of linear_forward_tc (same k-order per
 // output); only the tiling differs. The flags are linear_forward_tc's.
 //
+// Serial split-K: with kEpiSerial (32) and S > 1 the parts take turns on
+//   a semaphore per output tile and the last applies the epilogue, in one
+//   kernel with the bits of the split and split_k_reduce (splitk.cuh); part
+//   is then one slice (the output's size, P columns for dw) preceded by
+//   gridDim.x·gridDim.y uint32 semaphores, zero at launch and left zero.
 // Shapes: x B×I, w O×I, bias O, y B×O, part S×B×O (unused if S = 1).
 // Launch: block 256 threads; grid (⌈B/128⌉, ⌈O/128⌉, S) with S = ⌈I/kchunk⌉;
 //   dynamic shared memory 81 920 bytes (Tc128x128::SMEM_BYTES), above 48 KiB:

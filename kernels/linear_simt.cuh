@@ -8,6 +8,7 @@
 #pragma once
 
 #include "gemm_simt.cuh"
+#include "splitk.cuh"
 
 namespace dainx {
 
@@ -33,17 +34,21 @@ __device__ __forceinline__ void linear_forward_simt(float* __restrict__ y, float
     const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)in);
     float acc[8][8], asum[C::NA];
     gemm_simt<C, kKContig, kKContig>(acc, asum, x, in, w, in, batch, out, m0, n0, k_begin, k_end, false);
-    const bool split = gridDim.z > 1;
-    float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * out : y;
+    const SplitK sk(flags);
+    sk.begin(part);
+    float* dst = sk.last ? y : sk.serial ? part : part + (int64_t)blockIdx.z * batch * out;
     const bool relu = (flags & kEpiRelu) != 0;
     simt_for_each<C>(acc, m0, n0, [&](int m, int n, float v) {
         if (m >= batch || n >= out) return;  // guard
-        if (!split) {
+        const int64_t off = (int64_t)m * out + n;
+        v = sk.sum(part, off, v);
+        if (sk.last) {
             v += bias[n];
             if (relu && v < 0.f) v = 0.f;
         }
-        dst[(int64_t)m * out + n] = v;
+        dst[off] = v;
     });
+    sk.end(part);
 }
 
 // linear_backward_dx_simt is linear_backward_dx for tiling C.
@@ -57,15 +62,18 @@ __device__ __forceinline__ void linear_backward_dx_simt(float* __restrict__ dx, 
     const int k_end = (int)min64((int64_t)k_begin + kchunk, (int64_t)out);
     float acc[8][8], asum[C::NA];
     gemm_simt<C, kKContig, kRContig>(acc, asum, dy, out, w, in, batch, in, m0, n0, k_begin, k_end, false);
-    const bool split = gridDim.z > 1;
-    float* __restrict__ dst = split ? part + (int64_t)blockIdx.z * batch * in : dx;
-    const bool mask = !split && (flags & kEpiMask) != 0;
+    const SplitK sk(flags);
+    sk.begin(part);
+    float* dst = sk.last ? dx : sk.serial ? part : part + (int64_t)blockIdx.z * batch * in;
+    const bool mask = sk.last && (flags & kEpiMask) != 0;
     simt_for_each<C>(acc, m0, n0, [&](int m, int n, float v) {
         if (m >= batch || n >= in) return;  // guard
         const int64_t off = (int64_t)m * in + n;
+        v = sk.sum(part, off, v);
         if (mask && !(x[off] > 0.f)) v = 0.f;
         dst[off] = v;
     });
+    sk.end(part);
 }
 
 // linear_backward_dw_simt is linear_backward_dw for tiling C; red holds
@@ -83,27 +91,33 @@ __device__ __forceinline__ void linear_backward_dw_simt(float* red, float* __res
     const int pcols = in + (with_db ? 1 : 0);
     float acc[8][8], asum[C::NA];
     gemm_simt<C, kRContig, kRContig>(acc, asum, dy, out, x, in, out, in, m0, n0, k_begin, k_end, sum_db);
-    const bool split = gridDim.z > 1;
-    const bool accumulate = !split && (flags & kEpiAccumulate) != 0;
-    float* __restrict__ pz = part + (int64_t)blockIdx.z * out * pcols;
+    const SplitK sk(flags);
+    sk.begin(part);
+    const bool accumulate = sk.last && (flags & kEpiAccumulate) != 0;
+    float* pz = sk.serial ? part : part + (int64_t)blockIdx.z * out * pcols;
     simt_for_each<C>(acc, m0, n0, [&](int m, int n, float v) {
         if (m >= out || n >= in) return;  // guard
-        if (split) {
-            pz[(int64_t)m * pcols + n] = v;
-        } else {
+        v = sk.sum(pz, (int64_t)m * pcols + n, v);
+        if (sk.last) {
             const int64_t off = (int64_t)m * in + n;
             dw[off] = accumulate ? dw[off] + v : v;
+        } else {
+            pz[(int64_t)m * pcols + n] = v;
         }
     });
-    if (!sum_db) return;
-    const float v = simt_row_sums<C>(asum, red);
-    const int m = m0 + threadIdx.x;
-    if (threadIdx.x >= C::BM || m >= out) return;  // guard
-    if (split) {
-        pz[(int64_t)m * pcols + in] = v;
-    } else {
-        db[m] = accumulate ? db[m] + v : v;
+    if (sum_db) {
+        float v = simt_row_sums<C>(asum, red);
+        const int m = m0 + threadIdx.x;
+        if (threadIdx.x < C::BM && m < out) {  // guard
+            v = sk.sum(pz, (int64_t)m * pcols + in, v);
+            if (sk.last) {
+                db[m] = accumulate ? db[m] + v : v;
+            } else {
+                pz[(int64_t)m * pcols + in] = v;
+            }
+        }
     }
+    sk.end(part);
 }
 
 }  // namespace dainx

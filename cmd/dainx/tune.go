@@ -148,6 +148,9 @@ func tuneOnGPU(layers []int, batch, ordinal int, prec compute.Precision, stdout,
 	for _, c := range choices {
 		s := c.Shape
 		fmt.Fprintf(stdout, "%-8v M %5d N %5d K %5d split %2d  %-13s %s", s.Op, s.M, s.N, s.K, s.Parts, c.Variant, c.How)
+		if c.Serial {
+			fmt.Fprint(stdout, ", serial split-K")
+		}
 		names := make([]string, 0, len(c.Micros))
 		for n := range c.Micros {
 			names = append(names, n)

@@ -78,12 +78,12 @@ var (
 	tcFamily = []Variant{
 		{Name: "tc_64x64", Suffix: "_tc", TC: true, BM: 64, BN: 64, WM: 32, WN: 32, Threads: 128, Static: 40960, StaticDW: 41472, Regs: 187},
 		{Name: "tc_128x64", Suffix: "_tc_128x64", TC: true, BM: 128, BN: 64, WM: 32, WN: 32, Threads: 256, DynSmem: 61440, StaticDW: 1024, Regs: 159},
-		{Name: "tc_128x128", Suffix: "_tc_128x128", TC: true, BM: 128, BN: 128, WM: 64, WN: 32, Threads: 256, DynSmem: 81920, StaticDW: 1024, Regs: 228},
+		{Name: "tc_128x128", Suffix: "_tc_128x128", TC: true, BM: 128, BN: 128, WM: 64, WN: 32, Threads: 256, DynSmem: 81920, StaticDW: 1024, Regs: 229},
 	}
 	simtFamily = []Variant{
 		{Name: "simt_64x64", Suffix: "", BM: 64, BN: 64, TM: 4, TN: 4, Threads: 256, Static: 17408, StaticDW: 18432, Regs: 63},
 		{Name: "simt_128x64", Suffix: "_128x64", BM: 128, BN: 64, TM: 8, TN: 8, Threads: 128, Static: 25600, StaticDW: 27648, Regs: 255},
-		{Name: "simt_128x128", Suffix: "_128x128", BM: 128, BN: 128, TM: 8, TN: 8, Threads: 256, Static: 33792, StaticDW: 35840, Regs: 204},
+		{Name: "simt_128x128", Suffix: "_128x128", BM: 128, BN: 128, TM: 8, TN: 8, Threads: 256, Static: 33792, StaticDW: 35840, Regs: 201},
 	}
 )
 

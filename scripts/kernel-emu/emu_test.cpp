@@ -149,6 +149,55 @@ static void testFamily(int B, int I, int O, int off, mt19937& g) {
         {{"tc_64x64", {64, 64, 128}, linear_forward_tc, linear_backward_dx_tc, linear_backward_dw_tc},
          {"tc_128x64", {128, 64, 256}, linear_forward_tc_128x64, linear_backward_dx_tc_128x64, linear_backward_dw_tc_128x64},
          {"tc_128x128", {128, 128, 256}, linear_forward_tc_128x128, linear_backward_dx_tc_128x128, linear_backward_dw_tc_128x128}}};
+    // serialSplit: the variant's serial split-K (kEpiSerial, splitk.cuh) in
+    // one kernel against the two-kernel split's parts (yp, dxp, dwp)
+    // reduced by split_k_reduce with the same epilogue (forward: bias and
+    // ReLU; dx: the mask; dw: db and accumulation into earlier values), bit
+    // for bit, and every semaphore back at zero.
+    auto serialSplit = [&](const Member& m, dim3 blk, const vector<float>& yp, const vector<float>& dxp, const vector<float>& dwp,
+                           int pf, int px, int pw, int cf, int cx, int cw, int fx) {
+        auto run = [&](const char* op, dim3 grid, size_t n, auto kernel) {
+            const size_t nt = (size_t)grid.x * grid.y;
+            vector<float> wsp(nt + n, NAN);
+            fill(wsp.begin(), wsp.begin() + nt, 0.f);
+            launch(grid, blk, [&] { kernel(wsp.data() + nt); });
+            for (size_t t = 0; t < nt; ++t)
+                if (wsp[t] != 0.f) { printf("FAIL serial split-K %s %s: semaphore %zu left at %u\n", m.name, op, t, *(uint32_t*)&wsp[t]); fails++; break; }
+        };
+        auto same2 = [&](const char* op, const vector<float>& got, const vector<float>& want) {
+            if (memcmp(got.data(), want.data(), 4 * got.size()) != 0) {
+                size_t i = 0;
+                while (memcmp(&got[i], &want[i], 4) == 0) ++i;
+                printf("FAIL serial split-K %s fx %d %dx%dx%d %s: not the bits of split_k_reduce (first at [%zu]: %a vs %a)\n", m.name, fx, B, I, O, op, i, got[i], want[i]);
+                fails++;
+            }
+        };
+        const dim3 r1{7, 1, 1}, rb{256, 1, 1};
+        if (pf > 1) {
+            vector<float> want((size_t)B * O, NAN), got((size_t)B * O, NAN);
+            launch(r1, rb, [&] { split_k_reduce(want.data(), nullptr, yp.data(), bias.data(), nullptr, B, O, O, pf, 2); });
+            run("forward", {cdiv(B, m.t.bm), cdiv(O, m.t.bn), (unsigned)pf}, (size_t)B * O,
+                [&](float* ws) { m.fwd(got.data(), ws, x.data(), w.data(), bias.data(), B, I, O, cf, 2 | 32 | fx); });
+            same2("forward", got, want);
+        }
+        if (px > 1) {
+            vector<float> want((size_t)B * I, NAN), got((size_t)B * I, NAN);
+            launch(r1, rb, [&] { split_k_reduce(want.data(), nullptr, dxp.data(), nullptr, x.data(), B, I, I, px, 4); });
+            run("dx", {cdiv(B, m.t.bm), cdiv(I, m.t.bn), (unsigned)px}, (size_t)B * I,
+                [&](float* ws) { m.dx(got.data(), ws, dy.data(), w.data(), x.data(), B, I, O, cx, 4 | 32 | fx); });
+            same2("dx", got, want);
+        }
+        if (pw > 1) {
+            const Buf d0 = rndv((size_t)O * I), b0 = rndv(O);
+            vector<float> want(d0.v.begin() + off, d0.v.begin() + off + (size_t)O * I), wantb(b0.v.begin() + off, b0.v.begin() + off + O);
+            vector<float> got = want, gotb = wantb;
+            launch(r1, rb, [&] { split_k_reduce(want.data(), wantb.data(), dwp.data(), nullptr, nullptr, O, I, I + 1, pw, 1); });
+            run("dw", {cdiv(O, m.t.bm), cdiv(I, m.t.bn), (unsigned)pw}, (size_t)O * (I + 1),
+                [&](float* ws) { m.dw(got.data(), gotb.data(), ws, dy.data(), x.data(), B, I, O, cw, 8 | 1 | 32 | fx); });
+            same2("dw", got, want);
+            same2("db", gotb, wantb);
+        }
+    };
     for (int prec = 0; prec < 3; ++prec) {
         const Member* ms = fam[prec == 0 ? 0 : 1];
         const int fx = prec == 2 ? 16 : 0;
@@ -174,6 +223,7 @@ static void testFamily(int B, int I, int O, int off, mt19937& g) {
                 vector<float> dw((size_t)O * I, NAN), db(O, NAN), dwp((size_t)pw * O * (I + 1), NAN);
                 launch({cdiv(O, m.t.bm), cdiv(I, m.t.bn), (unsigned)pw}, blk, [&] { m.dw(dw.data(), db.data(), dwp.data(), dy.data(), x.data(), B, I, O, cw, 8 | fx); });
                 if (pw > 1) { dw = dwp; db.clear(); }
+                if (split && !(prec == 0 && v == 0)) serialSplit(m, blk, yp, dxp, dwp, pf, px, pw, cf, cx, cw, fx);
                 if (!split) {
                     snprintf(buf, sizeof buf, "family %s prec %d %dx%dx%d off %d forward", m.name, prec, B, I, O, off); check(buf, y, wy);
                     snprintf(buf, sizeof buf, "family %s prec %d %dx%dx%d off %d dx", m.name, prec, B, I, O, off); check(buf, dx, wdx);
