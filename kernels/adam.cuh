@@ -19,4 +19,25 @@ __device__ __forceinline__ void adam_update(float& p, float& m, float& v, float 
     p -= step * mi / (sqrtf(vi) * rc2 + eps);
 }
 
+// sparse_adam_rows applies adam_update to the rows of a table that a
+// batch touched: for u < min(count[0], k), r = rows[u] in [0, table_rows)
+// (other rows skipped), e < width: element r·width + e of p, m, v with
+// gradient g[u·width + e]; a grid-stride loop over the U·width elements.
+__device__ __forceinline__ void sparse_adam_rows(float* __restrict__ p, float* __restrict__ m, float* __restrict__ v,
+                                                 const float* __restrict__ g, const int32_t* __restrict__ rows,
+                                                 const int32_t* __restrict__ count, int32_t k, int32_t width,
+                                                 int32_t table_rows, float beta1, float beta2, float omb1, float omb2,
+                                                 float step, float rc2, float eps) {
+    const int32_t u_count = count[0] < k ? count[0] : k;
+    const int64_t total = u_count > 0 ? (int64_t)u_count * width : 0;
+    for (int64_t t = global_index(); t < total; t += grid_stride()) {  // guard
+        const int64_t u = t / width;
+        const int e = (int)(t - u * width);
+        const int32_t r = rows[u];
+        if (r < 0 || r >= table_rows) continue;  // guard
+        const int64_t i = (int64_t)r * width + e;
+        adam_update(p[i], m[i], v[i], g[t], beta1, beta2, omb1, omb2, step, rc2, eps);
+    }
+}
+
 }  // namespace dainx

@@ -91,33 +91,8 @@ __device__ __forceinline__ void linear_backward_dw_simt(float* red, float* __res
     const int pcols = in + (with_db ? 1 : 0);
     float acc[8][8], asum[C::NA];
     gemm_simt<C, kRContig, kRContig>(acc, asum, dy, out, x, in, out, in, m0, n0, k_begin, k_end, sum_db);
-    const SplitK sk(flags);
-    sk.begin(part);
-    const bool accumulate = sk.last && (flags & kEpiAccumulate) != 0;
-    float* pz = sk.serial ? part : part + (int64_t)blockIdx.z * out * pcols;
-    simt_for_each<C>(acc, m0, n0, [&](int m, int n, float v) {
-        if (m >= out || n >= in) return;  // guard
-        v = sk.sum(pz, (int64_t)m * pcols + n, v);
-        if (sk.last) {
-            const int64_t off = (int64_t)m * in + n;
-            dw[off] = accumulate ? dw[off] + v : v;
-        } else {
-            pz[(int64_t)m * pcols + n] = v;
-        }
-    });
-    if (sum_db) {
-        float v = simt_row_sums<C>(asum, red);
-        const int m = m0 + threadIdx.x;
-        if (threadIdx.x < C::BM && m < out) {  // guard
-            v = sk.sum(pz, (int64_t)m * pcols + in, v);
-            if (sk.last) {
-                db[m] = accumulate ? db[m] + v : v;
-            } else {
-                pz[(int64_t)m * pcols + in] = v;
-            }
-        }
-    }
-    sk.end(part);
+    dw_epilogue([&](auto f) { simt_for_each<C>(acc, m0, n0, f); }, [&] { return simt_row_sums<C>(asum, red); },
+                dw, db, part, m0, C::BM, in, out, pcols, sum_db, flags);
 }
 
 }  // namespace dainx

@@ -95,33 +95,8 @@ __device__ __forceinline__ void linear_backward_dw_tc_body(float* smem, float* r
         gemm_tc<C, kRContig, kRContig, true>(acc, asum, smem, dy, out, x, in, out, in, m0, n0, k_begin, k_end, sum_db);
     else
         gemm_tc<C, kRContig, kRContig, false>(acc, asum, smem, dy, out, x, in, out, in, m0, n0, k_begin, k_end, sum_db);
-    const SplitK sk(flags);
-    sk.begin(part);
-    const bool accumulate = sk.last && (flags & kEpiAccumulate) != 0;
-    float* pz = sk.serial ? part : part + (int64_t)blockIdx.z * out * pcols;
-    tc_for_each<C>(acc, m0, n0, [&](int m, int n, float v) {
-        if (m >= out || n >= in) return;  // guard
-        v = sk.sum(pz, (int64_t)m * pcols + n, v);
-        if (sk.last) {
-            const int64_t off = (int64_t)m * in + n;
-            dw[off] = accumulate ? dw[off] + v : v;
-        } else {
-            pz[(int64_t)m * pcols + n] = v;
-        }
-    });
-    if (sum_db) {
-        float v = tc_row_sums<C>(asum, red);
-        const int m = m0 + threadIdx.x;
-        if (threadIdx.x < C::BM && m < out) {  // guard
-            v = sk.sum(pz, (int64_t)m * pcols + in, v);
-            if (sk.last) {
-                db[m] = accumulate ? db[m] + v : v;
-            } else {
-                pz[(int64_t)m * pcols + in] = v;
-            }
-        }
-    }
-    sk.end(part);
+    dw_epilogue([&](auto f) { tc_for_each<C>(acc, m0, n0, f); }, [&] { return tc_row_sums<C>(asum, red); },
+                dw, db, part, m0, C::BM, in, out, pcols, sum_db, flags);
 }
 
 }  // namespace dainx

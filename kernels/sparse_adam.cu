@@ -25,14 +25,5 @@ extern "C" __global__ void __launch_bounds__(256)
 sparse_adam(float* __restrict__ p, float* __restrict__ m, float* __restrict__ v, const float* __restrict__ g,
             const int32_t* __restrict__ rows, const int32_t* __restrict__ count, int32_t k, int32_t width,
             int32_t table_rows, float beta1, float beta2, float omb1, float omb2, float step, float rc2, float eps) {
-    const int32_t u_count = count[0] < k ? count[0] : k;
-    const int64_t total = u_count > 0 ? (int64_t)u_count * width : 0;
-    for (int64_t t = dainx::global_index(); t < total; t += dainx::grid_stride()) {  // guard
-        const int64_t u = t / width;
-        const int e = (int)(t - u * width);
-        const int32_t r = rows[u];
-        if (r < 0 || r >= table_rows) continue;  // guard
-        const int64_t i = (int64_t)r * width + e;
-        dainx::adam_update(p[i], m[i], v[i], g[t], beta1, beta2, omb1, omb2, step, rc2, eps);
-    }
+    dainx::sparse_adam_rows(p, m, v, g, rows, count, k, width, table_rows, beta1, beta2, omb1, omb2, step, rc2, eps);
 }

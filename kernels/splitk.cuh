@@ -88,10 +88,47 @@ struct SplitK {
     __device__ __forceinline__ float sum(const float* part, int64_t off, float v) const {
         return serial ? (z == 0 ? 0.f : part[off]) + v : v;
     }
+    // put stores v, this part's sum for output element out[o] (workspace
+    // element pz[p]): the running sum into pz while a later part follows,
+    // else into out (added to it with accumulate).
+    __device__ __forceinline__ void put(float* out, int64_t o, float* pz, int64_t p, float v, bool accumulate) const {
+        v = sum(pz, p, v);
+        if (last) {
+            out[o] = accumulate ? out[o] + v : v;
+        } else {
+            pz[p] = v;
+        }
+    }
     // end passes the turn on (or resets the semaphore after the last part).
     __device__ __forceinline__ void end(float* part) const {
         if (serial) serial_signal(serial_sem(part), last ? 0u : (uint32_t)z + 1);
     }
 };
+
+// dw_epilogue is the end of a dW tile body (linear_backward_dw and its
+// variants) after its GEMM: it stores the block's dw outputs (for_each(f)
+// calls f(m, n, v) for each of the thread's outputs, unguarded) and, with
+// sum_db (uniform across the block), the bias gradient of the tile's rows
+// (row_sums() returns the calling thread's row sum, rows m0 + threadIdx.x
+// < m0 + bm), into dw and db (= or += by kEpiAccumulate), the split's
+// parts (S×O×P) or the serial workspace; P = pcols.
+template <class ForEach, class RowSums>
+__device__ __forceinline__ void dw_epilogue(ForEach for_each, RowSums row_sums, float* dw, float* db, float* part, int m0,
+                                            int bm, int32_t in, int32_t out, int pcols, bool sum_db, int32_t flags) {
+    const SplitK sk(flags);
+    sk.begin(part);
+    const bool accumulate = sk.last && (flags & kEpiAccumulate) != 0;
+    float* pz = sk.serial ? part : part + (int64_t)blockIdx.z * out * pcols;
+    for_each([&](int m, int n, float v) {
+        if (m >= out || n >= in) return;  // guard
+        sk.put(dw, (int64_t)m * in + n, pz, (int64_t)m * pcols + n, v, accumulate);
+    });
+    if (sum_db) {
+        const float v = row_sums();
+        const int m = m0 + threadIdx.x;
+        if ((int)threadIdx.x < bm && m < out) sk.put(db, m, pz, (int64_t)m * pcols + in, v, accumulate);  // guard
+    }
+    sk.end(part);
+}
 
 }  // namespace dainx
