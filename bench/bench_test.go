@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,4 +105,58 @@ func TestOpsRun(t *testing.T) {
 	ts.Run()
 	NewTracInPass(ts).Run()
 	ts.Free()
+}
+
+// replayBackend is a CPU backend with a compute.Capturer whose graphs run
+// the captured function again at each launch, as a CUDA graph replays the
+// operations it recorded.
+type replayBackend struct{ compute.Backend }
+
+func (replayBackend) Capture(f func()) (compute.Graph, error) { return replayGraph(f), nil }
+
+type replayGraph func()
+
+func (g replayGraph) Launch() { g() }
+func (replayGraph) Free()     {}
+
+// TestGraphStep: five replays of the captured step leave the parameters of
+// five eager steps, bit for bit (each replay must read its own step's Adam
+// constants); a backend without graphs is refused.
+func TestGraphStep(t *testing.T) {
+	params := func(graph bool) []float32 {
+		be := replayBackend{cpu.New()}
+		ts, err := NewTrainStep(be, []int{150, 64, 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ts.Free()
+		run := ts.Run
+		if graph {
+			gs, err := NewGraphStep(ts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gs.Free()
+			run = gs.Run
+		}
+		for range 5 {
+			run()
+		}
+		p := make([]float32, ts.m.Params().Len())
+		if err := be.Download(p, ts.m.Params()); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if !slices.Equal(params(true), params(false)) {
+		t.Error("the replayed step's parameters differ from the eager step's")
+	}
+	ts, err := NewTrainStep(cpu.New(), []int{150, 64, 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Free()
+	if _, err := NewGraphStep(ts); err == nil {
+		t.Error("NewGraphStep on the CPU backend: no error")
+	}
 }

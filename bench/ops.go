@@ -179,14 +179,90 @@ func NewTrainStep(be compute.Backend, layers []int) (*TrainStep, error) {
 	return ts, nil
 }
 
+// adamHP are the bench's Adam hyper-parameters.
+var adamHP = compute.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+
 // Run performs one step.
 func (ts *TrainStep) Run() {
-	be := ts.be
-	pred := ts.m.Forward(ts.s.Rows)
-	be.MSEGrad(ts.delta, nil, pred, ts.s.Vals, 2.0/Batch)
-	ts.m.Backward(ts.s.Rows, ts.delta, false)
+	ts.pass()
 	ts.t++
-	be.Adam(ts.m.Params(), ts.m.Grads(), ts.am, ts.av, compute.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, T: ts.t})
+	s := adamHP
+	s.T = ts.t
+	ts.be.Adam(ts.m.Params(), ts.m.Grads(), ts.am, ts.av, s)
+}
+
+// pass queues the step's forward pass, MSE gradient and backward pass.
+func (ts *TrainStep) pass() {
+	pred := ts.m.Forward(ts.s.Rows)
+	ts.be.MSEGrad(ts.delta, nil, pred, ts.s.Vals, 2.0/Batch)
+	ts.m.Backward(ts.s.Rows, ts.delta, false)
+}
+
+// GraphStep is TrainStep replayed as one graph (compute.Capturer: CUDA
+// graphs), as nn.Train replays a step with TrainConfig.Graphs: the forward
+// pass, MSE gradient, backward pass and Adam, which reads the step's two
+// constants from a buffer (compute.AdamStep.Scalars); each Run copies them
+// in from a table of graphSteps steps and launches the graph. After n Runs
+// the parameters are those of n TrainStep.Runs (n ≤ graphSteps; then the
+// table starts again at step 1, which a benchmark may ignore).
+type GraphStep struct {
+	ts        *TrainStep
+	g         compute.Graph
+	sc, table compute.F32
+	i         int
+}
+
+// graphSteps is the length of GraphStep's table of Adam constants.
+const graphSteps = 4096
+
+// NewGraphStep captures ts's step. It returns an error when the backend
+// cannot capture. It runs the step's passes once eagerly first (sizing
+// the backend's scratch memory), without Adam.
+func NewGraphStep(ts *TrainStep) (*GraphStep, error) {
+	c, ok := ts.be.(compute.Capturer)
+	if !ok {
+		return nil, fmt.Errorf("bench: the %s backend cannot capture graphs", ts.be.Name())
+	}
+	host := make([]float32, 2*graphSteps)
+	for i := range graphSteps {
+		s := adamHP
+		s.T = ts.t + i + 1
+		v := compute.AdamScalars(s)
+		copy(host[2*i:], v[:])
+	}
+	gs := &GraphStep{ts: ts, sc: ts.be.Alloc(2), table: ts.be.Alloc(2 * graphSteps)}
+	ts.be.Upload(gs.table, host)
+	ts.pass()
+	s := adamHP
+	s.T, s.Scalars = 1, gs.sc
+	g, err := c.Capture(func() {
+		ts.pass()
+		ts.be.Adam(ts.m.Params(), ts.m.Grads(), ts.am, ts.av, s)
+	})
+	if err != nil {
+		gs.Free()
+		return nil, err
+	}
+	gs.g = g
+	return gs, nil
+}
+
+// Run performs one step: it copies the step's Adam constants into the
+// graph's buffer and launches the graph.
+func (gs *GraphStep) Run() {
+	gs.ts.be.Copy(gs.sc, gs.table.Slice(2*(gs.i%graphSteps), 2))
+	gs.g.Launch()
+	gs.i++
+	gs.ts.t++
+}
+
+// Free releases the graph and its buffers (not the step's).
+func (gs *GraphStep) Free() {
+	if gs.g != nil {
+		gs.g.Free()
+	}
+	gs.sc.Free()
+	gs.table.Free()
 }
 
 // Free releases the step's buffers.

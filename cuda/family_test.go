@@ -164,7 +164,11 @@ func TestGemmTuned(t *testing.T) {
 	const batch = 1024
 	for _, prec := range []compute.Precision{compute.FP32, compute.TF32, compute.TF32x3} {
 		var want [][]float32
-		for _, mode := range []string{"off", "model", "time"} {
+		modes := []string{"off", "model", "time"}
+		if testing.Short() {
+			modes = modes[:2] // under the sanitizers: no timing
+		}
+		for _, mode := range modes {
 			t.Setenv(gemmtune.EnvMode, mode)
 			be, err := NewWith(Options{Precision: prec})
 			if err != nil {

@@ -24,6 +24,8 @@
 #           (all cores of the GPU machine), $EXTRA (default "-epochs 5");
 #           BACKENDS="cuda cuda-graphs cpu" adds a CUDA run with the training
 #           step replayed as CUDA graphs (DAINX_CUDA_GRAPHS=1), compared too;
+#           cuda-tuned: graphs and the tuned GEMM family with serial split-K
+#           (DAINX_CUDA_GRAPHS=1 DAINX_GEMM_TUNE=time, issue 24);
 #           augment.log (progress of every run), aug_<tensor>_<backend>.json
 #           (the reports), compare.txt (test RMSE of each pair, and whether
 #           CUDA is within 2% of the CPU), summary.txt
@@ -161,6 +163,12 @@ plan1() {
 		$dev/cuda.test -test.v -test.run '^TestGemmFamily$' -test.short -test.count=1
 	step "synccheck (GEMM family)" synccheck.txt "$san" --tool synccheck --error-exitcode 3 \
 		$dev/cuda.test -test.run '^TestGemmFamily$' -test.short -test.count=1
+	# Serial split-K (kernels/splitk.cuh): the tuned passes (model mode
+	# in -short) against the 64×64 kernels, under memcheck and synccheck.
+	step "memcheck (serial split-K)" memcheck.txt "$san" --tool memcheck --error-exitcode 3 \
+		$dev/cuda.test -test.v -test.run '^TestGemmTuned$' -test.short -test.count=1
+	step "synccheck (serial split-K)" synccheck.txt "$san" --tool synccheck --error-exitcode 3 \
+		$dev/cuda.test -test.run '^TestGemmTuned$' -test.short -test.count=1
 	step initcheck initcheck.txt "$san" --tool initcheck --error-exitcode 3 \
 		$dev/cuda.test -test.run '^TestConformance' -test.count=1
 }
@@ -178,6 +186,7 @@ plan2() {
 			# CUDA graphs (DAINX_CUDA_GRAPHS=1).
 			local env=() be=$b
 			[ "$b" = cuda-graphs ] && env=(DAINX_CUDA_GRAPHS=1) be=cuda
+			[ "$b" = cuda-tuned ] && env=(DAINX_CUDA_GRAPHS=1 DAINX_GEMM_TUNE=time) be=cuda
 			# shellcheck disable=SC2086
 			step "augment $t $b" augment.log env "${env[@]}" $dev/dainx augment -input "$f" -backend "$be" -seed "$SEED" \
 				-output "/tmp/aug_${t}_$b.tsv" -report "$OUT/aug_${t}_$b.json" ${EXTRA:--epochs 5}
@@ -194,9 +203,9 @@ out = sys.argv[1]
 ok = True
 pairs = 0
 for cu in sorted(glob.glob(os.path.join(out, "aug_*_cuda*.json"))):
-    variant = "cuda-graphs" if cu.endswith("_cuda-graphs.json") else "cuda"
+    variant = os.path.basename(cu)[:-len(".json")].rsplit("_", 1)[1]  # cuda, cuda-graphs, cuda-tuned
     cp = cu[:-len(variant + ".json")] + "cpu.json"
-    t = os.path.basename(cu)[4:-len("_" + variant + ".json")] + (" (graphs)" if variant == "cuda-graphs" else "")
+    t = os.path.basename(cu)[4:-len("_" + variant + ".json")] + ("" if variant == "cuda" else f" ({variant[5:]})")
     if not os.path.exists(cp):
         print(f"{t}: no CPU report"); ok = False; continue
     a, b = json.load(open(cu)), json.load(open(cp))

@@ -61,6 +61,28 @@ type GPUMode struct {
 	TuneSeconds    float64  `json:"tune_seconds,omitempty"`
 	TunedChoices   []string `json:"tuned_choices,omitempty"`
 	TunedSkipped   string   `json:"tuned_skipped,omitempty"`
+	// The step replayed as one CUDA graph, Adam inside (bench.GraphStep,
+	// as nn.Train with graphs), with the 64×64 kernels and tuned; until
+	// graph replay is the default the bench reports the step both ways.
+	GraphUsPerStep      float64 `json:"graph_us_per_step,omitempty"`
+	TunedGraphUsPerStep float64 `json:"tuned_graph_us_per_step,omitempty"`
+	GraphSkipped        string  `json:"graph_skipped,omitempty"`
+}
+
+// graphStep measures the default training step replayed as one graph on
+// be, µs per step, or says why it could not.
+func graphStep(be compute.Backend, minTime time.Duration) (float64, string) {
+	ts, err := bench.NewTrainStep(be, nn.DefaultLayers(3))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer ts.Free()
+	gs, err := bench.NewGraphStep(ts)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer gs.Free()
+	return measure(gs.Run, be, 3*minTime) * 1e6, ""
 }
 
 // gpuPeakTable holds datasheet peaks by device name (the first entry whose
@@ -292,6 +314,10 @@ func gpuBench(r *Results, py peerCmd, dev int, precs []compute.Precision, minTim
 		} else {
 			m.PeerSkipped = msgs[m.PeerMode]
 		}
+		m.GraphUsPerStep, m.GraphSkipped = graphStep(be, minTime)
+		if m.GraphSkipped == "" {
+			logf("cuda %s, the step replayed as a graph: %.1f µs (eager %.1f)", p, m.GraphUsPerStep, m.UsPerStep)
+		}
 		be.Close()
 		tunedStep(&m, dev, p, peakGF, minTime)
 		r.GPUModes = append(r.GPUModes, m)
@@ -328,9 +354,17 @@ func tunedStep(m *GPUMode, dev int, p compute.Precision, peakGF float64, minTime
 	choices, spent := be.GEMMChoices()
 	m.TuneSeconds = spent.Seconds()
 	for _, c := range choices {
-		m.TunedChoices = append(m.TunedChoices, fmt.Sprintf("%v: %s (%s)", c.Shape, c.Variant, c.How))
+		serial := ""
+		if c.Serial {
+			serial = ", serial split-K"
+		}
+		m.TunedChoices = append(m.TunedChoices, fmt.Sprintf("%v: %s (%s%s)", c.Shape, c.Variant, c.How, serial))
 	}
 	logf("cuda %s with the tuned GEMM family: %.1f µs per step (64×64 kernels: %.1f), %.2f s timing", p, m.TunedUsPerStep, m.UsPerStep, m.TuneSeconds)
+	if us, why := graphStep(be, minTime); why == "" {
+		m.TunedGraphUsPerStep = us
+		logf("cuda %s tuned, the step replayed as a graph: %.1f µs", p, us)
+	}
 }
 
 // gpuPaired runs rounds interleaved rounds of steps training steps on be

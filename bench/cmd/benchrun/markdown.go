@@ -153,13 +153,24 @@ func gpuSection(p printer, r *Results) {
 	}
 	if tuned {
 		p("\nThe GEMM family (issue 24): the step with `DAINX_GEMM_TUNE=time` against the 64×64 kernels above, the time its first steps spent timing variants, and each GEMM's variant:\n\n")
-		p("| mode | 64×64 µs | tuned µs | tuning s | choices |\n|---|---:|---:|---:|---|\n")
+		p("The graph columns replay the whole step (Adam inside) as one CUDA graph, as training does with graphs on.\n\n")
+		p("| mode | 64×64 µs | 64×64 graph µs | tuned µs | tuned graph µs | tuning s | choices |\n|---|---:|---:|---:|---:|---:|---|\n")
+		us := func(v float64) string {
+			if v == 0 {
+				return ""
+			}
+			return fmt.Sprintf("%.1f", v)
+		}
 		for _, m := range r.GPUModes {
+			graph := us(m.GraphUsPerStep)
+			if m.GraphSkipped != "" {
+				graph = "not run: " + oneLine(m.GraphSkipped)
+			}
 			if m.TunedSkipped != "" {
-				p("| %s | %.1f | not run: %s | | |\n", m.Mode, m.UsPerStep, oneLine(m.TunedSkipped))
+				p("| %s | %.1f | %s | not run: %s | | | |\n", m.Mode, m.UsPerStep, graph, oneLine(m.TunedSkipped))
 				continue
 			}
-			p("| %s | %.1f | %.1f | %.2f | %s |\n", m.Mode, m.UsPerStep, m.TunedUsPerStep, m.TuneSeconds, strings.Join(m.TunedChoices, "; "))
+			p("| %s | %.1f | %s | %.1f | %s | %.2f | %s |\n", m.Mode, m.UsPerStep, graph, m.TunedUsPerStep, us(m.TunedGraphUsPerStep), m.TuneSeconds, strings.Join(m.TunedChoices, "; "))
 		}
 	}
 	if len(r.PeersGPU) > 0 {
