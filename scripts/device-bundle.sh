@@ -12,6 +12,10 @@
 #                                 PyTorch peers on the CPU and on the GPU)
 #   .dev/data/                    the tensors of the end-to-end runs
 #
+# The four binaries go into .dev/bin.tar.gz (the PTX they embed compresses
+# well: 51 MiB of binaries and data become about 21), which
+# scripts/device-run.sh unpacks into .dev/ on the GPU machine first.
+#
 # Then, on the GPU machine, three calls: PLAN=1, 2 and 3 of
 # scripts/device-run.sh (scripts/device-run.sh -h explains them).
 # DAINX_DATA overrides where the tensors are read from (default
@@ -23,7 +27,7 @@ data_src=${DAINX_DATA:-../shared/data}
 export CGO_ENABLED=0
 
 mkdir -p "$dev/data"
-rm -f "$dev"/*.test "$dev/dainx" "$dev/benchrun"
+rm -f "$dev"/*.test "$dev/dainx" "$dev/benchrun" "$dev/bin.tar.gz"
 
 if go build -trimpath -ldflags="-s -w" -o "$dev/dainx" ./cmd/dainx 2>"$dev/dainx.build.log"; then
 	rm -f "$dev/dainx.build.log"
@@ -72,6 +76,16 @@ if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
 	c="$c+dirty"
 fi
 echo "$c" >"$dev/COMMIT"
+
+bins=()
+for f in dainx benchrun cuda.test cuda_driver.test; do
+	[ -f "$dev/$f" ] && bins+=("$f")
+done
+if [ ${#bins[@]} -gt 0 ]; then
+	tar czf "$dev/bin.tar.gz" -C "$dev" "${bins[@]}"
+	(cd "$dev" && rm -f "${bins[@]}")
+	echo "device-bundle: $dev/bin.tar.gz (${bins[*]})"
+fi
 
 du -sh "$dev" | sed 's/^/device-bundle: total /'
 size=$(du -sm "$dev" | cut -f1)

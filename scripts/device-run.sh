@@ -68,6 +68,10 @@ fi
 dev=.dev
 SEED=${SEED:-1}
 mkdir -p "$OUT"
+# make device-bundle packs the binaries into .dev/bin.tar.gz.
+if [ -f $dev/bin.tar.gz ] && [ ! -x $dev/cuda.test ]; then
+	tar xzf $dev/bin.tar.gz -C $dev || echo "device-run: could not unpack $dev/bin.tar.gz" >&2
+fi
 summary=$OUT/${SUMMARY:-summary.txt}
 : >"$summary"
 status=0
