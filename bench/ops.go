@@ -203,8 +203,8 @@ func (ts *TrainStep) pass() {
 // pass, MSE gradient, backward pass and Adam, which reads the step's two
 // constants from a buffer (compute.AdamStep.Scalars); each Run copies them
 // in from a table of graphSteps steps and launches the graph. After n Runs
-// the parameters are those of n TrainStep.Runs (n ≤ graphSteps; then the
-// table starts again at step 1, which a benchmark may ignore).
+// the parameters are those of n TrainStep.Runs (n ≤ graphSteps; after that
+// the table's constants repeat, which a benchmark may ignore).
 type GraphStep struct {
 	ts        *TrainStep
 	g         compute.Graph

@@ -162,11 +162,6 @@ func (be *Backend) gemm(op gemmtune.Op, m, n, k, parts, pcols int, part driver.D
 	}
 	if parts > 1 && be.serialSplit(v) {
 		gx, gy := (m+v.BM-1)/v.BM, (n+v.BN-1)/v.BN
-		s := gemmtune.Shape{Op: op, M: m, N: n, K: k, Parts: parts, Precision: be.prec}
-		if c, ok := be.tune.chosen[s]; ok && !c.Serial {
-			c.Serial = true
-			be.tune.chosen[s] = c
-		}
 		ws := be.serialBuf(gx*gy, int64(m)*int64(pcols))
 		if ws == 0 {
 			return true, nil // the error is recorded
@@ -258,11 +253,12 @@ func (be *Backend) variant(op gemmtune.Op, m, n, k, parts int, repeatable bool, 
 			_ = t.disk.Put(key, gemmtune.Entry{Variant: won, Micros: micros}) // kept in memory if the file cannot be written
 		}
 	}
+	v, _ := gemmtune.Lookup(be.prec, c.Variant)
+	c.Serial = parts > 1 && be.serialSplit(v)
 	if !(be.recording && t.mode == gemmtune.Time) {
 		t.chosen[s] = c
 		t.order = append(t.order, s)
 	}
-	v, _ := gemmtune.Lookup(be.prec, c.Variant)
 	return v, nil
 }
 

@@ -67,13 +67,12 @@ __device__ __forceinline__ void serial_signal(uint32_t* sem, uint32_t v) {
 // SplitK is a block's part in a GEMM split over k: the two-kernel split
 // (each part to its own slice of part) or the serial one.
 struct SplitK {
-    bool split;   // S > 1
     bool serial;  // S > 1 and kEpiSerial
     bool last;    // this block applies the epilogue (no split, or the serial split's last part)
     int z;
 
     __device__ __forceinline__ explicit SplitK(int32_t flags) {
-        split = gridDim.z > 1;
+        const bool split = gridDim.z > 1;
         serial = split && (flags & kEpiSerial) != 0;
         z = (int)blockIdx.z;
         last = !split || (serial && z == (int)gridDim.z - 1);
