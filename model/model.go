@@ -240,7 +240,7 @@ func expected(m Meta) ([]nn.Layer, compute.Layout, error) {
 	switch m.Kind {
 	case "mlp":
 		if err := nn.CheckLayers(m.Layers, m.Order); err != nil {
-			return nil, 0, fmt.Errorf("layers %v: %w", m.Layers, err)
+			return nil, 0, fmt.Errorf("layers %s: %w", short(m.Layers), err)
 		}
 		if w := m.Layers[0] / m.Order; w != m.Width {
 			return nil, 0, fmt.Errorf("embedding_width %d, but layers[0] = %d for order %d gives %d", m.Width, m.Layers[0], m.Order, w)
@@ -292,13 +292,23 @@ func Load(path string, be compute.Backend, capacity int) (*nn.Net, Meta, error) 
 		return nil, meta, err
 	}
 	layers, layout, _ := expected(meta) // ReadMeta checked it
+	what := "batch capacity"
 	if capacity <= 0 {
 		capacity = meta.Capacity
 		if capacity <= 0 {
 			capacity = DefaultCapacity
 		}
+		what = "capacity"
 	}
-	params, err := readTensors(sp, nn.ParamLayout(meta.Dims, meta.Width, layers))
+	if err := CheckCapacity(meta, capacity, what); err != nil {
+		return nil, meta, fmt.Errorf("model %s: %w", jp, err)
+	}
+	want := nn.ParamLayout(meta.Dims, meta.Width, layers)
+	total, err := paramCount(want)
+	if err != nil {
+		return nil, meta, fmt.Errorf("model %s: %w", jp, err)
+	}
+	params, err := readTensors(jp, sp, want, total)
 	if err != nil {
 		return nil, meta, err
 	}
@@ -314,28 +324,33 @@ func Load(path string, be compute.Backend, capacity int) (*nn.Net, Meta, error) 
 // (or rank and channels), layer_shapes and layout describe one model.
 func ReadMeta(jsonPath string) (Meta, error) {
 	var meta Meta
-	b, err := os.ReadFile(jsonPath)
+	b, err := readSmall(jsonPath, maxMetaSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return meta, fmt.Errorf("model %s: no such file (a model is NAME.json with NAME.safetensors, or a directory holding %s.json and %s.safetensors)", jsonPath, DefaultName, DefaultName)
 	}
 	if err != nil {
-		return meta, fmt.Errorf("model: %w", err)
+		return meta, fmt.Errorf("model %s: %w", jsonPath, err)
 	}
 	if err := json.Unmarshal(b, &meta); err != nil {
-		return meta, fmt.Errorf("model %s: not valid metadata JSON: %w", jsonPath, err)
+		return Meta{}, fmt.Errorf("model %s: not valid metadata JSON: %s", jsonPath, cut(err.Error(), 200))
 	}
 	bad := func(format string, a ...any) (Meta, error) {
 		return meta, fmt.Errorf("model %s: "+format, append([]any{jsonPath}, a...)...)
 	}
 	switch {
 	case meta.Format != Format:
-		return bad("format %q, want %q", meta.Format, Format)
+		return bad("format %s, want %q", echo(meta.Format), Format)
 	case meta.FormatVersion != FormatVersion:
 		return bad("format version %d; this dainx reads version %d", meta.FormatVersion, FormatVersion)
 	case meta.Kind != "mlp" && meta.Kind != "costco":
-		return bad("kind %q, want mlp or costco", meta.Kind)
+		return bad("kind %s, want mlp or costco", echo(meta.Kind))
+	}
+	if err := checkLimits(&meta); err != nil {
+		return bad("%v", err)
+	}
+	switch {
 	case meta.Order <= 0 || meta.Order != len(meta.Dims):
-		return bad("order %d with dims %v", meta.Order, meta.Dims)
+		return bad("order %d with dims %s", meta.Order, short(meta.Dims))
 	case meta.Width <= 0:
 		return bad("embedding_width %d; it must be positive", meta.Width)
 	case meta.IndexBase != 0 && meta.IndexBase != 1:
@@ -343,7 +358,7 @@ func ReadMeta(jsonPath string) (Meta, error) {
 	}
 	for n, d := range meta.Dims {
 		if d <= 0 {
-			return bad("dims %v: mode %d has size %d", meta.Dims, n+1, d)
+			return bad("dims %s: mode %d has size %d", short(meta.Dims), n+1, d)
 		}
 	}
 	layers, layout, err := expected(meta)
@@ -351,7 +366,7 @@ func ReadMeta(jsonPath string) (Meta, error) {
 		return bad("%v", err)
 	}
 	if name := layoutName(layout); meta.Layout != name {
-		return bad("layout %q; a model of kind %s has %q", meta.Layout, meta.Kind, name)
+		return bad("layout %s; a model of kind %s has %q", echo(meta.Layout), meta.Kind, name)
 	}
 	if meta.LayerShapes != nil {
 		if len(meta.LayerShapes) != len(layers) {
@@ -364,59 +379,6 @@ func ReadMeta(jsonPath string) (Meta, error) {
 		}
 	}
 	return meta, nil
-}
-
-// readTensors reads the safetensors file sp and returns the tensors of
-// want, in order, as one flat vector (nn.Net's parameter layout).
-func readTensors(sp string, want []nn.ParamTensor) ([]float32, error) {
-	b, err := os.ReadFile(sp)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("model %s: no such file (the tensors beside the .json)", sp)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	st, err := safetensors.Deserialize(b)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: not a complete safetensors file of %d bytes (truncated?): %w", sp, len(b), err)
-	}
-	total := 0
-	for _, t := range want {
-		total += t.Len()
-	}
-	out := make([]float32, 0, total)
-	for _, t := range want {
-		v, ok := st.Tensor(t.Name)
-		if !ok {
-			return nil, fmt.Errorf("model %s: no tensor %s (want shape %v)", sp, t.Name, t.Shape)
-		}
-		if v.DType() != safetensors.F32 {
-			return nil, fmt.Errorf("model %s: %s has dtype %s, want F32", sp, t.Name, v.DType())
-		}
-		shape := make([]int, len(v.Shape()))
-		for i, d := range v.Shape() {
-			shape[i] = int(d)
-		}
-		if !slices.Equal(shape, t.Shape) {
-			return nil, fmt.Errorf("model %s: %s has shape %v, want %v", sp, t.Name, shape, t.Shape)
-		}
-		data := v.Data()
-		for k := 0; k < len(data); k += 4 {
-			x := math.Float32frombits(binary.LittleEndian.Uint32(data[k:]))
-			if !finite(x) {
-				return nil, fmt.Errorf("model %s: %s holds a non-finite value (%v at element %d)", sp, t.Name, x, k/4)
-			}
-			out = append(out, x)
-		}
-	}
-	if names := st.Names(); len(names) != len(want) {
-		for _, n := range names {
-			if !slices.ContainsFunc(want, func(t nn.ParamTensor) bool { return t.Name == n }) {
-				return nil, fmt.Errorf("model %s: unexpected tensor %s (the metadata describes %d tensors)", sp, n, len(want))
-			}
-		}
-	}
-	return out, nil
 }
 
 func layoutName(l compute.Layout) string {

@@ -247,9 +247,9 @@ func TestLoadErrors(t *testing.T) {
 		{"truncated", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "model.safetensors"), st[:len(st)-10], 0o644)
 		},
-			[]string{"model.safetensors: not a complete safetensors file", "truncated"}},
+			[]string{"model.safetensors: tensor \"layers.2.weight\" needs 20 bytes at bytes 684…704 of the data but the file holds 694 bytes of data (truncated?)"}},
 		{"truncated header", func(t *testing.T, dir string) { os.WriteFile(filepath.Join(dir, "model.safetensors"), st[:20], 0o644) },
-			[]string{"model.safetensors: not a complete safetensors file of 20 bytes"}},
+			[]string{"model.safetensors: the metadata", "describes 176 parameters, which need 712 bytes, but the file holds 20 bytes"}},
 		{"missing tensor", func(t *testing.T, dir string) {
 			rewrite(t, dir, func(m map[string]safetensors.TensorView) { delete(m, "layers.1.bias") })
 		}, []string{"model.safetensors: no tensor layers.1.bias (want shape [5])"}},
@@ -262,7 +262,7 @@ func TestLoadErrors(t *testing.T) {
 			rewrite(t, dir, func(m map[string]safetensors.TensorView) {
 				m["layers.2.bias"] = view(t, safetensors.F64, []uint64{1}, make([]byte, 8))
 			})
-		}, []string{"layers.2.bias has dtype F64, want F32"}},
+		}, []string{`layers.2.bias has dtype "F64", want F32`}},
 		{"non-finite", func(t *testing.T, dir string) {
 			rewrite(t, dir, func(m map[string]safetensors.TensorView) {
 				m["layers.1.bias"] = view(t, safetensors.F32, []uint64{5}, nan)
@@ -272,7 +272,7 @@ func TestLoadErrors(t *testing.T) {
 			rewrite(t, dir, func(m map[string]safetensors.TensorView) {
 				m["layers.3.bias"] = view(t, safetensors.F32, []uint64{1}, make([]byte, 4))
 			})
-		}, []string{"unexpected tensor layers.3.bias"}},
+		}, []string{`unexpected tensor "layers.3.bias"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
