@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -184,6 +185,8 @@ func configFields(c Config, backend string) []ckField {
 type checkpointer struct {
 	dir     string
 	head    ckHeader // this run's; Kind and Stage set per file
+	cfg     Config   // this run's configuration
+	ranks   int      // the processes of the run (0 or 1: one)
 	hook    func(CheckpointPoint) error
 	pending bool // training states go to the pending file (see path)
 }
@@ -197,19 +200,39 @@ var ErrCheckpointExists = errors.New("the checkpoint directory already holds a c
 // Resume, checks that every file there belongs to this configuration and
 // input; without Resume it refuses a directory that holds a checkpoint.
 func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*checkpointer, error) {
-	return openCheckpointFor(ck, e.cfg, e.be, e.logf, x)
+	return openCheckpointFor(ck, e.cfg, e.be, e.logf, x, 0)
 }
 
 // openCheckpointFor is openCheckpoint for a run of configuration cfg on
-// be, logging with logf.
-func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func(string, ...any), x *tensor.COO) (*checkpointer, error) {
+// be, logging with logf. ranks is 0 for a run of one process, which first
+// checks that no other kind of run wrote ck.Dir (checkKind) and records
+// its own kind there; or the number of processes of a run over processes
+// whose own directory (rank-R-of-P) ck.Dir is, whose kind
+// openDistCheckpoint has checked.
+func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func(string, ...any), x *tensor.COO, ranks int) (*checkpointer, error) {
 	if ck.Dir == "" {
 		return nil, fmt.Errorf("dain: checkpoint directory not given")
 	}
 	if err := os.MkdirAll(ck.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dain: checkpoint directory: %w", err)
 	}
-	c := &checkpointer{dir: ck.Dir, hook: ck.Hook, head: ckHeader{
+	if ranks == 0 {
+		have, err := checkpointKind(ck.Dir)
+		if err == nil {
+			err = checkKind(ck.Dir, have, ckKind{kind: ckSingle})
+		}
+		if err != nil {
+			return nil, err
+		}
+		if filepath.Base(have.from) != ckManifestName {
+			// Recorded before any other file: a later run of another kind
+			// finds it even if this one is killed before its first epoch.
+			if err := writeCkManifest(ck.Dir, ckManifest{Kind: ckSingle, Dainx: ck.Program, Input: ck.Input, Cells: x.NNZ()}); err != nil {
+				return nil, fmt.Errorf("dain: checkpoint: %w", err)
+			}
+		}
+	}
+	c := &checkpointer{dir: ck.Dir, hook: ck.Hook, cfg: cfg, ranks: ranks, head: ckHeader{
 		Dainx: ck.Program, Config: configFields(cfg, be.Name()), Backend: be.Device()}}
 	entries, err := os.ReadDir(ck.Dir)
 	if err != nil {
@@ -254,8 +277,60 @@ func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func
 	return c, nil
 }
 
+// ckLegacy are the settings that a checkpoint file may lack because the
+// dainx that wrote it predates them, by their name in ckHeader.Config, each
+// with the value every run of that dainx had: a file without one reads as
+// made with that value (not with today's default).
+var ckLegacy = map[string]string{
+	"-embedding-optimizer": nn.Adam,     // dense Adam, before -embedding-optimizer
+	"-split":               SplitLegacy, // the permutation split, before 0.7
+	"ShardTables":          "off",       // no sharding before -shard-tables
+	"Sign":                 "abs",       // before the study variants
+	"Temperature":          "1",
+	"Mix":                  "0",
+}
+
+// effective returns the value of setting name that a run resolves value
+// to: an automatic embedding optimizer the one it picks for each model
+// on this input ("adam", or "mlp X, costco Y" when they differ), the empty
+// split keyed, and -shard-tables off in a run of one process (which
+// ignores it).
+func (c *checkpointer) effective(name, value string) string {
+	switch name {
+	case "-embedding-optimizer":
+		if value != "" && value != nn.Auto {
+			return value
+		}
+		cfg := c.cfg
+		cfg.EmbeddingOptimizer = nn.Auto
+		m := cfg.EmbeddingOptimizers(c.head.Input.Dims, nil)
+		kinds := slices.Sorted(maps.Keys(m))
+		if same := slices.IndexFunc(kinds, func(k string) bool { return m[k] != m[kinds[0]] }) < 0; same && len(kinds) > 0 {
+			return m[kinds[0]]
+		}
+		parts := make([]string, len(kinds))
+		for i, k := range kinds {
+			parts[i] = k + " " + m[k]
+		}
+		return strings.Join(parts, ", ")
+	case "-split":
+		if value == "" {
+			return SplitKeyed
+		}
+	case "ShardTables":
+		if c.ranks == 0 {
+			return "off"
+		}
+		if value == "" {
+			return "auto"
+		}
+	}
+	return value
+}
+
 // compatible returns an error naming the first difference between the
-// saved header h (of file path) and this run's.
+// saved header h (of file path) and this run's. Settings are compared by
+// their effective values, and a setting h lacks by its ckLegacy value.
 func (c *checkpointer) compatible(h ckHeader, path string) error {
 	refuse := func(what string) error {
 		return fmt.Errorf("dain: -resume: %s; resume with the same input and flags, or start afresh with another -checkpoint directory", what)
@@ -267,16 +342,27 @@ func (c *checkpointer) compatible(h ckHeader, path string) error {
 	for _, f := range h.Config {
 		saved[f.Name] = f.Value
 	}
+	have := map[string]bool{}
 	for _, f := range c.head.Config {
-		if v, ok := saved[f.Name]; !ok || v != f.Value {
+		have[f.Name] = true
+		v, ok := saved[f.Name]
+		note := ""
+		if !ok {
+			if v, ok = ckLegacy[f.Name]; ok {
+				note = fmt.Sprintf(" (not recorded: dainx %s predates the setting and always ran so)", h.Dainx)
+			}
+		}
+		if !ok || c.effective(f.Name, v) != c.effective(f.Name, f.Value) {
 			if !ok {
 				v = "(not recorded)"
 			}
-			return refuse(fmt.Sprintf("the checkpoint in %s was made with %s %s; this run has %s %s", c.dir, f.Name, v, f.Name, f.Value))
+			return refuse(fmt.Sprintf("the checkpoint in %s was made with %s %s%s; this run has %s %s", c.dir, f.Name, v, note, f.Name, f.Value))
 		}
 	}
-	if len(saved) != len(c.head.Config) {
-		return refuse(fmt.Sprintf("%s records settings this dainx does not have (written by dainx %s)", path, h.Dainx))
+	for _, f := range h.Config {
+		if !have[f.Name] {
+			return refuse(fmt.Sprintf("%s records a setting this dainx does not have, %s %s (written by dainx %s)", path, f.Name, f.Value, h.Dainx))
+		}
 	}
 	return nil
 }

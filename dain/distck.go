@@ -1,10 +1,8 @@
 package dain
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -36,17 +34,6 @@ type distCheckpoint struct {
 	rank, np int
 }
 
-// distManifest is rank 0's manifest.json.
-type distManifest struct {
-	Dainx string `json:"dainx"`
-	Ranks int    `json:"ranks"`
-	Input string `json:"input"`
-	Cells int    `json:"cells"`
-}
-
-// distManifestName is the manifest's file in Checkpoint.Dir.
-const distManifestName = "manifest.json"
-
 // openDistCheckpoint prepares the checkpoint of this process (rank of
 // cl) in ck.Dir for a run of cfg on be over a tensor of nnz cells of which
 // shard holds this process's, as openCheckpoint does for one process; it
@@ -58,30 +45,23 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl Clust
 	if cfg.split() != SplitKeyed {
 		return nil, fmt.Errorf("dain: a run over processes is checkpointed with the keyed split only (-split keyed, the default)")
 	}
+	// Rank 0 reads what wrote the directory (every rank sees the same).
 	err := os.MkdirAll(ck.Dir, 0o755)
-	manifest := filepath.Join(ck.Dir, distManifestName)
-	var m distManifest
-	b, rerr := os.ReadFile(manifest)
-	switch {
-	case err != nil:
-	case rerr == nil && !ck.Resume:
-		err = fmt.Errorf("dain: %w: %s holds a checkpoint of a run over processes; continue it with -resume, or remove it or choose another directory to start afresh", ErrCheckpointExists, ck.Dir)
-	case rerr == nil:
-		if jerr := json.Unmarshal(b, &m); jerr != nil {
-			err = fmt.Errorf("dain: -resume: %s: %w", manifest, jerr)
-		} else if m.Ranks != np {
-			err = fmt.Errorf("dain: -resume: the checkpoint in %s was made by %d processes; resume it with as many (mpiexec -n %d), this run has %d", ck.Dir, m.Ranks, m.Ranks, np)
+	this := ckKind{kind: ckMPI, ranks: np}
+	var have ckKind
+	if err == nil && rank == 0 {
+		if have, err = checkpointKind(ck.Dir); err == nil {
+			err = checkKind(ck.Dir, have, this)
 		}
-	case !errors.Is(rerr, os.ErrNotExist):
-		err = fmt.Errorf("dain: checkpoint: %w", rerr)
+		if err == nil && have.kind != "" && !ck.Resume {
+			err = fmt.Errorf("dain: %w: %s holds a checkpoint of %s; continue it with -resume, or remove it or choose another directory to start afresh", ErrCheckpointExists, ck.Dir, have)
+		}
 	}
 	if err := d.agree(err); err != nil {
 		return nil, err
 	}
-	if rank == 0 && rerr != nil {
-		m = distManifest{Dainx: ck.Program, Ranks: np, Input: ck.Input, Cells: nnz}
-		js, _ := json.MarshalIndent(m, "", "  ")
-		err = tensor.AtomicWrite(manifest, func(w io.Writer) error { _, err := w.Write(append(js, '\n')); return err })
+	if rank == 0 && filepath.Base(have.from) != ckManifestName {
+		err = writeCkManifest(ck.Dir, ckManifest{Kind: ckMPI, Dainx: ck.Program, Ranks: np, Input: ck.Input, Cells: nnz})
 	}
 	if err := d.agree(err); err != nil {
 		return nil, err
@@ -91,7 +71,7 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl Clust
 	if rank != 0 {
 		logf = func(string, ...any) {}
 	}
-	d.c, err = openCheckpointFor(&own, cfg, be, logf, shard)
+	d.c, err = openCheckpointFor(&own, cfg, be, logf, shard, np)
 	if err := d.agree(err); err != nil {
 		return nil, err
 	}
@@ -99,8 +79,9 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl Clust
 }
 
 // agree returns err on the process that has it, an error saying that
-// another process failed on the others when any has one, and nil when none
-// has.
+// another process failed (ErrOtherProcess) on the others when any has one,
+// and nil when none has. Every process then returns an error at the same
+// point, so the job can end without MPI_Abort (ErrAgreed).
 func (d *distCheckpoint) agree(err error) error {
 	flag := []int64{0}
 	if err != nil {
@@ -109,16 +90,28 @@ func (d *distCheckpoint) agree(err error) error {
 	d.cl.SumI64(flag)
 	switch {
 	case err != nil:
-		return err
+		return agreed{err}
 	case flag[0] > 0:
-		return fmt.Errorf("dain: checkpoint: %w", errOtherProcess)
+		return agreed{fmt.Errorf("dain: checkpoint: %w", ErrOtherProcess)}
 	}
 	return nil
 }
 
-// errOtherProcess is the error of the processes that did not fail when
-// another did (it reports its own).
-var errOtherProcess = errors.New("another process failed")
+// ErrOtherProcess is the error of the processes of a run spread over
+// processes that did not fail when another did (which reports its own).
+var ErrOtherProcess = errors.New("another process failed")
+
+// ErrAgreed marks (errors.Is) an error that every process of a run spread
+// over processes returned at the same point, each its own or
+// ErrOtherProcess: none is left waiting in a collective, so the job may
+// end with MPI_Finalize rather than MPI_Abort.
+var ErrAgreed = errors.New("every process failed")
+
+// agreed is an error that every process returned (ErrAgreed).
+type agreed struct{ error }
+
+func (a agreed) Is(target error) bool { return target == ErrAgreed }
+func (a agreed) Unwrap() error        { return a.error }
 
 // all reports whether have holds on every process.
 func (d *distCheckpoint) all(have bool) bool {

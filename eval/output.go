@@ -119,9 +119,11 @@ func Load(dir string) (*Results, Provenance, error) {
 // comparisons.json (Results.Compare: paired differences with 95%
 // intervals and Holm-corrected p-values against each reference method),
 // rmse.png (test RMSE vs ratio, paper Fig. 6) and runtime.png (seconds vs
-// ratio, Fig. 8). p is recorded with the current ProvenanceVersion.
+// ratio, Fig. 8). p is recorded with the current ProvenanceVersion and its
+// training configuration's Effective values (what "auto" chose).
 func (r *Results) WriteDir(dir string, p Provenance) error {
 	p.Version = ProvenanceVersion
+	p.Base = p.Base.Effective(p.Dims)
 	config, about := p, p.About()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

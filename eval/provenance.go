@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/nn"
 )
 
 // ProvenanceVersion is the version of Provenance that WriteDir records.
@@ -42,6 +43,10 @@ type Provenance struct {
 	MergedFrom []string `json:"merged_from,omitempty"`
 	Seeds      []uint64 `json:"seeds,omitempty"`
 	Seconds    float64  `json:"seconds"`
+	// Legacy lists the training settings (by JSON key) that the record
+	// lacked because the dainx that wrote it predates them; Base holds
+	// for each the value that dainx used (legacyDefaults). Not written.
+	Legacy []string `json:"-"`
 }
 
 // Training is the recorded training configuration: dain.Config without its
@@ -91,13 +96,90 @@ func TrainingOf(c dain.Config) Training {
 	}
 }
 
-// paperVariant holds the settings added after the first records (sign,
-// temperature, mix, embedding optimizer, split) at the values that records
-// that lack them were made with.
-func paperVariant(t *Training) {
-	t.Sign, t.Temperature, t.Mix = "abs", 1, 0
-	t.EmbeddingOptimizer = "adam"
-	t.Split = dain.SplitLegacy
+// legacyDefaults are the training settings added after the first records,
+// by JSON key, each with the value that every dainx before it used: a
+// record without the key was made with that value (and reads so), whatever
+// the default is now. A setting added to Training later belongs here with
+// the value runs had before it existed.
+var legacyDefaults = []struct {
+	key string
+	set func(*Training)
+}{
+	{"sign", func(t *Training) { t.Sign = "abs" }},
+	{"temperature", func(t *Training) { t.Temperature = 1 }},
+	{"mix", func(t *Training) { t.Mix = 0 }},
+	{"embedding_optimizer", func(t *Training) { t.EmbeddingOptimizer = nn.Adam }}, // dense Adam, before -embedding-optimizer
+	{"split", func(t *Training) { t.Split = dain.SplitLegacy }},                   // the permutation split, before 0.7
+}
+
+// paperVariant sets every setting of legacyDefaults whose key has is
+// false to its legacy value, and returns those keys.
+func paperVariant(t *Training, has func(key string) bool) []string {
+	var legacy []string
+	for _, d := range legacyDefaults {
+		if !has(d.key) {
+			d.set(t)
+			legacy = append(legacy, d.key)
+		}
+	}
+	return legacy
+}
+
+// Effective returns t with every setting that a run resolves by itself
+// replaced by what it resolves to on a tensor of the given dims: the
+// embedding optimizer (auto or empty: nn.ChooseEmbeddingOptimizer's
+// choice for the MLP and for CoSTCo; "adam" when both take adam, else
+// "mlp X, costco Y") and the split (empty: keyed). Two configurations
+// with the same Effective train alike.
+func (t Training) Effective(dims []int) Training {
+	t.Split = cmp.Or(t.Split, dain.SplitKeyed)
+	if o := t.EmbeddingOptimizer; (o == "" || o == nn.Auto) && len(dims) > 0 {
+		c := t.config()
+		m, _ := c.EmbeddingOptimizerFor("mlp", dims)
+		cc, _ := c.EmbeddingOptimizerFor("costco", dims)
+		if t.EmbeddingOptimizer = m; cc != m {
+			t.EmbeddingOptimizer = "mlp " + m + ", costco " + cc
+		}
+	}
+	return t
+}
+
+// config is the dain.Config that t records (no progress, no callbacks).
+func (t Training) config() dain.Config {
+	c := dain.Config{}
+	a, b := reflect.ValueOf(t), reflect.ValueOf(&c).Elem()
+	for i := 0; i < a.NumField(); i++ {
+		b.FieldByName(a.Type().Field(i).Name).Set(a.Field(i))
+	}
+	return c
+}
+
+// Adopt sets in c each setting that the record lacked (p.Legacy), and
+// that given reports not given on the command line, to the value the
+// record was made with, so that a resumed evaluation goes on as it was
+// made although a default changed since. given gets the setting's flag
+// (-split, -embedding-optimizer, …). It returns the settings adopted, as
+// "-flag value".
+func (p Provenance) Adopt(c *dain.Config, given func(flag string) bool) []string {
+	var out []string
+	a, b := reflect.ValueOf(p.Base), reflect.ValueOf(c).Elem()
+	for _, key := range p.Legacy {
+		flag := "-" + strings.ReplaceAll(key, "_", "-")
+		if given(flag) {
+			continue
+		}
+		for i := 0; i < a.NumField(); i++ {
+			f := a.Type().Field(i)
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != key {
+				continue
+			}
+			if dst := b.FieldByName(f.Name); dst.IsValid() && !reflect.DeepEqual(dst.Interface(), a.Field(i).Interface()) {
+				dst.Set(a.Field(i))
+				out = append(out, fmt.Sprintf("%s %v", flag, a.Field(i)))
+			}
+		}
+	}
+	return out
 }
 
 // UnmarshalJSON reads a provenance of any version. Version 0's "base"
@@ -136,8 +218,12 @@ func (p *Provenance) UnmarshalJSON(b []byte) error {
 	if len(probe.Base) == 0 || string(probe.Base) == "null" {
 		return fmt.Errorf("no training configuration (\"base\")")
 	}
-	paperVariant(&p.Base)
 	if probe.Version >= 1 {
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(probe.Base, &keys); err != nil {
+			return err
+		}
+		p.Legacy = paperVariant(&p.Base, func(k string) bool { _, ok := keys[k]; return ok })
 		return json.Unmarshal(probe.Base, &p.Base)
 	}
 	// Version 0 wrote dain.Config as Go encodes it: field names as keys.
@@ -169,7 +255,7 @@ func (p *Provenance) UnmarshalJSON(b []byte) error {
 		InfluenceLayers: v0.InfluenceLayers, Entity: v0.Entity, Rank: v0.Rank, Channels: v0.Channels,
 		CoSTCoLR: v0.CoSTCoLR, CoSTCoBatch: v0.CoSTCoBatch, CPLambda: v0.CPLambda, CPSweeps: v0.CPSweeps,
 	}
-	paperVariant(&p.Base)
+	p.Legacy = paperVariant(&p.Base, func(string) bool { return false })
 	return nil
 }
 
@@ -177,7 +263,9 @@ func (p *Provenance) UnmarshalJSON(b []byte) error {
 // what makes their runs comparable: the tensor's dims and nnz, the
 // methods, the ratios and every field of the training configuration apart
 // from its seed — or, with sameSeed, including it. It returns nil when they
-// agree. The versions they were written with do not matter.
+// agree. The versions they were written with do not matter: settings are
+// compared by their Effective values (an "auto" against what it resolves
+// to), and a setting a record lacks by its legacy value.
 func (p Provenance) Compatible(q Provenance, sameSeed bool) error {
 	for _, f := range []struct {
 		name string
@@ -190,7 +278,7 @@ func (p Provenance) Compatible(q Provenance, sameSeed bool) error {
 	if sameSeed && p.Base.Seed != q.Base.Seed {
 		return fmt.Errorf("different -seed (%v, %v)", p.Base.Seed, q.Base.Seed)
 	}
-	a, b := reflect.ValueOf(p.Base), reflect.ValueOf(q.Base)
+	a, b := reflect.ValueOf(p.Base.Effective(p.Dims)), reflect.ValueOf(q.Base.Effective(q.Dims))
 	for i := 0; i < a.NumField(); i++ {
 		f := a.Type().Field(i)
 		if f.Name == "Seed" {

@@ -86,3 +86,57 @@ func TestCompatibleNamesField(t *testing.T) {
 		t.Error("the seed counts only with sameSeed")
 	}
 }
+
+// TestCompatibleEffective: settings compare by what a run resolves them
+// to (auto against the optimiser it picks on the record's dims), and a
+// record that lacks a setting reads as the value the dainx that wrote it
+// used, listed in Legacy and taken by Adopt unless the flag is given.
+func TestCompatibleEffective(t *testing.T) {
+	dims := []int{12, 10, 8} // small: auto picks dense Adam for both models
+	auto := Provenance{Dims: dims, NNZ: 300, Methods: []string{"dain"}, Ratios: []float64{0}, Base: TrainingOf(dain.DefaultConfig())}
+	if auto.Base.EmbeddingOptimizer != "auto" {
+		t.Fatalf("default embedding optimizer %q", auto.Base.EmbeddingOptimizer)
+	}
+	adam, sparse := auto, auto
+	adam.Base.EmbeddingOptimizer, sparse.Base.EmbeddingOptimizer = "adam", "sparse-adam"
+	if err := adam.Compatible(auto, true); err != nil {
+		t.Errorf("adam against auto choosing adam: %v", err)
+	}
+	if err := sparse.Compatible(auto, true); err == nil || !strings.Contains(err.Error(), "embedding_optimizer sparse-adam, adam") {
+		t.Errorf("sparse-adam against auto choosing adam: %v", err)
+	}
+	if e := auto.Base.Effective(dims); e.EmbeddingOptimizer != "adam" || e.Split != dain.SplitKeyed {
+		t.Errorf("effective %q %q", e.EmbeddingOptimizer, e.Split)
+	}
+	// A version-1 record written before -embedding-optimizer and -split.
+	b, _ := json.Marshal(auto)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	base := m["base"].(map[string]any)
+	delete(base, "embedding_optimizer")
+	delete(base, "split")
+	m["version"] = 1
+	b, _ = json.Marshal(m)
+	var old Provenance
+	if err := json.Unmarshal(b, &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Base.Split != dain.SplitLegacy || old.Base.EmbeddingOptimizer != "adam" || strings.Join(old.Legacy, ",") != "embedding_optimizer,split" {
+		t.Fatalf("old record read as split %q, optimizer %q, legacy %v", old.Base.Split, old.Base.EmbeddingOptimizer, old.Legacy)
+	}
+	if err := old.Compatible(auto, true); err == nil || !strings.Contains(err.Error(), "split legacy, keyed") {
+		t.Errorf("old record against today's defaults: %v", err)
+	}
+	c := dain.DefaultConfig()
+	given := func(flag string) bool { return flag == "-split" }
+	if got := old.Adopt(&c, given); len(got) != 1 || got[0] != "-embedding-optimizer adam" || c.Split != dain.SplitKeyed {
+		t.Errorf("adopt with -split given: %v, split %q", got, c.Split)
+	}
+	c = dain.DefaultConfig()
+	old.Adopt(&c, func(string) bool { return false })
+	cur := auto
+	cur.Base = TrainingOf(c)
+	if err := old.Compatible(cur, true); err != nil {
+		t.Errorf("old record against the configuration it adopted into: %v", err)
+	}
+}

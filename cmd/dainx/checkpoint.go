@@ -4,9 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/eval"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -47,4 +50,36 @@ func (c *checkpointFlags) run(ctx context.Context, t *tensor.COO, cfg dain.Confi
 		return nil, &keptError{msg: fmt.Sprintf("nothing written but the checkpoint in %s, which keeps the last finished epoch; the same command with -resume continues the run", c.dir)}
 	}
 	return res, err
+}
+
+// adoptRecorded sets in c, for `dainx eval -resume` of the evaluation in
+// dir, every setting that its record lacks (written by a dainx that
+// predates the setting, eval.Provenance.Legacy) and that args does not
+// give, to the value that evaluation was made with, and says so on
+// stderr: a default that changed since (-split, -embedding-optimizer)
+// does not stop old work from resuming. A missing or unreadable record
+// is left to resumeFrom to report.
+func adoptRecorded(dir string, c *dain.Config, args []string, stderr io.Writer) {
+	_, p, err := eval.Load(dir)
+	if err != nil {
+		return
+	}
+	for _, s := range p.Adopt(c, func(flag string) bool { return flagGiven(args, flag) }) {
+		fmt.Fprintf(stderr, "dainx eval: -resume: %s was made before dainx recorded %s; it resumes with the value it was made with, %s (give the flag to choose)\n", dir, strings.Fields(s)[0], s)
+	}
+}
+
+// flagGiven reports whether args sets the flag named name ("-split"),
+// as -name, --name, -name=v or --name=v.
+func flagGiven(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		a = strings.TrimPrefix(a, "-")
+		if k, _, _ := strings.Cut(a, "="); "-"+k == name {
+			return true
+		}
+	}
+	return false
 }

@@ -79,7 +79,17 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *check
 		stdout = io.Discard
 	}
 	fail := func(err error) int {
-		if errors.Is(err, dist.ErrReported) {
+		if errors.Is(err, dist.ErrReported) || errors.Is(err, dain.ErrOtherProcess) {
+			// The rank that failed prints why; this one waits for it
+			// to finish (or to abort the job).
+			c.Finalize()
+			return exitFailure
+		}
+		if c.Size() > 1 && errors.Is(err, dain.ErrAgreed) {
+			// Every rank returned an error at the same point (a
+			// checkpoint refused): print it and end without an abort,
+			// which could kill a rank before it has printed its own.
+			fmt.Fprintf(stderr, "dainx augment: rank %d of %d: %v\n", rank, c.Size(), err)
 			c.Finalize()
 			return exitFailure
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/eval"
+	"github.com/dainx/dainx/internal/outtx"
 )
 
 func evalCmd(args []string, stdout, stderr io.Writer) int {
@@ -144,7 +145,9 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 	if err := checkLayers(&spec.Base, t.Order()); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	// -out may not be the input nor lie where it cannot be written; its
+	// files are written together after every repeat (eval.WriteDir).
+	if err := checkOutDir(out, in.Input); err != nil {
 		return err
 	}
 	be, err := openFor(in, stderr)
@@ -179,6 +182,7 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 		return nil
 	}
 	if resume {
+		adoptRecorded(out, &spec.Base, args, stderr)
 		prev, err := resumeFrom(out, prov(0, spec.Repeats))
 		if err != nil {
 			return err
@@ -210,6 +214,18 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 	}
 	fmt.Fprintf(stdout, "dainx eval: wrote %s/{runs.csv,runs.json,summary.md,summary.json,rmse.png,runtime.png}\n", out)
 	return nil
+}
+
+// checkOutDir checks, before any work, that dir can be an eval output
+// directory: not an input file, a directory or a new name in an existing,
+// writable directory (internal/outtx).
+func checkOutDir(dir string, inputs ...string) error {
+	tx := outtx.New()
+	for _, in := range inputs {
+		tx.Input(in)
+	}
+	_, err := tx.Dir(dir, nil)
+	return err
 }
 
 // repeatsDone returns the number of distinct repeats among r's runs.
@@ -255,6 +271,13 @@ func resummarize(dir string, stdout io.Writer) error {
 
 // mergeEval merges the eval outputs in dirs into out (see eval.Merge).
 func mergeEval(dirs []string, out string, stdout io.Writer) error {
+	tx := outtx.New()
+	for _, d := range dirs {
+		tx.InputDir(d)
+	}
+	if _, err := tx.Dir(out, nil); err != nil {
+		return err
+	}
 	res, prov, err := eval.Merge(dirs)
 	if err != nil {
 		return err
