@@ -545,7 +545,7 @@ func distCheckpoint(t *testing.T, l []string, extra ...string) {
 		}
 	}
 	ck := filepath.Join(dir, "ck-whole")
-	if code, msg := runTo("other", nil, 3, "-checkpoint", ck, "-resume"); code == 0 || !strings.Contains(msg, "made by 2 processes") {
+	if code, msg := runTo("other", nil, 3, "-checkpoint", ck, "-resume"); code == 0 || !strings.Contains(msg, "written by an MPI run of 2 ranks") || !strings.Contains(msg, "mpiexec -n 2") {
 		t.Errorf("resumed on 3 ranks: exit %d\n%s", code, msg)
 	}
 	if code, msg := runTo("again", nil, 2, "-checkpoint", ck); code == 0 || !strings.Contains(msg, "-resume") {
