@@ -14,7 +14,7 @@ help:
 	@echo "make test           vet, gofmt check and the full test suite (installs Go if missing)"
 	@echo "make tidy-check     fail if go mod tidy would change go.mod or go.sum"
 	@echo "make test-short     the suite without the end-to-end runs"
-	@echo "make fuzz           each fuzz target (tensor FuzzRead, FuzzReadBin) for FUZZTIME (20s), as CI does"
+	@echo "make fuzz           each fuzz target (tensor FuzzRead, FuzzReadBin, model FuzzLoad) for FUZZTIME (20s), as CI does"
 	@echo "make bench          benchmarks (ops, training step, PyTorch peer, end to end) into bench/results/"
 	@echo "make bench-quick    make bench without the end-to-end runs"
 	@echo "make bench-dist     dainx augment on 40M and 100M cells by one process and under mpiexec -n 1, 2, 4: each rank's peak RSS, seconds, the same cells? into bench/results/dist-DATE.*"
@@ -74,11 +74,12 @@ test-short: vet
 	$(GO) test -count=1 -short $(PKGS)
 
 # make fuzz: every fuzz target for a bounded time each (go test fuzzes one
-# target per run). A failing input is saved under tensor/testdata/fuzz/.
+# target per run). A failing input is saved under PKG/testdata/fuzz/.
 FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./tensor/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadBin$$' -fuzztime $(FUZZTIME) ./tensor/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./model/
 
 # make bench: machine, FMA peak, every backend op, the training step, the
 # PyTorch peer (when /usr/bin/python3 has torch) and dainx end to end; writes
