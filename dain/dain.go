@@ -157,13 +157,41 @@ func DefaultConfig() Config {
 	}
 }
 
+// Limits on the settings (issue 31: no flag value overflows a count).
+const (
+	// MaxRatio is the largest augmentation ratio: new cells per training
+	// cell.
+	MaxRatio = 1000
+	// MaxBatch is the largest batch, in cells, of Config.Batch,
+	// CoSTCoBatch and EvalBatch (model.MaxCapacity, the largest batch a
+	// saved model is loaded for).
+	MaxBatch = 1 << 24
+	// MaxAug is the most new cells one run draws (⌊ratio·|train|⌋),
+	// 2³¹−1.
+	MaxAug = math.MaxInt32
+)
+
 // CheckRatio reports a ratio that cannot work: N_aug = ⌊r·|train|⌋ needs a
-// finite r ≥ 0.
+// finite r with 0 ≤ r ≤ MaxRatio (0 draws nothing: eval's baseline).
 func CheckRatio(r float64) error {
 	if !(r >= 0) || math.IsInf(r, 0) {
 		return fmt.Errorf("ratio %v: want a finite number ≥ 0", r)
 	}
+	if r > MaxRatio {
+		return fmt.Errorf("ratio %v: above the limit %d (new cells per training cell)", r, MaxRatio)
+	}
 	return nil
+}
+
+// AugCount returns N_aug = ⌊ratio·nTrain⌋, the number of new cells a run
+// draws, or an error (naming both) when it is above MaxAug. ratio is
+// assumed checked by CheckRatio.
+func AugCount(ratio float64, nTrain int) (int, error) {
+	f := math.Floor(ratio * float64(nTrain))
+	if !(f >= 0 && f <= MaxAug) {
+		return 0, fmt.Errorf("dain: ratio %v × %d training cells = %.4g new cells: above the limit of %d new cells per run; use a smaller ratio", ratio, nTrain, f, MaxAug)
+	}
+	return int(f), nil
 }
 
 // The splits of Config.Split.
@@ -245,6 +273,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("temperature %v: want a finite number ≥ 0", c.Temperature)
 	case !(c.Mix >= 0 && c.Mix <= 1):
 		return fmt.Errorf("mix %v: want 0 ≤ mix ≤ 1", c.Mix)
+	}
+	for _, b := range []struct {
+		name string
+		v    int
+	}{{"batch", c.Batch}, {"eval batch", c.EvalBatch}, {"CoSTCo batch", c.CoSTCoBatch}} {
+		if b.v > MaxBatch {
+			return fmt.Errorf("%s %d: above the limit %d cells", b.name, b.v, MaxBatch)
+		}
 	}
 	if sp := c.Split; sp != "" && sp != SplitLegacy && sp != SplitKeyed {
 		return fmt.Errorf("split %q: want %s or %s", sp, SplitLegacy, SplitKeyed)
@@ -361,6 +397,10 @@ type Report struct {
 	// Version is dainx's version and commit, set by the program that
 	// ran it (dainx augment, libdainx); empty when not set.
 	Version string `json:"version,omitempty"`
+	// Outputs names every file and directory the command wrote, as the
+	// user gave them, the report's own file included (set by the program
+	// that writes them, e.g. cmd/dainx; empty when none).
+	Outputs []string `json:"outputs,omitempty"`
 }
 
 // Result is what Run returns: the report and the augmented cells.
@@ -442,7 +482,10 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 	t = nil
 	runtime.GC()
 
-	nAug := int(cfg.Ratio * float64(rep.NTrain))
+	nAug, err := AugCount(cfg.Ratio, rep.NTrain)
+	if err != nil {
+		return nil, err
+	}
 	saved, aug, err := e.ck.loadAugmented()
 	if err != nil {
 		return nil, err
@@ -509,7 +552,9 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
 	rep.ValRMSEAfter = math.Sqrt(res.BestValMSE)
-	rep.Improved = rep.RMSEAfter < rep.RMSEBefore
+	// No new cell is no augmentation: a lower RMSE then is the
+	// retraining's noise.
+	rep.Improved = rep.NAug > 0 && rep.RMSEAfter < rep.RMSEBefore
 	rep.Seconds.Retrain = secs
 	rep.Seconds.Total = time.Since(start).Seconds()
 	on := "test"

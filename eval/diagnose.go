@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -241,12 +243,28 @@ func Diagnose(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*
 // WriteDir writes diagnose.json and diagnose.md into dir, headed by p.
 func (d *Diagnosis) WriteDir(dir string, p Provenance) error {
 	p.Version = ProvenanceVersion
-	if err := tensor.AtomicWrite(filepath.Join(dir, "diagnose.json"), func(w io.Writer) error {
-		return writeJSON(w, map[string]any{"config": p, "diagnosis": nanToNull(d)})
-	}); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return tensor.AtomicWrite(filepath.Join(dir, "diagnose.md"), d.writeMarkdown)
+	tx := outtx.New()
+	defer tx.Abort()
+	js, err := tx.File(filepath.Join(dir, "diagnose.json"))
+	if err == nil {
+		err = js.Write(func(w io.Writer) error {
+			return writeJSON(w, map[string]any{"config": p, "diagnosis": nanToNull(d)})
+		})
+	}
+	if err != nil {
+		return err
+	}
+	md, err := tx.File(filepath.Join(dir, "diagnose.md"))
+	if err == nil {
+		err = md.Write(d.writeMarkdown)
+	}
+	if err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // nanToNull returns d with NaN (an empty band) written as null.

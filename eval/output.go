@@ -18,7 +18,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/internal/outtx"
 )
 
 // Cell summarises the runs of one method at one ratio.
@@ -113,8 +113,8 @@ func Load(dir string) (*Results, Provenance, error) {
 	return r, f.Config, nil
 }
 
-// WriteDir writes the evaluation into dir (created if missing), each file
-// atomically: runs.csv and runs.json (every run, and p), summary.json and
+// WriteDir writes the evaluation into dir (created if missing), all files
+// or none (a failure leaves the files of the previous write): runs.csv and runs.json (every run, and p), summary.json and
 // summary.md (the table and p-values, headed by p.About, with p),
 // comparisons.json (Results.Compare: paired differences with 95%
 // intervals and Holm-corrected p-values against each reference method),
@@ -147,12 +147,25 @@ func (r *Results) WriteDir(dir string, p Provenance) error {
 			return s.plot(w, "Runtime vs augmentation", "seconds per run (total)", func(c Cell) (float64, float64) { return c.Seconds, c.Seconds2 })
 		}},
 	}
+	// One transaction (internal/outtx): every file staged, then all
+	// renamed into place with runs.json, the record -resume reads, last;
+	// a failure leaves the previous files as they were.
+	tx := outtx.New()
+	defer tx.Abort()
 	for _, f := range files {
-		if err := tensor.AtomicWrite(filepath.Join(dir, f.name), f.fill); err != nil {
-			return fmt.Errorf("writing %s: %w", f.name, err)
+		reg := tx.File
+		if f.name == "runs.json" {
+			reg = tx.Report
+		}
+		out, err := reg(filepath.Join(dir, f.name))
+		if err == nil {
+			err = out.Write(f.fill)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return nil
+	return tx.Commit()
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -51,6 +51,23 @@ var ErrOtherRank = errors.New("another process failed to write its part")
 // part, dims that differ between members, a write error) is returned by
 // that member, and ErrOtherRank (wrapped, naming path) by the others.
 func WriteFileParallel(path string, part *COO, opt WriteOptions, g Group) error {
+	_, err := writeParallel(path, part, opt, g, true)
+	return err
+}
+
+// StageFileParallel is WriteFileParallel without its final rename: the
+// members write the file into a temporary file beside path and every
+// member returns its name (rank 0 made it), for a caller that commits it
+// with its other outputs (internal/outtx.File.Adopt on rank 0) or removes
+// it. A path that exists and is not a regular file is written in place,
+// and the name returned is then "". Errors are WriteFileParallel's, and on
+// any error no temporary file is left.
+func StageFileParallel(path string, part *COO, opt WriteOptions, g Group) (string, error) {
+	return writeParallel(path, part, opt, g, false)
+}
+
+// writeParallel is WriteFileParallel (commit) or StageFileParallel.
+func writeParallel(path string, part *COO, opt WriteOptions, g Group, commit bool) (string, error) {
 	rank, size := g.Rank(), g.Size()
 	base, err := ResolveIndexBase(opt.Format, opt.IndexBase)
 	if err == nil {
@@ -71,7 +88,7 @@ func WriteFileParallel(path string, part *COO, opt WriteOptions, g Group) error 
 		err = fmt.Errorf("tensor: the parts of %s have different orders", path)
 	}
 	if err != nil || head[3] > 0 || head[0]*head[0] != head[1]*int64(size) {
-		return groupErr(path, err)
+		return "", groupErr(path, err)
 	}
 	dims := make([]int64, 2*n)
 	for i, d := range part.Dims {
@@ -85,7 +102,7 @@ func WriteFileParallel(path string, part *COO, opt WriteOptions, g Group) error 
 		}
 	}
 	if err := agree(g, path, err); err != nil {
-		return err
+		return "", err
 	}
 	nnz := int(head[2])
 
@@ -120,7 +137,7 @@ func WriteFileParallel(path string, part *COO, opt WriteOptions, g Group) error 
 	} else {
 		var c countWriter
 		if err := write(&c, part, opt.Format, base); err != nil {
-			return agree(g, path, err)
+			return "", agree(g, path, err)
 		}
 		pieces = append(pieces, piece{c.n, func(w io.Writer) error { return write(w, part, opt.Format, base) }})
 	}
@@ -131,10 +148,10 @@ func WriteFileParallel(path string, part *COO, opt WriteOptions, g Group) error 
 			var b bytes.Buffer
 			zw := gzip.NewWriter(&b)
 			if err := p.write(zw); err != nil {
-				return agree(g, path, err)
+				return "", agree(g, path, err)
 			}
 			if err := zw.Close(); err != nil {
-				return agree(g, path, err)
+				return "", agree(g, path, err)
 			}
 			if len(pieces) > 1 && p.size == 0 && !(i == 0 && rank == 0) {
 				b.Reset() // a BIN section with no cells here: no member
@@ -143,7 +160,7 @@ func WriteFileParallel(path string, part *COO, opt WriteOptions, g Group) error 
 		}
 	}
 	if err := agree(g, path, nil); err != nil {
-		return err
+		return "", err
 	}
 
 	// Offsets: section-major, then rank.
@@ -171,11 +188,11 @@ func WriteFileParallel(path string, part *COO, opt WriteOptions, g Group) error 
 					err = writeInPlace(path, pieces[s].write)
 				}
 				if aerr := agree(g, path, err); aerr != nil {
-					return aerr
+					return "", aerr
 				}
 			}
 		}
-		return nil
+		return "", nil
 	}
 
 	// Rank 0 creates the temporary file under a name every member knows.
@@ -194,7 +211,7 @@ func WriteFileParallel(path string, part *COO, opt WriteOptions, g Group) error 
 		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
 	if err := agree(g, path, err); err != nil {
-		return err
+		return "", err
 	}
 	if rank != 0 {
 		f, err = os.OpenFile(tmp, os.O_WRONLY, 0)
@@ -220,23 +237,29 @@ func WriteFileParallel(path string, part *COO, opt WriteOptions, g Group) error 
 		if rank == 0 {
 			os.Remove(tmp)
 		}
-		return err
+		return "", err
 	}
 	if rank == 0 {
 		err = os.Chmod(tmp, 0o644)
 		if err == nil {
 			err = os.Truncate(tmp, total) // no stale bytes past the end
 		}
-		if err == nil {
+		if err == nil && commit {
 			err = os.Rename(tmp, path)
 		}
 		if err != nil {
 			os.Remove(tmp)
-		} else {
+		} else if commit {
 			syncDir(dir)
 		}
 	}
-	return agree(g, path, err)
+	if err := agree(g, path, err); err != nil {
+		return "", err
+	}
+	if commit {
+		return "", nil
+	}
+	return tmp, nil
 }
 
 // agree returns err on the member that has it, and ErrOtherRank (naming

@@ -86,8 +86,7 @@ func WriteFile(path string, t *COO, opt WriteOptions) error {
 // writeFile is WriteFile with an optional wrapper around the file writer
 // (tests use it to inject write failures).
 func writeFile(path string, t *COO, opt WriteOptions, wrap func(io.Writer) io.Writer) error {
-	base, err := ResolveIndexBase(opt.Format, opt.IndexBase)
-	if err != nil {
+	if _, err := ResolveIndexBase(opt.Format, opt.IndexBase); err != nil {
 		return err
 	}
 	if err := t.Validate(); err != nil {
@@ -97,19 +96,34 @@ func writeFile(path string, t *COO, opt WriteOptions, wrap func(io.Writer) io.Wr
 		if wrap != nil {
 			w = wrap(w)
 		}
-		var zw *gzip.Writer
-		if strings.HasSuffix(strings.ToLower(path), ".gz") {
-			zw = gzip.NewWriter(w) // header: no name, mtime 0, so output is reproducible
-			w = zw
-		}
-		if err := write(w, t, opt.Format, base); err != nil {
-			return err
-		}
-		if zw != nil {
-			return zw.Close()
-		}
-		return nil
+		return Encode(w, path, t, opt)
 	})
+}
+
+// Encode writes t to w as WriteFile writes it to a file named name: as
+// Write does, gzip-compressed when name ends in ".gz" (case-insensitive).
+// It is for callers that stage the file themselves (an output
+// transaction). t and opt are checked first, before anything is written.
+func Encode(w io.Writer, name string, t *COO, opt WriteOptions) error {
+	base, err := ResolveIndexBase(opt.Format, opt.IndexBase)
+	if err != nil {
+		return err
+	}
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	var zw *gzip.Writer
+	if strings.HasSuffix(strings.ToLower(name), ".gz") {
+		zw = gzip.NewWriter(w) // header: no name, mtime 0, so output is reproducible
+		w = zw
+	}
+	if err := write(w, t, opt.Format, base); err != nil {
+		return err
+	}
+	if zw != nil {
+		return zw.Close()
+	}
+	return nil
 }
 
 // AtomicWrite creates path with the bytes that fill writes, atomically: it

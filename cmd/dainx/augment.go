@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -75,15 +74,19 @@ Flags:
 }
 
 func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, stdout, stderr io.Writer) error {
-	cfg, in, output, report := a.Config, &a.In, a.Output, a.Report
+	cfg, in := a.Config, &a.In
+	// Every output is checked before the work and written with the others
+	// after it, or not at all (internal/outtx).
+	tx, err := a.Begin(ck.dir)
+	if err != nil {
+		return err
+	}
+	defer tx.Abort()
 	t, name, format, err := readInput(in)
 	if err != nil {
 		return err
 	}
 	if err := checkLayers(&cfg, t.Order()); err != nil {
-		return err
-	}
-	if err := checkWritable(output, report); err != nil {
 		return err
 	}
 	be, err := openFor(in, stderr)
@@ -92,31 +95,17 @@ func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, stdout
 	}
 	defer be.Close()
 	base := cli.Base(in.IndexBase, format)
-	if a.Out.ModelOut != "" {
-		cfg.Keep.Model = cli.ModelSaver(a, base, version())
+	if tx.Model != nil {
+		cfg.Keep.Model = cli.ModelSaver(a, tx.Model, base, version())
 	}
 	res, err := ck.run(ctx, t, cfg, be, name)
 	if err != nil {
 		return err
 	}
 	res.Report.Input, res.Report.Variant, res.Report.Version = name, a.Variant(), version()
-	if err := a.Out.Write(res, base); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(res.Report, "", "  ")
+	js, err := tx.Finish(res, base, tensor.WriteOptions{Format: outputFormat(a.Output, format), IndexBase: in.IndexBase})
 	if err != nil {
-		return fmt.Errorf("encoding the report: %w", err)
-	}
-	js = append(js, '\n')
-	if output != "" {
-		if err := tensor.WriteFile(output, res.Aug, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}); err != nil {
-			return err
-		}
-	}
-	if report != "" {
-		if err := tensor.AtomicWrite(report, func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
-			return err
-		}
+		return err
 	}
 	_, err = stdout.Write(js)
 	return err

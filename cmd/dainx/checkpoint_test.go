@@ -85,7 +85,7 @@ func augmentOutputs(t *testing.T, dir string, args ...string) ([]byte, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return canonical(t, []byte(stdout), "seconds", "device"), cells
+	return canonical(t, []byte(stdout), "seconds", "device", "outputs"), cells
 }
 
 // TestKillAndResume: `dainx augment -checkpoint DIR` killed by SIGKILL after

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	dxversion "github.com/dainx/dainx/internal/version"
 	"io"
+	"os"
 )
 
 // Exit codes.
@@ -31,7 +32,20 @@ Usage:
 Run "dainx <command> -h" for the flags of a command.
 `
 
-func run(args []string, stdout, stderr io.Writer) int {
+// run runs the command args names and returns its exit code. A panic in
+// the command (a bug) is exit 1 with a one-line message, not a runtime
+// trace: exit 2 means a bad command line only, and the command's deferred
+// clean-up (staged outputs, the backend) has run. DAINX_TRACEBACK=1 lets
+// the panic through, with its stack, for debugging.
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	if os.Getenv("DAINX_TRACEBACK") == "" {
+		defer func() {
+			if r := recover(); r != nil {
+				fmt.Fprintf(stderr, "dainx: internal error: %v\n(a bug in dainx: please report it with the command line; DAINX_TRACEBACK=1 shows where it happened)\n", r)
+				code = exitFailure
+			}
+		}()
+	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage

@@ -85,9 +85,11 @@ Flags:
 			return usageErr("%s %d: want 0, 1 (any base up to %d), or -1 for the format's own", b.flag, b.v, tensor.MaxDim)
 		}
 	}
-	if err := checkWritable(output); err != nil {
+	tx, outFile, err := beginOutput(output, input)
+	if err != nil {
 		return exitFor("convert", err, nil, stderr)
 	}
+	defer tx.Abort()
 	st, err := os.Stat(input)
 	if err != nil {
 		return exitFor("convert", err, nil, stderr)
@@ -104,7 +106,7 @@ Flags:
 		}
 	}
 	t1 := time.Now()
-	if err := tensor.WriteFile(output, t, tensor.WriteOptions{Format: outF, IndexBase: outBase}); err != nil {
+	if err := commitTensor(tx, outFile, t, tensor.WriteOptions{Format: outF, IndexBase: outBase}); err != nil {
 		return exitFor("convert", err, nil, stderr)
 	}
 	wrote := time.Since(t1)

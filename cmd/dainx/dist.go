@@ -19,6 +19,7 @@ import (
 	"github.com/dainx/dainx/eval"
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/demo"
+	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -102,8 +103,22 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *check
 		c.Finalize()
 		return code
 	}
-	// Agreed failures: every rank checks the same flags and file.
-	if err := checkWritable(output, report); err != nil {
+	// Agreed failures: every rank checks the same flags and files; the
+	// outputs are one transaction (internal/outtx), committed by rank 0.
+	tx := outtx.New()
+	defer tx.Abort()
+	if err := tx.Input(in.Input); err != nil {
+		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
+	}
+	if err := tx.InputDir(ck.dir); err != nil {
+		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
+	}
+	outF, err := tx.File(output)
+	if err != nil {
+		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
+	}
+	repF, err := tx.Report(report)
+	if err != nil {
 		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
 	}
 	sh, name, format, err := readShard(c, in)
@@ -145,11 +160,16 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *check
 	res.Report.Input = name
 	// Every rank finished: only now is anything written. The augmented
 	// tensor is written by every rank at once, each its own share of the
-	// cells (tensor.WriteFileParallel): a failure on any rank leaves
-	// nothing, and is printed by the rank that met it.
+	// cells (tensor.StageFileParallel), into a temporary file that rank 0
+	// commits with the report: a failure on any rank leaves nothing, and is
+	// printed by the rank that met it.
 	c.Barrier()
 	if output != "" {
-		if err := tensor.WriteFileParallel(output, res.Aug, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}, cl); err != nil {
+		tmp, err := tensor.StageFileParallel(outF.Target(), res.Aug, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}, cl)
+		if err == nil && rank == 0 {
+			err = outF.Adopt(tmp)
+		}
+		if err != nil {
 			code := exitFailure
 			switch {
 			case c.Size() == 1:
@@ -162,15 +182,17 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *check
 		}
 	}
 	if rank == 0 {
+		res.Report.Outputs = tx.Paths()
 		js, err := json.MarshalIndent(res.Report, "", "  ")
 		if err != nil {
 			return fail(fmt.Errorf("encoding the report: %w", err))
 		}
 		js = append(js, '\n')
-		if report != "" {
-			if err := tensor.AtomicWrite(report, func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
-				return fail(err)
-			}
+		if err := repF.Write(func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
+			return fail(err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fail(err)
 		}
 		if _, err := stdout.Write(js); err != nil {
 			return fail(err)
@@ -246,7 +268,7 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out string, a
 		return fail(err)
 	}
 	if rank == 0 {
-		if err := os.MkdirAll(out, 0o755); err != nil {
+		if err := checkOutDir(out, in.Input); err != nil {
 			return fail(err)
 		}
 	} else {

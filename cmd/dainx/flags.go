@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/demo"
+	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -54,18 +54,28 @@ func readInput(f *inputFlags) (*tensor.COO, string, tensor.Format, error) {
 	return t, f.Input, format, err
 }
 
-// checkWritable refuses, before hours of training, a path whose directory
-// does not exist.
-func checkWritable(paths ...string) error {
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
-			return fmt.Errorf("cannot write %s: directory %s does not exist", p, filepath.Dir(p))
-		}
+// beginOutput checks output, the one file a command writes, before any
+// work (internal/outtx): it may not be one of the inputs, and its
+// directory must exist and be writable. The caller defers tx.Abort and
+// ends with commitTensor.
+func beginOutput(output string, inputs ...string) (*outtx.Tx, *outtx.File, error) {
+	tx := outtx.New()
+	for _, in := range inputs {
+		tx.Input(in)
 	}
-	return nil
+	f, err := tx.File(output)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tx, f, nil
+}
+
+// commitTensor writes t to f as tensor.WriteFile would and commits tx.
+func commitTensor(tx *outtx.Tx, f *outtx.File, t *tensor.COO, opt tensor.WriteOptions) error {
+	if err := f.Write(func(w io.Writer) error { return tensor.Encode(w, f.Path(), t, opt) }); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // openFor opens the backend the flags name and says which was chosen.

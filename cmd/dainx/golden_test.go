@@ -156,7 +156,12 @@ func TestGoldenAugment(t *testing.T) {
 			// against those rather than recorded.
 			checkImproved(t, []byte(stdout))
 			checkOptimizers(t, []byte(stdout), "adam")
-			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device", "improved", "embedding_optimizer", "embedding_optimizers", "split", "split_fingerprint", "val_rmse_before", "val_rmse_after", "version"))
+			// "outputs" (issue 31) names the temporary directory's file.
+			var rep struct{ Outputs []string }
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Outputs) != 1 || rep.Outputs[0] != out {
+				t.Errorf("the report's outputs are %q, want [%s] (%v)", rep.Outputs, out, err)
+			}
+			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device", "improved", "embedding_optimizer", "embedding_optimizers", "split", "split_fingerprint", "val_rmse_before", "val_rmse_after", "version", "outputs"))
 			cells, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/internal/cli"
+	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 )
@@ -30,6 +31,7 @@ type predictReport struct {
 	Trained string   `json:"trained_by"` // the dainx version that saved the model
 	Backend string   `json:"backend"`
 	Seconds float64  `json:"seconds"`
+	Outputs []string `json:"outputs,omitempty"` // the files written, as given
 }
 
 func predict(args []string, stdout, stderr io.Writer) int {
@@ -66,15 +68,17 @@ Flags:
 
 func runPredict(path, cells, output, report, format string, base int, backend string, evalBatch int, stdout, stderr io.Writer) error {
 	t0 := time.Now()
-	if evalBatch < 0 {
-		return fmt.Errorf("%w: -batch %d: want ≥ 1, or 0 for the model's", errUsage, evalBatch)
+	if evalBatch < 0 || evalBatch > model.MaxCapacity {
+		return fmt.Errorf("%w: -batch %d: want 1…%d cells, or 0 for the model's", errUsage, evalBatch, model.MaxCapacity)
 	}
 	if base < -1 {
 		return fmt.Errorf("%w: -index-base %d: want ≥ 0, or -1 for the model's", errUsage, base)
 	}
-	if err := checkWritable(output, report); err != nil {
+	tx, outF, repF, err := predictOutputs(path, cells, output, report)
+	if err != nil {
 		return err
 	}
+	defer tx.Abort()
 	be, err := cli.Open(&cli.Input{Backend: backend, Precision: "fp32", Quiet: true}, stderr)
 	if err != nil {
 		return err
@@ -126,22 +130,49 @@ func runPredict(path, cells, output, report, format string, base int, backend st
 		return b.Flush()
 	}
 	if output != "" {
-		if err := tensor.AtomicWrite(output, func(w io.Writer) error { return gzipIf(output, w, write) }); err != nil {
+		if err := outF.Write(func(w io.Writer) error { return gzipIf(output, w, write) }); err != nil {
 			return err
 		}
 	} else if err := write(stdout); err != nil {
 		return err
 	}
 	rep.Seconds = time.Since(t0).Seconds()
+	rep.Outputs = tx.Paths()
 	js, _ := json.MarshalIndent(rep, "", "  ")
 	js = append(js, '\n')
-	if report != "" {
-		if err := tensor.AtomicWrite(report, func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
-			return err
-		}
+	if err := repF.Write(func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
 	}
 	_, err = stderr.Write(js)
 	return err
+}
+
+// predictOutputs checks the outputs of dainx predict before any work (see
+// internal/outtx): neither may be the cells file, a file of the model
+// (its directory's files, or NAME.json and NAME.safetensors) or the other.
+func predictOutputs(model, cells, output, report string) (*outtx.Tx, *outtx.File, *outtx.File, error) {
+	tx := outtx.New()
+	tx.Input(cells)
+	if st, err := os.Stat(model); err == nil && st.IsDir() {
+		tx.InputDir(model)
+	} else {
+		stem := strings.TrimSuffix(strings.TrimSuffix(model, ".json"), ".safetensors")
+		tx.Input(model)
+		tx.Input(stem + ".json")
+		tx.Input(stem + ".safetensors")
+	}
+	outF, err := tx.File(output)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	repF, err := tx.Report(report)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return tx, outF, repF, nil
 }
 
 // gzipIf runs write on w, through gzip when path ends in .gz.

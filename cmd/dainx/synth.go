@@ -51,14 +51,16 @@ Flags:
 		}
 		f = v
 	}
-	if err := checkWritable(output); err != nil {
+	tx, outFile, err := beginOutput(output)
+	if err != nil {
 		return exitFor("synth", err, nil, stderr)
 	}
+	defer tx.Abort()
 	t, err := tensor.Synthetic(dims, nnz, rank, noise, seed)
 	if err != nil {
 		return exitFor("synth", fmt.Errorf("%w: %v", errUsage, err), nil, stderr)
 	}
-	if err := tensor.WriteFile(output, t, tensor.WriteOptions{Format: f, IndexBase: -1}); err != nil {
+	if err := commitTensor(tx, outFile, t, tensor.WriteOptions{Format: f, IndexBase: -1}); err != nil {
 		return exitFor("synth", err, nil, stderr)
 	}
 	fmt.Fprintf(stdout, "dainx synth: wrote %d cells, dims %v, to %s\n", t.NNZ(), t.Dims, output)

@@ -14,13 +14,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/cli"
+	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 )
@@ -255,14 +255,12 @@ func augment(ctx context.Context, t *tensor.COO, options string, stderr io.Write
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range []string{a.Output, a.Report} {
-		if p == "" {
-			continue
-		}
-		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
-			return nil, inputErr("cannot write %s: directory %s does not exist", p, filepath.Dir(p))
-		}
+	// The outputs are one transaction (internal/outtx), checked now.
+	tx, err := a.Begin(*ckDir)
+	if err != nil {
+		return nil, inputErr("%v", err)
 	}
+	defer tx.Abort()
 	// The library's result always carries the influence outputs a method
 	// computes (dainx_result_scores, dainx_result_importance).
 	a.Config.Keep.Scores, a.Config.Keep.Importance = a.Config.Computes()
@@ -271,8 +269,8 @@ func augment(ctx context.Context, t *tensor.COO, options string, stderr io.Write
 		return nil, err
 	}
 	defer be.Close()
-	if a.Out.ModelOut != "" {
-		a.Config.Keep.Model = cli.ModelSaver(a, cli.Base(a.In.IndexBase, format), version())
+	if tx.Model != nil {
+		a.Config.Keep.Model = cli.ModelSaver(a, tx.Model, cli.Base(a.In.IndexBase, format), version())
 	}
 	a.Config.OnEpoch = onEpoch
 	var res *dain.Result
@@ -292,23 +290,9 @@ func augment(ctx context.Context, t *tensor.COO, options string, stderr io.Write
 		return nil, err
 	}
 	res.Report.Variant, res.Report.Version = a.Variant(), version()
-	if err := a.Out.Write(res, cli.Base(a.In.IndexBase, format)); err != nil {
-		return nil, err
-	}
-	js, err := json.MarshalIndent(res.Report, "", "  ")
+	js, err := tx.Finish(res, cli.Base(a.In.IndexBase, format), tensor.WriteOptions{Format: format, IndexBase: a.In.IndexBase})
 	if err != nil {
-		return nil, fmt.Errorf("encoding the report: %w", err)
-	}
-	js = append(js, '\n')
-	if a.Output != "" {
-		if err := tensor.WriteFile(a.Output, res.Aug, tensor.WriteOptions{Format: format, IndexBase: a.In.IndexBase}); err != nil {
-			return nil, err
-		}
-	}
-	if a.Report != "" {
-		if err := tensor.AtomicWrite(a.Report, func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	return &augmentResult{aug: res.Aug, report: js, scores: res.Scores, importance: res.Importance}, nil
 }
@@ -400,10 +384,18 @@ func writeTensor(path string, idx []int32, val []float64, order int, options str
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-		return inputErr("cannot write %s: directory %s does not exist", path, filepath.Dir(path))
+	tx := outtx.New()
+	defer tx.Abort()
+	out, err := tx.File(path)
+	if err != nil {
+		return inputErr("%v", err)
 	}
-	return tensor.WriteFile(path, t, tensor.WriteOptions{Format: f, IndexBase: o.indexBase})
+	if err := out.Write(func(w io.Writer) error {
+		return tensor.Encode(w, path, t, tensor.WriteOptions{Format: f, IndexBase: o.indexBase})
+	}); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // safely runs f, turning a panic into an error with its stack (the host

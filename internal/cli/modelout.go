@@ -1,7 +1,10 @@
 package cli
 
 import (
-	"os"
+	"errors"
+	"strings"
+
+	"github.com/dainx/dainx/internal/outtx"
 
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/nn"
@@ -10,10 +13,13 @@ import (
 // ModelSaver returns the dain.Keep.Model function of -model-out: Θ′ as
 // DIR/model.{safetensors,json}, Θ as theta.*, the predictor as
 // predictor.* (package model), with the run's settings, the index base of
-// its cells and the program's version in the metadata.
-func ModelSaver(a *Augment, base int, version string) func(role string, net *nn.Net) error {
+// its cells and the program's version in the metadata. DIR is the
+// transaction's staging directory of -model-out (dir.Path), which the
+// transaction moves into place when the run's outputs commit.
+func ModelSaver(a *Augment, dir *outtx.Dir, base int, version string) func(role string, net *nn.Net) error {
 	return func(role string, net *nn.Net) error {
-		if err := os.MkdirAll(a.Out.ModelOut, 0o755); err != nil {
+		path, err := dir.Path()
+		if err != nil {
 			return err
 		}
 		c := a.Config
@@ -31,6 +37,10 @@ func ModelSaver(a *Augment, base int, version string) func(role string, net *nn.
 			meta.Rank, meta.Channels = c.Rank, c.Channels
 			meta.Training["costco-lr"], meta.Training["costco-batch"] = c.CoSTCoLR, c.CoSTCoBatch
 		}
-		return model.Save(a.Out.ModelOut, name, net, meta)
+		if err := model.Save(path, name, net, meta); err != nil {
+			// The user knows the directory by its name, not the staging one's.
+			return errors.New(strings.ReplaceAll(err.Error(), path, dir.UserPath()))
+		}
+		return nil
 	}
 }

@@ -3,15 +3,19 @@ package cli
 import (
 	"bufio"
 	"compress/gzip"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -54,76 +58,173 @@ func Base(b int, f tensor.Format) int {
 	return 0
 }
 
-// Check reports output paths that cannot be written before a run starts:
-// a file's directory must exist; -split-out and -model-out may be new
-// directories whose parent exists; -model-out-all needs -model-out.
+// Check reports misuse of the output flags that needs no file system:
+// -model-out-all needs -model-out. The paths themselves are checked by
+// Begin, before the run's work.
 func (o *Outputs) Check() error {
 	if o.ModelOutAll && o.ModelOut == "" {
 		return fmt.Errorf("%w: -model-out-all needs -model-out DIR", ErrUsage)
 	}
-	for _, p := range []string{o.ScoresOut, o.ImportOut} {
-		if p == "" {
-			continue
-		}
-		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
-			return fmt.Errorf("cannot write %s: directory %s does not exist", p, filepath.Dir(p))
-		}
-	}
-	for _, d := range []string{o.SplitOut, o.ModelOut} {
-		if d == "" {
-			continue
-		}
-		if st, err := os.Stat(d); err == nil {
-			if !st.IsDir() {
-				return fmt.Errorf("cannot write into %s: it is not a directory", d)
-			}
-			continue
-		}
-		if st, err := os.Stat(filepath.Dir(filepath.Clean(d))); err != nil || !st.IsDir() {
-			return fmt.Errorf("cannot make directory %s: %s does not exist", d, filepath.Dir(filepath.Clean(d)))
-		}
-	}
 	return nil
 }
 
-// Write writes the split, scores and importance of res that o names, with
-// indices plus base (the input's index base). Each file is written to a
-// temporary file and renamed, never half-written.
-func (o *Outputs) Write(res *dain.Result, base int) error {
-	if o.SplitOut != "" && res.Split != nil {
-		if err := os.MkdirAll(o.SplitOut, 0o755); err != nil {
+// ModelFile reports whether name is a file that a model directory of
+// -model-out holds: model.*, theta.*, predictor.* (.json, .safetensors)
+// and the Python estimator's python.json. A new run into a directory
+// replaces all of them, so that it never mixes two runs' files.
+func ModelFile(name string) bool {
+	switch name {
+	case "python.json":
+		return true
+	}
+	for _, role := range []string{"model", "theta", "predictor"} {
+		if name == role+".json" || name == role+".safetensors" {
+			return true
+		}
+	}
+	return false
+}
+
+// splitFile reports whether name is a file of -split-out.
+func splitFile(name string) bool {
+	return name == "train.tsv" || name == "val.tsv" || name == "test.tsv"
+}
+
+// Transaction is the output transaction of one augment run (package
+// outtx): every output the flags name, checked before the run and written
+// together after it.
+type Transaction struct {
+	Tx                                 *outtx.Tx
+	Output, Report, Scores, Importance *outtx.File
+	Split, Model                       *outtx.Dir
+}
+
+// Begin checks every output path of a before any work: none may be an
+// input (the tensor, the checkpoint directory's files, ins) or another
+// output, and each must be writable (outtx). The caller defers Abort on
+// the result and ends with Finish. Errors name the path as given.
+func (a *Augment) Begin(checkpoint string, ins ...string) (*Transaction, error) {
+	t := &Transaction{Tx: outtx.New()}
+	if err := t.Tx.Input(a.In.Input); err != nil {
+		return nil, err
+	}
+	for _, in := range ins {
+		if err := t.Tx.Input(in); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.Tx.InputDir(checkpoint); err != nil {
+		return nil, err
+	}
+	var err error
+	if t.Output, err = t.Tx.File(a.Output); err != nil {
+		return nil, err
+	}
+	if t.Scores, err = t.Tx.File(a.Out.ScoresOut); err != nil {
+		return nil, err
+	}
+	if t.Importance, err = t.Tx.File(a.Out.ImportOut); err != nil {
+		return nil, err
+	}
+	if t.Split, err = t.Tx.Dir(a.Out.SplitOut, splitFile); err != nil {
+		return nil, err
+	}
+	if t.Model, err = t.Tx.Dir(a.Out.ModelOut, ModelFile); err != nil {
+		return nil, err
+	}
+	if t.Report, err = t.Tx.Report(a.Report); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Abort removes whatever the run staged and did not commit; deferred by
+// Begin's caller.
+func (t *Transaction) Abort() { t.Tx.Abort() }
+
+// Finish writes the outputs of res (the augmented cells as out says, and
+// the split, scores and importance with indices plus base), sets the
+// report's Outputs, writes the report last and commits them all. It
+// returns the report's JSON (with a final newline) for standard output.
+// On any error nothing of the run is left (outtx.Commit).
+func (t *Transaction) Finish(res *dain.Result, base int, out tensor.WriteOptions) ([]byte, error) {
+	if err := t.writeExtras(res, base); err != nil {
+		return nil, err
+	}
+	if o := t.Output; o != nil {
+		if err := o.Write(func(w io.Writer) error { return tensor.Encode(w, o.Path(), res.Aug, out) }); err != nil {
+			return nil, err
+		}
+	}
+	res.Report.Outputs = t.Tx.Paths()
+	js, err := json.MarshalIndent(res.Report, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding the report: %w", err)
+	}
+	js = append(js, '\n')
+	if err := t.Report.Write(func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
+		return nil, err
+	}
+	if err := t.Tx.Commit(); err != nil {
+		return nil, err
+	}
+	return js, nil
+}
+
+// writeExtras stages the split, scores and importance of res that the
+// transaction names, with indices plus base.
+func (t *Transaction) writeExtras(res *dain.Result, base int) error {
+	if t.Split != nil && res.Split != nil {
+		dir, err := t.Split.Path()
+		if err != nil {
 			return err
 		}
 		for _, p := range []struct {
 			name string
 			t    *tensor.COO
 		}{{"train.tsv", res.Split.Train}, {"val.tsv", res.Split.Val}, {"test.tsv", res.Split.Test}} {
-			t := p.t
-			if t == nil {
-				t = &tensor.COO{Dims: res.Report.Dims}
+			c := p.t
+			if c == nil {
+				c = &tensor.COO{Dims: res.Report.Dims}
 			}
-			if err := tensor.WriteFile(filepath.Join(o.SplitOut, p.name), t, tensor.WriteOptions{Format: tensor.TSV, IndexBase: base}); err != nil {
-				return err
+			f, err := os.Create(filepath.Join(dir, p.name))
+			if err == nil {
+				err = tensor.Encode(f, p.name, c, tensor.WriteOptions{Format: tensor.TSV, IndexBase: base})
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("cannot write %s: %w", filepath.Join(t.Split.UserPath(), p.name), bareErr(err))
 			}
 		}
 	}
-	if o.ScoresOut != "" && res.Scores != nil {
-		if err := writeText(o.ScoresOut, func(w *bufio.Writer) error { return WriteScores(w, res.Scores, base) }); err != nil {
+	if t.Scores != nil && res.Scores != nil {
+		if err := t.Scores.Write(textFill(t.Scores.Path(), func(w *bufio.Writer) error { return WriteScores(w, res.Scores, base) })); err != nil {
 			return err
 		}
 	}
-	if o.ImportOut != "" && res.Importance != nil {
-		if err := writeText(o.ImportOut, func(w *bufio.Writer) error { return WriteImportance(w, res.Importance, base) }); err != nil {
+	if t.Importance != nil && res.Importance != nil {
+		if err := t.Importance.Write(textFill(t.Importance.Path(), func(w *bufio.Writer) error { return WriteImportance(w, res.Importance, base) })); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeText writes path atomically through fill, gzip-compressed when the
-// name ends in .gz.
-func writeText(path string, fill func(w *bufio.Writer) error) error {
-	return tensor.AtomicWrite(path, func(w io.Writer) error {
+// bareErr drops the path of an *fs.PathError (a temporary's name).
+func bareErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// textFill returns a fill function (outtx.File.Write) that writes text
+// through fill, gzip-compressed when path ends in .gz.
+func textFill(path string, fill func(w *bufio.Writer) error) func(io.Writer) error {
+	return func(w io.Writer) error {
 		var z *gzip.Writer
 		if strings.HasSuffix(strings.ToLower(path), ".gz") {
 			z = gzip.NewWriter(w)
@@ -140,7 +241,7 @@ func writeText(path string, fill func(w *bufio.Writer) error) error {
 			return z.Close()
 		}
 		return nil
-	})
+	}
 }
 
 // WriteScores writes s as tab-separated text: a header line (i1 … iN,

@@ -411,6 +411,37 @@ func (f *File) Write(fill func(w io.Writer) error) error {
 	return nil
 }
 
+// Target returns the file Commit writes: the user's path made absolute,
+// symlinks followed ("" for a nil File). Callers that stage the file
+// themselves (Adopt) write beside it.
+func (f *File) Target() string {
+	if f == nil {
+		return ""
+	}
+	return f.e.target
+}
+
+// Adopt takes tmp, a file the caller wrote in the target's directory (such
+// as tensor.StageFileParallel's), as this output's staged contents:
+// Commit renames it into place and Abort removes it. An empty tmp (the
+// output was written in place) adopts nothing. It is an error if tmp is
+// in another directory (a rename would not be atomic).
+func (f *File) Adopt(tmp string) error {
+	if f == nil || tmp == "" {
+		return nil
+	}
+	e := f.e
+	if filepath.Dir(tmp) != filepath.Dir(e.target) {
+		os.Remove(tmp)
+		return fmt.Errorf("cannot write %s: its staged file %s is not in %s", e.user, tmp, filepath.Dir(e.target))
+	}
+	if e.staged != "" {
+		os.Remove(e.staged)
+	}
+	e.staged = tmp
+	return nil
+}
+
 // Dir is an output directory of a Tx.
 type Dir struct {
 	tx *Tx
