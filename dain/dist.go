@@ -357,7 +357,10 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	}
 	trainOwned := []nn.Span{{Global: trFirst, Local: 0, N: train.NNZ()}}
 	var res nn.Result
-	nAug := int(cfg.Ratio * float64(nTrain))
+	nAug, err := AugCount(cfg.Ratio, nTrain)
+	if err != nil {
+		return nil, err
+	}
 	// This process's share of the new cells: cells augFirst… of the nAug,
 	// augFirst = rank·nAug/size.
 	aug := &tensor.COO{Dims: append([]int(nil), dims...)}
@@ -654,7 +657,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		return nil, fmt.Errorf("dain: testing the retrained model: %w", err)
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = math.Sqrt(m), res.BestEpoch, history(res)
-	rep.Improved = rep.RMSEAfter < rep.RMSEBefore
+	rep.Improved = rep.NAug > 0 && rep.RMSEAfter < rep.RMSEBefore
 	rep.Seconds.Retrain = prior + time.Since(t0).Seconds()
 	// The replicas must have stayed identical.
 	sum, err := after.ParamsChecksum()

@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/nn"
 )
 
@@ -149,6 +151,9 @@ func (a *Augment) Finish(fs *flag.FlagSet, stderr io.Writer) error {
 	if err := FinishConfig(&a.Config, &a.In, stderr); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
+	if a.Config.Ratio == 0 {
+		return fmt.Errorf("%w: -ratio must be > 0; 0 draws no cells", ErrUsage)
+	}
 	if err := a.Out.Check(); err != nil {
 		return err
 	}
@@ -167,7 +172,11 @@ func (a *Augment) Variant() string {
 }
 
 // FinishConfig applies the parsed layers to c, sends progress to stderr
-// unless f.Quiet, and checks the configuration.
+// unless f.Quiet, and checks the configuration. The numeric flags are
+// capped so that no count derived from them overflows: -batch and
+// -costco-batch 1…dain.MaxBatch cells, -ratio 0…dain.MaxRatio, -epochs
+// and -patience 1…MaxEpochs, -layers widths 1…model.MaxWidth; an error
+// names the flag and the limit.
 func FinishConfig(c *dain.Config, f *Input, stderr io.Writer) error {
 	if len(f.Layers) > 0 {
 		c.Layers = f.Layers
@@ -175,10 +184,61 @@ func FinishConfig(c *dain.Config, f *Input, stderr io.Writer) error {
 	if f.IndexBase < -1 {
 		return fmt.Errorf("-index-base %d: want 0, 1 (or -1 for the format's own)", f.IndexBase)
 	}
+	if err := CheckCaps(c); err != nil {
+		return err
+	}
 	if !f.Quiet {
 		c.Progress = stderr
 	}
 	return c.Validate()
+}
+
+// MaxEpochs is the cap of -epochs and -patience.
+const MaxEpochs = 1 << 20
+
+// CheckCaps reports the first numeric flag of c outside its limits,
+// naming the flag (-batch, -costco-batch, -ratio, -epochs, -patience,
+// -layers, -rank, -channels) and the limit.
+func CheckCaps(c *dain.Config) error {
+	for _, b := range []struct {
+		flag string
+		v    int
+	}{{"-batch", c.Batch}, {"-costco-batch", c.CoSTCoBatch}} {
+		if b.v < 1 || b.v > dain.MaxBatch {
+			return fmt.Errorf("%s %d: want 1…%d cells", b.flag, b.v, dain.MaxBatch)
+		}
+	}
+	for _, e := range []struct {
+		flag string
+		v    int
+	}{{"-epochs", c.Epochs}, {"-patience", c.Patience}} {
+		if e.v < 1 || e.v > MaxEpochs {
+			return fmt.Errorf("%s %d: want 1…%d", e.flag, e.v, MaxEpochs)
+		}
+	}
+	for _, w := range []struct {
+		flag string
+		v    int
+	}{{"-rank", c.Rank}, {"-channels", c.Channels}} {
+		if w.v < 1 || w.v > model.MaxWidth {
+			return fmt.Errorf("%s %d: want 1…%d", w.flag, w.v, model.MaxWidth)
+		}
+	}
+	if len(c.Layers) > model.MaxLayers {
+		return fmt.Errorf("-layers: %d widths, above the limit %d", len(c.Layers), model.MaxLayers)
+	}
+	for _, w := range c.Layers {
+		if w > model.MaxWidth {
+			return fmt.Errorf("-layers %v: width %d above the limit %d", (*IntList)(&c.Layers).String(), w, model.MaxWidth)
+		}
+	}
+	if !(c.Ratio >= 0) || math.IsInf(c.Ratio, 0) {
+		return fmt.Errorf("-ratio %v: want a finite number > 0", c.Ratio)
+	}
+	if c.Ratio > dain.MaxRatio {
+		return fmt.Errorf("-ratio %v: above the limit %d (new cells per training cell)", c.Ratio, dain.MaxRatio)
+	}
+	return nil
 }
 
 // CheckLayers reports, as a usage error, a -layers that does not fit the
