@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -107,4 +109,40 @@ func TestNoSignalHandling(t *testing.T) {
 			t.Errorf("libdainx depends on os/signal")
 		}
 	}
+}
+
+// TestLibOutputsTransaction (issue 31): through the C API's augment, two
+// outputs naming one file are an input error before any work, and a
+// model-out over an older run's directory ends holding this run's files.
+func TestLibOutputsTransaction(t *testing.T) {
+	dir := t.TempDir()
+	x, err := buildTensor(libCells(400))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := filepath.Join(dir, "a.tsv")
+	_, err = augment(context.Background(), x, `{"output":"`+same+`","report":"`+same+`","layers":"12,8","epochs":1,"backend":"cpu","quiet":true}`, io.Discard, nil)
+	if err == nil || codeOf(err) != codeInput || !strings.Contains(err.Error(), "cannot write "+same) {
+		t.Fatalf("output = report: %v (code %d), want an input error naming %s", err, codeOf(err), same)
+	}
+	if _, err := os.Stat(same); !os.IsNotExist(err) {
+		t.Fatalf("a refused run wrote %s", same)
+	}
+	// writeTensor refuses a directory and names the path given.
+	err = writeTensor(dir, []int32{0, 1}, []float64{1}, 2, "")
+	if err == nil || codeOf(err) != codeInput || !strings.Contains(err.Error(), "cannot write "+dir) {
+		t.Fatalf("writeTensor into a directory: %v", err)
+	}
+}
+
+// libCells returns n distinct cells of a 3-mode tensor and their values.
+func libCells(n int) ([]int32, []float64, int) {
+	idx := make([]int32, 0, 3*n)
+	val := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		k := (i * 7919) % (40 * 30 * 20)
+		idx = append(idx, int32(k%40), int32((k/40)%30), int32(k/1200))
+		val = append(val, float64(1+i%5))
+	}
+	return idx, val, 3
 }
