@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/outtx"
@@ -229,10 +231,12 @@ func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, boo
 		r = z
 	}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	sc.Buffer(make([]byte, 1<<16), maxQueryLine)
 	t := &tensor.COO{Dims: append([]int(nil), dims...)}
 	values := -1 // unknown until the first cell
-	for line := 1; sc.Scan(); line++ {
+	line := 0
+	for sc.Scan() {
+		line++
 		l := strings.TrimSpace(sc.Text())
 		if l == "" || l[0] == '#' {
 			continue
@@ -249,8 +253,11 @@ func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, boo
 		}
 		for n := 0; n < order; n++ {
 			i, err := strconv.ParseInt(fs[n], 10, 64)
+			if errors.Is(err, strconv.ErrRange) {
+				return nil, false, fmt.Errorf("%s:%d: index %s of mode %d is out of range (the model's indices are %d…%d)", path, line, clip(fs[n]), n+1, base, dims[n]-1+base)
+			}
 			if err != nil {
-				return nil, false, fmt.Errorf("%s:%d: index %q of mode %d is not an integer", path, line, fs[n], n+1)
+				return nil, false, fmt.Errorf("%s:%d: index %s of mode %d is not an integer", path, line, clip(fs[n]), n+1)
 			}
 			if i-int64(base) < 0 || i-int64(base) >= int64(dims[n]) {
 				return nil, false, fmt.Errorf("%s:%d: index %d of mode %d is outside the model's %d…%d", path, line, i, n+1, base, dims[n]-1+base)
@@ -260,13 +267,33 @@ func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, boo
 		x := 0.0
 		if v == 1 {
 			if x, err = strconv.ParseFloat(fs[order], 64); err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, false, fmt.Errorf("%s:%d: value %q is not a finite number", path, line, fs[order])
+				return nil, false, fmt.Errorf("%s:%d: value %s is not a finite number", path, line, clip(fs[order]))
 			}
 		}
 		t.Val = append(t.Val, x)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, false, fmt.Errorf("%s: %w", path, err)
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, false, fmt.Errorf("%s:%d: line longer than %d MiB (a cell is N indices and a value)", path, line+1, maxQueryLine>>20)
+	} else if err != nil {
+		return nil, false, fmt.Errorf("%s:%d: %w", path, line+1, err)
 	}
 	return t, values == 1, nil
+}
+
+// maxQueryLine is the longest line of a -cells file, in bytes.
+const maxQueryLine = 1 << 24
+
+// clip quotes a field of an input file for an error message, cut to 80
+// characters (with its length) so that a huge field does not flood the
+// terminal.
+func clip(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }

@@ -248,12 +248,17 @@ func TestPredictSavedMLP(t *testing.T) {
 		{"1 1 1 2\n1 1 1\n", "bad.tsv:2: 3 fields, the lines before had 4"},
 		{"1 x 1\n", `bad.tsv:1: index "x" of mode 2 is not an integer`},
 		{"1 1 1 nan\n", `bad.tsv:1: value "nan" is not a finite number`},
+		// Issue 31: out-of-range integers say so; a huge field is cut to
+		// 80 characters; a line past the limit names its line.
+		{"1 1 1 2\n1 100000000000000000000 1 2\n", "bad.tsv:2: index \"100000000000000000000\" of mode 2 is out of range (the model's indices are 1…3)"},
+		{"1 " + strings.Repeat("x", 10<<20) + " 1\n", `bad.tsv:1: index "` + strings.Repeat("x", 80) + `"… (10485760 bytes) of mode 2 is not an integer`},
+		{"1 1 1 2\n1 1 1 " + strings.Repeat("7", 17<<20) + "\n", "bad.tsv:2: line longer than 16 MiB"},
 	} {
 		bad := filepath.Join(dir, "bad.tsv")
 		os.WriteFile(bad, []byte(c.text), 0o644)
 		code, _, stderr := runCLI("predict", "-model", m, "-cells", bad)
-		if code == 0 || !strings.Contains(stderr, c.want) {
-			t.Errorf("%q: exit %d, %q; want %q", c.text, code, stderr, c.want)
+		if code != exitFailure || !strings.Contains(stderr, c.want) || len(stderr) > 1000 {
+			t.Errorf("%.40q: exit %d, %.300q; want exit 1 and %.200q", c.text, code, stderr, c.want)
 		}
 	}
 	if code, _, stderr := runCLI("predict", "-model", m, "-cells", cells, "-index-base", "-3"); code != exitUsage || !strings.Contains(stderr, "-index-base -3") {
