@@ -653,3 +653,27 @@ func readReport(t *testing.T, path string) dain.Report {
 	}
 	return r
 }
+
+// TestDistOutputIsInput (issue 31): under -dist mpi too, an -output that
+// is the input, or the report, is refused before any work: exit 1, one
+// message naming the path, the input byte for byte, nothing written.
+func TestDistOutputIsInput(t *testing.T) {
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	src, _ := os.ReadFile("testdata/golden/input.tsv")
+	in := filepath.Join(dir, "in.tsv")
+	os.WriteFile(in, src, 0o644)
+	rep := filepath.Join(dir, "r.json")
+	for _, out := range []string{in, rep} {
+		code, msg := mpiRun(t, l, 2, nil, append([]string{"augment", "-dist", "mpi", "-input", in, "-output", out, "-report", rep}, distFlags...)...)
+		if code != exitFailure || strings.Count(msg, "cannot write "+out) != 1 {
+			t.Errorf("-output %s: exit %d, want 1 and one message naming it:\n%s", out, code, msg)
+		}
+		if b, _ := os.ReadFile(in); !bytes.Equal(b, src) {
+			t.Fatalf("-output %s: the input changed", out)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("-output %s: %d files in the directory, want the input alone", out, len(ents))
+		}
+	}
+}
