@@ -153,6 +153,13 @@ int dainx_write(const char *path, const int32_t *idx, const double *val,
  * *out holds the query cells with their predicted values (on the CPU, bit
  * for bit what the model gave during `dainx augment`) and a JSON report
  * ({"model", "n_cells", "kind", "role", "trained_by", "version", …}).
+ * The report also gives the model's "order" and "dims". nnz 0 (idx may
+ * be NULL; order 0 or the model's) only loads and checks the model: a
+ * result with no cells and the report. "batch" is at most 16777216.
+ * The model's files are untrusted: every size in model.json and the
+ * safetensors header is checked against limits, against each other and
+ * against the file's size before anything is allocated, so a hostile or
+ * truncated model is DAINX_EINPUT, never a crash of the host.
  * Errors: DAINX_EINPUT for a missing or malformed model (the message names
  * the file and what is wrong), an order other than the model's, an index
  * outside the model's modes (naming the cell); DAINX_ERUN otherwise. */

@@ -96,10 +96,14 @@ func dainxGoWrite(path *C.char, idx *C.int32_t, val *C.double, nnz C.int64_t, or
 func dainxGoPredict(path *C.char, idx *C.int32_t, nnz C.int64_t, order C.int32_t, options *C.char, out **C.dainx_result) C.int {
 	var r *C.dainx_result
 	err := safely(func() error {
-		if order <= 0 || nnz <= 0 || int64(nnz) > maxCells/int64(order) {
-			return inputErr("nnz %d, order %d: want ≥ 1 cell of order ≥ 1", nnz, order)
+		var is []int32
+		switch {
+		case nnz == 0 && order >= 0: // only load and check the model
+		case order <= 0 || nnz <= 0 || int64(nnz) > maxCells/int64(order):
+			return inputErr("nnz %d, order %d: want ≥ 1 cell of order ≥ 1 (or nnz 0 to check the model)", nnz, order)
+		default:
+			is = unsafe.Slice((*int32)(unsafe.Pointer(idx)), int(nnz)*int(order))
 		}
-		is := unsafe.Slice((*int32)(unsafe.Pointer(idx)), int(nnz)*int(order))
 		vals, report, err := predictCells(C.GoString(path), is, int(nnz), int(order), goString(options))
 		if err != nil {
 			return err

@@ -4,7 +4,6 @@ package main
 // with CGO_ENABLED=0 too; export.go converts between it and C.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -398,17 +397,22 @@ func writeTensor(path string, idx []int32, val []float64, order int, options str
 	return tx.Commit()
 }
 
-// safely runs f, turning a panic into an error with its stack (the host
-// process must survive a bug here).
+// safely runs f, turning a panic into an error (codeRun) whose message
+// is one line: "dainx: internal error: " and the panic's value (at most
+// 200 bytes), never a stack trace. The host process must survive a bug
+// here; with DAINX_TRACEBACK=1 in the environment the stack also goes to
+// standard error.
 func safely(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			var b bytes.Buffer
-			fmt.Fprintf(&b, "dainx: internal error: %v", r)
-			if s := debug.Stack(); len(s) > 0 {
-				fmt.Fprintf(&b, "\n%s", s)
+			msg := strings.Join(strings.Fields(fmt.Sprint(r)), " ")
+			if len(msg) > 200 {
+				msg = strings.ToValidUTF8(msg[:200], "") + "…"
 			}
-			err = &libError{codeRun, b.String()}
+			if os.Getenv("DAINX_TRACEBACK") == "1" {
+				fmt.Fprintf(os.Stderr, "dainx: internal error: %v\n%s", r, debug.Stack())
+			}
+			err = &libError{codeRun, "dainx: internal error: " + msg + " (a bug in dainx; please report it, with the stack DAINX_TRACEBACK=1 prints)"}
 		}
 	}()
 	return f()
@@ -416,9 +420,12 @@ func safely(f func() error) (err error) {
 
 // predictCells predicts n cells (idx, 0-based, row-major) with the model
 // saved at path (model.Load's paths); options: "backend" (default cpu) and
-// "batch" (cells per forward pass, default 0: the model's saved batch
-// capacity), as `dainx predict`'s
-// flags. It returns the predictions and a JSON report.
+// "batch" (cells per forward pass, 1…model.MaxCapacity, default 0: the
+// model's saved batch capacity), as `dainx predict`'s flags. It returns
+// the predictions and a JSON report, which also gives the model's "order"
+// and "dims". n = 0 only loads and checks the model (order is then not
+// compared with the model's when 0). The model's files are untrusted:
+// any lie in them is an input error naming the file (model.Load).
 func predictCells(path string, idx []int32, n, order int, options string) ([]float64, []byte, error) {
 	fs := flag.NewFlagSet("dainx predict", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -427,8 +434,8 @@ func predictCells(path string, idx []int32, n, order int, options string) ([]flo
 	if err := setOptions(fs, options, nil); err != nil {
 		return nil, nil, err
 	}
-	if *batch < 0 {
-		return nil, nil, inputErr("option \"batch\": %d: want ≥ 0", *batch)
+	if *batch < 0 || *batch > model.MaxCapacity {
+		return nil, nil, inputErr("option \"batch\": %d: want 1…%d cells, or 0 for the model's", *batch, model.MaxCapacity)
 	}
 	be, err := cli.Open(&cli.Input{Backend: *backend, Precision: "fp32", Quiet: true}, io.Discard)
 	if err != nil {
@@ -440,7 +447,7 @@ func predictCells(path string, idx []int32, n, order int, options string) ([]flo
 		return nil, nil, inputErr("%v", err)
 	}
 	defer net.Free()
-	if order != meta.Order {
+	if order != meta.Order && (n > 0 || order != 0) {
 		return nil, nil, inputErr("cells of order %d, the model's order is %d", order, meta.Order)
 	}
 	for k := 0; k < n; k++ {
@@ -450,16 +457,19 @@ func predictCells(path string, idx []int32, n, order int, options string) ([]flo
 			}
 		}
 	}
-	set := net.NewSet(idx, make([]float64, n))
-	defer set.Free()
-	p, err := net.Predict(set)
-	if err != nil {
-		return nil, nil, err
-	}
 	out := make([]float64, n)
-	for k, v := range p {
-		out[k] = float64(v)
+	if n > 0 {
+		set := net.NewSet(idx, make([]float64, n))
+		defer set.Free()
+		p, err := net.Predict(set)
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, v := range p {
+			out[k] = float64(v)
+		}
 	}
-	js, err := json.Marshal(map[string]any{"model": path, "n_cells": n, "kind": meta.Kind, "role": meta.Role, "trained_by": meta.Version, "version": version(), "backend": be.Name()})
+	js, err := json.Marshal(map[string]any{"model": path, "n_cells": n, "kind": meta.Kind, "role": meta.Role, "trained_by": meta.Version, "version": version(), "backend": be.Name(),
+		"order": meta.Order, "dims": meta.Dims})
 	return out, js, err
 }

@@ -14,6 +14,9 @@
  *    still SIG_DFL, and a raised SIGINT reaches the host's handler.
  * 5. dainx_read/dainx_write round-trip tsv, tns, bin and gzip, and report
  *    file errors.
+ * 6. dainx_predict on hostile model files (dims 4e12, truncated, a header
+ *    that lies about sizes) is DAINX_EINPUT naming the file; the host goes
+ *    on (issue 31).
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -389,6 +392,110 @@ static void test_predict(const char *opts7, const char *dir) {
 	dainx_result_free(r);
 }
 
+/* slurp reads a whole file (NULL on failure); *n gets its size. */
+static char *slurp(const char *path, size_t *n) {
+	FILE *f = fopen(path, "rb");
+	if (f == NULL) return NULL;
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = malloc((size_t)len + 1);
+	if (b == NULL || fread(b, 1, (size_t)len, f) != (size_t)len) {
+		free(b);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	b[len] = 0;
+	*n = (size_t)len;
+	return b;
+}
+
+/* put writes n bytes of b as dir/name, making dir. */
+static void put(const char *dir, const char *name, const char *b, size_t n) {
+	char p[1024];
+	snprintf(p, sizeof p, "mkdir -p '%s'", dir);
+	if (system(p) != 0) return;
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "wb");
+	if (f == NULL) return;
+	fwrite(b, 1, n, f);
+	fclose(f);
+}
+
+/* test_hostile_model: models whose files lie (dims of 4e12, a truncated
+ * safetensors file, a header length past the end, data_offsets that
+ * contradict the shape) are DAINX_EINPUT naming the file, and the host
+ * goes on; nnz 0 checks a good model and reports its order. Uses the model
+ * test_predict saved in dir/m. */
+static void test_hostile_model(const char *dir) {
+	char m[1024], h[1024], want[1100];
+	size_t nj = 0, ns = 0;
+	snprintf(m, sizeof m, "%s/m/model.json", dir);
+	char *js = slurp(m, &nj);
+	snprintf(m, sizeof m, "%s/m/model.safetensors", dir);
+	char *st = slurp(m, &ns);
+	CHECK(js != NULL && st != NULL && ns > 16, "no saved model in %s/m", dir);
+	if (js == NULL || st == NULL || ns <= 16) {
+		free(js);
+		free(st);
+		return;
+	}
+	int32_t cell[3] = {0, 0, 0};
+	dainx_result *p = NULL;
+	snprintf(m, sizeof m, "%s/m", dir);
+	int rc = dainx_predict(m, NULL, 0, 0, NULL, &p);
+	CHECK(rc == DAINX_OK && p != NULL && dainx_result_count(p) == 0 && strstr(dainx_result_report(p), "\"order\":3") != NULL,
+	      "nnz 0 (check the model): %d %s", rc, rc ? dainx_last_error() : dainx_result_report(p));
+	dainx_result_free(p);
+	p = NULL;
+
+	static const char dims[] = "{\"format\":\"dainx-model\",\"format_version\":1,\"kind\":\"mlp\",\"order\":3,"
+	                           "\"dims\":[40,4000000000000,40],\"embedding_width\":16,\"layers\":[48,16],"
+	                           "\"layout\":\"mode-major\",\"index_base\":0}";
+	char *lying = malloc(ns), *offs = NULL;
+	memcpy(lying, st, ns);
+	/* same length: the first tensor's end offset becomes 9s */
+	offs = strstr(lying + 8, "\"data_offsets\":[0,");
+	if (offs != NULL)
+		for (char *q = offs + strlen("\"data_offsets\":[0,"); *q >= '0' && *q <= '9'; q++) *q = '9';
+	char *longhead = malloc(ns);
+	memcpy(longhead, st, ns);
+	for (int i = 0; i < 8; i++) longhead[i] = 0;
+	longhead[7] = 0x40; /* 2^62 */
+	struct {
+		const char *name, *file, *data;
+		size_t n;
+		const char *want;
+	} cases[] = {
+	    {"dims", "model.json", dims, sizeof dims - 1, "model.json: dims[1] = 4000000000000: above the limit 2147483647"},
+	    {"truncated", "model.safetensors", st, ns - 9, "(truncated?)"},
+	    {"header length", "model.safetensors", longhead, ns, "runs past the end"},
+	    {"offsets", "model.safetensors", lying, ns, "data_offsets [0, 9"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(h, sizeof h, "%s/hostile-%s", dir, cases[i].name);
+		put(h, "model.json", js, nj);
+		put(h, "model.safetensors", st, ns);
+		put(h, cases[i].file, cases[i].data, cases[i].n);
+		p = NULL;
+		rc = dainx_predict(h, cell, 1, 3, NULL, &p);
+		snprintf(want, sizeof want, "%s/%s", h, cases[i].file);
+		CHECK(rc == DAINX_EINPUT && p == NULL && strstr(dainx_last_error(), want) != NULL &&
+		          strstr(dainx_last_error(), cases[i].want) != NULL && strchr(dainx_last_error(), '\n') == NULL,
+		      "hostile model (%s): rc %d, %s", cases[i].name, rc, dainx_last_error());
+	}
+	/* the host goes on: the good model still predicts */
+	rc = dainx_predict(m, cell, 1, 3, NULL, &p);
+	CHECK(rc == DAINX_OK, "good model after the hostile ones: %d %s", rc, dainx_last_error());
+	dainx_result_free(p);
+	free(lying);
+	free(longhead);
+	free(js);
+	free(st);
+	printf("ok   hostile models: dims 4e12, truncated, header length and offsets that lie are DAINX_EINPUT naming the file\n");
+}
+
 /* progress_state counts the events of dainx_augment_progress. */
 struct progress_state {
 	pthread_t caller;
@@ -469,6 +576,7 @@ int main(int argc, char **argv) {
 	test_files(argv[7]);
 	test_influence(argv[2], argv[5], argv[7]);
 	test_predict(argv[2], argv[7]);
+	test_hostile_model(argv[7]);
 	test_progress(argv[2], argv[3]);
 	test_signals();
 	dainx_result_free(tensor);
