@@ -105,7 +105,7 @@ type ckInput struct {
 }
 
 func (in ckInput) String() string {
-	return fmt.Sprintf("%s (%d cells, dims %v, SHA-256 %s…)", in.Name, in.Cells, in.Dims, in.SHA256[:16])
+	return fmt.Sprintf("%s (%d cells, dims %v, SHA-256 %.16s…)", in.Name, in.Cells, in.Dims, in.SHA256)
 }
 
 // fingerprint returns x's ckInput.
@@ -668,13 +668,46 @@ func (c *checkpointer) loadAugmented() (*augRecord, *tensor.COO, error) {
 		return nil, nil, fmt.Errorf("dain: -resume: %s: %w", path, err)
 	}
 	aug := &tensor.COO{Dims: r.Dims, Idx: file.i32s["idx"], Val: file.f64s["val"]}
-	if len(aug.Idx) != r.NAug*len(r.Dims) || len(aug.Val) != r.NAug {
-		return nil, nil, fmt.Errorf("dain: -resume: %s: %w: %d indices and %d values for %d cells", path, errNotCheckpoint, len(aug.Idx), len(aug.Val), r.NAug)
+	if err := checkAugmented(&r, aug, c.head.Input.Dims); err != nil {
+		return nil, nil, fmt.Errorf("dain: -resume: %s: %w: %v", path, errNotCheckpoint, err)
 	}
 	if r.NAug == 0 {
 		aug.Idx, aug.Val = nil, nil // as Augment makes no cells
 	}
 	return &r, aug, nil
+}
+
+// checkAugmented reports what in the augmented record r and its cells aug
+// (read from a file) cannot be a run's on an input of the given dims: a
+// negative count, a total below this process's count, dims other than the
+// input's, indices and values that are not NAug cells, an index outside
+// its mode, a value that is not finite, or cells that tensor.COO.Validate
+// refuses (a value too large, a cell twice). The field is named.
+func checkAugmented(r *augRecord, aug *tensor.COO, dims []int) error {
+	switch {
+	case r.NAug < 0 || r.Total < 0 || r.Total > 0 && r.Total < r.NAug:
+		return fmt.Errorf("n_aug %d and total %d cells", r.NAug, r.Total)
+	case !slices.Equal(r.Dims, dims):
+		return fmt.Errorf("dims %v; the input's are %v", r.Dims, dims)
+	case len(aug.Val) != r.NAug || len(aug.Idx) != len(aug.Val)*len(dims):
+		return fmt.Errorf("%d indices and %d values for %d cells of %d modes", len(aug.Idx), len(aug.Val), r.NAug, len(dims))
+	}
+	for i, x := range aug.Idx {
+		if m := i % len(dims); x < 0 || int(x) >= dims[m] {
+			return fmt.Errorf("idx: cell %d's index %d of mode %d is outside 0…%d", i/len(dims), x, m, dims[m]-1)
+		}
+	}
+	for i, v := range aug.Val {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("val: cell %d's value %v is not finite", i, v)
+		}
+	}
+	if len(aug.Val) > 0 {
+		if err := aug.Validate(); err != nil { // magnitudes, repeated cells
+			return fmt.Errorf("idx, val: %w", err)
+		}
+	}
+	return nil
 }
 
 // stageName is the checkpoint name of training model kind with passes.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 )
 
 // A checkpoint file is a small binary container of named sections, little
@@ -150,6 +151,11 @@ type ckFile struct {
 // damaged.
 var errNotCheckpoint = errors.New("not a whole dainx checkpoint file")
 
+// maxCkGob is the largest gob-encoded section a checkpoint file may hold,
+// in bytes: the records are small (a header, a training record with one
+// line per epoch); the bulk arrays are sections of their own.
+const maxCkGob = 64 << 20
+
 // hashReader hashes every byte read through it.
 type hashReader struct {
 	r io.Reader
@@ -163,8 +169,12 @@ func (r *hashReader) Read(p []byte) (int, error) {
 }
 
 // readCkFile reads the checkpoint file path; with until not empty it stops
-// after the section of that name ("header": the header), unverified. Errors
-// name the file.
+// after the section of that name ("header": the header), unverified. The
+// file is untrusted: every section's size is checked against the bytes
+// left in the file (and a gob section against maxCkGob) before anything is
+// allocated for it, a name must be printable ASCII and appear once, and
+// the checksum must match. Errors name the file, and errNotCheckpoint
+// (wrapped) the section and what is wrong.
 func readCkFile(path string, until string) (*ckFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -175,7 +185,11 @@ func readCkFile(path string, until string) (*ckFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := uint64(st.Size())
+	return readCk(f, uint64(st.Size()), path, until)
+}
+
+// readCk is readCkFile of the size bytes of f, named path in errors.
+func readCk(f io.Reader, size uint64, path string, until string) (*ckFile, error) {
 	br := bufio.NewReaderSize(f, 1<<20)
 	hr := &hashReader{r: br, h: sha256.New()}
 	bad := func(format string, args ...any) error {
@@ -193,28 +207,48 @@ func readCkFile(path string, until string) (*ckFile, error) {
 	}
 	out := &ckFile{gobs: map[string][]byte{}, f32s: map[string][]float32{}, i32s: map[string][]int32{}, f64s: map[string][]float64{}}
 	buf := make([]byte, 1<<16)
+	off := uint64(len(head)) // bytes read so far
+	seen := map[string]bool{}
 	for first := true; ; first = false {
 		var n [1]byte
 		if _, err := io.ReadFull(hr, n[:]); err != nil {
-			return nil, bad("truncated")
+			return nil, bad("truncated at byte %d: no section after %d sections", off, len(seen))
 		}
 		meta := make([]byte, int(n[0])+9)
 		if _, err := io.ReadFull(hr, meta); err != nil {
-			return nil, bad("truncated")
+			return nil, bad("truncated at byte %d, in a section's name", off)
 		}
+		off += 1 + uint64(len(meta))
 		name, kind, count := string(meta[:n[0]]), meta[n[0]], binary.LittleEndian.Uint64(meta[n[0]+1:])
-		if first != (name == "header") {
-			return nil, bad("its first section is %q, not the header", name)
+		if name == "" || strings.IndexFunc(name, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+			return nil, bad("a section name %q at byte %d: want printable ASCII", name, off)
+		}
+		if seen[name] {
+			return nil, bad("section %q appears twice", name)
+		}
+		seen[name] = true
+		if first != (name == "header") || first && kind != ckGob {
+			return nil, bad("its first section is %q of kind %d, not the header", name, kind)
 		}
 		width := map[byte]uint64{0: 1, ckGob: 1, ckFloat32: 4, ckInt32: 4, ckFloat64: 8}[kind]
-		if width == 0 || count > size/width {
-			return nil, bad("section %q of kind %d and %d elements does not fit the file's %d bytes", name, kind, count, size)
+		if width == 0 {
+			return nil, bad("section %q of unknown kind %d", name, kind)
 		}
+		// Every count is checked against the bytes left before anything
+		// is allocated for it.
+		left := size - min(off, size)
+		if count > left/width {
+			return nil, bad("section %q claims %d elements of %d bytes at byte %d, but the file's %d bytes leave %d", name, count, width, off, size, left)
+		}
+		if kind == ckGob && count > maxCkGob {
+			return nil, bad("section %q: %d bytes of encoded record, over the limit of %d", name, count, maxCkGob)
+		}
+		off += count * width
 		if name == "end" {
 			sum := hr.h.Sum(nil)
 			var got [sha256.Size]byte
-			if count != sha256.Size {
-				return nil, bad("end section of %d bytes", count)
+			if kind != 0 || count != sha256.Size {
+				return nil, bad("end section of kind %d and %d bytes, want kind 0 and %d", kind, count, sha256.Size)
 			}
 			if _, err := io.ReadFull(br, got[:]); err != nil {
 				return nil, bad("truncated checksum")
@@ -227,6 +261,9 @@ func readCkFile(path string, until string) (*ckFile, error) {
 			}
 			return out, nil
 		}
+		if kind == 0 {
+			return nil, bad("section %q of kind 0 (only the end section has it)", name)
+		}
 		switch kind {
 		case ckGob:
 			b := make([]byte, count)
@@ -235,6 +272,9 @@ func readCkFile(path string, until string) (*ckFile, error) {
 			}
 			if first {
 				if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&out.header); err != nil {
+					return nil, bad("header: %v", err)
+				}
+				if err := out.header.check(); err != nil {
 					return nil, bad("header: %v", err)
 				}
 			}
@@ -278,8 +318,6 @@ func readCkFile(path string, until string) (*ckFile, error) {
 			default:
 				out.f64s[name] = f64
 			}
-		default:
-			return nil, bad("section %q of unknown kind %d", name, kind)
 		}
 		if name == until {
 			return out, nil
@@ -295,6 +333,36 @@ func (f *ckFile) decode(name string, v any) error {
 	}
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(v); err != nil {
 		return fmt.Errorf("%w: section %q: %v", errNotCheckpoint, name, err)
+	}
+	return nil
+}
+
+// Limits on a checkpoint header read from disk.
+const (
+	maxCkSettings = 1024 // settings in Config
+	maxCkOrder    = 64   // modes of the input
+)
+
+// check reports a header field that no dainx writes: an unknown kind, a
+// negative cell count or dimension, more than maxCkOrder modes or
+// maxCkSettings settings, a fingerprint that is not 64 hex digits.
+func (h *ckHeader) check() error {
+	switch {
+	case h.Kind != kindTrain && h.Kind != kindModel && h.Kind != kindAugmented:
+		return fmt.Errorf("kind %q: want %s, %s or %s", h.Kind, kindTrain, kindModel, kindAugmented)
+	case len(h.Config) > maxCkSettings:
+		return fmt.Errorf("config: %d settings, over the limit of %d", len(h.Config), maxCkSettings)
+	case h.Input.Cells < 0:
+		return fmt.Errorf("input cells %d", h.Input.Cells)
+	case len(h.Input.Dims) > maxCkOrder:
+		return fmt.Errorf("input dims: %d modes, over the limit of %d", len(h.Input.Dims), maxCkOrder)
+	case len(h.Input.SHA256) != 2*sha256.Size || strings.Trim(h.Input.SHA256, "0123456789abcdef") != "":
+		return fmt.Errorf("input sha256 %.80q: want %d hex digits", h.Input.SHA256, 2*sha256.Size)
+	}
+	for m, d := range h.Input.Dims {
+		if d < 0 {
+			return fmt.Errorf("input dims[%d] = %d", m, d)
+		}
 	}
 	return nil
 }
