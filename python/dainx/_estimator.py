@@ -169,6 +169,7 @@ class DAIN:
                 cols.append(codes.astype(np.int32))
                 entities.append(pd.Index(uniques, name=c))
             idx = np.stack(cols, axis=1) if cols else np.empty((0, 0), np.int32)
+            _check_duplicates(X, idx, index)
             vals = pd.to_numeric(X[value], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
             bad = ~np.isfinite(vals)
             if bad.any():
@@ -270,31 +271,83 @@ class DAIN:
 
     # ------------------------------------------------------------ save/load
     def save(self, path):
-        """Write the fitted model to the directory path (made if needed):
-        model.json and model.safetensors as ``dainx augment -model-out``
-        writes them (so ``dainx predict -model path`` reads it), and
-        python.json with the entity IDs, columns and options. Each file is
-        written to a temporary name and renamed into place. IDs must be
-        str, int, float or bool (TypeError otherwise)."""
+        """Write the fitted model to the directory path: model.json and
+        model.safetensors as ``dainx augment -model-out`` writes them (so
+        ``dainx predict -model path`` reads it), and python.json with the
+        entity IDs, columns and options.
+
+        The save is one transaction: the files are written into a new
+        directory beside path (same parent), which then replaces path (an
+        older save is renamed aside, the new one renamed in, the old one
+        removed). On any failure nothing of this save remains and an older
+        save at path is intact. IDs must be str, int, float or bool
+        (TypeError otherwise). ValueError if path is an existing file or
+        other non-directory, or a directory holding anything but a saved
+        model's files (it is never emptied)."""
         self._fitted()
         side = {"format": _PYTHON_FORMAT, "version": 1, "index": self.index_, "value": self.value_,
                 "entities": None, "options": _jsonable_options(self._params), "report": self.report_}
         if self.entities_ is not None:
             side["entities"] = [[_json_id(v, c) for v in ent] for c, ent in zip(self.index_, self.entities_)]
-        os.makedirs(path, exist_ok=True)
         files = dict(self._model_files)
         files[_PYTHON_FILE] = (json.dumps(side, ensure_ascii=False) + "\n").encode()
-        for name, b in files.items():
-            dst = os.path.join(path, name)
-            fd, tmp = tempfile.mkstemp(prefix="." + name + ".", dir=path)
-            try:
-                with os.fdopen(fd, "wb") as f:
+        path = os.path.abspath(os.fspath(path))
+        if os.path.lexists(path):
+            if not os.path.isdir(path) or os.path.islink(path):
+                raise ValueError("save: %s exists and is not a directory" % path)
+            other = sorted(set(os.listdir(path)) - set(_MODEL_FILES) - {_PYTHON_FILE})
+            if other:
+                raise ValueError("save: %s holds %s, not only a saved model's files; not replacing it"
+                                 % (path, ", ".join(repr(o) for o in other[:5])))
+        parent, base = os.path.split(path)
+        os.makedirs(parent, exist_ok=True)
+        new = tempfile.mkdtemp(prefix="." + base + ".new-", dir=parent)
+        aside = None
+        try:
+            for name, b in files.items():
+                with open(os.path.join(new, name), "wb") as f:
                     f.write(b)
-                os.replace(tmp, dst)
-            except BaseException:
-                os.unlink(tmp)
-                raise
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.chmod(new, 0o755)
+            if os.path.isdir(path):
+                aside = tempfile.mkdtemp(prefix="." + base + ".old-", dir=parent)
+                os.rename(path, os.path.join(aside, "old"))
+            os.rename(new, path)
+        except BaseException:
+            shutil.rmtree(new, ignore_errors=True)
+            if aside is not None:
+                old = os.path.join(aside, "old")
+                if os.path.isdir(old) and not os.path.lexists(path):
+                    os.rename(old, path)
+                shutil.rmtree(aside, ignore_errors=True)
+            raise
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
         return self
+
+
+def _check_duplicates(X, idx, index):
+    """ValueError naming the first repeated cell of a DataFrame by its IDs
+    and rows (the library would name it by internal codes)."""
+    if len(idx) < 2:
+        return
+    order = np.lexsort(idx.T[::-1])
+    s = idx[order]
+    same = np.all(s[1:] == s[:-1], axis=1)
+    if not same.any():
+        return
+    rows = order[np.nonzero(same)[0][0]:][:2]
+    first, second = sorted(int(r) for r in rows)
+    cell = ", ".join("%s=%s" % (c, _short(X[c].iloc[second])) for c in index)
+    raise ValueError("duplicate cell (%s): row %s repeats row %s (each cell may appear once)"
+                     % (cell, _short(X.index[second]), _short(X.index[first])))
+
+
+def _short(v, n=80):
+    """repr(v), at most n characters (… marks a cut)."""
+    r = repr(v.item() if isinstance(v, np.generic) else v)
+    return r if len(r) <= n else r[:n] + "…"
 
 
 def _json_id(v, column):
@@ -325,38 +378,105 @@ def load(path):
     """A fitted DAIN from a directory written by DAIN.save or by ``dainx
     augment -model-out path`` (then it predicts on index arrays, and its
     report_, augmented_, cell_scores_ and entity_importance_ are None).
-    Raises ValueError for a missing or malformed model."""
-    files = {}
+
+    The files are untrusted: the model is loaded and checked by the
+    library (every size against limits, against each other and against
+    the files' sizes), and python.json against the model (its format,
+    the number of index columns and entity lists against the model's
+    order, each list's length against the model's mode size, the types of
+    every field). Raises ValueError naming the file and the field for a
+    missing or malformed model or python.json."""
+    path = os.fspath(path)
     for name in _MODEL_FILES:
         p = os.path.join(path, name)
-        try:
-            with open(p, "rb") as f:
-                files[name] = f.read()
-        except FileNotFoundError:
+        if not os.path.isfile(p):
             raise ValueError("%s: no such file (want a directory saved by DAIN.save or dainx augment -model-out)"
-                             % p) from None
-    try:
-        meta = json.loads(files["model.json"])
-    except ValueError as e:
-        raise ValueError("%s: not JSON: %s" % (os.path.join(path, "model.json"), e)) from None
-    if not isinstance(meta, dict) or meta.get("format") != "dainx-model":
-        raise ValueError("%s: not a dainx model (docs/model-format.md)" % os.path.join(path, "model.json"))
-    side = {}
-    sp = os.path.join(path, _PYTHON_FILE)
-    if os.path.exists(sp):
-        with open(sp, encoding="utf-8") as f:
-            try:
-                side = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError("%s:%d: %s" % (sp, e.lineno, e.msg)) from None
-        if side.get("format") != _PYTHON_FORMAT:
-            raise ValueError("%s: not a dainx python.json (format %r)" % (sp, side.get("format")))
-    est = DAIN(**side.get("options", {}))
+                             % p)
+    from . import predict
+    _, info = predict(path, np.empty((0, 0), np.int32))  # loads and checks the model
+    order, dims = info["order"], info["dims"]
+    files = {}
+    for name in _MODEL_FILES:
+        with open(os.path.join(path, name), "rb") as f:
+            files[name] = f.read()
+    side = _read_side(os.path.join(path, _PYTHON_FILE), order, dims)
+    est = DAIN(**side["options"])
     est._model_files = files
-    est.index_, est.value_, est.entities_ = side.get("index"), side.get("value"), None
-    if side.get("entities") is not None:
+    est.index_, est.value_, est.entities_ = side["index"], side["value"], None
+    if side["entities"] is not None:
         pd = _pandas()
         est.entities_ = [pd.Index(ent, name=c) for c, ent in zip(est.index_, side["entities"])]
-    est.report_ = side.get("report")
+    est.report_ = side["report"]
     est.augmented_ = est.cell_scores_ = est.entity_importance_ = None
     return est
+
+
+def _read_side(sp, order, dims):
+    """python.json at sp checked against a model of the given order and
+    dims, with defaults when there is none; ValueError naming the field."""
+    side = {"index": None, "value": None, "entities": None, "options": {}, "report": None}
+    if not os.path.lexists(sp):
+        return side
+    try:
+        with open(sp, "rb") as f:
+            raw = f.read((64 << 20) + 1)
+        if len(raw) > 64 << 20:
+            raise ValueError("%s: larger than 64 MiB" % sp)
+        got = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError("%s: not UTF-8 text (%s)" % (sp, e.reason)) from None
+    except json.JSONDecodeError as e:
+        raise ValueError("%s:%d: not JSON: %s" % (sp, e.lineno, e.msg)) from None
+    except (OSError, RecursionError) as e:
+        raise ValueError("%s: cannot be read: %s" % (sp, e)) from None
+
+    def bad(field, why):
+        return ValueError("%s: %s: %s" % (sp, field, why))
+
+    if not isinstance(got, dict):
+        raise ValueError("%s: want a JSON object, got %s" % (sp, type(got).__name__))
+    if got.get("format") != _PYTHON_FORMAT:
+        raise bad("format", "%s, want %r (not a dainx python.json)" % (_short(got.get("format")), _PYTHON_FORMAT))
+    if got.get("version") != 1 or isinstance(got.get("version"), bool):
+        raise bad("version", "%s; this dainx reads version 1" % _short(got.get("version")))
+    for key in ("index", "value", "entities", "options", "report"):
+        if key not in got:
+            raise bad(key, "missing")
+    index, value, entities = got["index"], got["value"], got["entities"]
+    options, report = got["options"], got["report"]
+    if not isinstance(options, dict):
+        raise bad("options", "want an object, got %s" % type(options).__name__)
+    for k in options:
+        if not k.isidentifier():
+            raise bad("options", "%s is not an option name" % _short(k))
+    if report is not None and not isinstance(report, dict):
+        raise bad("report", "want an object or null, got %s" % type(report).__name__)
+    if index is None:
+        if value is not None or entities is not None:
+            raise bad("index", "null, but value or entities are set (a model fitted on arrays has none)")
+    else:
+        if not isinstance(index, list) or not all(isinstance(c, str) for c in index):
+            raise bad("index", "want a list of column names (strings)")
+        if len(index) != order:
+            raise bad("index", "%d columns, the model's order is %d" % (len(index), order))
+        if len(set(index)) != len(index):
+            raise bad("index", "a column appears twice")
+        if not isinstance(value, str):
+            raise bad("value", "want the value column's name (a string), got %s" % type(value).__name__)
+        if value in index:
+            raise bad("value", "%s is also an index column" % _short(value))
+        if not isinstance(entities, list) or len(entities) != order:
+            raise bad("entities", "want a list of %d ID lists, one per index column" % order)
+        for m, ent in enumerate(entities):
+            if not isinstance(ent, list):
+                raise bad("entities[%d]" % m, "want a list of IDs, got %s" % type(ent).__name__)
+            if len(ent) != dims[m]:
+                raise bad("entities[%d]" % m, "%d IDs for column %r, the model's mode %d has %d entities"
+                          % (len(ent), index[m], m + 1, dims[m]))
+            for k, v in enumerate(ent):
+                if not isinstance(v, (str, int, float, bool)):
+                    raise bad("entities[%d][%d]" % (m, k), "an ID must be a string, number or boolean, got %s"
+                              % type(v).__name__)
+            if len(set(ent)) != len(ent):
+                raise bad("entities[%d]" % m, "an ID of column %r appears twice" % index[m])
+    return {"index": index, "value": value, "entities": entities, "options": options, "report": report}

@@ -7,6 +7,7 @@ import ctypes.util
 import json
 import os
 import queue
+import re
 import threading
 
 import numpy as np
@@ -65,11 +66,28 @@ def version():
     return lib.dainx_version().decode()
 
 
+# A command-line flag in a message ("-layers", "-test-frac"), at the start
+# or after a space, bracket or quote, with the space before its value
+# (a number or a quoted string), and the library's 'option "name"'.
+_FLAG = re.compile(r"""(?:(?<=^)|(?<=[\s(\[`'"]))-(?!inf\b|nan\b)([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?![\w-])( (?=[-+.0-9"']))?""")
+_OPTION = re.compile(r'option "([a-z][a-z0-9]*(?:-[a-z0-9]+)*)"')
+
+
+def pythonic(msg):
+    """A library message with the Python option names: ``-test-frac 2``
+    becomes ``test_frac=2``, ``-ratio must`` ``ratio= must`` and
+    ``option "test-frac"`` ``test_frac=``."""
+    msg = _OPTION.sub(lambda m: m.group(1).replace("-", "_") + "=", msg)
+    return _FLAG.sub(lambda m: m.group(1).replace("-", "_") + "=", msg)
+
+
 def check(rc):
-    """Raise the exception of a non-zero return code."""
+    """Raise the exception of a non-zero return code: ValueError for bad
+    input (DAINX_EINPUT), RuntimeError otherwise; the message with the
+    Python option names (pythonic)."""
     if rc == 0:
         return
-    msg = lib.dainx_last_error().decode("utf-8", "replace")
+    msg = pythonic(lib.dainx_last_error().decode("utf-8", "replace"))
     if rc == EINPUT:
         raise ValueError(msg)
     raise RuntimeError(msg)
@@ -255,6 +273,7 @@ def run_augment(i32, f64, options, on_event):
     if isinstance(result, BaseException):
         raise result
     code, msg = result
+    msg = pythonic(msg)
     if code == ECANCELLED:
         raise KeyboardInterrupt("dainx: cancelled")
     if code == EINPUT:

@@ -99,7 +99,7 @@ class Dainx(unittest.TestCase):
             with self.subTest(name):
                 with self.assertRaisesRegex(ValueError, re.escape(want)):
                     dainx.augment(i, v, **SMALL)
-        for opts, want in [(dict(bogus=1), 'option "bogus": unknown'), (dict(ratio="abc"), "ratio"),
+        for opts, want in [(dict(bogus=1), 'bogus=: unknown'), (dict(ratio="abc"), "ratio"),
                            (dict(epochs=True), "epochs"), (dict(quiet=1), "quiet"), (dict(method="magic"), "magic"),
                            (dict(input="x.tsv"), "input"), (dict(backend="tpu"), "tpu"),
                            (dict(ratio=float("nan")), "")]:

@@ -159,7 +159,7 @@ class Estimator(unittest.TestCase):
         bad.loc[bad.index[5], "rating"] = np.nan
         with self.assertRaisesRegex(ValueError, "row 5"):
             dainx.DAIN(**OPTS).fit(bad, value="rating")
-        with self.assertRaisesRegex(ValueError, 'option "magic": unknown'):
+        with self.assertRaisesRegex(ValueError, 'magic=: unknown'):
             dainx.DAIN(magic=3, quiet=True).fit(self.idx, self.val)
 
     def test_save_load(self):
