@@ -1,0 +1,355 @@
+// Package bayes completes sparse tensors with a Bayesian order-2
+// factorization machine over the one-hot modes of the tensor, fitted by
+// Gibbs sampling (MCMC), as libFM's MCMC learner does: there is no learning
+// rate or regulariser to tune, and predictions are averaged over the
+// samples drawn after burn-in.
+//
+// Model, for a cell (i_1..i_N) of an N-mode tensor with rank K:
+//
+//	ŷ = w0 + Σ_n w_n[i_n] + Σ_{n<m} ⟨V_n[i_n], V_m[i_m]⟩,
+//
+// w_n a vector of dims[n] biases and V_n a dims[n]×K factor matrix per mode
+// (an order-2 factorization machine whose features are the N active
+// entities: Rendle, "Factorization Machines", ICDM 2010). Priors, as in
+// libFM's MCMC (Rendle, "Factorization Machines with libFM", ACM TIST 3(3),
+// 2012; Freudenthaler, Schmidt-Thieme & Rendle, "Bayesian Factorization
+// Machines", NIPS workshop 2011), in the style of BPMF (Salakhutdinov &
+// Mnih, ICML 2008) and BPTF (Xiong et al., SDM 2010):
+//
+//	y | ŷ ~ N(ŷ, 1/α),            α ~ Gamma(α0/2, γ0/2)
+//	w0 ~ flat
+//	w_n[i] ~ N(μ_n, 1/λ_n),       V_n[i,f] ~ N(μ_{n,f}, 1/λ_{n,f})
+//	λ ~ Gamma(α0/2, γ0/2),        μ | λ ~ N(μ0, 1/(β0 λ))   (each group)
+//
+// with α0 = γ0 = β0 = 1 and μ0 = 0 (libFM's defaults); Gamma(a, b) has
+// shape a and rate b. One sweep draws every variable from its full
+// conditional; see docs/bayes-fm.md for the equations. A sweep costs
+// O(nnz·N·K) time: the sampler keeps the residual e_c = y_c − ŷ_c of every
+// training cell and, while factor f is drawn, q_c = Σ_n V_n[i_n,f], so
+// drawing one parameter costs O(cells of its entity).
+package bayes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"time"
+
+	"github.com/dainx/dainx/tensor"
+)
+
+// MaxRank is the largest Config.Rank accepted.
+const MaxRank = 1 << 16
+
+// Config sets up Fit. There is no learning rate or regulariser: the
+// precisions are sampled.
+type Config struct {
+	// Rank K ≥ 1 is the number of factors per entity (libFM's -dim 1,1,K).
+	Rank int
+	// Samples ≥ 1 is the total number of Gibbs sweeps, burn-in included
+	// (libFM's -iter).
+	Samples int
+	// BurnIn, 0 ≤ BurnIn < Samples, is the number of first sweeps whose
+	// samples are discarded; predictions average the Samples − BurnIn
+	// samples after them. libFM averages all its sweeps (BurnIn 0).
+	BurnIn int
+	// Seed determines the chain: the same inputs, Config and Seed give the
+	// same results bit for bit, for any Workers.
+	Seed uint64
+	// InitStd ≥ 0 is the standard deviation of the initial V entries
+	// (libFM's -init_stdev, default 0.1); w0 and w start at 0.
+	InitStd float64
+	// KeepSamples, 0 ≤ KeepSamples ≤ Samples − BurnIn, is the number of
+	// parameter samples, evenly spaced over the sweeps after burn-in (the
+	// last one included), kept in Result.Model to predict cells not passed
+	// to Fit. 0 keeps none (Result.Model is nil). Each kept sample costs
+	// 8·(1 + Σ_n dims[n]·(K+1)) bytes.
+	KeepSamples int
+	// Workers ≥ 0 is the number of goroutines drawing the entities of a
+	// mode in parallel (0: GOMAXPROCS). It does not change the results.
+	Workers int
+	// Progress, when not nil, receives one line per sweep (training RMSE,
+	// α, and each query set's RMSE of the running average).
+	Progress io.Writer
+}
+
+// DefaultConfig returns libFM-like settings: rank 32, 200 sweeps with a
+// burn-in of 20, InitStd 0.1, seed 1.
+func DefaultConfig() Config {
+	return Config{Rank: 32, Samples: 200, BurnIn: 20, Seed: 1, InitStd: 0.1}
+}
+
+// Validate reports the first problem with c, or nil.
+func (c Config) Validate() error {
+	switch {
+	case c.Rank < 1 || c.Rank > MaxRank:
+		return fmt.Errorf("bayes: rank %d: want 1..%d", c.Rank, MaxRank)
+	case c.Samples < 1:
+		return fmt.Errorf("bayes: %d samples: want at least 1", c.Samples)
+	case c.BurnIn < 0 || c.BurnIn >= c.Samples:
+		return fmt.Errorf("bayes: burn-in %d with %d samples: want 0 ≤ burn-in < samples", c.BurnIn, c.Samples)
+	case !(c.InitStd >= 0) || math.IsInf(c.InitStd, 0):
+		return fmt.Errorf("bayes: init std %v: want a finite value ≥ 0", c.InitStd)
+	case c.KeepSamples < 0 || c.KeepSamples > c.Samples-c.BurnIn:
+		return fmt.Errorf("bayes: keep %d samples: want 0..%d (samples − burn-in)", c.KeepSamples, c.Samples-c.BurnIn)
+	case c.Workers < 0:
+		return fmt.Errorf("bayes: %d workers: want ≥ 0 (0: GOMAXPROCS)", c.Workers)
+	}
+	return nil
+}
+
+// Result is what Fit returns.
+type Result struct {
+	// Pred[j][c] is the posterior-mean prediction for cell c of query set
+	// j: the mean over the Samples − BurnIn samples after burn-in of each
+	// sample's ŷ clamped to [Min, Max]. len(Pred) = len(queries) and
+	// len(Pred[j]) = queries[j].NNZ(). Memory: 8 bytes per query cell.
+	Pred [][]float64
+	// TrainRMSE[s] is the RMSE on the training cells of sweep s's sample
+	// (ŷ clamped to [Min, Max]), for s = 0..Samples−1; value units.
+	TrainRMSE []float64
+	// QueryRMSE[j][s] is the RMSE of query set j's running average after
+	// sweep BurnIn+s against queries[j].Val (meaningful only when those
+	// values are the true ones; NaN for an empty query set).
+	QueryRMSE [][]float64
+	// Alpha is the noise precision α of the last sample (1/value²); 1/√α
+	// is the sampled noise standard deviation.
+	Alpha float64
+	// Min and Max are the smallest and largest training values: every
+	// prediction is clamped to [Min, Max], as libFM does for regression.
+	Min, Max float64
+	// Model holds Config.KeepSamples parameter samples (nil when 0).
+	Model *Model
+	// Elapsed is Fit's wall time.
+	Elapsed time.Duration
+}
+
+// Model is a thinned set of posterior samples of the factorization
+// machine's parameters. It predicts any cell within Dims by averaging the
+// kept samples' clamped predictions; with all post-burn-in samples kept
+// this equals Result.Pred. Memory: 8·(1 + Σ_n Dims[n]·(Rank+1)) bytes per
+// sample.
+type Model struct {
+	Dims     []int   // mode sizes of the training tensor
+	Rank     int     // K
+	Min, Max float64 // clamp range: the training values' extremes
+	samples  []*params
+}
+
+// NumSamples returns the number of kept samples.
+func (m *Model) NumSamples() int { return len(m.samples) }
+
+// Predict returns, for each cell of cells (indices within m.Dims; values
+// ignored), the mean over the kept samples of ŷ clamped to [Min, Max].
+// It returns an error when cells has another order or an index is outside
+// m.Dims.
+func (m *Model) Predict(cells *tensor.COO) ([]float64, error) {
+	if err := checkQuery(cells, m.Dims, "cells"); err != nil {
+		return nil, err
+	}
+	if len(m.samples) == 0 {
+		return nil, errors.New("bayes: model holds no samples")
+	}
+	n := len(m.Dims)
+	out := make([]float64, cells.NNZ())
+	sum, sq := make([]float64, m.Rank), make([]float64, m.Rank)
+	for _, p := range m.samples {
+		for c := range out {
+			y := p.predict(cells.Idx[c*n:(c+1)*n], sum, sq)
+			out[c] += min(max(y, m.Min), m.Max)
+		}
+	}
+	for c := range out {
+		out[c] /= float64(len(m.samples))
+	}
+	return out, nil
+}
+
+// checkTrain reports the first problem with the training tensor.
+func checkTrain(t *tensor.COO) error {
+	if t == nil {
+		return errors.New("bayes: no training tensor")
+	}
+	n := len(t.Dims)
+	if n == 0 {
+		return errors.New("bayes: training tensor of order 0")
+	}
+	for m, d := range t.Dims {
+		if d < 1 || d > tensor.MaxDim {
+			return fmt.Errorf("bayes: training mode %d has size %d, want 1..%d", m+1, d, tensor.MaxDim)
+		}
+	}
+	nnz := len(t.Val)
+	switch {
+	case nnz == 0:
+		return errors.New("bayes: empty training tensor")
+	case nnz > math.MaxInt32:
+		return fmt.Errorf("bayes: %d training cells: at most %d", nnz, math.MaxInt32)
+	case len(t.Idx) != nnz*n:
+		return fmt.Errorf("bayes: training tensor has %d indices for %d cells of order %d", len(t.Idx), nnz, n)
+	}
+	for c, v := range t.Val {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("bayes: training cell %d has value %v", c, v)
+		}
+		for m, i := range t.Idx[c*n : (c+1)*n] {
+			if i < 0 || int(i) >= t.Dims[m] {
+				return fmt.Errorf("bayes: training cell %d: index %d in mode %d outside [0, %d)", c, i, m+1, t.Dims[m])
+			}
+		}
+	}
+	return nil
+}
+
+// checkQuery reports the first problem with a tensor of cells to predict
+// over a model of mode sizes dims.
+func checkQuery(t *tensor.COO, dims []int, what string) error {
+	if t == nil {
+		return fmt.Errorf("bayes: %s: nil tensor", what)
+	}
+	n := len(dims)
+	if len(t.Dims) != n {
+		return fmt.Errorf("bayes: %s: order %d, the training tensor's is %d", what, len(t.Dims), n)
+	}
+	if len(t.Idx) != len(t.Val)*n {
+		return fmt.Errorf("bayes: %s: %d indices for %d cells of order %d", what, len(t.Idx), len(t.Val), n)
+	}
+	for c := range len(t.Val) {
+		for m, i := range t.Idx[c*n : (c+1)*n] {
+			if i < 0 || int(i) >= dims[m] {
+				return fmt.Errorf("bayes: %s: cell %d: index %d in mode %d outside the training tensor's [0, %d)", what, c, i, m+1, dims[m])
+			}
+		}
+	}
+	return nil
+}
+
+// Fit runs cfg.Samples Gibbs sweeps of the Bayesian factorization machine
+// on the training cells train (values in any unit; indices within
+// train.Dims; duplicate cells are allowed and count as repeated
+// observations) and returns the posterior-mean predictions for the cells
+// of each query set (their indices must lie within train.Dims; their
+// values are used only for Result.QueryRMSE).
+//
+// Memory: 4·N + 16 bytes per training cell (per-mode CSR lists of cell
+// numbers, residual, factor sum; train itself is not copied and must not
+// change during Fit), the parameters (Σ_n dims[n]·(K+1) float64s), 8
+// bytes per query cell, and the kept samples (Config.KeepSamples).
+//
+// Errors: an invalid cfg (Config.Validate), a nil, empty or malformed
+// training tensor, a query set of another order or with an index outside
+// train.Dims, or ctx's error when ctx is cancelled (checked between
+// sweeps).
+func Fit(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg Config) (*Result, error) {
+	start := time.Now()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkTrain(train); err != nil {
+		return nil, err
+	}
+	for j, q := range queries {
+		if err := checkQuery(q, train.Dims, fmt.Sprintf("query set %d", j)); err != nil {
+			return nil, err
+		}
+	}
+	workers := cfg.Workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	lo, hi := train.Val[0], train.Val[0]
+	for _, v := range train.Val {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	dims := append([]int(nil), train.Dims...)
+	s := newSampler(dims, train.Idx, train.Val, cfg.Rank, cfg.Seed, cfg.InitStd, workers)
+	s.refresh(lo, hi)
+
+	res := &Result{
+		Pred:      make([][]float64, len(queries)),
+		TrainRMSE: make([]float64, 0, cfg.Samples),
+		QueryRMSE: make([][]float64, len(queries)),
+		Min:       lo, Max: hi,
+	}
+	for j, q := range queries {
+		res.Pred[j] = make([]float64, q.NNZ())
+		res.QueryRMSE[j] = make([]float64, 0, cfg.Samples-cfg.BurnIn)
+	}
+	keep := keepSweeps(cfg)
+	if cfg.KeepSamples > 0 {
+		res.Model = &Model{Dims: dims, Rank: cfg.Rank, Min: lo, Max: hi}
+	}
+	n := len(dims)
+	for sweep := range cfg.Samples {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s.sweep(sweep)
+		sse := s.refresh(lo, hi)
+		res.TrainRMSE = append(res.TrainRMSE, math.Sqrt(sse/float64(s.nnz)))
+		if sweep < cfg.BurnIn {
+			s.progress(cfg, sweep, res, nil)
+			continue
+		}
+		done := float64(sweep - cfg.BurnIn + 1)
+		for j, q := range queries {
+			sum := res.Pred[j]
+			se := s.sumBlocks(q.NNZ(), func(w, a, b int) float64 {
+				sc := s.scratch[w]
+				var se float64
+				for c := a; c < b; c++ {
+					p := s.predict(q.Idx[c*n:(c+1)*n], sc[:s.k], sc[s.k:])
+					sum[c] += min(max(p, lo), hi)
+					d := sum[c]/done - q.Val[c]
+					se += d * d
+				}
+				return se
+			})
+			res.QueryRMSE[j] = append(res.QueryRMSE[j], math.Sqrt(se/float64(q.NNZ())))
+		}
+		if keep[sweep] {
+			res.Model.samples = append(res.Model.samples, s.params.clone())
+		}
+		s.progress(cfg, sweep, res, queries)
+	}
+	total := float64(cfg.Samples - cfg.BurnIn)
+	for _, p := range res.Pred {
+		for c := range p {
+			p[c] /= total
+		}
+	}
+	res.Alpha = s.alpha
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// keepSweeps returns which sweeps' samples go into Result.Model:
+// KeepSamples sweeps evenly spaced over BurnIn..Samples−1, the last
+// included.
+func keepSweeps(cfg Config) map[int]bool {
+	keep := map[int]bool{}
+	after := cfg.Samples - cfg.BurnIn
+	for j := range cfg.KeepSamples {
+		keep[cfg.BurnIn+(j+1)*after/cfg.KeepSamples-1] = true
+	}
+	return keep
+}
+
+// progress writes sweep's line to cfg.Progress.
+func (s *sampler) progress(cfg Config, sweep int, res *Result, queries []*tensor.COO) {
+	if cfg.Progress == nil {
+		return
+	}
+	line := fmt.Sprintf("bayes-fm: sweep %d/%d: train RMSE %.5f, alpha %.4g", sweep+1, cfg.Samples, res.TrainRMSE[sweep], s.alpha)
+	if sweep < cfg.BurnIn {
+		line += " (burn-in)"
+	}
+	for j := range queries {
+		q := res.QueryRMSE[j]
+		line += fmt.Sprintf(", query %d RMSE %.5f", j, q[len(q)-1])
+	}
+	fmt.Fprintln(cfg.Progress, line)
+}

@@ -1,0 +1,400 @@
+package bayes
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+)
+
+// Hyperprior constants, libFM's defaults (Rendle 2012, MCMC inference):
+// the precisions λ and α have Gamma(α0/2, γ0/2) priors (shape, rate), a
+// group mean μ has a N(μ0, 1/(β0·λ)) prior given its precision λ.
+const (
+	prAlpha0 = 1.0 // α0: Gamma shape ×2 of every precision prior
+	prGamma0 = 1.0 // γ0: Gamma rate ×2 of every precision prior
+	prBeta0  = 1.0 // β0: pseudo-count of the μ prior
+	prMu0    = 0.0 // μ0: prior mean of every group mean
+)
+
+// params is one state of the model's parameters (one Gibbs sample):
+// ŷ(i_1..i_N) = w0 + Σ_n w[n][i_n] + Σ_{n<m} Σ_f v[n][i_n·K+f]·v[m][i_m·K+f].
+type params struct {
+	k  int
+	w0 float64
+	w  [][]float64 // w[n] has dims[n] entries
+	v  [][]float64 // v[n] is dims[n]×K, row-major
+}
+
+// predict returns ŷ for one cell. sum and sq are scratch slices of length K.
+// The pairwise term uses Σ_{n<m} a_n a_m = ½[(Σ a_n)² − Σ a_n²] per factor
+// (Rendle, "Factorization Machines", ICDM 2010, Lemma 3.1).
+func (p *params) predict(cell []int32, sum, sq []float64) float64 {
+	y := p.w0
+	clear(sum)
+	clear(sq)
+	k := p.k
+	for n, i := range cell {
+		y += p.w[n][i]
+		row := p.v[n][int(i)*k : int(i)*k+k]
+		for f, x := range row {
+			sum[f] += x
+			sq[f] += x * x
+		}
+	}
+	var pair float64
+	for f := range k {
+		pair += sum[f]*sum[f] - sq[f]
+	}
+	return y + 0.5*pair
+}
+
+// clone returns a deep copy of p.
+func (p *params) clone() *params {
+	c := &params{k: p.k, w0: p.w0, w: make([][]float64, len(p.w)), v: make([][]float64, len(p.v))}
+	for n := range p.w {
+		c.w[n] = append([]float64(nil), p.w[n]...)
+		c.v[n] = append([]float64(nil), p.v[n]...)
+	}
+	return c
+}
+
+// sampler is the Gibbs sampler's state over the training cells.
+type sampler struct {
+	params
+	n    int     // order N
+	dims []int   // mode sizes
+	nnz  int     // training cells
+	idx  []int32 // training indices, nnz×N row-major
+	y    []float64
+	e    []float64 // residual y − ŷ per training cell
+	q    []float64 // q_f per training cell for the factor being drawn: Σ_n v[n][i_n·K+f]
+
+	// ptr[n][i]..ptr[n][i+1] delimit, in cells[n], the training cells whose
+	// mode-n index is i (a CSR index per mode).
+	ptr   [][]int
+	cells [][]int32
+	// split[n] are entity boundaries cutting mode n into parts of about
+	// equal cell counts, one per worker.
+	split [][]int
+
+	muW, lamW []float64   // per mode
+	muV, lamV [][]float64 // per mode and factor
+	alpha     float64     // noise precision
+
+	seed    uint64
+	rng     *rand.Rand // serial draws
+	workers int
+	scratch [][]float64 // per worker, 2K floats
+}
+
+// newSampler builds the state for training cells (dims, idx, y) and rank
+// k; the parameters are initialised as libFM does: w0 = 0, w = 0, V entries
+// N(0, initStd²), every μ = 0, every λ = 1, α = 1.
+func newSampler(dims []int, idx []int32, y []float64, k int, seed uint64, initStd float64, workers int) *sampler {
+	n := len(dims)
+	nnz := len(y)
+	s := &sampler{
+		params: params{k: k, w: make([][]float64, n), v: make([][]float64, n)},
+		n:      n, dims: dims, nnz: nnz, idx: idx, y: y,
+		e: make([]float64, nnz), q: make([]float64, nnz),
+		ptr: make([][]int, n), cells: make([][]int32, n), split: make([][]int, n),
+		muW: make([]float64, n), lamW: make([]float64, n),
+		muV: make([][]float64, n), lamV: make([][]float64, n),
+		alpha: 1, seed: seed,
+		rng:     rand.New(rand.NewPCG(seed, 0x6261_7965_735f_726e)),
+		workers: max(workers, 1),
+	}
+	for m := range n {
+		s.w[m] = make([]float64, dims[m])
+		s.v[m] = make([]float64, dims[m]*k)
+		for j := range s.v[m] {
+			s.v[m][j] = initStd * s.rng.NormFloat64()
+		}
+		s.lamW[m] = 1
+		s.muV[m] = make([]float64, k)
+		s.lamV[m] = make([]float64, k)
+		for f := range k {
+			s.lamV[m][f] = 1
+		}
+		// CSR by counting sort; cells of one entity stay in file order.
+		ptr := make([]int, dims[m]+1)
+		for c := range nnz {
+			ptr[idx[c*n+m]+1]++
+		}
+		for i := range dims[m] {
+			ptr[i+1] += ptr[i]
+		}
+		pos := append([]int(nil), ptr[:dims[m]]...)
+		cells := make([]int32, nnz)
+		for c := range nnz {
+			i := idx[c*n+m]
+			cells[pos[i]] = int32(c)
+			pos[i]++
+		}
+		s.ptr[m], s.cells[m] = ptr, cells
+		// Worker parts of about equal cell counts.
+		sp := []int{0}
+		for p := 1; p < s.workers; p++ {
+			target := nnz * p / s.workers
+			i := sp[len(sp)-1]
+			for i < dims[m] && ptr[i] < target {
+				i++
+			}
+			sp = append(sp, i)
+		}
+		s.split[m] = append(sp, dims[m])
+	}
+	s.scratch = make([][]float64, s.workers)
+	for j := range s.scratch {
+		s.scratch[j] = make([]float64, 2*k)
+	}
+	return s
+}
+
+// parallelThreshold is the number of training cells below which the
+// sampler stays on one goroutine.
+const parallelThreshold = 8192
+
+// forParts runs fn(part, lo, hi) over the worker parts of mode m, on
+// s.workers goroutines when the tensor is large enough. Each part is a
+// range of entities; parts touch disjoint training cells.
+func (s *sampler) forParts(m int, fn func(part, lo, hi int)) {
+	sp := s.split[m]
+	if s.workers == 1 || s.nnz < parallelThreshold {
+		fn(0, 0, s.dims[m])
+		return
+	}
+	var wg sync.WaitGroup
+	for p := 0; p+1 < len(sp); p++ {
+		if sp[p] == sp[p+1] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(p, sp[p], sp[p+1])
+		}()
+	}
+	wg.Wait()
+}
+
+// cellBlock is the number of cells per block of forCells: partial sums
+// are kept per block and added in block order, so reductions do not
+// depend on the number of workers.
+const cellBlock = 4096
+
+// forCells runs fn(worker, block, lo, hi) over the blocks [lo, hi) of
+// cellBlock cells covering 0..count-1, block b on worker b mod s.workers
+// (one goroutine per worker when count is large enough). It returns the
+// number of blocks.
+func (s *sampler) forCells(count int, fn func(worker, block, lo, hi int)) int {
+	blocks := (count + cellBlock - 1) / cellBlock
+	run := func(w int) {
+		for b := w; b < blocks; b += s.workers {
+			fn(w, b, b*cellBlock, min((b+1)*cellBlock, count))
+		}
+	}
+	if s.workers == 1 || count < parallelThreshold {
+		for b := range blocks {
+			fn(0, b, b*cellBlock, min((b+1)*cellBlock, count))
+		}
+		return blocks
+	}
+	var wg sync.WaitGroup
+	for w := range min(s.workers, blocks) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(w)
+		}()
+	}
+	wg.Wait()
+	return blocks
+}
+
+// sumBlocks runs forCells with fn returning a block's partial sum and
+// returns the partial sums added in block order.
+func (s *sampler) sumBlocks(count int, fn func(worker, lo, hi int) float64) float64 {
+	parts := make([]float64, (count+cellBlock-1)/cellBlock)
+	s.forCells(count, func(w, b, lo, hi int) { parts[b] = fn(w, lo, hi) })
+	var t float64
+	for _, x := range parts {
+		t += x
+	}
+	return t
+}
+
+// refresh recomputes the residuals e = y − ŷ from the parameters (done
+// once per sweep so that rounding in the incremental updates cannot
+// accumulate) and returns Σ (clamp(ŷ) − y)², clamping ŷ to [lo, hi].
+func (s *sampler) refresh(lo, hi float64) float64 {
+	return s.sumBlocks(s.nnz, func(w, a, b int) float64 {
+		sc := s.scratch[w]
+		var sse float64
+		for c := a; c < b; c++ {
+			p := s.predict(s.idx[c*s.n:(c+1)*s.n], sc[:s.k], sc[s.k:])
+			s.e[c] = s.y[c] - p
+			d := min(max(p, lo), hi) - s.y[c]
+			sse += d * d
+		}
+		return sse
+	})
+}
+
+// sweep draws every variable once from its full conditional, in libFM's
+// order (Rendle 2012): α; w0; per mode λ_w then μ_w; every w;
+// per mode and factor λ_v then μ_v; then factor by factor every V entry.
+// It expects e to hold the current residuals and keeps them current.
+func (s *sampler) sweep(sweep int) {
+	s.drawAlpha()
+	s.drawW0()
+	for m := range s.n {
+		s.lamW[m], s.muW[m] = s.drawHyper(s.w[m], 0, 1, s.muW[m])
+	}
+	for m := range s.n {
+		s.forParts(m, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				s.drawW(m, i, keyNormal(drawKey(s.seed, sweep, 0, m, 0, i)))
+			}
+		})
+	}
+	for m := range s.n {
+		for f := range s.k {
+			s.lamV[m][f], s.muV[m][f] = s.drawHyper(s.v[m], f, s.k, s.muV[m][f])
+		}
+	}
+	for f := range s.k {
+		s.fillQ(f)
+		for m := range s.n {
+			s.forParts(m, func(_, lo, hi int) {
+				for i := lo; i < hi; i++ {
+					s.drawV(m, i, f, keyNormal(drawKey(s.seed, sweep, 1, m, f, i)))
+				}
+			})
+		}
+	}
+}
+
+// fillQ sets q[c] = Σ_n v[n][i_n·K+f] for every training cell c.
+func (s *sampler) fillQ(f int) {
+	s.forCells(s.nnz, func(_, _, a, b int) {
+		for c := a; c < b; c++ {
+			var t float64
+			for m, i := range s.idx[c*s.n : (c+1)*s.n] {
+				t += s.v[m][int(i)*s.k+f]
+			}
+			s.q[c] = t
+		}
+	})
+}
+
+// drawAlpha draws the noise precision from its conditional
+// α | rest ~ Gamma((α0 + nnz)/2, (γ0 + Σ_c e_c²)/2) (shape, rate).
+func (s *sampler) drawAlpha() {
+	var sse float64
+	for _, x := range s.e {
+		sse += x * x
+	}
+	s.alpha = gammaRate(s.rng, (prAlpha0+float64(s.nnz))/2, (prGamma0+sse)/2)
+}
+
+// drawW0 draws the global bias under a flat prior (libFM's default
+// regularisation 0 for w0): w0 | rest ~ N(Σ_c (e_c + w0)/nnz, 1/(α·nnz)).
+func (s *sampler) drawW0() {
+	var t float64
+	for _, x := range s.e {
+		t += x + s.w0
+	}
+	prec := s.alpha * float64(s.nnz)
+	nw := t/float64(s.nnz) + s.rng.NormFloat64()/math.Sqrt(prec)
+	d := nw - s.w0
+	for c := range s.e {
+		s.e[c] -= d
+	}
+	s.w0 = nw
+}
+
+// drawHyper draws the (λ, μ) of one parameter group θ_j = x[j·stride+off],
+// j = 0..J−1, from the Normal–Gamma conditionals (Rendle 2012, MCMC
+// inference; the scalar case of BPMF's Normal–Wishart update, Salakhutdinov
+// & Mnih 2008), λ first given the current μ,
+// then μ given the new λ:
+//
+//	λ | μ, θ ~ Gamma((α0 + J + 1)/2, (γ0 + β0(μ − μ0)² + Σ_j (θ_j − μ)²)/2)
+//	μ | λ, θ ~ N((Σ_j θ_j + β0 μ0)/(J + β0), 1/((J + β0) λ))
+func (s *sampler) drawHyper(x []float64, off, stride int, mu float64) (lam, newMu float64) {
+	j := len(x) / stride
+	ss := prGamma0 + prBeta0*(mu-prMu0)*(mu-prMu0)
+	var sum float64
+	for i := off; i < len(x); i += stride {
+		d := x[i] - mu
+		ss += d * d
+		sum += x[i]
+	}
+	lam = gammaRate(s.rng, (prAlpha0+float64(j)+1)/2, ss/2)
+	pj := float64(j) + prBeta0
+	newMu = (sum+prBeta0*prMu0)/pj + s.rng.NormFloat64()/math.Sqrt(pj*lam)
+	return lam, newMu
+}
+
+// condW returns the mean and precision of w[m][i]'s full conditional. With
+// h_c = ∂ŷ_c/∂θ (here 1 for every cell c of entity i) and e_c the residual
+// at the current θ, the conditional of a parameter θ with prior N(μ, 1/λ) is
+// (Rendle 2012, MCMC inference)
+//
+//	θ | rest ~ N(μ*, 1/λ*),  λ* = α Σ_c h_c² + λ,
+//	μ* = (α Σ_c h_c (e_c + θ h_c) + λ μ) / λ*.
+func (s *sampler) condW(m, i int) (mean, prec float64) {
+	wi := s.w[m][i]
+	cells := s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]]
+	var t float64
+	for _, c := range cells {
+		t += s.e[c] + wi
+	}
+	lam := s.lamW[m]
+	prec = s.alpha*float64(len(cells)) + lam
+	return (s.alpha*t + lam*s.muW[m]) / prec, prec
+}
+
+// drawW sets w[m][i] = μ* + z/√λ* (z a standard normal) and updates the
+// residuals of its cells.
+func (s *sampler) drawW(m, i int, z float64) {
+	mean, prec := s.condW(m, i)
+	nw := mean + z/math.Sqrt(prec)
+	d := nw - s.w[m][i]
+	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
+		s.e[c] -= d
+	}
+	s.w[m][i] = nw
+}
+
+// condV returns the mean and precision of V[m][i,f]'s full conditional
+// (see condW) with h_c = Σ_{n≠m} V_n[i_n,f] = q_c − V[m][i,f]. q must hold
+// factor f's sums (fillQ).
+func (s *sampler) condV(m, i, f int) (mean, prec float64) {
+	vi := s.v[m][i*s.k+f]
+	var t, hh float64
+	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
+		h := s.q[c] - vi
+		t += h * (s.e[c] + vi*h)
+		hh += h * h
+	}
+	lam := s.lamV[m][f]
+	prec = s.alpha*hh + lam
+	return (s.alpha*t + lam*s.muV[m][f]) / prec, prec
+}
+
+// drawV sets V[m][i,f] = μ* + z/√λ* and updates the residuals e_c −= h_c·Δ
+// and the sums q_c += Δ of its cells.
+func (s *sampler) drawV(m, i, f int, z float64) {
+	mean, prec := s.condV(m, i, f)
+	vi := s.v[m][i*s.k+f]
+	nv := mean + z/math.Sqrt(prec)
+	d := nv - vi
+	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
+		h := s.q[c] - vi
+		s.e[c] -= h * d
+		s.q[c] += d
+	}
+	s.v[m][i*s.k+f] = nv
+}
