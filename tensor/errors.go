@@ -1,6 +1,10 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
 
 // ParseError reports bad input in a tensor file.
 type ParseError struct {
@@ -15,4 +19,31 @@ func (e *ParseError) Error() string {
 		return fmt.Sprintf("%s: %s", e.File, e.Msg)
 	}
 	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
+
+// maxEcho is the most bytes of an input field that an error message
+// repeats: a field of megabytes is cut there.
+const maxEcho = 80
+
+// echo returns field b for an error message: quoted (strconv.Quote) when
+// quote is set, else as it is; when b is longer than maxEcho bytes, only
+// its first maxEcho bytes (whole UTF-8 characters) followed by "…" and
+// b's length in bytes.
+func echo(b []byte, quote bool) string {
+	s, long := b, len(b) > maxEcho
+	if long {
+		n := maxEcho
+		for n > 0 && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		s = b[:n]
+	}
+	out := string(s)
+	if quote {
+		out = strconv.Quote(out)
+	}
+	if long {
+		out += fmt.Sprintf("… (%d bytes)", len(b))
+	}
+	return out
 }

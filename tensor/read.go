@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -204,7 +205,7 @@ func (p *parser) run(r io.Reader) error {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return p.errf(line+1, "line longer than %d bytes", maxLine)
+			return p.errf(line+1, "line longer than the limit of %d bytes", maxLine)
 		}
 		return readErr(p.name, line, err)
 	}
@@ -276,21 +277,26 @@ func (p *parser) line(b []byte, line int) error {
 	for m, f := range fs[:p.order] {
 		v, ok, big := parseInt(f)
 		if !ok {
-			return p.errf(line, "index %d (mode %d): %q is not an integer", m+1, m+1, f)
+			if x, err := strconv.ParseFloat(string(f[:min(len(f), 64)]), 64); err == nil && len(f) <= 64 && x == math.Trunc(x) && math.Abs(x) >= MaxDim {
+				// An integer in a number's notation (1e20), too large
+				// for an index even if it were written as one.
+				return p.errf(line, "index %s in mode %d is out of range: a %d-based file's indices go from %d to %d", echo(f, false), m+1, p.base, p.base, MaxDim-1+p.base)
+			}
+			return p.errf(line, "index %d (mode %d): %s is not an integer", m+1, m+1, echo(f, true))
 		}
 		neg := len(f) > 0 && f[0] == '-'
 		if big {
 			if neg {
-				return p.errf(line, "negative index %s in mode %d", f, m+1)
+				return p.errf(line, "negative index %s in mode %d", echo(f, false), m+1)
 			}
-			return p.errf(line, "index %s in mode %d does not fit in int32", f, m+1)
+			return p.errf(line, "index %s in mode %d is out of range: a %d-based file's indices go from %d to %d", echo(f, false), m+1, p.base, p.base, MaxDim-1+p.base)
 		}
 		x := v - p.base
 		if x < 0 {
-			return p.errf(line, "negative index %d in mode %d (%d-based file has %s)", x, m+1, p.base, f)
+			return p.errf(line, "negative index %d in mode %d (%d-based file has %s)", x, m+1, p.base, echo(f, false))
 		}
 		if x > MaxDim-1 {
-			return p.errf(line, "index %s in mode %d does not fit in int32", f, m+1)
+			return p.errf(line, "index %s in mode %d is out of range: a %d-based file's indices go from %d to %d", echo(f, false), m+1, p.base, p.base, MaxDim-1+p.base)
 		}
 		p.idx = append(p.idx, int32(x))
 		if int32(x) > p.maxIdx[m] {
@@ -303,12 +309,12 @@ func (p *parser) line(b []byte, line int) error {
 	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(vf), len(vf)), 64)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
-			return p.errf(line, "value %q is out of range for float64", vf)
+			return p.errf(line, "value %s is out of range for float64", echo(vf, true))
 		}
-		return p.errf(line, "value %q is not a number", vf)
+		return p.errf(line, "value %s is not a number", echo(vf, true))
 	}
 	if !valueOK(v) {
-		return p.errf(line, "value %q %s", vf, valueProblem(v))
+		return p.errf(line, "value %s %s", echo(vf, true), valueProblem(v))
 	}
 	p.val = append(p.val, v)
 	return nil

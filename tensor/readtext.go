@@ -328,7 +328,7 @@ func parseBlock(r *textResult, j textJob, name string, base int64) {
 	}
 	runs := &r.runs
 	if j.tooLong {
-		r.err = p.errf(1, "line longer than %d bytes", maxLine)
+		r.err = p.errf(1, "line longer than the limit of %d bytes", maxLine)
 		return
 	}
 	data := j.data
