@@ -14,7 +14,9 @@ import (
 func TestRatioZeroNotImproved(t *testing.T) {
 	x := demoTensor(t, 400)
 	c := small()
-	c.Ratio, c.Epochs, c.Predictor = 0, 2, "mlp"
+	// Seed 3: the retrained model happens to test lower (2.84 against
+	// 3.31), which without the check read as an improvement.
+	c.Ratio, c.Epochs, c.Predictor, c.Seed = 0, 2, "mlp", 3
 	res, err := dain.Run(context.Background(), x, c, cpu.New())
 	if err != nil {
 		t.Fatal(err)
