@@ -1,6 +1,7 @@
 // Package dist runs dainx spread over the processes of an MPI job
 // (dainx augment -dist mpi): the MPI cluster the pipeline's collectives go
-// through (with NCCL for device buffers when libnccl.so.2 is present), and
+// through (with NCCL for device buffers when $DAINX_NCCL=1 and libnccl.so.2
+// is present; off by default until a GPU run verifies it), and
 // the distributed reading of a tensor file, in which every rank reads its
 // own byte range and the ranks agree the order, the line numbers, the dims
 // and the duplicate cells.

@@ -28,9 +28,36 @@ const (
 	ncclSum          = 0
 )
 
-// NCCLEnv, when set to 0, turns NCCL off (gradients then go through host
-// memory and MPI).
+// NCCLEnv set to 1 turns NCCL on; unset or anything else leaves it off,
+// the default until a run on GPUs has verified this path (gradients then
+// go through host memory and MPI).
 const NCCLEnv = "DAINX_NCCL"
+
+// dlopen opens a shared library (purego.Dlopen; a variable for tests).
+var dlopen = purego.Dlopen
+
+// loadNCCL fills n's functions from libnccl.so.2 when $DAINX_NCCL is 1, and
+// otherwise opens nothing. It returns why NCCL is not used ("" when it
+// may be).
+func loadNCCL(n *NCCL) string {
+	if os.Getenv(NCCLEnv) != "1" {
+		return "NCCL is off by default until a GPU run verifies it ($" + NCCLEnv + "=1 turns it on)"
+	}
+	lib, err := dlopen(ncclLibrary, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return "no NCCL: " + err.Error()
+	}
+	for _, s := range []struct {
+		p    *uintptr
+		name string
+	}{{&n.fn.getUniqueID, "ncclGetUniqueId"}, {&n.fn.commInitRank, "ncclCommInitRank"}, {&n.fn.allReduce, "ncclAllReduce"},
+		{&n.fn.commDestroy, "ncclCommDestroy"}, {&n.fn.getErrorString, "ncclGetErrorString"}} {
+		if *s.p, err = purego.Dlsym(lib, s.name); err != nil || *s.p == 0 {
+			return fmt.Sprintf("%s lacks %s", ncclLibrary, s.name)
+		}
+	}
+	return ""
+}
 
 type ncclFuncs struct {
 	getUniqueID, commInitRank, allReduce, commDestroy, getErrorString uintptr
@@ -63,7 +90,8 @@ func (n *NCCL) errorf(call string, r uintptr) error {
 // OpenNCCL sets up NCCL across the ranks of c for the CUDA backend be:
 // rank 0 makes the unique id, MPI broadcasts it, and every rank joins the
 // communicator on its own device. It returns nil and why when NCCL is not
-// used (another backend, no libnccl.so.2 on some rank, $DAINX_NCCL=0, or a
+// used (another backend, $DAINX_NCCL not 1 — the default, under which
+// libnccl.so.2 is not even opened —, no libnccl.so.2 on some rank, or a
 // failed set-up); the ranks agree, so either all use NCCL or none.
 func OpenNCCL(c *mpi.Comm, be compute.Backend) (DeviceComm, string) {
 	cb, ok := be.(*cuda.Backend)
@@ -74,23 +102,7 @@ func OpenNCCL(c *mpi.Comm, be compute.Backend) (DeviceComm, string) {
 		return nil, ""
 	}
 	n := &NCCL{}
-	why := ""
-	if os.Getenv(NCCLEnv) == "0" {
-		why = "$" + NCCLEnv + "=0"
-	} else if lib, err := purego.Dlopen(ncclLibrary, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
-		why = "no NCCL: " + err.Error()
-	} else {
-		for _, s := range []struct {
-			p    *uintptr
-			name string
-		}{{&n.fn.getUniqueID, "ncclGetUniqueId"}, {&n.fn.commInitRank, "ncclCommInitRank"}, {&n.fn.allReduce, "ncclAllReduce"},
-			{&n.fn.commDestroy, "ncclCommDestroy"}, {&n.fn.getErrorString, "ncclGetErrorString"}} {
-			if *s.p, err = purego.Dlsym(lib, s.name); err != nil || *s.p == 0 {
-				why = fmt.Sprintf("%s lacks %s", ncclLibrary, s.name)
-				break
-			}
-		}
-	}
+	why := loadNCCL(n)
 	have := []int32{1}
 	if why != "" {
 		have[0] = 0

@@ -1,0 +1,30 @@
+package dist
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestNCCLOffByDefault: without $DAINX_NCCL=1 (unset, 0, anything else)
+// libnccl.so.2 is not even opened and the reason says how to turn it on;
+// with it the library is opened.
+func TestNCCLOffByDefault(t *testing.T) {
+	defer func(old func(string, int) (uintptr, error)) { dlopen = old }(dlopen)
+	var opened []string
+	dlopen = func(name string, mode int) (uintptr, error) {
+		opened = append(opened, name)
+		return 0, errors.New("not here")
+	}
+	for _, v := range []string{"", "0", "yes", "true"} {
+		t.Setenv(NCCLEnv, v)
+		why := loadNCCL(&NCCL{})
+		if len(opened) != 0 || !strings.Contains(why, "off by default") || !strings.Contains(why, "DAINX_NCCL=1") {
+			t.Errorf("$%s=%q: opened %v, reason %q", NCCLEnv, v, opened, why)
+		}
+	}
+	t.Setenv(NCCLEnv, "1")
+	if why := loadNCCL(&NCCL{}); len(opened) != 1 || opened[0] != ncclLibrary || !strings.Contains(why, "no NCCL: not here") {
+		t.Errorf("$%s=1: opened %v, reason %q", NCCLEnv, opened, why)
+	}
+}
