@@ -273,11 +273,12 @@ func TestConditionals(t *testing.T) {
 		s.sweep(sweep)
 		s.refresh(math.Inf(-1), math.Inf(1))
 	}
-	s.alpha = 7.5
+	// A small α so that the priors weigh as much as the cells.
+	s.alpha = 0.8
 	for m := range s.n {
-		s.muW[m], s.lamW[m] = 0.2*float64(m)-0.1, 3+float64(m)
+		s.muW[m], s.lamW[m] = 1+0.5*float64(m), 3+float64(m)
 		for f := range s.k {
-			s.muV[m][f], s.lamV[m][f] = 0.1*float64(f+m)-0.15, 2+float64(f)
+			s.muV[m][f], s.lamV[m][f] = 0.8+0.3*float64(f+m), 2+float64(f)
 		}
 	}
 	// closed returns the conditional mean and variance of the parameter
@@ -331,6 +332,22 @@ func TestConditionals(t *testing.T) {
 			}
 		}
 	}
+
+	// w0 under its flat prior: N(Σ_c (y_c − g_c)/nnz, 1/(α·nnz)), g_c the
+	// prediction without w0.
+	var w0mean float64
+	{
+		sum, sq := make([]float64, s.k), make([]float64, s.k)
+		for c := range s.nnz {
+			w0mean += s.y[c] - s.predict(s.idx[c*s.n:(c+1)*s.n], sum, sq) + s.w0
+		}
+		w0mean /= float64(s.nnz)
+	}
+	for d := range got {
+		s.drawW0()
+		got[d] = s.w0
+	}
+	checkMoments(t, "w0", got, w0mean, 1/(s.alpha*float64(s.nnz)))
 
 	// Hyperparameters of mode 0's w, with μ = 0.4 going in:
 	// λ ~ Gamma((α0+J+1)/2, (γ0 + β0(μ−μ0)² + Σ(θ−μ)²)/2), μ | λ normal.
