@@ -156,8 +156,12 @@ def predict(model, idx, backend=None, batch=None):
     cells per forward pass (default the model's own).
 
     Returns (predictions, report): (n,) float64 and a dict (model, kind,
-    role, trained_by, version, …). Raises ValueError for a missing or
-    malformed model, an order other than the model's, or an index outside
+    role, trained_by, version, order, dims, …); no cells ((0, order) or
+    (0, 0)) only loads and checks the model. batch is at most 16777216.
+    The model's files are untrusted: their sizes are checked against
+    limits, each other and the files' sizes before anything is allocated.
+    Raises ValueError for a missing or malformed model (naming the file
+    and the field), an order other than the model's, or an index outside
     the model's modes (naming the cell).
     """
     i32, _ = _native.cells(idx, None)
