@@ -14,8 +14,18 @@ import (
 //
 // drawn from a PCG stream seeded with seed (factors first, then cells). Dims
 // of the result are dims. It returns an error for an empty or non-positive
-// shape, rank < 1, negative noise, or more cells than half the grid (the
-// rejection of repeated cells would crawl).
+// shape, rank < 1, negative noise, more cells than half the grid (the
+// rejection of repeated cells would crawl), and, before allocating, more
+// than SynthMaxCells cells, a rank above SynthMaxRank or factor matrices
+// of more than SynthMaxFactors values in all.
+// Limits of Synthetic, so that no size computed from its arguments
+// overflows or asks for terabytes (issue 31).
+const (
+	SynthMaxCells   = 1 << 30 // cells (nnz)
+	SynthMaxRank    = 1 << 20 // CP rank
+	SynthMaxFactors = 1 << 31 // Σₙ dims[n]·rank factor values
+)
+
 func Synthetic(dims []int, nnz, rank int, noise float64, seed uint64) (*COO, error) {
 	if len(dims) == 0 {
 		return nil, fmt.Errorf("synthetic: no modes")
@@ -32,10 +42,18 @@ func Synthetic(dims []int, nnz, rank int, noise float64, seed uint64) (*COO, err
 		return nil, fmt.Errorf("synthetic: %d cells: want ≥ 1", nnz)
 	case float64(nnz) > grid/2:
 		return nil, fmt.Errorf("synthetic: %d cells in a grid of %.0f: want at most half of it", nnz, grid)
-	case rank < 1:
-		return nil, fmt.Errorf("synthetic: rank %d: want ≥ 1", rank)
+	case nnz > SynthMaxCells:
+		return nil, fmt.Errorf("synthetic: %d cells: above the limit %d", nnz, SynthMaxCells)
+	case rank < 1 || rank > SynthMaxRank:
+		return nil, fmt.Errorf("synthetic: rank %d: want 1…%d", rank, SynthMaxRank)
 	case !(noise >= 0) || math.IsInf(noise, 0):
 		return nil, fmt.Errorf("synthetic: noise %v: want a finite σ ≥ 0", noise)
+	}
+	values := 0
+	for _, d := range dims { // d ≤ MaxDim, rank ≤ 2²⁰: no overflow
+		if values += d * rank; values > SynthMaxFactors {
+			return nil, fmt.Errorf("synthetic: dims %v × rank %d: more than %d factor values", dims, rank, SynthMaxFactors)
+		}
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5717))
 	factors := make([][]float64, len(dims))

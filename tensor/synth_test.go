@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +43,26 @@ func TestSynthetic(t *testing.T) {
 	} {
 		if bad() == nil {
 			t.Error("bad arguments accepted")
+		}
+	}
+}
+
+// TestSyntheticLimits: sizes that would ask for terabytes (or overflow) are
+// errors before any allocation: dainx synth -nnz 10¹² was a fatal
+// out-of-memory (issue 31).
+func TestSyntheticLimits(t *testing.T) {
+	for _, tc := range []struct {
+		dims      []int
+		nnz, rank int
+		want      string
+	}{
+		{[]int{100000, 100000, 100000}, 1_000_000_000_000, 3, "synthetic: 1000000000000 cells: above the limit 1073741824"},
+		{[]int{40, 40}, 10, 1 << 40, "synthetic: rank 1099511627776: want 1…1048576"},
+		{[]int{MaxDim, MaxDim}, 10, 1 << 20, "more than 2147483648 factor values"},
+	} {
+		_, err := Synthetic(tc.dims, tc.nnz, tc.rank, 0, 1)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Synthetic(%v, %d, %d): %v, want %q", tc.dims, tc.nnz, tc.rank, err, tc.want)
 		}
 	}
 }
