@@ -58,6 +58,13 @@
 // kind or layout, dims or layers that contradict each other, a file that
 // is not a complete safetensors file, a missing or unexpected tensor, a
 // wrong dtype or shape, a non-finite value.
+//
+// Load treats both files as untrusted (limits.go): every size and count is
+// checked against the limits MaxDim, MaxOrder, MaxWidth, MaxLayers,
+// MaxCapacity, MaxActivations and MaxParams, against the other fields and
+// against the safetensors file's size and header before anything is
+// allocated from it, with overflow-safe products; strings read from a file
+// are repeated in messages at most 80 characters long.
 package model
 
 import (
@@ -282,9 +289,13 @@ const DefaultCapacity = 4096
 // writes for Θ′), or DIR/NAME with or without .json or .safetensors (see
 // Paths). The net computes exactly what the saved net computed.
 //
+// capacity must be at most MaxCapacity, and capacity times the widest
+// layer's values per cell at most MaxActivations (CheckCapacity).
+//
 // Errors name the file and what is wrong (see the package documentation),
 // e.g. "model m/model.safetensors: layers.1.weight has shape [64 48], want
-// [32 64]".
+// [32 64]" or "model m/model.json: dims[1] = 4000000000000: above the
+// limit 2147483647".
 func Load(path string, be compute.Backend, capacity int) (*nn.Net, Meta, error) {
 	jp, sp := Paths(path)
 	meta, err := ReadMeta(jp)
