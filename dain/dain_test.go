@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dainx/dainx/compute/cpu"
@@ -174,12 +175,29 @@ func TestConfigErrors(t *testing.T) {
 		"test-frac": func(c *dain.Config) { c.TestFrac = 1 },
 		"predictor": func(c *dain.Config) { c.Predictor = "xgboost" },
 		"layers":    func(c *dain.Config) { c.Layers = []int{10, 4} }, // 10 % 3 ≠ 0
-		"exhausted": func(c *dain.Config) { c.Ratio = 1e9 },
+		"ratio cap": func(c *dain.Config) { c.Ratio = 1e9 },
 	} {
 		c := small()
 		mut(&c)
 		if _, err := dain.Run(context.Background(), x, c, cpu.New()); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+	// More new cells than the grid has free cells: the sampler gives up
+	// (a ratio under the cap, on a 6×6×6 grid with 120 observed cells).
+	small6 := &tensor.COO{Dims: []int{6, 6, 6}}
+	for k := 0; k < 216 && small6.NNZ() < 120; k++ {
+		if (k*37)%216 < 120 {
+			small6.Idx = append(small6.Idx, int32(k/36), int32(k/6%6), int32(k%6))
+			small6.Val = append(small6.Val, float64(1+k%5))
+		}
+	}
+	c := small()
+	c.Ratio = 50
+	c.Layers = []int{6, 4}
+	_, err := dain.Run(context.Background(), small6, c, cpu.New())
+	t.Logf("exhausted: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "cannot draw") {
+		t.Errorf("exhausted: %v, want an error for %d new cells on %d free cells", err, int(50*0.72*float64(small6.NNZ())), 216-small6.NNZ())
 	}
 }
