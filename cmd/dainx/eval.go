@@ -77,6 +77,9 @@ Methods:
 		if err != nil {
 			return exitFor("eval", fmt.Errorf("%w: -ratios: %q is not a number", errUsage, r), nil, stderr)
 		}
+		if err := dain.CheckRatio(v); err != nil {
+			return exitFor("eval", fmt.Errorf("%w: -ratios: %v", errUsage, err), nil, stderr)
+		}
 		spec.Ratios = append(spec.Ratios, v)
 	}
 	if out == "" {
