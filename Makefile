@@ -79,7 +79,7 @@ FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./tensor/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadBin$$' -fuzztime $(FUZZTIME) ./tensor/
-	$(GO) test -run '^$$' -fuzz '^FuzzReadCheckpoint$$' -fuzztime $(FUZZTIME) ./dain/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadCheckpoint$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x ./dain/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./model/
 
 # make bench: machine, FMA peak, every backend op, the training step, the
