@@ -293,8 +293,8 @@ var ckLegacy = map[string]string{
 // effective returns the value of setting name that a run resolves value
 // to: an automatic embedding optimizer the one it picks for each model
 // on this input ("adam", or "mlp X, costco Y" when they differ), the empty
-// split keyed, and -shard-tables off in a run of one process (which
-// ignores it).
+// split keyed, no -layers the default layers of the input's order, and
+// -shard-tables off in a run of one process (which ignores it).
 func (c *checkpointer) effective(name, value string) string {
 	switch name {
 	case "-embedding-optimizer":
@@ -316,6 +316,14 @@ func (c *checkpointer) effective(name, value string) string {
 	case "-split":
 		if value == "" {
 			return SplitKeyed
+		}
+	case "-layers":
+		if value == "" { // the default layers of the input's order
+			parts := []string{}
+			for _, w := range nn.DefaultLayers(len(c.head.Input.Dims)) {
+				parts = append(parts, strconv.Itoa(w))
+			}
+			return strings.Join(parts, ",")
 		}
 	case "ShardTables":
 		if c.ranks == 0 {

@@ -167,3 +167,47 @@ func TestCheckpointLies(t *testing.T) {
 }
 
 func posInf() float64 { var z float64; return 1 / z }
+
+// TestCheckpointEffective: settings compare by what they resolve to (no
+// -layers: the default layers; auto: the optimiser picked on the input;
+// -shard-tables in one process: off), and a setting a file lacks by the
+// value the dainx before it used.
+func TestCheckpointEffective(t *testing.T) {
+	x := &tensor.COO{Dims: []int{12, 10, 8}}
+	cfg := DefaultConfig()
+	c := &checkpointer{dir: "D", cfg: cfg, head: ckHeader{Config: configFields(cfg, "cpu"), Input: fingerprint(x, "x")}}
+	for _, e := range [][3]string{
+		{"-layers", "", "150,1024,1024,128"},
+		{"-embedding-optimizer", "auto", "adam"},
+		{"-embedding-optimizer", "sparse-adam", "sparse-adam"},
+		{"ShardTables", "on", "off"},
+		{"-split", "", "keyed"},
+	} {
+		if got := c.effective(e[0], e[1]); got != e[2] {
+			t.Errorf("%s %q resolves to %q, want %q", e[0], e[1], got, e[2])
+		}
+	}
+	old := c.head
+	old.Config = nil
+	for _, f := range c.head.Config {
+		switch f.Name {
+		case "-embedding-optimizer", "-split", "ShardTables":
+		case "-layers":
+			old.Config = append(old.Config, ckField{f.Name, "150,1024,1024,128"})
+		default:
+			old.Config = append(old.Config, f)
+		}
+	}
+	if err := c.compatible(old, "D/f.ckpt"); err == nil || !strings.Contains(err.Error(), "made with -split legacy (not recorded") {
+		t.Errorf("a file from before -split against -split keyed: %v", err)
+	}
+	c.cfg.Split = SplitLegacy
+	c.head.Config = configFields(c.cfg, "cpu")
+	if err := c.compatible(old, "D/f.ckpt"); err != nil {
+		t.Errorf("a file from before -embedding-optimizer, -split and -shard-tables against their old values: %v", err)
+	}
+	old.Config = append(old.Config, ckField{"-future", "1"})
+	if err := c.compatible(old, "D/f.ckpt"); err == nil || !strings.Contains(err.Error(), "records a setting this dainx does not have, -future 1") {
+		t.Errorf("a file with an unknown setting: %v", err)
+	}
+}

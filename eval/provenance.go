@@ -129,10 +129,14 @@ func paperVariant(t *Training, has func(key string) bool) []string {
 // replaced by what it resolves to on a tensor of the given dims: the
 // embedding optimizer (auto or empty: nn.ChooseEmbeddingOptimizer's
 // choice for the MLP and for CoSTCo; "adam" when both take adam, else
-// "mlp X, costco Y") and the split (empty: keyed). Two configurations
-// with the same Effective train alike.
+// "mlp X, costco Y"), the split (empty: keyed) and the layers (none:
+// nn.DefaultLayers of the tensor's order). Two configurations with the
+// same Effective train alike.
 func (t Training) Effective(dims []int) Training {
 	t.Split = cmp.Or(t.Split, dain.SplitKeyed)
+	if t.Layers == nil && len(dims) > 0 {
+		t.Layers = nn.DefaultLayers(len(dims))
+	}
 	if o := t.EmbeddingOptimizer; (o == "" || o == nn.Auto) && len(dims) > 0 {
 		c := t.config()
 		m, _ := c.EmbeddingOptimizerFor("mlp", dims)

@@ -140,3 +140,18 @@ func TestCompatibleEffective(t *testing.T) {
 		t.Errorf("old record against the configuration it adopted into: %v", err)
 	}
 }
+
+// TestCompatibleDefaultLayers: no layers (the default) and the default
+// layers written out are the same configuration.
+func TestCompatibleDefaultLayers(t *testing.T) {
+	p := Provenance{Dims: []int{5, 6, 7}, NNZ: 9, Methods: []string{"dain"}, Ratios: []float64{0}, Base: TrainingOf(dain.DefaultConfig())}
+	q := p
+	q.Base.Layers = []int{150, 1024, 1024, 128}
+	if err := p.Compatible(q, true); err != nil {
+		t.Errorf("no -layers against the default layers: %v", err)
+	}
+	q.Base.Layers = []int{150, 1024, 128}
+	if err := p.Compatible(q, true); err == nil || !strings.Contains(err.Error(), "layers") {
+		t.Errorf("no -layers against other layers: %v", err)
+	}
+}
