@@ -216,20 +216,14 @@ func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func
 	if err := os.MkdirAll(ck.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dain: checkpoint directory: %w", err)
 	}
+	var have ckKind
 	if ranks == 0 {
-		have, err := checkpointKind(ck.Dir)
-		if err == nil {
+		var err error
+		if have, err = checkpointKind(ck.Dir); err == nil {
 			err = checkKind(ck.Dir, have, ckKind{kind: ckSingle})
 		}
 		if err != nil {
 			return nil, err
-		}
-		if filepath.Base(have.from) != ckManifestName {
-			// Recorded before any other file: a later run of another kind
-			// finds it even if this one is killed before its first epoch.
-			if err := writeCkManifest(ck.Dir, ckManifest{Kind: ckSingle, Dainx: ck.Program, Input: ck.Input, Cells: x.NNZ()}); err != nil {
-				return nil, fmt.Errorf("dain: checkpoint: %w", err)
-			}
 		}
 	}
 	c := &checkpointer{dir: ck.Dir, hook: ck.Hook, cfg: cfg, ranks: ranks, head: ckHeader{
@@ -273,6 +267,14 @@ func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func
 	}
 	if len(files) > 0 {
 		logf("checkpoint: resuming from %s (%s)", ck.Dir, strings.Join(files, ", "))
+	}
+	if ranks == 0 && filepath.Base(have.from) != ckManifestName {
+		// Recorded once the directory is accepted and before any
+		// checkpoint file: a later run of another kind finds it even if
+		// this one is killed before its first epoch.
+		if err := writeCkManifest(ck.Dir, ckManifest{Kind: ckSingle, Dainx: ck.Program, Input: ck.Input, Cells: x.NNZ()}); err != nil {
+			return nil, fmt.Errorf("dain: checkpoint: %w", err)
+		}
 	}
 	return c, nil
 }

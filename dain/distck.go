@@ -60,18 +60,20 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl Clust
 	if err := d.agree(err); err != nil {
 		return nil, err
 	}
-	if rank == 0 && filepath.Base(have.from) != ckManifestName {
-		err = writeCkManifest(ck.Dir, ckManifest{Kind: ckMPI, Dainx: ck.Program, Ranks: np, Input: ck.Input, Cells: nnz})
-	}
-	if err := d.agree(err); err != nil {
-		return nil, err
-	}
 	own := *ck
 	own.Dir = filepath.Join(ck.Dir, fmt.Sprintf("rank-%d-of-%d", rank, np))
 	if rank != 0 {
 		logf = func(string, ...any) {}
 	}
 	d.c, err = openCheckpointFor(&own, cfg, be, logf, shard, np)
+	if err := d.agree(err); err != nil {
+		return nil, err
+	}
+	// Recorded once every process has accepted the directory and before
+	// any checkpoint file.
+	if rank == 0 && filepath.Base(have.from) != ckManifestName {
+		err = writeCkManifest(ck.Dir, ckManifest{Kind: ckMPI, Dainx: ck.Program, Ranks: np, Input: ck.Input, Cells: nnz})
+	}
 	if err := d.agree(err); err != nil {
 		return nil, err
 	}

@@ -72,8 +72,13 @@ func TestOldWorkResumes(t *testing.T) {
 	t.Run("augment", func(t *testing.T) {
 		ck := copyDir(t, "testdata/old/checkpoint")
 		out := filepath.Join(t.TempDir(), "aug.tsv")
+		// A refused run leaves the directory as it was: no manifest.
+		code, _, stderr := runCLI(append([]string{"augment", "-checkpoint", ck, "-output", out}, oldFlags...)...)
+		if _, err := os.Stat(filepath.Join(ck, "manifest.json")); code != 1 || !strings.Contains(stderr, "already holds a checkpoint") || err == nil {
+			t.Errorf("a new run into the old checkpoint: exit %d: %s; manifest written: %v", code, stderr, err == nil)
+		}
 		args := append([]string{"augment", "-checkpoint", ck, "-resume", "-output", out}, oldFlags...)
-		code, _, stderr := runCLI(args...)
+		code, _, stderr = runCLI(args...)
 		if code != 1 || !strings.Contains(stderr, "made with -split legacy (not recorded") || !strings.Contains(stderr, "this run has -split keyed") {
 			t.Errorf("resume with today's default split: exit %d: %s; want 1 and a message naming -split legacy", code, stderr)
 		}
