@@ -68,6 +68,11 @@ type Config struct {
 	// to Fit. 0 keeps none (Result.Model is nil). Each kept sample costs
 	// 8·(1 + Σ_n dims[n]·(K+1)) bytes.
 	KeepSamples int
+	// SharedPriors makes all modes share one (μ, λ) for their w and one
+	// per factor for their V, as libFM does when no -meta file groups the
+	// features. The default (false) gives each mode its own, as with a
+	// libFM -meta file that puts each mode in its own group.
+	SharedPriors bool
 	// Workers ≥ 0 is the number of goroutines drawing the entities of a
 	// mode in parallel (0: GOMAXPROCS). It does not change the results.
 	Workers int
@@ -266,6 +271,7 @@ func Fit(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg Conf
 	}
 	dims := append([]int(nil), train.Dims...)
 	s := newSampler(dims, train.Idx, train.Val, cfg.Rank, cfg.Seed, cfg.InitStd, workers)
+	s.shared = cfg.SharedPriors
 	s.refresh(lo, hi)
 
 	res := &Result{

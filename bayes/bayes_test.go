@@ -363,12 +363,34 @@ func TestConditionals(t *testing.T) {
 	shape, rate := (prAlpha0+J+1)/2, rate/2
 	lams, zs := make([]float64, draws), make([]float64, draws)
 	for d := range lams {
-		lam, mu := s.drawHyper(theta, 0, 1, muIn)
+		lam, mu := s.drawHyper([][]float64{theta}, 0, 1, muIn)
 		lams[d] = lam
 		zs[d] = (mu - (sumTheta+prBeta0*prMu0)/(J+prBeta0)) * math.Sqrt((J+prBeta0)*lam)
 	}
 	checkGamma(t, "λ_w", lams, shape, rate)
 	checkMoments(t, "standardised μ_w", zs, 0, 1)
+
+	// A group over two modes' factor f = 1 (Config.SharedPriors): J is
+	// the number of their entities, the sums run over both.
+	{
+		xs, f := [][]float64{s.v[0], s.v[2]}, 1
+		J := float64(s.dims[0] + s.dims[2])
+		rate := prGamma0 + prBeta0*(muIn-prMu0)*(muIn-prMu0)
+		var sum float64
+		for _, x := range xs {
+			for i := f; i < len(x); i += s.k {
+				rate += (x[i] - muIn) * (x[i] - muIn)
+				sum += x[i]
+			}
+		}
+		for d := range lams {
+			lam, mu := s.drawHyper(xs, f, s.k, muIn)
+			lams[d] = lam
+			zs[d] = (mu - (sum+prBeta0*prMu0)/(J+prBeta0)) * math.Sqrt((J+prBeta0)*lam)
+		}
+		checkGamma(t, "shared λ_v", lams, (prAlpha0+J+1)/2, rate/2)
+		checkMoments(t, "shared standardised μ_v", zs, 0, 1)
+	}
 
 	// α ~ Gamma((α0 + nnz)/2, (γ0 + Σe²)/2).
 	var sse float64

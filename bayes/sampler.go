@@ -80,6 +80,7 @@ type sampler struct {
 	muW, lamW []float64   // per mode
 	muV, lamV [][]float64 // per mode and factor
 	alpha     float64     // noise precision
+	shared    bool        // one (μ, λ) group for all modes (Config.SharedPriors)
 
 	seed    uint64
 	rng     *rand.Rand // serial draws
@@ -242,14 +243,22 @@ func (s *sampler) refresh(lo, hi float64) float64 {
 }
 
 // sweep draws every variable once from its full conditional, in libFM's
-// order (Rendle 2012): α; w0; per mode λ_w then μ_w; every w;
-// per mode and factor λ_v then μ_v; then factor by factor every V entry.
+// order (Rendle 2012): α; w0; per mode (or for all modes, shared) λ_w
+// then μ_w; every w;
+// per mode (or for all modes, shared) and factor λ_v then μ_v; then factor by factor every V entry.
 // It expects e to hold the current residuals and keeps them current.
 func (s *sampler) sweep(sweep int) {
 	s.drawAlpha()
 	s.drawW0()
-	for m := range s.n {
-		s.lamW[m], s.muW[m] = s.drawHyper(s.w[m], 0, 1, s.muW[m])
+	if s.shared {
+		lam, mu := s.drawHyper(s.w, 0, 1, s.muW[0])
+		for m := range s.n {
+			s.lamW[m], s.muW[m] = lam, mu
+		}
+	} else {
+		for m := range s.n {
+			s.lamW[m], s.muW[m] = s.drawHyper(s.w[m:m+1], 0, 1, s.muW[m])
+		}
 	}
 	for m := range s.n {
 		s.forParts(m, func(_, lo, hi int) {
@@ -258,9 +267,18 @@ func (s *sampler) sweep(sweep int) {
 			}
 		})
 	}
-	for m := range s.n {
+	if s.shared {
 		for f := range s.k {
-			s.lamV[m][f], s.muV[m][f] = s.drawHyper(s.v[m], f, s.k, s.muV[m][f])
+			lam, mu := s.drawHyper(s.v, f, s.k, s.muV[0][f])
+			for m := range s.n {
+				s.lamV[m][f], s.muV[m][f] = lam, mu
+			}
+		}
+	} else {
+		for m := range s.n {
+			for f := range s.k {
+				s.lamV[m][f], s.muV[m][f] = s.drawHyper(s.v[m:m+1], f, s.k, s.muV[m][f])
+			}
 		}
 	}
 	for f := range s.k {
@@ -314,22 +332,25 @@ func (s *sampler) drawW0() {
 	s.w0 = nw
 }
 
-// drawHyper draws the (λ, μ) of one parameter group θ_j = x[j·stride+off],
-// j = 0..J−1, from the Normal–Gamma conditionals (Rendle 2012, MCMC
-// inference; the scalar case of BPMF's Normal–Wishart update, Salakhutdinov
-// & Mnih 2008), λ first given the current μ,
-// then μ given the new λ:
+// drawHyper draws the (λ, μ) of one parameter group, the values
+// θ = x[j·stride+off] of every x in xs, J values in all, from the
+// Normal–Gamma conditionals (Rendle 2012, MCMC inference; the scalar case
+// of BPMF's Normal–Wishart update, Salakhutdinov & Mnih 2008), λ first
+// given the current μ, then μ given the new λ:
 //
 //	λ | μ, θ ~ Gamma((α0 + J + 1)/2, (γ0 + β0(μ − μ0)² + Σ_j (θ_j − μ)²)/2)
 //	μ | λ, θ ~ N((Σ_j θ_j + β0 μ0)/(J + β0), 1/((J + β0) λ))
-func (s *sampler) drawHyper(x []float64, off, stride int, mu float64) (lam, newMu float64) {
-	j := len(x) / stride
+func (s *sampler) drawHyper(xs [][]float64, off, stride int, mu float64) (lam, newMu float64) {
 	ss := prGamma0 + prBeta0*(mu-prMu0)*(mu-prMu0)
 	var sum float64
-	for i := off; i < len(x); i += stride {
-		d := x[i] - mu
-		ss += d * d
-		sum += x[i]
+	j := 0
+	for _, x := range xs {
+		j += len(x) / stride
+		for i := off; i < len(x); i += stride {
+			d := x[i] - mu
+			ss += d * d
+			sum += x[i]
+		}
 	}
 	lam = gammaRate(s.rng, (prAlpha0+float64(j)+1)/2, ss/2)
 	pj := float64(j) + prBeta0
