@@ -28,20 +28,24 @@ const (
 	ncclSum          = 0
 )
 
-// NCCLEnv set to 1 turns NCCL on; unset or anything else leaves it off,
-// the default until a run on GPUs has verified this path (gradients then
-// go through host memory and MPI).
+// NCCLEnv set to 1 makes NCCL's default on (NCCLDefault): the default of
+// `dainx augment -nccl`; unset or anything else leaves it off, the default
+// until a run on GPUs has verified this path (gradients then go through
+// host memory and MPI).
 const NCCLEnv = "DAINX_NCCL"
+
+// NCCLDefault is whether NCCL is on when the command line does not say
+// (-nccl): $DAINX_NCCL = 1.
+func NCCLDefault() bool { return os.Getenv(NCCLEnv) == "1" }
 
 // dlopen opens a shared library (purego.Dlopen; a variable for tests).
 var dlopen = purego.Dlopen
 
-// loadNCCL fills n's functions from libnccl.so.2 when $DAINX_NCCL is 1, and
-// otherwise opens nothing. It returns why NCCL is not used ("" when it
-// may be).
-func loadNCCL(n *NCCL) string {
-	if os.Getenv(NCCLEnv) != "1" {
-		return "NCCL is off by default until a GPU run verifies it ($" + NCCLEnv + "=1 turns it on)"
+// loadNCCL fills n's functions from libnccl.so.2 when on, and otherwise
+// opens nothing. It returns why NCCL is not used ("" when it may be).
+func loadNCCL(n *NCCL, on bool) string {
+	if !on {
+		return "NCCL is off by default until a GPU run verifies it (-nccl on, or $" + NCCLEnv + "=1, turns it on)"
 	}
 	lib, err := dlopen(ncclLibrary, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
@@ -90,10 +94,10 @@ func (n *NCCL) errorf(call string, r uintptr) error {
 // OpenNCCL sets up NCCL across the ranks of c for the CUDA backend be:
 // rank 0 makes the unique id, MPI broadcasts it, and every rank joins the
 // communicator on its own device. It returns nil and why when NCCL is not
-// used (another backend, $DAINX_NCCL not 1 — the default, under which
-// libnccl.so.2 is not even opened —, no libnccl.so.2 on some rank, or a
-// failed set-up); the ranks agree, so either all use NCCL or none.
-func OpenNCCL(c *mpi.Comm, be compute.Backend) (DeviceComm, string) {
+// used (another backend, on false — the default, under which libnccl.so.2
+// is not even opened —, no libnccl.so.2 on some rank, or a failed
+// set-up); the ranks agree, so either all use NCCL or none.
+func OpenNCCL(c *mpi.Comm, be compute.Backend, on bool) (DeviceComm, string) {
 	cb, ok := be.(*cuda.Backend)
 	if !ok {
 		// Collective even so: every rank's backend may differ (auto).
@@ -102,7 +106,7 @@ func OpenNCCL(c *mpi.Comm, be compute.Backend) (DeviceComm, string) {
 		return nil, ""
 	}
 	n := &NCCL{}
-	why := loadNCCL(n)
+	why := loadNCCL(n, on)
 	have := []int32{1}
 	if why != "" {
 		have[0] = 0

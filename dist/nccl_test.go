@@ -7,8 +7,8 @@ import (
 )
 
 // TestNCCLOffByDefault: without $DAINX_NCCL=1 (unset, 0, anything else)
-// libnccl.so.2 is not even opened and the reason says how to turn it on;
-// with it the library is opened.
+// the default is off, and off libnccl.so.2 is not even opened and the
+// reason says how to turn it on; on, the library is opened.
 func TestNCCLOffByDefault(t *testing.T) {
 	defer func(old func(string, int) (uintptr, error)) { dlopen = old }(dlopen)
 	var opened []string
@@ -18,13 +18,13 @@ func TestNCCLOffByDefault(t *testing.T) {
 	}
 	for _, v := range []string{"", "0", "yes", "true"} {
 		t.Setenv(NCCLEnv, v)
-		why := loadNCCL(&NCCL{})
-		if len(opened) != 0 || !strings.Contains(why, "off by default") || !strings.Contains(why, "DAINX_NCCL=1") {
+		why := loadNCCL(&NCCL{}, NCCLDefault())
+		if len(opened) != 0 || !strings.Contains(why, "off by default") || !strings.Contains(why, "-nccl on") || !strings.Contains(why, "DAINX_NCCL=1") {
 			t.Errorf("$%s=%q: opened %v, reason %q", NCCLEnv, v, opened, why)
 		}
 	}
 	t.Setenv(NCCLEnv, "1")
-	if why := loadNCCL(&NCCL{}); len(opened) != 1 || opened[0] != ncclLibrary || !strings.Contains(why, "no NCCL: not here") {
+	if why := loadNCCL(&NCCL{}, NCCLDefault()); len(opened) != 1 || opened[0] != ncclLibrary || !strings.Contains(why, "no NCCL: not here") {
 		t.Errorf("$%s=1: opened %v, reason %q", NCCLEnv, opened, why)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dainx/dainx/dist"
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/tensor"
 )
@@ -19,6 +20,11 @@ func augment(args []string, stdout, stderr io.Writer) int {
 	ck := bindCheckpoint(fs)
 	distMode := fs.String("dist", "", distHelp)
 	shardTables := fs.String("shard-tables", "auto", "with -dist mpi, shard each model's embedding table by row over the ranks (each row on one rank, with its Adam moments; a step fetches its rows from their owners and sends their gradients back): `on`, off, or auto (on with more than one rank when a table holds at least 64 MiB); a sharded table trains with sparse-adam")
+	ncclDefault := "off"
+	if dist.NCCLDefault() {
+		ncclDefault = "on"
+	}
+	nccl := fs.String("nccl", ncclDefault, "with -dist mpi and the CUDA backend, sum gradients on the GPUs with NCCL (libnccl.so.2): `on` or off; off (the default, unless $DAINX_NCCL=1) sends them through host memory and MPI. NCCL has not yet run on GPUs in dainx's tests")
 	cfg, in := &a.Config, &a.In
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx augment [flags]
@@ -62,13 +68,16 @@ Flags:
 	if *shardTables == "on" && *distMode != "mpi" {
 		return exitFor("augment", fmt.Errorf("%w: -shard-tables on shards over the ranks of -dist mpi; one process holds its tables whole", errUsage), nil, stderr)
 	}
+	if *nccl != "on" && *nccl != "off" {
+		return exitFor("augment", fmt.Errorf("%w: -nccl %q: want on or off", errUsage, *nccl), nil, stderr)
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	if *distMode == "mpi" {
 		if o := a.Out; o.ModelOut != "" || o.SplitOut != "" || o.ScoresOut != "" || o.ImportOut != "" || cfg.TestFrac == 0 {
 			return exitFor("augment", fmt.Errorf("%w: -dist mpi runs do not yet write -model-out, -split-out, -scores-out or -importance-out, nor take -test-frac 0; run them in one process", errUsage), nil, stderr)
 		}
-		return augmentDist(ctx, *cfg, in, ck, a.Output, a.Report, stdout, stderr)
+		return augmentDist(ctx, *cfg, in, ck, a.Output, a.Report, *nccl == "on", stdout, stderr)
 	}
 	return exitFor("augment", runAugment(ctx, a, ck, stdout, stderr), ctx, stderr)
 }

@@ -62,7 +62,7 @@ func openDistBackend(c *mpi.Comm, in *inputFlags, stderr io.Writer) (compute.Bac
 // found it, and every rank exits 1; any other failure on a rank is printed
 // by that rank, which then aborts the whole job (MPI_Abort), so the job
 // always exits non-zero with nothing written.
-func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkpointFlags, output, report string, stdout, stderr io.Writer) int {
+func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkpointFlags, output, report string, nccl bool, stdout, stderr io.Writer) int {
 	c, err := openMPI()
 	if err != nil {
 		return exitFor("augment", err, ctx, stderr)
@@ -140,7 +140,7 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *check
 	}
 	defer be.Close()
 	cl := &dist.Cluster{C: c}
-	if dc, why := dist.OpenNCCL(c, be); dc != nil {
+	if dc, why := dist.OpenNCCL(c, be, nccl); dc != nil {
 		cl.Device = dc
 	} else if why != "" && cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "dainx: gradients through host memory: %s\n", why)
