@@ -327,8 +327,8 @@ func TestConditionals(t *testing.T) {
 			for n, j := range cell {
 				q += s.v[n][int(j)*s.k+f]
 			}
-			if e := s.y[c] - s.predict(cell, sum, sq); math.Abs(e-s.e[c]) > 1e-9 || math.Abs(q-s.q[c]) > 1e-9 {
-				t.Fatalf("cell %d: residual %v, kept %v; q %v, kept %v", c, e, s.e[c], q, s.q[c])
+			if e := s.y[c] - s.predict(cell, sum, sq); math.Abs(e-s.eq[c].e) > 1e-9 || math.Abs(q-s.eq[c].q) > 1e-9 {
+				t.Fatalf("cell %d: residual %v, kept %v; q %v, kept %v", c, e, s.eq[c].e, q, s.eq[c].q)
 			}
 		}
 	}
@@ -394,8 +394,8 @@ func TestConditionals(t *testing.T) {
 
 	// α ~ Gamma((α0 + nnz)/2, (γ0 + Σe²)/2).
 	var sse float64
-	for _, e := range s.e {
-		sse += e * e
+	for _, x := range s.eq {
+		sse += x.e * x.e
 	}
 	alphas := make([]float64, draws)
 	for d := range alphas {
@@ -432,5 +432,47 @@ func checkGamma(t *testing.T, what string, draws []float64, shape, rate float64)
 	seVar := variance * math.Sqrt((2+6/shape)/n)
 	if math.Abs(m-mean) > 5*seMean || math.Abs(v-variance) > 5*seVar {
 		t.Errorf("%s: empirical mean %.6g, variance %.6g; Gamma(%.4g, %.4g) has %.6g, %.6g", what, m, v, shape, rate, mean, variance)
+	}
+}
+
+// BenchmarkSweep times one Gibbs sweep (with the residual refresh) on a
+// MovieLens-sized tensor: 610×9724×8215, 72,600 cells, rank 32.
+func BenchmarkSweep(b *testing.B) {
+	x, _ := fmTensor([]int{610, 9724, 8215}, 2, 72600, 0.5, 5)
+	s := newSampler(x.Dims, x.Idx, x.Val, 32, 1, 0.1, 1)
+	s.refresh(math.Inf(-1), math.Inf(1))
+	b.ResetTimer()
+	for i := range b.N {
+		s.sweep(i)
+		s.refresh(math.Inf(-1), math.Inf(1))
+	}
+}
+
+// TestForDraws: entity i's variate does not depend on how 0..n−1 is cut
+// into ranges, and the variates are standard normal.
+func TestForDraws(t *testing.T) {
+	const n = 20001
+	key := func(p int) uint64 { return drawKey(3, 1, 1, 2, 5, p) }
+	whole := make([]float64, n)
+	forDraws(0, n, key, func(i int, z float64) { whole[i] = z })
+	cut := make([]float64, n)
+	for _, r := range [][2]int{{0, 7}, {7, 8}, {8, 1000}, {1000, 1001}, {1001, n}} {
+		forDraws(r[0], r[1], key, func(i int, z float64) {
+			if cut[i] != 0 {
+				t.Fatalf("entity %d drawn twice", i)
+			}
+			cut[i] = z
+		})
+	}
+	if !slices.Equal(whole, cut) {
+		t.Error("the variates depend on the ranges")
+	}
+	checkMoments(t, "forDraws", whole, 0, 1)
+	var c float64 // correlation of the two variates of a pair
+	for i := 0; i+1 < n; i += 2 {
+		c += whole[i] * whole[i+1]
+	}
+	if c /= n / 2; math.Abs(c) > 5/math.Sqrt(n/2) {
+		t.Errorf("pair correlation %.4f", c)
 	}
 }

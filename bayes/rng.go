@@ -22,13 +22,14 @@ func mix64(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// drawKey is the key of one entity draw: the hash of (seed, sweep, kind,
-// mode, factor, entity). kind tells w (0) from V (1) draws.
-func drawKey(seed uint64, sweep, kind, mode, factor, entity int) uint64 {
+// drawKey is the key of the draws of one pair of entities: the hash of
+// (seed, sweep, kind, mode, factor, pair). kind tells w (0) from V (1)
+// draws.
+func drawKey(seed uint64, sweep, kind, mode, factor, pair int) uint64 {
 	h := mix64(seed ^ 0x6261_7965_7366_6d00) // "bayesfm"
 	h = mix64(h ^ uint64(sweep))
 	h = mix64(h ^ uint64(kind)<<62 ^ uint64(mode)<<40 ^ uint64(factor))
-	return mix64(h ^ uint64(entity))
+	return mix64(h ^ uint64(pair))
 }
 
 // unit53 maps a 64-bit word to a float64 in the open interval (0, 1).
@@ -36,12 +37,34 @@ func unit53(x uint64) float64 {
 	return (float64(x>>11) + 0.5) * (1.0 / (1 << 53))
 }
 
-// keyNormal returns a standard normal variate determined by key
-// (Box–Muller transform of two uniforms derived from key).
-func keyNormal(key uint64) float64 {
+// keyNormals returns two independent standard normal variates determined
+// by key (the Box–Muller transform of two uniforms derived from key).
+func keyNormals(key uint64) (z0, z1 float64) {
 	u1 := unit53(mix64(key ^ 0x5555_5555_5555_5555))
 	u2 := unit53(mix64(key ^ 0xaaaa_aaaa_aaaa_aaaa))
-	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+	r := math.Sqrt(-2 * math.Log(u1))
+	sin, cos := math.Sincos(2 * math.Pi * u2)
+	return r * cos, r * sin
+}
+
+// forDraws calls draw(i, z_i) for i = lo..hi−1 in order, z_i a standard
+// normal: entity i gets variate i mod 2 of keyNormals(key(i/2)), so the
+// variates do not depend on how the entities are split into ranges, and
+// one Box–Muller transform serves two entities.
+func forDraws(lo, hi int, key func(pair int) uint64, draw func(i int, z float64)) {
+	i := lo
+	if i < hi && i%2 == 1 {
+		_, z1 := keyNormals(key(i / 2))
+		draw(i, z1)
+		i++
+	}
+	for ; i < hi; i += 2 {
+		z0, z1 := keyNormals(key(i / 2))
+		draw(i, z0)
+		if i+1 < hi {
+			draw(i+1, z1)
+		}
+	}
 }
 
 // gammaRate draws from the Gamma distribution with the given shape > 0 and

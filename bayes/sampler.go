@@ -58,6 +58,11 @@ func (p *params) clone() *params {
 	return c
 }
 
+// eqTerm holds a training cell's residual e = y − ŷ and, while factor f is
+// drawn, q = Σ_n v[n][i_n·K+f]; together, the draws touch one cache line
+// per cell.
+type eqTerm struct{ e, q float64 }
+
 // sampler is the Gibbs sampler's state over the training cells.
 type sampler struct {
 	params
@@ -66,8 +71,8 @@ type sampler struct {
 	nnz  int     // training cells
 	idx  []int32 // training indices, nnz×N row-major
 	y    []float64
-	e    []float64 // residual y − ŷ per training cell
-	q    []float64 // q_f per training cell for the factor being drawn: Σ_n v[n][i_n·K+f]
+	eq   []eqTerm    // per training cell
+	col  [][]float64 // col[n][i] = V_n[i,f] for the factor f being drawn
 
 	// ptr[n][i]..ptr[n][i+1] delimit, in cells[n], the training cells whose
 	// mode-n index is i (a CSR index per mode).
@@ -97,7 +102,7 @@ func newSampler(dims []int, idx []int32, y []float64, k int, seed uint64, initSt
 	s := &sampler{
 		params: params{k: k, w: make([][]float64, n), v: make([][]float64, n)},
 		n:      n, dims: dims, nnz: nnz, idx: idx, y: y,
-		e: make([]float64, nnz), q: make([]float64, nnz),
+		eq:  make([]eqTerm, nnz),
 		ptr: make([][]int, n), cells: make([][]int32, n), split: make([][]int, n),
 		muW: make([]float64, n), lamW: make([]float64, n),
 		muV: make([][]float64, n), lamV: make([][]float64, n),
@@ -107,6 +112,7 @@ func newSampler(dims []int, idx []int32, y []float64, k int, seed uint64, initSt
 	}
 	for m := range n {
 		s.w[m] = make([]float64, dims[m])
+		s.col = append(s.col, make([]float64, dims[m]))
 		s.v[m] = make([]float64, dims[m]*k)
 		for j := range s.v[m] {
 			s.v[m][j] = initStd * s.rng.NormFloat64()
@@ -234,7 +240,7 @@ func (s *sampler) refresh(lo, hi float64) float64 {
 		var sse float64
 		for c := a; c < b; c++ {
 			p := s.predict(s.idx[c*s.n:(c+1)*s.n], sc[:s.k], sc[s.k:])
-			s.e[c] = s.y[c] - p
+			s.eq[c].e = s.y[c] - p
 			d := min(max(p, lo), hi) - s.y[c]
 			sse += d * d
 		}
@@ -262,9 +268,8 @@ func (s *sampler) sweep(sweep int) {
 	}
 	for m := range s.n {
 		s.forParts(m, func(_, lo, hi int) {
-			for i := lo; i < hi; i++ {
-				s.drawW(m, i, keyNormal(drawKey(s.seed, sweep, 0, m, 0, i)))
-			}
+			forDraws(lo, hi, func(p int) uint64 { return drawKey(s.seed, sweep, 0, m, 0, p) },
+				func(i int, z float64) { s.drawW(m, i, z) })
 		})
 	}
 	if s.shared {
@@ -285,23 +290,30 @@ func (s *sampler) sweep(sweep int) {
 		s.fillQ(f)
 		for m := range s.n {
 			s.forParts(m, func(_, lo, hi int) {
-				for i := lo; i < hi; i++ {
-					s.drawV(m, i, f, keyNormal(drawKey(s.seed, sweep, 1, m, f, i)))
-				}
+				forDraws(lo, hi, func(p int) uint64 { return drawKey(s.seed, sweep, 1, m, f, p) },
+					func(i int, z float64) { s.drawV(m, i, f, z) })
 			})
 		}
 	}
 }
 
-// fillQ sets q[c] = Σ_n v[n][i_n·K+f] for every training cell c.
+// fillQ copies factor f's column of every V_n into col (so that the
+// draws of factor f read and write contiguous memory) and sets q[c] =
+// Σ_n V_n[i_n,f] for every training cell c.
 func (s *sampler) fillQ(f int) {
+	for m := range s.n {
+		col := s.col[m]
+		for i := range col {
+			col[i] = s.v[m][i*s.k+f]
+		}
+	}
 	s.forCells(s.nnz, func(_, _, a, b int) {
 		for c := a; c < b; c++ {
 			var t float64
 			for m, i := range s.idx[c*s.n : (c+1)*s.n] {
-				t += s.v[m][int(i)*s.k+f]
+				t += s.col[m][i]
 			}
-			s.q[c] = t
+			s.eq[c].q = t
 		}
 	})
 }
@@ -310,8 +322,8 @@ func (s *sampler) fillQ(f int) {
 // α | rest ~ Gamma((α0 + nnz)/2, (γ0 + Σ_c e_c²)/2) (shape, rate).
 func (s *sampler) drawAlpha() {
 	var sse float64
-	for _, x := range s.e {
-		sse += x * x
+	for _, x := range s.eq {
+		sse += x.e * x.e
 	}
 	s.alpha = gammaRate(s.rng, (prAlpha0+float64(s.nnz))/2, (prGamma0+sse)/2)
 }
@@ -320,14 +332,14 @@ func (s *sampler) drawAlpha() {
 // regularisation 0 for w0): w0 | rest ~ N(Σ_c (e_c + w0)/nnz, 1/(α·nnz)).
 func (s *sampler) drawW0() {
 	var t float64
-	for _, x := range s.e {
-		t += x + s.w0
+	for _, x := range s.eq {
+		t += x.e + s.w0
 	}
 	prec := s.alpha * float64(s.nnz)
 	nw := t/float64(s.nnz) + s.rng.NormFloat64()/math.Sqrt(prec)
 	d := nw - s.w0
-	for c := range s.e {
-		s.e[c] -= d
+	for c := range s.eq {
+		s.eq[c].e -= d
 	}
 	s.w0 = nw
 }
@@ -370,7 +382,7 @@ func (s *sampler) condW(m, i int) (mean, prec float64) {
 	cells := s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]]
 	var t float64
 	for _, c := range cells {
-		t += s.e[c] + wi
+		t += s.eq[c].e + wi
 	}
 	lam := s.lamW[m]
 	prec = s.alpha*float64(len(cells)) + lam
@@ -384,7 +396,7 @@ func (s *sampler) drawW(m, i int, z float64) {
 	nw := mean + z/math.Sqrt(prec)
 	d := nw - s.w[m][i]
 	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
-		s.e[c] -= d
+		s.eq[c].e -= d
 	}
 	s.w[m][i] = nw
 }
@@ -393,11 +405,11 @@ func (s *sampler) drawW(m, i int, z float64) {
 // (see condW) with h_c = Σ_{n≠m} V_n[i_n,f] = q_c − V[m][i,f]. q must hold
 // factor f's sums (fillQ).
 func (s *sampler) condV(m, i, f int) (mean, prec float64) {
-	vi := s.v[m][i*s.k+f]
+	vi := s.col[m][i]
 	var t, hh float64
 	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
-		h := s.q[c] - vi
-		t += h * (s.e[c] + vi*h)
+		h := s.eq[c].q - vi
+		t += h * (s.eq[c].e + vi*h)
 		hh += h * h
 	}
 	lam := s.lamV[m][f]
@@ -409,13 +421,14 @@ func (s *sampler) condV(m, i, f int) (mean, prec float64) {
 // and the sums q_c += Δ of its cells.
 func (s *sampler) drawV(m, i, f int, z float64) {
 	mean, prec := s.condV(m, i, f)
-	vi := s.v[m][i*s.k+f]
+	vi := s.col[m][i]
 	nv := mean + z/math.Sqrt(prec)
 	d := nv - vi
 	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
-		h := s.q[c] - vi
-		s.e[c] -= h * d
-		s.q[c] += d
+		h := s.eq[c].q - vi
+		s.eq[c].e -= h * d
+		s.eq[c].q += d
 	}
 	s.v[m][i*s.k+f] = nv
+	s.col[m][i] = nv
 }
