@@ -26,7 +26,9 @@
 // conditional; see docs/bayes-fm.md for the equations. A sweep costs
 // O(nnz·N·K) time: the sampler keeps the residual e_c = y_c − ŷ_c of every
 // training cell and, while factor f is drawn, q_c = Σ_n V_n[i_n,f], so
-// drawing one parameter costs O(cells of its entity).
+// drawing one parameter costs O(cells of its entity). Every sample's
+// prediction is clamped to [min, max] of the training values before it is
+// averaged, as libFM does for regression.
 package bayes
 
 import (
@@ -43,6 +45,11 @@ import (
 
 // MaxRank is the largest Config.Rank accepted.
 const MaxRank = 1 << 16
+
+// MaxParams is the largest number of parameters, 1 + Σ_n dims[n]·(K+1),
+// Fit accepts (16 GiB of float64s); a larger model is an error rather
+// than an allocation failure.
+const MaxParams = 1 << 31
 
 // Config sets up Fit. There is no learning rate or regulariser: the
 // precisions are sampled.
@@ -247,7 +254,7 @@ func checkQuery(t *tensor.COO, dims []int, what string) error {
 // bytes per query cell, and the kept samples (Config.KeepSamples).
 //
 // Errors: an invalid cfg (Config.Validate), a nil, empty or malformed
-// training tensor, a query set of another order or with an index outside
+// training tensor, more than MaxParams parameters, a query set of another order or with an index outside
 // train.Dims, or ctx's error when ctx is cancelled (checked between
 // sweeps).
 func Fit(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg Config) (*Result, error) {
@@ -262,6 +269,13 @@ func Fit(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg Conf
 		if err := checkQuery(q, train.Dims, fmt.Sprintf("query set %d", j)); err != nil {
 			return nil, err
 		}
+	}
+	params := 1.0
+	for _, d := range train.Dims {
+		params += float64(d) * float64(cfg.Rank+1)
+	}
+	if params > MaxParams {
+		return nil, fmt.Errorf("bayes: %.4g parameters (1 + Σ dims·(rank+1), dims %v, rank %d): at most %d", params, train.Dims, cfg.Rank, MaxParams)
 	}
 	workers := cfg.Workers
 	if workers == 0 {

@@ -176,6 +176,7 @@ func TestBadInputs(t *testing.T) {
 		{"query outside dims", x, []*tensor.COO{x, outside}, nil, "query set 1: cell 0: index 7 in mode 2"},
 		{"query order", x, []*tensor.COO{order2}, nil, "order 2"},
 		{"nil query", x, []*tensor.COO{nil}, nil, "nil"},
+		{"too many parameters", &tensor.COO{Dims: []int{1 << 30, 4, 3}, Idx: []int32{0, 0, 0}, Val: []float64{1}}, nil, nil, "parameters"},
 	}
 	for _, tc := range cases {
 		cfg := ok
