@@ -141,7 +141,8 @@ var flagNames = map[string]string{
 	"Method": "-method", "Model": "-model", "Predictor": "-predictor", "Influence": "-influence",
 	"InfluenceLayers": "-influence-layers", "Entity": "-entity", "Rank": "-rank", "Channels": "-channels",
 	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch", "EmbeddingOptimizer": "-embedding-optimizer",
-	"Split": "-split",
+	"Split": "-split", "FinalModel": "-final-model", "BayesRank": "-bayes-rank", "BayesSamples": "-bayes-samples",
+	"BayesBurnIn": "-bayes-burnin",
 }
 
 // configFields lists every setting of c (every field but Progress, OnEpoch
@@ -290,6 +291,10 @@ var ckLegacy = map[string]string{
 	"Sign":                 "abs",       // before the study variants
 	"Temperature":          "1",
 	"Mix":                  "0",
+	"-final-model":         FinalMLP, // before -final-model, Θ′ was an MLP
+	"-bayes-rank":          "32",
+	"-bayes-samples":       "200",
+	"-bayes-burnin":        "0",
 }
 
 // effective returns the value of setting name that a run resolves value
@@ -318,6 +323,10 @@ func (c *checkpointer) effective(name, value string) string {
 	case "-split":
 		if value == "" {
 			return SplitKeyed
+		}
+	case "-final-model":
+		if value == "" {
+			return FinalMLP
 		}
 	case "-layers":
 		if value == "" { // the default layers of the input's order

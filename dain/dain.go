@@ -75,6 +75,19 @@ type Config struct {
 	Temperature     float64 // τ on entity importance, α^τ (1, the paper's; 0 is uniform); see Tempered
 	Mix             float64 // share of the uniform distribution mixed into entity importance (0, the paper's)
 
+	// FinalModel is the model Θ′ trained on train ∪ augmentation (step 5)
+	// whose test RMSE the run reports: a FinalModels name, "mlp" (the
+	// paper's, "" too) or "bayes-fm" (package bayes). With bayes-fm the
+	// report's rmse_before is bayes-fm's on train alone (and theta_rmse
+	// Θ's), so that improved compares one model with and without the new
+	// cells.
+	FinalModel string
+	// BayesRank, BayesSamples and BayesBurnIn set the bayes-fm final
+	// model: its rank K, its Gibbs sweeps (burn-in included) and the first
+	// sweeps not averaged (0: DefaultBayesRank, DefaultBayesSamples; a
+	// burn-in of 0 averages every sweep, as libFM).
+	BayesRank, BayesSamples, BayesBurnIn int
+
 	Rank, Channels int     // CoSTCo's R and C (20, 20)
 	CoSTCoLR       float64 // CoSTCo's Adam learning rate (1e-3; see DefaultConfig)
 	CoSTCoBatch    int     // CoSTCo's batch (256)
@@ -154,6 +167,7 @@ func DefaultConfig() Config {
 		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto, Split: SplitKeyed,
 		Method: "dain", Model: "mlp", Predictor: "costco", Influence: "tracin", InfluenceLayers: "last", Entity: "sum", Sign: "abs", Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
+		FinalModel: FinalMLP, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples,
 	}
 }
 
@@ -296,6 +310,9 @@ func (c *Config) Validate() error {
 	if _, err := lookup("sign", c.sign(), Signs); err != nil {
 		return err
 	}
+	if err := c.checkFinal(); err != nil {
+		return err
+	}
 	if _, err := lookup("method", c.Method, Methods); err != nil {
 		return err
 	}
@@ -397,6 +414,11 @@ type Report struct {
 	// Version is dainx's version and commit, set by the program that
 	// ran it (dainx augment, libdainx); empty when not set.
 	Version string `json:"version,omitempty"`
+	// FinalModel is the model Θ′ of step 5 (Config.FinalModel); ThetaRMSE
+	// is Θ's test RMSE when the final model is not an MLP (rmse_before is
+	// then the final model's on train alone).
+	FinalModel string  `json:"final_model"`
+	ThetaRMSE  float64 `json:"theta_rmse,omitempty"`
 	// Outputs names every file and directory the command wrote, as the
 	// user gave them, the report's own file included (set by the program
 	// that writes them, e.g. cmd/dainx; empty when none).
@@ -460,7 +482,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		Seed: cfg.Seed, Ratio: cfg.Ratio, Layers: cfg.Layers, Epochs: cfg.Epochs, Batch: cfg.Batch,
 		Patience: cfg.Patience, LR: cfg.LR, TestFrac: cfg.TestFrac, ValFrac: cfg.ValFrac,
 		Method: cfg.Method, Model: cfg.Model, Predictor: cfg.Predictor, Influence: cfg.Influence,
-		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity,
+		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity, FinalModel: cfg.finalModel(),
 		NTrain: e.Train.NNZ(), NVal: e.Val.NNZ(), NTest: e.Test.NNZ(),
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
@@ -545,6 +567,17 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 	// Step 5 needs only the split and the new cells: Θ, its scores and
 	// the predictor's copies of the split are freed first.
 	e.release()
+	if cfg.finalModel() != FinalMLP {
+		// rmse_before: the final model on train alone, so that improved
+		// compares one model with and without the new cells.
+		e.logf("step 5: %s on the %d training cells alone", cfg.finalModel(), rep.NTrain)
+		rmse0, res0, _, err := e.Downstream(ctx, &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}, "Θ′ without augmentation")
+		if err != nil {
+			return nil, err
+		}
+		rep.ThetaRMSE, rep.RMSEBefore = rep.RMSEBefore, rmse0
+		rep.ValRMSEBefore = math.Sqrt(res0.BestValMSE)
+	}
 	e.logf("step 5: retraining on %d + %d cells", rep.NTrain, rep.NAug)
 	rmse, res, secs, err := e.Retrain(ctx, cfg, aug, nAug, "Θ'")
 	if err != nil {

@@ -113,6 +113,8 @@ func DistSupported(cfg Config) error {
 		return fmt.Errorf("-method %s does not run spread over processes yet (dain and random do)", cfg.Method)
 	case cfg.Model != "mlp" || cfg.Influence != "tracin" || cfg.InfluenceLayers != "last" || cfg.Entity != "sum" || cfg.sign() != "abs" || cfg.Temperature != 1 || cfg.Mix != 0:
 		return fmt.Errorf("spread over processes, dain runs the paper's configuration only (-model mlp -influence tracin -influence-layers last -entity sum -sign abs, no -temperature or -mix)")
+	case cfg.finalModel() != FinalMLP:
+		return fmt.Errorf("-final-model %s does not run spread over processes yet (mlp does)", cfg.finalModel())
 	}
 	return nil
 }
@@ -224,7 +226,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		Seed: cfg.Seed, Ratio: cfg.Ratio, Layers: cfg.Layers, Epochs: cfg.Epochs, Batch: cfg.Batch,
 		Patience: cfg.Patience, LR: cfg.LR, TestFrac: cfg.TestFrac, ValFrac: cfg.ValFrac,
 		Method: cfg.Method, Model: cfg.Model, Predictor: cfg.Predictor, Influence: cfg.Influence,
-		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity,
+		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity, FinalModel: cfg.finalModel(),
 		NTrain: nTrain, NVal: nVal, NTest: nTest,
 	}
 	dr := &DistReport{Ranks: size, Library: cl.Describe()}

@@ -30,6 +30,7 @@ const (
 	streamRandom
 	streamDuplicate
 	streamReplace
+	streamBayes // the bayes-fm final model's chain
 )
 
 func rng(seed uint64, stream uint64) *rand.Rand {
@@ -68,6 +69,9 @@ type Experiment struct {
 	retrained  []*trained // Θ trained again for an unplanned TracIn pass
 	// onRetrained, if not nil, sees every model Downstream trains (OnRetrained).
 	onRetrained func(*nn.Net) error
+	// onTestPred, if not nil, gets the test predictions of every final
+	// model that is not a net (bayes-fm; OnRetrained).
+	onTestPred func([]float64)
 	// keep gathers what Config.Keep asks Run for; nil outside Run.
 	keep  *kept
 	owned []compute.F32 // score buffers the experiment frees
@@ -532,6 +536,9 @@ func (e *Experiment) observedSet(extra int) *tensor.CellSet {
 // its training result and its wall time. Every call starts from the same
 // initialisation (the seed's), so runs on one split differ only by aug.
 func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label string) (float64, nn.Result, float64, error) {
+	if e.cfg.finalModel() == FinalBayesFM {
+		return e.downstreamBayes(ctx, aug, label)
+	}
 	t0 := time.Now()
 	m, tc, err := e.newNet("mlp", rng(e.cfg.Seed, streamInitAfter))
 	if err != nil {

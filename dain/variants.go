@@ -428,6 +428,7 @@ func (e *Experiment) OnRetrained(f func(testPred []float64)) {
 		f(p)
 		return nil
 	}
+	e.onTestPred = f
 	if f == nil {
 		e.onRetrained = nil
 	}

@@ -81,6 +81,12 @@ type Training struct {
 	EmbeddingOptimizer string `json:"embedding_optimizer"`
 	// Split: records made before it existed used the legacy split.
 	Split string `json:"split"`
+	// FinalModel and its bayes-fm settings: records made before they
+	// existed retrained an MLP.
+	FinalModel   string `json:"final_model"`
+	BayesRank    int    `json:"bayes_rank"`
+	BayesSamples int    `json:"bayes_samples"`
+	BayesBurnIn  int    `json:"bayes_burnin"`
 }
 
 // TrainingOf returns the recorded form of c.
@@ -92,7 +98,8 @@ func TrainingOf(c dain.Config) Training {
 		InfluenceLayers: c.InfluenceLayers, Entity: c.Entity, Rank: c.Rank, Channels: c.Channels,
 		CoSTCoLR: c.CoSTCoLR, CoSTCoBatch: c.CoSTCoBatch, CPLambda: c.CPLambda, CPSweeps: c.CPSweeps,
 		Sign: c.Sign, Temperature: c.Temperature, Mix: c.Mix, EmbeddingOptimizer: c.EmbeddingOptimizer,
-		Split: cmp.Or(c.Split, dain.SplitKeyed),
+		Split:      cmp.Or(c.Split, dain.SplitKeyed),
+		FinalModel: c.FinalModelName(), BayesRank: c.BayesRank, BayesSamples: c.BayesSamples, BayesBurnIn: c.BayesBurnIn,
 	}
 }
 
@@ -110,6 +117,10 @@ var legacyDefaults = []struct {
 	{"mix", func(t *Training) { t.Mix = 0 }},
 	{"embedding_optimizer", func(t *Training) { t.EmbeddingOptimizer = nn.Adam }}, // dense Adam, before -embedding-optimizer
 	{"split", func(t *Training) { t.Split = dain.SplitLegacy }},                   // the permutation split, before 0.7
+	{"final_model", func(t *Training) { t.FinalModel = dain.FinalMLP }},           // Θ′ an MLP, before -final-model
+	{"bayes_rank", func(t *Training) { t.BayesRank = dain.DefaultBayesRank }},
+	{"bayes_samples", func(t *Training) { t.BayesSamples = dain.DefaultBayesSamples }},
+	{"bayes_burnin", func(t *Training) { t.BayesBurnIn = 0 }},
 }
 
 // paperVariant sets every setting of legacyDefaults whose key has is
@@ -134,6 +145,10 @@ func paperVariant(t *Training, has func(key string) bool) []string {
 // same Effective train alike.
 func (t Training) Effective(dims []int) Training {
 	t.Split = cmp.Or(t.Split, dain.SplitKeyed)
+	t.FinalModel = cmp.Or(t.FinalModel, dain.FinalMLP)
+	if t.FinalModel != dain.FinalBayesFM { // the bayes-fm settings do not matter
+		t.BayesRank, t.BayesSamples, t.BayesBurnIn = 0, 0, 0
+	}
 	if t.Layers == nil && len(dims) > 0 {
 		t.Layers = nn.DefaultLayers(len(dims))
 	}

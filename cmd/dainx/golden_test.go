@@ -157,11 +157,15 @@ func TestGoldenAugment(t *testing.T) {
 			checkImproved(t, []byte(stdout))
 			checkOptimizers(t, []byte(stdout), "adam")
 			// "outputs" (issue 31) names the temporary directory's file.
-			var rep struct{ Outputs []string }
-			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Outputs) != 1 || rep.Outputs[0] != out {
-				t.Errorf("the report's outputs are %q, want [%s] (%v)", rep.Outputs, out, err)
+			// "final_model" (issue 37) came after them too: always mlp here.
+			var rep struct {
+				Outputs    []string
+				FinalModel string `json:"final_model"`
 			}
-			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device", "improved", "embedding_optimizer", "embedding_optimizers", "split", "split_fingerprint", "val_rmse_before", "val_rmse_after", "version", "outputs"))
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Outputs) != 1 || rep.Outputs[0] != out || rep.FinalModel != "mlp" {
+				t.Errorf("the report's outputs are %q, final model %q, want [%s] and mlp (%v)", rep.Outputs, rep.FinalModel, out, err)
+			}
+			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device", "improved", "embedding_optimizer", "embedding_optimizers", "split", "split_fingerprint", "val_rmse_before", "val_rmse_after", "version", "outputs", "final_model"))
 			cells, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)

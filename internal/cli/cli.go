@@ -95,6 +95,10 @@ func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
 	fs.Float64Var(&c.CoSTCoLR, "costco-lr", c.CoSTCoLR, "CoSTCo Adam learning `rate`")
 	fs.IntVar(&c.CoSTCoBatch, "costco-batch", c.CoSTCoBatch, "CoSTCo training batch `size`")
 	fs.StringVar(&c.Split, "split", c.Split, "how cells are `split` and ordered: keyed (each cell's part and its place in every epoch's order computed from the seed: the same for any number of MPI ranks, and no rank holds an array of every cell) or legacy (one random permutation of every cell, and each epoch's order shuffled from the last: reproduces dainx 0.6 and earlier); the two give different random splits for one seed")
+	fs.StringVar(&c.FinalModel, "final-model", c.FinalModel, "`model` Θ′ trained on train ∪ the new cells, whose test RMSE the run reports: "+dain.Help(dain.FinalModels)+"; with bayes-fm, rmse_before is bayes-fm's on train alone")
+	fs.IntVar(&c.BayesRank, "bayes-rank", c.BayesRank, "with -final-model bayes-fm, its `rank` K (factors per entity)")
+	fs.IntVar(&c.BayesSamples, "bayes-samples", c.BayesSamples, "with -final-model bayes-fm, its Gibbs `sweeps`, burn-in included")
+	fs.IntVar(&c.BayesBurnIn, "bayes-burnin", c.BayesBurnIn, "with -final-model bayes-fm, the first `sweeps` not averaged (0 averages all, as libFM)")
 	fs.StringVar(&c.EmbeddingOptimizer, "embedding-optimizer", c.EmbeddingOptimizer, "embedding tables' `optimizer`: adam (dense Adam over every row each step, the paper's), sparse-adam (Adam on the rows a step touched: a step's cost does not grow with the number of entities) or auto (adam while a dense step over the table costs less than the step's other work, else sparse-adam; says which on standard error and in the report)")
 }
 

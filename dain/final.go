@@ -1,0 +1,155 @@
+package dain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/tensor"
+)
+
+// FinalModels are the accepted Config.FinalModel values: the model Θ′
+// trained on train ∪ augmentation (step 5) whose test RMSE a run reports.
+// The first is the paper's.
+var FinalModels = []Choice[struct{}]{
+	{"mlp", "the MLP of eq. 4, trained as Θ is (the paper's)", struct{}{}},
+	{"bayes-fm", "a Bayesian factorization machine (order 2 over the modes, a prior per mode) fitted by Gibbs sampling and averaged over its samples: no learning rate or regulariser (package bayes; Rendle, ACM TIST 2012)", struct{}{}},
+}
+
+// Final-model names.
+const (
+	FinalMLP     = "mlp"
+	FinalBayesFM = "bayes-fm"
+)
+
+// Defaults and limits of the bayes-fm final model's settings.
+const (
+	DefaultBayesRank    = 32  // libFM's -dim 1,1,32 of issue 37's comparison
+	DefaultBayesSamples = 200 // libFM's -iter of that comparison
+	MaxBayesSamples     = 1 << 20
+)
+
+// finalModel returns c.FinalModel with "" read as FinalMLP.
+func (c Config) finalModel() string {
+	if c.FinalModel == "" {
+		return FinalMLP
+	}
+	return c.FinalModel
+}
+
+// FinalModelName is c.FinalModel with "" read as its default, mlp: what a
+// report and a provenance record hold.
+func (c Config) FinalModelName() string { return c.finalModel() }
+
+// checkFinal reports a final-model setting that cannot work.
+func (c Config) checkFinal() error {
+	if _, err := lookup("final model", c.finalModel(), FinalModels); err != nil {
+		return err
+	}
+	if c.finalModel() != FinalBayesFM {
+		return nil
+	}
+	b := c.bayesConfig()
+	if c.BayesSamples > MaxBayesSamples {
+		return fmt.Errorf("bayes samples %d: above the limit %d", c.BayesSamples, MaxBayesSamples)
+	}
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	if c.Keep.Model != nil {
+		return fmt.Errorf("final model %s has no saved form yet: -model-out saves an MLP Θ′ (give -final-model mlp, or no -model-out)", FinalBayesFM)
+	}
+	return nil
+}
+
+// bayesConfig is the bayes.Config of the bayes-fm final model: Rank,
+// Samples and BurnIn from c (0 means the default), the chain's seed drawn
+// from c.Seed's own stream.
+func (c Config) bayesConfig() bayes.Config {
+	b := bayes.DefaultConfig()
+	b.Rank, b.Samples, b.BurnIn = DefaultBayesRank, DefaultBayesSamples, 0
+	if c.BayesRank != 0 {
+		b.Rank = c.BayesRank
+	}
+	if c.BayesSamples != 0 {
+		b.Samples = c.BayesSamples
+	}
+	b.BurnIn = c.BayesBurnIn
+	b.Seed = rng(c.Seed, streamBayes).Uint64()
+	return b
+}
+
+// downstreamBayes is Downstream with the bayes-fm final model: a Gibbs
+// chain on train ∪ aug (bayes.Fit), the validation and test cells as
+// query sets. It returns the test RMSE of the averaged predictions (the
+// validation RMSE when there is no test set), an nn.Result whose
+// BestValMSE is the validation MSE (no epochs: BestEpoch 0), and its wall
+// time. The same split and seed give the same chain whatever aug holds, so
+// runs on one split differ only by aug.
+func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label string) (float64, nn.Result, float64, error) {
+	t0 := time.Now()
+	train := e.Train
+	if aug != nil && aug.NNZ() > 0 {
+		order := e.x.Order()
+		train = &tensor.COO{Dims: e.x.Dims, Idx: make([]int32, 0, (e.Train.NNZ()+aug.NNZ())*order), Val: make([]float64, 0, e.Train.NNZ()+aug.NNZ())}
+		train.Idx = append(append(train.Idx, e.Train.Idx...), aug.Idx...)
+		train.Val = append(append(train.Val, e.Train.Val...), aug.Val...)
+	}
+	cfg := e.cfg.bayesConfig()
+	if e.cfg.Progress != nil && label != "" {
+		cfg.Progress = &prefixWriter{prefix: "  " + label + " ", w: e.cfg.Progress, every: max(1, cfg.Samples/10), n: 0}
+	}
+	res, err := bayes.Fit(ctx, train, []*tensor.COO{e.Val, e.Test}, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nn.Result{}, 0, ctx.Err()
+		}
+		return 0, nn.Result{}, 0, fmt.Errorf("dain: the bayes-fm final model: %w", err)
+	}
+	valMSE := mse(res.Pred[0], e.Val.Val)
+	out := nn.Result{BestValMSE: valMSE}
+	rmse := math.Sqrt(valMSE)
+	if e.Test.NNZ() > 0 {
+		rmse = math.Sqrt(mse(res.Pred[1], e.Test.Val))
+	}
+	if e.onTestPred != nil {
+		e.onTestPred(res.Pred[1])
+	}
+	if label != "" {
+		e.logf("%s: bayes-fm, rank %d, %d samples (burn-in %d) on %d cells: noise sd %.4g, %.1fs", label, cfg.Rank, cfg.Samples, cfg.BurnIn, train.NNZ(), 1/math.Sqrt(res.Alpha), time.Since(t0).Seconds())
+	}
+	return rmse, out, time.Since(t0).Seconds(), nil
+}
+
+// mse returns the mean squared difference of p and y (NaN when empty).
+func mse(p, y []float64) float64 {
+	if len(p) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for i, v := range p {
+		d := v - y[i]
+		s += d * d
+	}
+	return s / float64(len(p))
+}
+
+// prefixWriter passes every every-th line written to w, with prefix.
+type prefixWriter struct {
+	prefix string
+	w      io.Writer
+	every  int
+	n      int
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.n++
+	if p.n%p.every == 0 {
+		p.w.Write(append([]byte(p.prefix), b...))
+	}
+	return len(b), nil
+}
