@@ -316,10 +316,11 @@ func (c *Config) Validate() error {
 	if _, err := lookup("method", c.Method, Methods); err != nil {
 		return err
 	}
-	for _, f := range []struct{ field, v string }{{"model", c.Model}, {"predictor", c.Predictor}} {
-		if _, err := lookup(f.field, f.v, Models); err != nil {
-			return err
-		}
+	if _, err := lookup("model", c.Model, Models); err != nil {
+		return err
+	}
+	if _, err := lookup("predictor", c.Predictor, Predictors); err != nil {
+		return err
 	}
 	if _, err := lookup("influence", c.Influence, Influences); err != nil {
 		return err

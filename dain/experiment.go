@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
@@ -30,7 +31,8 @@ const (
 	streamRandom
 	streamDuplicate
 	streamReplace
-	streamBayes // the bayes-fm final model's chain
+	streamBayes          // the bayes-fm final model's chain
+	streamBayesPredictor // the bayes-fm value predictor's chain
 )
 
 func rng(seed uint64, stream uint64) *rand.Rand {
@@ -72,6 +74,8 @@ type Experiment struct {
 	// onTestPred, if not nil, gets the test predictions of every final
 	// model that is not a net (bayes-fm; OnRetrained).
 	onTestPred func([]float64)
+	// bayesP is the bayes-fm value predictor, fitted once (bayesPredictor).
+	bayesP memo[struct{}, *bayes.Model]
 	// keep gathers what Config.Keep asks Run for; nil outside Run.
 	keep  *kept
 	owned []compute.F32 // score buffers the experiment frees
@@ -284,6 +288,7 @@ func (e *Experiment) release() {
 	e.models, e.cellScores = memo[Embedding, *trained]{}, memo[CellImportance, compute.F32]{}
 	e.entity, e.nbrs = memo[EntityImportance, []*sampling.Alias]{}, memo[Neighbours, [][][]int32]{}
 	e.retrained, e.owned = nil, nil
+	e.bayesP = nil
 	runtime.GC() // what was freed is reused by the next stage's allocations rather than added to the heap
 }
 
@@ -627,7 +632,9 @@ func (e *Experiment) SharedSeconds(c Config) Shared {
 			s.Entity += e.nbrs.seconds(st)
 		}
 	})
-	if p.Values != nil && !seen[p.Values.Model] {
+	if p.Values != nil && p.Values.Model.Kind == FinalBayesFM {
+		s.Predictor = e.bayesP.seconds(struct{}{})
+	} else if p.Values != nil && !seen[p.Values.Model] {
 		s.Predictor = e.models.seconds(p.Values.Model)
 	}
 	return s

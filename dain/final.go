@@ -50,7 +50,7 @@ func (c Config) checkFinal() error {
 	if _, err := lookup("final model", c.finalModel(), FinalModels); err != nil {
 		return err
 	}
-	if c.finalModel() != FinalBayesFM {
+	if c.finalModel() != FinalBayesFM && c.Predictor != FinalBayesFM {
 		return nil
 	}
 	b := c.bayesConfig()
@@ -60,7 +60,7 @@ func (c Config) checkFinal() error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
-	if c.Keep.Model != nil {
+	if c.Keep.Model != nil && c.finalModel() == FinalBayesFM {
 		return fmt.Errorf("final model %s has no saved form yet: -model-out saves an MLP Θ′ (give -final-model mlp, or no -model-out)", FinalBayesFM)
 	}
 	return nil
@@ -79,9 +79,13 @@ func (c Config) bayesConfig() bayes.Config {
 		b.Samples = c.BayesSamples
 	}
 	b.BurnIn = c.BayesBurnIn
-	b.Seed = rng(c.Seed, streamBayes).Uint64()
+	b.Seed = BayesSeed(c.Seed)
 	return b
 }
+
+// BayesSeed is the seed of the bayes-fm final model's Gibbs chain in a run
+// of seed seed (its own random stream of seed).
+func BayesSeed(seed uint64) uint64 { return rng(seed, streamBayes).Uint64() }
 
 // downstreamBayes is Downstream with the bayes-fm final model: a Gibbs
 // chain on train ∪ aug (bayes.Fit), the validation and test cells as
@@ -152,4 +156,38 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		p.w.Write(append([]byte(p.prefix), b...))
 	}
 	return len(b), nil
+}
+
+// maxKeptBayes is the most parameter samples the bayes-fm value predictor
+// keeps to predict new cells (thinned evenly over the chain): each costs
+// 8·(1 + Σ dims·(rank+1)) bytes.
+const maxKeptBayes = 20
+
+// bayesPredictor returns the bayes-fm value predictor of step 4: a Gibbs
+// chain on the training cells (its own seed stream, the final model's
+// rank, samples and burn-in), keeping up to maxKeptBayes samples, fitted
+// once per experiment.
+func (e *Experiment) bayesPredictor(ctx context.Context) (*bayes.Model, error) {
+	if e.bayesP == nil {
+		e.bayesP = memo[struct{}, *bayes.Model]{}
+	}
+	return e.bayesP.get(struct{}{}, func() (*bayes.Model, float64, error) {
+		t0 := time.Now()
+		cfg := e.cfg.bayesConfig()
+		cfg.Seed = rng(e.cfg.Seed, streamBayesPredictor).Uint64()
+		cfg.KeepSamples = min(maxKeptBayes, cfg.Samples-cfg.BurnIn)
+		if e.cfg.Progress != nil {
+			cfg.Progress = &prefixWriter{prefix: "  Θ_p ", w: e.cfg.Progress, every: max(1, cfg.Samples/10)}
+		}
+		res, err := bayes.Fit(ctx, e.Train, []*tensor.COO{e.Val}, cfg)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, 0, ctx.Err()
+			}
+			return nil, 0, fmt.Errorf("dain: the bayes-fm value predictor: %w", err)
+		}
+		e.logf("value predictor: bayes-fm, rank %d, %d samples (%d kept) on %d training cells: validation RMSE %.6f, %.1fs",
+			cfg.Rank, cfg.Samples, cfg.KeepSamples, e.Train.NNZ(), math.Sqrt(mse(res.Pred[0], e.Val.Val)), time.Since(t0).Seconds())
+		return res.Model, time.Since(t0).Seconds(), nil
+	})
 }

@@ -49,7 +49,18 @@ func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO,
 	if err != nil {
 		return nil, st, err
 	}
-	if p.Values != nil {
+	if p.Values != nil && p.Values.Model.Kind == FinalBayesFM {
+		m, err := e.bayesPredictor(ctx)
+		if err != nil {
+			return nil, st, err
+		}
+		t0 := time.Now()
+		q := &tensor.COO{Dims: aug.Dims, Idx: aug.Idx, Val: make([]float64, len(aug.Idx)/len(aug.Dims))}
+		if aug.Val, err = m.Predict(q); err != nil {
+			return nil, st, fmt.Errorf("dain: predicting values with bayes-fm: %w", err)
+		}
+		st.Predict = time.Since(t0).Seconds()
+	} else if p.Values != nil {
 		t, err := e.model(ctx, p.Values.Model)
 		if err != nil {
 			return nil, st, err

@@ -72,6 +72,12 @@ var Models = []Choice[struct{}]{
 	{"costco", "CoSTCo, Liu et al., KDD 2019", struct{}{}},
 }
 
+// Predictors are the accepted Config.Predictor values: the value
+// predictors of step 4, every kind of embedding model (Models) and the
+// Bayesian factorization machine of package bayes (fitted on the training
+// cells by Gibbs sampling; predictions averaged over thinned samples).
+var Predictors = append(slices.Clone(Models), Choice[struct{}]{"bayes-fm", "a Bayesian factorization machine fitted by Gibbs sampling on the training cells (package bayes; -bayes-rank, -bayes-samples)", struct{}{}})
+
 // Influences are the accepted Config.Influence values: the cell-importance
 // estimator (step 2).
 var Influences = []Choice[func(Config) CellImportance]{

@@ -110,7 +110,7 @@ func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
 func BindMethod(fs *flag.FlagSet, c *dain.Config, method *string) {
 	fs.StringVar(method, "method", *method, methodHelp())
 	fs.StringVar(&c.Model, "model", c.Model, "embedding `model` Θ whose influence ranks cells: "+dain.Help(dain.Models))
-	fs.StringVar(&c.Predictor, "predictor", c.Predictor, "value `predictor` for new cells: "+dain.Help(dain.Models)+"; mlp reuses Θ")
+	fs.StringVar(&c.Predictor, "predictor", c.Predictor, "value `predictor` for new cells: "+dain.Help(dain.Predictors)+"; mlp reuses Θ")
 	fs.StringVar(&c.Influence, "influence", c.Influence, "cell importance `estimator`: "+dain.Help(dain.Influences))
 	fs.StringVar(&c.InfluenceLayers, "influence-layers", c.InfluenceLayers, "TracIn's `parameters`: "+dain.Help(dain.InfluenceLayers))
 	fs.StringVar(&c.Entity, "entity", c.Entity, "entity importance `aggregator`: "+dain.Help(dain.Entities))

@@ -1,0 +1,121 @@
+package dain_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/tensor"
+)
+
+// TestFinalBayesFM (issue 37): with -final-model bayes-fm, step 5 is the
+// Bayesian factorization machine: rmse_before is its RMSE on train alone
+// (equal to bayes.Fit on the split's training cells with the run's chain
+// seed), theta_rmse is Θ's, the same seed gives the same report, and on
+// the demo tensor the FM beats the paper's MLP Θ (both bounded by the
+// values' spread).
+func TestFinalBayesFM(t *testing.T) {
+	x := demoTensor(t, 3000)
+	c := small()
+	c.FinalModel, c.BayesSamples, c.Ratio = dain.FinalBayesFM, 40, 0.3
+	c.Keep.Split = true
+	r, err := dain.Run(context.Background(), x, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := r.Report
+	if rep.FinalModel != dain.FinalBayesFM || rep.ThetaRMSE <= 0 || rep.BestEpochAfter != 0 || len(rep.HistoryAfter) != 0 {
+		t.Fatalf("report: final %q, theta %v, best epoch after %d, %d epochs after", rep.FinalModel, rep.ThetaRMSE, rep.BestEpochAfter, len(rep.HistoryAfter))
+	}
+	if !(rep.RMSEBefore < rep.ThetaRMSE) {
+		t.Errorf("bayes-fm on train alone %.4f is not below the MLP Θ's %.4f", rep.RMSEBefore, rep.ThetaRMSE)
+	}
+	if !(rep.RMSEAfter > 0) || math.IsInf(rep.RMSEAfter, 0) || rep.Improved != (rep.RMSEAfter < rep.RMSEBefore) {
+		t.Errorf("rmse_after %v, improved %v (before %v)", rep.RMSEAfter, rep.Improved, rep.RMSEBefore)
+	}
+	// rmse_before is bayes.Fit on the training cells, queried on test.
+	bc := bayes.DefaultConfig()
+	bc.Rank, bc.Samples, bc.BurnIn = dain.DefaultBayesRank, 40, 0
+	bc.Seed = dain.BayesSeed(c.Seed)
+	fit, err := bayes.Fit(context.Background(), r.Split.Train, []*tensor.COO{r.Split.Test}, bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := 0.0
+	for i, p := range fit.Pred[0] {
+		d := p - r.Split.Test.Val[i]
+		s += d * d
+	}
+	if want := math.Sqrt(s / float64(len(fit.Pred[0]))); want != rep.RMSEBefore {
+		t.Errorf("rmse_before %v, bayes.Fit on the training cells gives %v", rep.RMSEBefore, want)
+	}
+	r2, err := dain.Run(context.Background(), x, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Report.RMSEAfter != rep.RMSEAfter || r2.Report.RMSEBefore != rep.RMSEBefore {
+		t.Errorf("not deterministic: %v %v, then %v %v", rep.RMSEBefore, rep.RMSEAfter, r2.Report.RMSEBefore, r2.Report.RMSEAfter)
+	}
+}
+
+// TestPredictorBayesFM: -predictor bayes-fm values the new cells with the
+// FM fitted on the training cells: finite, inside the training values'
+// range (its clamp), and not the training cells' values copied.
+func TestPredictorBayesFM(t *testing.T) {
+	x := demoTensor(t, 2000)
+	c := small()
+	c.Predictor, c.BayesSamples, c.Ratio = dain.FinalBayesFM, 30, 0.5
+	r, err := dain.Run(context.Background(), x, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range x.Val {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	distinct := map[float64]bool{}
+	for _, v := range r.Aug.Val {
+		if !(v >= lo && v <= hi) {
+			t.Fatalf("a new cell's value %v outside the training range [%v, %v]", v, lo, hi)
+		}
+		distinct[v] = true
+	}
+	if r.Aug.NNZ() == 0 || len(distinct) < r.Aug.NNZ()/2 {
+		t.Errorf("%d new cells with %d distinct values", r.Aug.NNZ(), len(distinct))
+	}
+	if r.Report.Predictor != dain.FinalBayesFM || r.Report.Seconds.Predict <= 0 {
+		t.Errorf("report: predictor %q, predict seconds %v", r.Report.Predictor, r.Report.Seconds.Predict)
+	}
+}
+
+// TestFinalModelErrors: a final model or predictor of another name, bayes
+// settings out of range, and -model-out with bayes-fm are errors.
+func TestFinalModelErrors(t *testing.T) {
+	x := demoTensor(t, 500)
+	for name, c := range map[string]struct {
+		mut  func(*dain.Config)
+		want string
+	}{
+		"name":      {func(c *dain.Config) { c.FinalModel = "xgboost" }, "final model"},
+		"predictor": {func(c *dain.Config) { c.Predictor = "xgboost" }, "predictor"},
+		"theta":     {func(c *dain.Config) { c.Model = dain.FinalBayesFM }, "model"},
+		"samples":   {func(c *dain.Config) { c.FinalModel, c.BayesSamples = dain.FinalBayesFM, 1 << 30 }, "samples"},
+		"burn-in":   {func(c *dain.Config) { c.FinalModel, c.BayesSamples, c.BayesBurnIn = dain.FinalBayesFM, 10, 10 }, "burn-in"},
+		"model-out": {func(c *dain.Config) {
+			c.FinalModel = dain.FinalBayesFM
+			c.Keep.Model = func(string, *nn.Net) error { return nil }
+		}, "no saved form"},
+	} {
+		cfg := small()
+		c.mut(&cfg)
+		_, err := dain.Run(context.Background(), x, cfg, cpu.New())
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
+		}
+	}
+}
