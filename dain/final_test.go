@@ -104,7 +104,7 @@ func TestFinalModelErrors(t *testing.T) {
 		"name":      {func(c *dain.Config) { c.FinalModel = "xgboost" }, "final model"},
 		"predictor": {func(c *dain.Config) { c.Predictor = "xgboost" }, "predictor"},
 		"theta":     {func(c *dain.Config) { c.Model = dain.FinalBayesFM }, "model"},
-		"samples":   {func(c *dain.Config) { c.FinalModel, c.BayesSamples = dain.FinalBayesFM, 1 << 30 }, "samples"},
+		"samples":   {func(c *dain.Config) { c.FinalModel, c.BayesSamples = dain.FinalBayesFM, 1<<30 }, "samples"},
 		"burn-in":   {func(c *dain.Config) { c.FinalModel, c.BayesSamples, c.BayesBurnIn = dain.FinalBayesFM, 10, 10 }, "burn-in"},
 		"model-out": {func(c *dain.Config) {
 			c.FinalModel = dain.FinalBayesFM
