@@ -418,8 +418,11 @@ type Report struct {
 	// FinalModel is the model Θ′ of step 5 (Config.FinalModel); ThetaRMSE
 	// is Θ's test RMSE when the final model is not an MLP (rmse_before is
 	// then the final model's on train alone).
-	FinalModel string  `json:"final_model"`
-	ThetaRMSE  float64 `json:"theta_rmse,omitempty"`
+	FinalModel string `json:"final_model"`
+	// Preset is the -preset the settings came from (set by the program
+	// that parsed them; empty when none).
+	Preset    string  `json:"preset,omitempty"`
+	ThetaRMSE float64 `json:"theta_rmse,omitempty"`
 	// Outputs names every file and directory the command wrote, as the
 	// user gave them, the report's own file included (set by the program
 	// that writes them, e.g. cmd/dainx; empty when none).

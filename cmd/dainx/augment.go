@@ -77,7 +77,7 @@ Flags:
 		if o := a.Out; o.ModelOut != "" || o.SplitOut != "" || o.ScoresOut != "" || o.ImportOut != "" || cfg.TestFrac == 0 {
 			return exitFor("augment", fmt.Errorf("%w: -dist mpi runs do not yet write -model-out, -split-out, -scores-out or -importance-out, nor take -test-frac 0; run them in one process", errUsage), nil, stderr)
 		}
-		return augmentDist(ctx, *cfg, in, ck, a.Output, a.Report, *nccl == "on", stdout, stderr)
+		return augmentDist(ctx, *cfg, in, ck, a.Output, a.Report, a.Preset, *nccl == "on", stdout, stderr)
 	}
 	return exitFor("augment", runAugment(ctx, a, ck, stdout, stderr), ctx, stderr)
 }
@@ -111,7 +111,7 @@ func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, stdout
 	if err != nil {
 		return err
 	}
-	res.Report.Input, res.Report.Variant, res.Report.Version = name, a.Variant(), version()
+	res.Report.Input, res.Report.Variant, res.Report.Version, res.Report.Preset = name, a.Variant(), version(), a.Preset
 	js, err := tx.Finish(res, base, tensor.WriteOptions{Format: outputFormat(a.Output, format), IndexBase: in.IndexBase})
 	if err != nil {
 		return err

@@ -62,7 +62,7 @@ func openDistBackend(c *mpi.Comm, in *inputFlags, stderr io.Writer) (compute.Bac
 // found it, and every rank exits 1; any other failure on a rank is printed
 // by that rank, which then aborts the whole job (MPI_Abort), so the job
 // always exits non-zero with nothing written.
-func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkpointFlags, output, report string, nccl bool, stdout, stderr io.Writer) int {
+func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkpointFlags, output, report, preset string, nccl bool, stdout, stderr io.Writer) int {
 	c, err := openMPI()
 	if err != nil {
 		return exitFor("augment", err, ctx, stderr)
@@ -157,7 +157,7 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *check
 	if err != nil {
 		return fail(err)
 	}
-	res.Report.Input = name
+	res.Report.Input, res.Report.Preset = name, preset
 	// Every rank finished: only now is anything written. The augmented
 	// tensor is written by every rank at once, each its own share of the
 	// cells (tensor.StageFileParallel), into a temporary file that rank 0

@@ -165,7 +165,7 @@ func TestGoldenAugment(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Outputs) != 1 || rep.Outputs[0] != out || rep.FinalModel != "mlp" {
 				t.Errorf("the report's outputs are %q, final model %q, want [%s] and mlp (%v)", rep.Outputs, rep.FinalModel, out, err)
 			}
-			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device", "improved", "embedding_optimizer", "embedding_optimizers", "split", "split_fingerprint", "val_rmse_before", "val_rmse_after", "version", "outputs", "final_model"))
+			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device", "improved", "embedding_optimizer", "embedding_optimizers", "split", "split_fingerprint", "val_rmse_before", "val_rmse_after", "version", "outputs", "final_model", "preset"))
 			cells, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)

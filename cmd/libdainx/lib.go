@@ -288,7 +288,7 @@ func augment(ctx context.Context, t *tensor.COO, options string, stderr io.Write
 		}
 		return nil, err
 	}
-	res.Report.Variant, res.Report.Version = a.Variant(), version()
+	res.Report.Variant, res.Report.Version, res.Report.Preset = a.Variant(), version(), a.Preset
 	js, err := tx.Finish(res, cli.Base(a.In.IndexBase, format), tensor.WriteOptions{Format: format, IndexBase: a.In.IndexBase})
 	if err != nil {
 		return nil, err

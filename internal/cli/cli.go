@@ -126,6 +126,7 @@ type Augment struct {
 	Output string // -output: the augmented cells
 	Report string // -report: the JSON report
 	Method string // -method, a name of MethodNames
+	Preset string // -preset, a name of Presets
 	Out    Outputs
 }
 
@@ -141,14 +142,19 @@ func NewAugment(fs *flag.FlagSet) *Augment {
 	a.Method = a.Config.Method
 	BindMethod(fs, &a.Config, &a.Method)
 	BindOutputs(fs, &a.Out)
+	BindPreset(fs, &a.Preset)
 	return a
 }
 
 // Finish turns the parsed flags of fs (NewAugment's) into a's
-// configuration: the method's settings (ApplyMethod), FinishConfig, the
+// configuration: the preset's and the method's settings (ApplyPreset,
+// ApplyMethod), FinishConfig, the
 // outputs' checks and what the run must keep for them. Errors in the
 // command line wrap ErrUsage.
 func (a *Augment) Finish(fs *flag.FlagSet, stderr io.Writer) error {
+	if err := ApplyPreset(fs, &a.Config, a.Preset); err != nil {
+		return err
+	}
 	if err := ApplyMethod(fs, &a.Config, a.Method); err != nil {
 		return err
 	}
@@ -160,6 +166,9 @@ func (a *Augment) Finish(fs *flag.FlagSet, stderr io.Writer) error {
 	}
 	if err := a.Out.Check(); err != nil {
 		return err
+	}
+	if a.Out.ModelOut != "" && a.Config.FinalModelName() == dain.FinalBayesFM {
+		return fmt.Errorf("%w: -model-out saves an MLP Θ′; -final-model bayes-fm (-preset accurate) has no saved form yet: give -final-model mlp with -model-out", ErrUsage)
 	}
 	a.Config.Keep = a.Out.Keep()
 	return nil
