@@ -142,7 +142,7 @@ var flagNames = map[string]string{
 	"InfluenceLayers": "-influence-layers", "Entity": "-entity", "Rank": "-rank", "Channels": "-channels",
 	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch", "EmbeddingOptimizer": "-embedding-optimizer",
 	"Split": "-split", "FinalModel": "-final-model", "BayesRank": "-bayes-rank", "BayesSamples": "-bayes-samples",
-	"BayesBurnIn": "-bayes-burnin",
+	"BayesBurnIn": "-bayes-burnin", "BayesPriors": "-bayes-priors",
 }
 
 // configFields lists every setting of c (every field but Progress, OnEpoch
@@ -295,14 +295,19 @@ var ckLegacy = map[string]string{
 	"-bayes-rank":          "32",
 	"-bayes-samples":       "200",
 	"-bayes-burnin":        "0",
+	"-bayes-priors":        BayesPriorsMode, // one group per mode, before -bayes-priors
 }
 
 // effective returns the value of setting name that a run resolves value
 // to: an automatic embedding optimizer the one it picks for each model
 // on this input ("adam", or "mlp X, costco Y" when they differ), the empty
 // split keyed, no -layers the default layers of the input's order, and
-// -shard-tables off in a run of one process (which ignores it).
+// -shard-tables off in a run of one process (which ignores it), and the
+// bayes-fm settings nothing in a run that uses no bayes-fm.
 func (c *checkpointer) effective(name, value string) string {
+	if strings.HasPrefix(name, "-bayes-") && c.cfg.finalModel() != FinalBayesFM && c.cfg.Predictor != FinalBayesFM {
+		return "" // the bayes-fm settings do not matter to this run
+	}
 	switch name {
 	case "-embedding-optimizer":
 		if value != "" && value != nn.Auto {
@@ -327,6 +332,10 @@ func (c *checkpointer) effective(name, value string) string {
 	case "-final-model":
 		if value == "" {
 			return FinalMLP
+		}
+	case "-bayes-priors":
+		if value == "" {
+			return BayesPriorsAuto
 		}
 	case "-layers":
 		if value == "" { // the default layers of the input's order

@@ -87,6 +87,12 @@ type Config struct {
 	// sweeps not averaged (0: DefaultBayesRank, DefaultBayesSamples; a
 	// burn-in of 0 averages every sweep, as libFM).
 	BayesRank, BayesSamples, BayesBurnIn int
+	// BayesPriors groups bayes-fm's priors: BayesPriorsMode (a mean and
+	// precision per mode, as libFM with a -meta file of one group per
+	// mode), BayesPriorsShared (one group for every mode, libFM without
+	// -meta) or BayesPriorsAuto (both chains, the one of lower validation
+	// MSE kept; twice the time). "" means BayesPriorsAuto.
+	BayesPriors string
 
 	Rank, Channels int     // CoSTCo's R and C (20, 20)
 	CoSTCoLR       float64 // CoSTCo's Adam learning rate (1e-3; see DefaultConfig)
@@ -167,7 +173,7 @@ func DefaultConfig() Config {
 		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto, Split: SplitKeyed,
 		Method: "dain", Model: "mlp", Predictor: "costco", Influence: "tracin", InfluenceLayers: "last", Entity: "sum", Sign: "abs", Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
-		FinalModel: FinalMLP, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples,
+		FinalModel: FinalMLP, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto,
 	}
 }
 
@@ -419,6 +425,9 @@ type Report struct {
 	// is Θ's test RMSE when the final model is not an MLP (rmse_before is
 	// then the final model's on train alone).
 	FinalModel string `json:"final_model"`
+	// BayesPriors is the prior grouping bayes-fm's final chain used
+	// (mode or shared; with auto, the one it chose).
+	BayesPriors string `json:"bayes_priors,omitempty"`
 	// Preset is the -preset the settings came from (set by the program
 	// that parsed them; empty when none).
 	Preset    string  `json:"preset,omitempty"`
@@ -588,6 +597,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		return nil, err
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
+	rep.BayesPriors = e.lastBayesPriors
 	rep.ValRMSEAfter = math.Sqrt(res.BestValMSE)
 	// No new cell is no augmentation: a lower RMSE then is the
 	// retraining's noise.

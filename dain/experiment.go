@@ -76,6 +76,9 @@ type Experiment struct {
 	onTestPred func([]float64)
 	// bayesP is the bayes-fm value predictor, fitted once (bayesPredictor).
 	bayesP memo[struct{}, *bayes.Model]
+	// lastBayesPriors is the prior grouping of the last bayes-fm final
+	// model (Report.BayesPriors).
+	lastBayesPriors string
 	// keep gathers what Config.Keep asks Run for; nil outside Run.
 	keep  *kept
 	owned []compute.F32 // score buffers the experiment frees

@@ -33,6 +33,21 @@ const (
 	MaxBayesSamples     = 1 << 20
 )
 
+// Values of Config.BayesPriors.
+const (
+	BayesPriorsMode   = "mode"
+	BayesPriorsShared = "shared"
+	BayesPriorsAuto   = "auto"
+)
+
+// bayesPriors returns c.BayesPriors with "" read as BayesPriorsAuto.
+func (c Config) bayesPriors() string {
+	if c.BayesPriors == "" {
+		return BayesPriorsAuto
+	}
+	return c.BayesPriors
+}
+
 // finalModel returns c.FinalModel with "" read as FinalMLP.
 func (c Config) finalModel() string {
 	if c.FinalModel == "" {
@@ -54,6 +69,9 @@ func (c Config) checkFinal() error {
 		return nil
 	}
 	b := c.bayesConfig()
+	if p := c.bayesPriors(); p != BayesPriorsMode && p != BayesPriorsShared && p != BayesPriorsAuto {
+		return fmt.Errorf("bayes priors %q: want %s, %s or %s", p, BayesPriorsMode, BayesPriorsShared, BayesPriorsAuto)
+	}
 	if c.BayesSamples > MaxBayesSamples {
 		return fmt.Errorf("bayes samples %d: above the limit %d", c.BayesSamples, MaxBayesSamples)
 	}
@@ -80,7 +98,37 @@ func (c Config) bayesConfig() bayes.Config {
 	}
 	b.BurnIn = c.BayesBurnIn
 	b.Seed = BayesSeed(c.Seed)
+	b.SharedPriors = c.bayesPriors() == BayesPriorsShared
 	return b
+}
+
+// fitBayes runs bayes.Fit with cfg, or with BayesPriorsAuto both prior
+// groupings (the same seed), keeping the fit whose predictions of the
+// first query set (the validation cells) have the lower MSE. It returns
+// the fit and the grouping used.
+func (e *Experiment) fitBayes(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg bayes.Config) (*bayes.Result, string, error) {
+	name := func(shared bool) string {
+		if shared {
+			return BayesPriorsShared
+		}
+		return BayesPriorsMode
+	}
+	res, err := bayes.Fit(ctx, train, queries, cfg)
+	if err != nil || e.cfg.bayesPriors() != BayesPriorsAuto {
+		return res, name(cfg.SharedPriors), err
+	}
+	other := cfg
+	other.SharedPriors = !cfg.SharedPriors
+	res2, err := bayes.Fit(ctx, train, queries, other)
+	if err != nil {
+		return nil, "", err
+	}
+	a, b := mse(res.Pred[0], queries[0].Val), mse(res2.Pred[0], queries[0].Val)
+	e.logf("  bayes-fm priors: validation RMSE %.6f by mode, %.6f shared", math.Sqrt(a), math.Sqrt(b))
+	if b < a {
+		return res2, name(other.SharedPriors), nil
+	}
+	return res, name(cfg.SharedPriors), nil
 }
 
 // BayesSeed is the seed of the bayes-fm final model's Gibbs chain in a run
@@ -107,13 +155,14 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 	if e.cfg.Progress != nil && label != "" {
 		cfg.Progress = &prefixWriter{prefix: "  " + label + " ", w: e.cfg.Progress, every: max(1, cfg.Samples/10), n: 0}
 	}
-	res, err := bayes.Fit(ctx, train, []*tensor.COO{e.Val, e.Test}, cfg)
+	res, priors, err := e.fitBayes(ctx, train, []*tensor.COO{e.Val, e.Test}, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nn.Result{}, 0, ctx.Err()
 		}
 		return 0, nn.Result{}, 0, fmt.Errorf("dain: the bayes-fm final model: %w", err)
 	}
+	e.lastBayesPriors = priors
 	valMSE := mse(res.Pred[0], e.Val.Val)
 	out := nn.Result{BestValMSE: valMSE}
 	rmse := math.Sqrt(valMSE)
@@ -124,7 +173,7 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		e.onTestPred(res.Pred[1])
 	}
 	if label != "" {
-		e.logf("%s: bayes-fm, rank %d, %d samples (burn-in %d) on %d cells: noise sd %.4g, %.1fs", label, cfg.Rank, cfg.Samples, cfg.BurnIn, train.NNZ(), 1/math.Sqrt(res.Alpha), time.Since(t0).Seconds())
+		e.logf("%s: bayes-fm, rank %d, %d samples (burn-in %d), priors by %s, on %d cells: noise sd %.4g, %.1fs", label, cfg.Rank, cfg.Samples, cfg.BurnIn, priors, train.NNZ(), 1/math.Sqrt(res.Alpha), time.Since(t0).Seconds())
 	}
 	return rmse, out, time.Since(t0).Seconds(), nil
 }
@@ -179,15 +228,15 @@ func (e *Experiment) bayesPredictor(ctx context.Context) (*bayes.Model, error) {
 		if e.cfg.Progress != nil {
 			cfg.Progress = &prefixWriter{prefix: "  Θ_p ", w: e.cfg.Progress, every: max(1, cfg.Samples/10)}
 		}
-		res, err := bayes.Fit(ctx, e.Train, []*tensor.COO{e.Val}, cfg)
+		res, priors, err := e.fitBayes(ctx, e.Train, []*tensor.COO{e.Val}, cfg)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, 0, ctx.Err()
 			}
 			return nil, 0, fmt.Errorf("dain: the bayes-fm value predictor: %w", err)
 		}
-		e.logf("value predictor: bayes-fm, rank %d, %d samples (%d kept) on %d training cells: validation RMSE %.6f, %.1fs",
-			cfg.Rank, cfg.Samples, cfg.KeepSamples, e.Train.NNZ(), math.Sqrt(mse(res.Pred[0], e.Val.Val)), time.Since(t0).Seconds())
+		e.logf("value predictor: bayes-fm, rank %d, %d samples (%d kept), priors by %s, on %d training cells: validation RMSE %.6f, %.1fs",
+			cfg.Rank, cfg.Samples, cfg.KeepSamples, priors, e.Train.NNZ(), math.Sqrt(mse(res.Pred[0], e.Val.Val)), time.Since(t0).Seconds())
 		return res.Model, time.Since(t0).Seconds(), nil
 	})
 }

@@ -22,7 +22,7 @@ import (
 func TestFinalBayesFM(t *testing.T) {
 	x := demoTensor(t, 3000)
 	c := small()
-	c.FinalModel, c.BayesSamples, c.Ratio = dain.FinalBayesFM, 40, 0.3
+	c.FinalModel, c.BayesSamples, c.Ratio, c.BayesPriors = dain.FinalBayesFM, 40, 0.3, dain.BayesPriorsMode
 	c.Keep.Split = true
 	r, err := dain.Run(context.Background(), x, c, cpu.New())
 	if err != nil {
@@ -106,6 +106,7 @@ func TestFinalModelErrors(t *testing.T) {
 		"theta":     {func(c *dain.Config) { c.Model = dain.FinalBayesFM }, "model"},
 		"samples":   {func(c *dain.Config) { c.FinalModel, c.BayesSamples = dain.FinalBayesFM, 1<<30 }, "samples"},
 		"burn-in":   {func(c *dain.Config) { c.FinalModel, c.BayesSamples, c.BayesBurnIn = dain.FinalBayesFM, 10, 10 }, "burn-in"},
+		"priors":    {func(c *dain.Config) { c.FinalModel, c.BayesPriors = dain.FinalBayesFM, "meta" }, "bayes priors"},
 		"model-out": {func(c *dain.Config) {
 			c.FinalModel = dain.FinalBayesFM
 			c.Keep.Model = func(string, *nn.Net) error { return nil }
@@ -117,5 +118,66 @@ func TestFinalModelErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
+	}
+}
+
+// TestBayesPriorsAuto: -bayes-priors auto keeps, of the chains with a prior
+// group per mode and with one shared group, the one of lower validation
+// MSE, and the report names it; mode and shared give their own chain.
+func TestBayesPriorsAuto(t *testing.T) {
+	x := demoTensor(t, 3000)
+	c := small()
+	c.FinalModel, c.BayesSamples, c.Ratio = dain.FinalBayesFM, 30, 0.2
+	c.Keep.Split = true
+	rmse := map[string]float64{}
+	var split *dain.Split
+	for _, p := range []string{dain.BayesPriorsMode, dain.BayesPriorsShared, dain.BayesPriorsAuto} {
+		c.BayesPriors = p
+		r, err := dain.Run(context.Background(), x, c, cpu.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rmse[p], split = r.Report.RMSEBefore, r.Split
+		if p != dain.BayesPriorsAuto && r.Report.BayesPriors != p {
+			t.Errorf("-bayes-priors %s: the report says %q", p, r.Report.BayesPriors)
+		}
+		if p == dain.BayesPriorsAuto {
+			// The choice of the final chain (on train ∪ new cells) is
+			// named; rmse_before's chain chose by its own validation.
+			if r.Report.BayesPriors != dain.BayesPriorsMode && r.Report.BayesPriors != dain.BayesPriorsShared {
+				t.Errorf("auto: the report names %q", r.Report.BayesPriors)
+			}
+		}
+	}
+	if rmse[dain.BayesPriorsMode] == rmse[dain.BayesPriorsShared] {
+		t.Fatalf("mode and shared priors gave the same RMSE %v", rmse[dain.BayesPriorsMode])
+	}
+	// Which one auto must keep: the lower validation MSE on train alone.
+	val := map[string]float64{}
+	for _, shared := range []bool{false, true} {
+		bc := bayes.DefaultConfig()
+		bc.Rank, bc.Samples, bc.BurnIn, bc.SharedPriors = dain.DefaultBayesRank, 30, 0, shared
+		bc.Seed = dain.BayesSeed(c.Seed)
+		fit, err := bayes.Fit(context.Background(), split.Train, []*tensor.COO{split.Val}, bc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := 0.0
+		for i, p := range fit.Pred[0] {
+			d := p - split.Val.Val[i]
+			s += d * d
+		}
+		name := dain.BayesPriorsMode
+		if shared {
+			name = dain.BayesPriorsShared
+		}
+		val[name] = s
+	}
+	want := dain.BayesPriorsMode
+	if val[dain.BayesPriorsShared] < val[dain.BayesPriorsMode] {
+		want = dain.BayesPriorsShared
+	}
+	if rmse[dain.BayesPriorsAuto] != rmse[want] {
+		t.Errorf("auto's rmse_before %v is not %s's %v (validation SSE mode %v, shared %v)", rmse[dain.BayesPriorsAuto], want, rmse[want], val[dain.BayesPriorsMode], val[dain.BayesPriorsShared])
 	}
 }

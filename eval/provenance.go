@@ -87,6 +87,7 @@ type Training struct {
 	BayesRank    int    `json:"bayes_rank"`
 	BayesSamples int    `json:"bayes_samples"`
 	BayesBurnIn  int    `json:"bayes_burnin"`
+	BayesPriors  string `json:"bayes_priors"`
 }
 
 // TrainingOf returns the recorded form of c.
@@ -100,6 +101,7 @@ func TrainingOf(c dain.Config) Training {
 		Sign: c.Sign, Temperature: c.Temperature, Mix: c.Mix, EmbeddingOptimizer: c.EmbeddingOptimizer,
 		Split:      cmp.Or(c.Split, dain.SplitKeyed),
 		FinalModel: c.FinalModelName(), BayesRank: c.BayesRank, BayesSamples: c.BayesSamples, BayesBurnIn: c.BayesBurnIn,
+		BayesPriors: cmp.Or(c.BayesPriors, dain.BayesPriorsAuto),
 	}
 }
 
@@ -121,6 +123,7 @@ var legacyDefaults = []struct {
 	{"bayes_rank", func(t *Training) { t.BayesRank = dain.DefaultBayesRank }},
 	{"bayes_samples", func(t *Training) { t.BayesSamples = dain.DefaultBayesSamples }},
 	{"bayes_burnin", func(t *Training) { t.BayesBurnIn = 0 }},
+	{"bayes_priors", func(t *Training) { t.BayesPriors = dain.BayesPriorsMode }},
 }
 
 // paperVariant sets every setting of legacyDefaults whose key has is
@@ -146,8 +149,9 @@ func paperVariant(t *Training, has func(key string) bool) []string {
 func (t Training) Effective(dims []int) Training {
 	t.Split = cmp.Or(t.Split, dain.SplitKeyed)
 	t.FinalModel = cmp.Or(t.FinalModel, dain.FinalMLP)
-	if t.FinalModel != dain.FinalBayesFM { // the bayes-fm settings do not matter
-		t.BayesRank, t.BayesSamples, t.BayesBurnIn = 0, 0, 0
+	t.BayesPriors = cmp.Or(t.BayesPriors, dain.BayesPriorsAuto)
+	if t.FinalModel != dain.FinalBayesFM && t.Predictor != dain.FinalBayesFM { // the bayes-fm settings do not matter
+		t.BayesRank, t.BayesSamples, t.BayesBurnIn, t.BayesPriors = 0, 0, 0, ""
 	}
 	if t.Layers == nil && len(dims) > 0 {
 		t.Layers = nn.DefaultLayers(len(dims))

@@ -98,6 +98,7 @@ func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
 	fs.StringVar(&c.FinalModel, "final-model", c.FinalModel, "`model` Θ′ trained on train ∪ the new cells, whose test RMSE the run reports: "+dain.Help(dain.FinalModels)+"; with bayes-fm, rmse_before is bayes-fm's on train alone")
 	fs.IntVar(&c.BayesRank, "bayes-rank", c.BayesRank, "with -final-model bayes-fm, its `rank` K (factors per entity)")
 	fs.IntVar(&c.BayesSamples, "bayes-samples", c.BayesSamples, "with -final-model bayes-fm, its Gibbs `sweeps`, burn-in included")
+	fs.StringVar(&c.BayesPriors, "bayes-priors", c.BayesPriors, "with bayes-fm, its prior `groups`: mode (a mean and precision per mode, as libFM with -meta), shared (one for every mode, libFM without -meta) or auto (both chains, the one of lower validation RMSE kept: twice the time)")
 	fs.IntVar(&c.BayesBurnIn, "bayes-burnin", c.BayesBurnIn, "with -final-model bayes-fm, the first `sweeps` not averaged (0 averages all, as libFM)")
 	fs.StringVar(&c.EmbeddingOptimizer, "embedding-optimizer", c.EmbeddingOptimizer, "embedding tables' `optimizer`: adam (dense Adam over every row each step, the paper's), sparse-adam (Adam on the rows a step touched: a step's cost does not grow with the number of entities) or auto (adam while a dense step over the table costs less than the step's other work, else sparse-adam; says which on standard error and in the report)")
 }
