@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/dainx/dainx/internal/outtx"
 )
 
 // Group is the processes that write one file together (WriteFileParallel),
@@ -250,7 +252,7 @@ func writeParallel(path string, part *COO, opt WriteOptions, g Group, commit boo
 		if err != nil {
 			os.Remove(tmp)
 		} else if commit {
-			syncDir(dir)
+			outtx.SyncDir(dir)
 		}
 	}
 	if err := agree(g, path, err); err != nil {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dainx/dainx/internal/outtx"
 )
 
 // WriteOptions controls Write and WriteFile.
@@ -174,17 +176,6 @@ func AtomicWrite(path string, fill func(w io.Writer) error) (err error) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
-	syncDir(dir)
+	outtx.SyncDir(dir)
 	return nil
-}
-
-// syncDir makes a rename in dir durable where the OS supports it; failures
-// are ignored (the rename itself already succeeded).
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	_ = d.Sync()
-	d.Close()
 }

@@ -567,7 +567,7 @@ func (e *entry) commitFile() error {
 		return err
 	}
 	e.staged = ""
-	syncDir(filepath.Dir(e.target))
+	SyncDir(filepath.Dir(e.target))
 	return nil
 }
 
@@ -580,7 +580,7 @@ func (e *entry) commitDir() error {
 			return err
 		}
 		e.staged, e.created = "", true
-		syncDir(filepath.Dir(e.target))
+		SyncDir(filepath.Dir(e.target))
 		return nil
 	}
 	old, err := os.ReadDir(e.target)
@@ -612,7 +612,7 @@ func (e *entry) commitDir() error {
 	}
 	os.Remove(e.staged)
 	e.staged = ""
-	syncDir(e.target)
+	SyncDir(e.target)
 	return nil
 }
 
@@ -672,8 +672,10 @@ func backupName(target string) string {
 	return name
 }
 
-// syncDir makes the renames in dir durable where the OS supports it.
-func syncDir(dir string) {
+// SyncDir makes the renames in dir durable where the OS supports it
+// (fsync of the directory); failures are ignored, since the renames
+// themselves already succeeded.
+func SyncDir(dir string) {
 	d, err := os.Open(dir)
 	if err != nil {
 		return
