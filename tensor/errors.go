@@ -25,6 +25,10 @@ func (e *ParseError) Error() string {
 // repeats: a field of megabytes is cut there.
 const maxEcho = 80
 
+// Echo returns the field s of an input file quoted for an error message,
+// cut as echo cuts it: at most 80 bytes of it, then "… (N bytes)".
+func Echo(s string) string { return echo([]byte(s), true) }
+
 // echo returns field b for an error message: quoted (strconv.Quote) when
 // quote is set, else as it is; when b is longer than maxEcho bytes, only
 // its first maxEcho bytes (whole UTF-8 characters) followed by "…" and

@@ -25,7 +25,7 @@ func augment(args []string, stdout, stderr io.Writer) int {
 		ncclDefault = "on"
 	}
 	nccl := fs.String("nccl", ncclDefault, "with -dist mpi and the CUDA backend, sum gradients on the GPUs with NCCL (libnccl.so.2): `on` or off; off (the default, unless $DAINX_NCCL=1) sends them through host memory and MPI. NCCL has not yet run on GPUs in dainx's tests")
-	cfg, in := &a.Config, &a.In
+	cfg := &a.Config
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx augment [flags]
 
@@ -77,7 +77,7 @@ Flags:
 		if o := a.Out; o.ModelOut != "" || o.SplitOut != "" || o.ScoresOut != "" || o.ImportOut != "" || cfg.TestFrac == 0 {
 			return exitFor("augment", fmt.Errorf("%w: -dist mpi runs do not yet write -model-out, -split-out, -scores-out or -importance-out, nor take -test-frac 0; run them in one process", errUsage), nil, stderr)
 		}
-		return augmentDist(ctx, *cfg, in, ck, a.Output, a.Report, a.Preset, *nccl == "on", stdout, stderr)
+		return augmentDist(ctx, a, ck, *nccl == "on", stdout, stderr)
 	}
 	return exitFor("augment", runAugment(ctx, a, ck, stdout, stderr), ctx, stderr)
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/dainx/dainx/eval"
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/demo"
-	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -62,7 +61,8 @@ func openDistBackend(c *mpi.Comm, in *inputFlags, stderr io.Writer) (compute.Bac
 // found it, and every rank exits 1; any other failure on a rank is printed
 // by that rank, which then aborts the whole job (MPI_Abort), so the job
 // always exits non-zero with nothing written.
-func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *checkpointFlags, output, report, preset string, nccl bool, stdout, stderr io.Writer) int {
+func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl bool, stdout, stderr io.Writer) int {
+	cfg, in, output := a.Config, &a.In, a.Output
 	c, err := openMPI()
 	if err != nil {
 		return exitFor("augment", err, ctx, stderr)
@@ -105,22 +105,11 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *check
 	}
 	// Agreed failures: every rank checks the same flags and files; the
 	// outputs are one transaction (internal/outtx), committed by rank 0.
-	tx := outtx.New()
+	tx, err := a.Begin(ck.dir)
+	if err != nil {
+		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
+	}
 	defer tx.Abort()
-	if err := tx.Input(in.Input); err != nil {
-		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
-	}
-	if err := tx.InputDir(ck.dir); err != nil {
-		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
-	}
-	outF, err := tx.File(output)
-	if err != nil {
-		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
-	}
-	repF, err := tx.Report(report)
-	if err != nil {
-		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
-	}
 	sh, name, format, err := readShard(c, in)
 	if err != nil {
 		if errors.Is(err, dist.ErrReported) {
@@ -157,7 +146,7 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *check
 	if err != nil {
 		return fail(err)
 	}
-	res.Report.Input, res.Report.Preset = name, preset
+	res.Report.Input, res.Report.Preset = name, a.Preset
 	// Every rank finished: only now is anything written. The augmented
 	// tensor is written by every rank at once, each its own share of the
 	// cells (tensor.StageFileParallel), into a temporary file that rank 0
@@ -165,9 +154,9 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *check
 	// printed by the rank that met it.
 	c.Barrier()
 	if output != "" {
-		tmp, err := tensor.StageFileParallel(outF.Target(), res.Aug, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}, cl)
+		tmp, err := tensor.StageFileParallel(tx.Output.Target(), res.Aug, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}, cl)
 		if err == nil && rank == 0 {
-			err = outF.Adopt(tmp)
+			err = tx.Output.Adopt(tmp)
 		}
 		if err != nil {
 			code := exitFailure
@@ -182,16 +171,8 @@ func augmentDist(ctx context.Context, cfg dain.Config, in *inputFlags, ck *check
 		}
 	}
 	if rank == 0 {
-		res.Report.Outputs = tx.Paths()
-		js, err := json.MarshalIndent(res.Report, "", "  ")
+		js, err := tx.Commit(&res.Report)
 		if err != nil {
-			return fail(fmt.Errorf("encoding the report: %w", err))
-		}
-		js = append(js, '\n')
-		if err := repF.Write(func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
-			return fail(err)
-		}
-		if err := tx.Commit(); err != nil {
 			return fail(err)
 		}
 		if _, err := stdout.Write(js); err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/demo"
-	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -31,6 +30,8 @@ var (
 	bindMethod   = cli.BindMethod
 	finishConfig = cli.FinishConfig
 	checkLayers  = cli.CheckLayers
+	beginOutput  = cli.BeginOutput
+	commitTensor = cli.CommitTensor
 )
 
 // readInput reads the tensor the flags name (the embedded demo when none)
@@ -52,30 +53,6 @@ func readInput(f *inputFlags) (*tensor.COO, string, tensor.Format, error) {
 	}
 	t, err := tensor.ReadFile(f.Input, tensor.ReadOptions{Format: format, IndexBase: f.IndexBase})
 	return t, f.Input, format, err
-}
-
-// beginOutput checks output, the one file a command writes, before any
-// work (internal/outtx): it may not be one of the inputs, and its
-// directory must exist and be writable. The caller defers tx.Abort and
-// ends with commitTensor.
-func beginOutput(output string, inputs ...string) (*outtx.Tx, *outtx.File, error) {
-	tx := outtx.New()
-	for _, in := range inputs {
-		tx.Input(in)
-	}
-	f, err := tx.File(output)
-	if err != nil {
-		return nil, nil, err
-	}
-	return tx, f, nil
-}
-
-// commitTensor writes t to f as tensor.WriteFile would and commits tx.
-func commitTensor(tx *outtx.Tx, f *outtx.File, t *tensor.COO, opt tensor.WriteOptions) error {
-	if err := f.Write(func(w io.Writer) error { return tensor.Encode(w, f.Path(), t, opt) }); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // openFor opens the backend the flags name and says which was chosen.

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/outtx"
@@ -254,10 +253,10 @@ func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, boo
 		for n := 0; n < order; n++ {
 			i, err := strconv.ParseInt(fs[n], 10, 64)
 			if errors.Is(err, strconv.ErrRange) {
-				return nil, false, fmt.Errorf("%s:%d: index %s of mode %d is out of range (the model's indices are %d…%d)", path, line, clip(fs[n]), n+1, base, dims[n]-1+base)
+				return nil, false, fmt.Errorf("%s:%d: index %s of mode %d is out of range (the model's indices are %d…%d)", path, line, tensor.Echo(fs[n]), n+1, base, dims[n]-1+base)
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("%s:%d: index %s of mode %d is not an integer", path, line, clip(fs[n]), n+1)
+				return nil, false, fmt.Errorf("%s:%d: index %s of mode %d is not an integer", path, line, tensor.Echo(fs[n]), n+1)
 			}
 			if i-int64(base) < 0 || i-int64(base) >= int64(dims[n]) {
 				return nil, false, fmt.Errorf("%s:%d: index %d of mode %d is outside the model's %d…%d", path, line, i, n+1, base, dims[n]-1+base)
@@ -267,7 +266,7 @@ func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, boo
 		x := 0.0
 		if v == 1 {
 			if x, err = strconv.ParseFloat(fs[order], 64); err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, false, fmt.Errorf("%s:%d: value %s is not a finite number", path, line, clip(fs[order]))
+				return nil, false, fmt.Errorf("%s:%d: value %s is not a finite number", path, line, tensor.Echo(fs[order]))
 			}
 		}
 		t.Val = append(t.Val, x)
@@ -282,18 +281,3 @@ func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, boo
 
 // maxQueryLine is the longest line of a -cells file, in bytes.
 const maxQueryLine = 1 << 24
-
-// clip quotes a field of an input file for an error message, cut to 80
-// characters (with its length) so that a huge field does not flood the
-// terminal.
-func clip(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return strconv.Quote(s)
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
-}

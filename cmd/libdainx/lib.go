@@ -19,7 +19,6 @@ import (
 
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/cli"
-	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 )
@@ -383,18 +382,12 @@ func writeTensor(path string, idx []int32, val []float64, order int, options str
 	if err != nil {
 		return err
 	}
-	tx := outtx.New()
-	defer tx.Abort()
-	out, err := tx.File(path)
+	tx, out, err := cli.BeginOutput(path)
 	if err != nil {
 		return inputErr("%v", err)
 	}
-	if err := out.Write(func(w io.Writer) error {
-		return tensor.Encode(w, path, t, tensor.WriteOptions{Format: f, IndexBase: o.indexBase})
-	}); err != nil {
-		return err
-	}
-	return tx.Commit()
+	defer tx.Abort()
+	return cli.CommitTensor(tx, out, t, tensor.WriteOptions{Format: f, IndexBase: o.indexBase})
 }
 
 // safely runs f, turning a panic into an error (codeRun) whose message

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -156,8 +154,16 @@ func (t *Transaction) Finish(res *dain.Result, base int, out tensor.WriteOptions
 			return nil, err
 		}
 	}
-	res.Report.Outputs = t.Tx.Paths()
-	js, err := json.MarshalIndent(res.Report, "", "  ")
+	return t.Commit(&res.Report)
+}
+
+// Commit sets rep's Outputs, stages rep as the report and commits every
+// staged output, the report last. It returns the report's JSON (with a
+// final newline) for standard output. Finish ends with it; a caller that
+// staged the outputs itself (-dist mpi's parallel write) calls it alone.
+func (t *Transaction) Commit(rep *dain.Report) ([]byte, error) {
+	rep.Outputs = t.Tx.Paths()
+	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encoding the report: %w", err)
 	}
@@ -195,7 +201,7 @@ func (t *Transaction) writeExtras(res *dain.Result, base int) error {
 				}
 			}
 			if err != nil {
-				return fmt.Errorf("cannot write %s: %w", filepath.Join(t.Split.UserPath(), p.name), bareErr(err))
+				return fmt.Errorf("cannot write %s: %w", filepath.Join(t.Split.UserPath(), p.name), outtx.Bare(err))
 			}
 		}
 	}
@@ -212,13 +218,29 @@ func (t *Transaction) writeExtras(res *dain.Result, base int) error {
 	return nil
 }
 
-// bareErr drops the path of an *fs.PathError (a temporary's name).
-func bareErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
+// BeginOutput checks output, the one file a command writes, before any
+// work (internal/outtx): it may not be one of inputs, and its directory
+// must exist and be writable. The caller defers tx.Abort and ends with
+// CommitTensor. Errors name the path as given.
+func BeginOutput(output string, inputs ...string) (*outtx.Tx, *outtx.File, error) {
+	tx := outtx.New()
+	for _, in := range inputs {
+		tx.Input(in)
 	}
-	return err
+	f, err := tx.File(output)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tx, f, nil
+}
+
+// CommitTensor writes t to f as tensor.WriteFile would (gzip when f's
+// name ends in .gz) and commits tx.
+func CommitTensor(tx *outtx.Tx, f *outtx.File, t *tensor.COO, opt tensor.WriteOptions) error {
+	if err := f.Write(func(w io.Writer) error { return tensor.Encode(w, f.Path(), t, opt) }); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // textFill returns a fill function (outtx.File.Write) that writes text

@@ -160,7 +160,7 @@ func (t *Tx) add(path string, dir bool, owns func(string) bool) (*entry, error) 
 	}
 	target, err := resolve(path)
 	if err != nil {
-		return fail("%v", bare(err))
+		return fail("%v", Bare(err))
 	}
 	e := &entry{user: path, target: target, dir: dir, owns: owns, mode: 0o644}
 	parent := filepath.Dir(target)
@@ -180,7 +180,7 @@ func (t *Tx) add(path string, dir bool, owns func(string) bool) (*entry, error) 
 			e.mode = st.Mode().Perm()
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fail("%v", bare(err))
+		return fail("%v", Bare(err))
 	}
 	for _, in := range t.inputs {
 		if why := e.clashesWithInput(in); why != "" {
@@ -291,7 +291,7 @@ func fileIn(dir, name string) bool {
 func probe(dir string) error {
 	f, err := os.CreateTemp(dir, ".dainx-probe-*")
 	if err != nil {
-		return fmt.Errorf("directory %s is not writable (%v)", dir, bare(err))
+		return fmt.Errorf("directory %s is not writable (%v)", dir, Bare(err))
 	}
 	name := f.Name()
 	f.Close()
@@ -333,9 +333,9 @@ func resolve(path string) (string, error) {
 	}
 }
 
-// bare returns err without the path of an *os.PathError or *os.LinkError
+// Bare returns err without the path of an *os.PathError or *os.LinkError
 // (a temporary's name means nothing to the user).
-func bare(err error) error {
+func Bare(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
@@ -370,7 +370,7 @@ func (f *File) Write(fill func(w io.Writer) error) error {
 		return nil
 	}
 	e := f.e
-	fail := func(err error) error { return fmt.Errorf("cannot write %s: %w", e.user, bare(err)) }
+	fail := func(err error) error { return fmt.Errorf("cannot write %s: %w", e.user, Bare(err)) }
 	if e.special {
 		w, err := os.OpenFile(e.target, os.O_WRONLY, 0)
 		if err != nil {
@@ -458,11 +458,11 @@ func (d *Dir) Path() (string, error) {
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(e.target), "."+filepath.Base(e.target)+".tmp-*")
 	if err != nil {
-		return "", fmt.Errorf("cannot write %s: %w", e.user, bare(err))
+		return "", fmt.Errorf("cannot write %s: %w", e.user, Bare(err))
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		os.RemoveAll(tmp)
-		return "", fmt.Errorf("cannot write %s: %w", e.user, bare(err))
+		return "", fmt.Errorf("cannot write %s: %w", e.user, Bare(err))
 	}
 	e.staged = tmp
 	return tmp, nil
@@ -537,7 +537,7 @@ func (t *Tx) Commit() (err error) {
 		}
 		if merr != nil {
 			e.undo() // a directory may be half moved
-			return fmt.Errorf("cannot write %s: %w", e.user, bare(merr))
+			return fmt.Errorf("cannot write %s: %w", e.user, Bare(merr))
 		}
 		moved = append(moved, e)
 	}
