@@ -292,8 +292,8 @@ var ckLegacy = map[string]string{
 	"Temperature":          "1",
 	"Mix":                  "0",
 	"-final-model":         FinalMLP, // before -final-model, Θ′ was an MLP
-	"-bayes-rank":          "32",
-	"-bayes-samples":       "200",
+	"-bayes-rank":          strconv.Itoa(DefaultBayesRank),
+	"-bayes-samples":       strconv.Itoa(DefaultBayesSamples),
 	"-bayes-burnin":        "0",
 	"-bayes-priors":        BayesPriorsMode, // one group per mode, before -bayes-priors
 }
@@ -305,7 +305,7 @@ var ckLegacy = map[string]string{
 // -shard-tables off in a run of one process (which ignores it), and the
 // bayes-fm settings nothing in a run that uses no bayes-fm.
 func (c *checkpointer) effective(name, value string) string {
-	if strings.HasPrefix(name, "-bayes-") && c.cfg.finalModel() != FinalBayesFM && c.cfg.Predictor != FinalBayesFM {
+	if strings.HasPrefix(name, "-bayes-") && !c.cfg.UsesBayesFM() {
 		return "" // the bayes-fm settings do not matter to this run
 	}
 	switch name {

@@ -56,6 +56,13 @@ func (c Config) finalModel() string {
 	return c.FinalModel
 }
 
+// UsesBayesFM reports whether a run of c fits the Bayesian FM, as its
+// final model or its value predictor: only then do the Bayes* settings
+// matter.
+func (c Config) UsesBayesFM() bool {
+	return c.finalModel() == FinalBayesFM || c.Predictor == FinalBayesFM
+}
+
 // FinalModelName is c.FinalModel with "" read as its default, mlp: what a
 // report and a provenance record hold.
 func (c Config) FinalModelName() string { return c.finalModel() }
@@ -65,7 +72,7 @@ func (c Config) checkFinal() error {
 	if _, err := lookup("final model", c.finalModel(), FinalModels); err != nil {
 		return err
 	}
-	if c.finalModel() != FinalBayesFM && c.Predictor != FinalBayesFM {
+	if !c.UsesBayesFM() {
 		return nil
 	}
 	b := c.bayesConfig()

@@ -150,7 +150,7 @@ func (t Training) Effective(dims []int) Training {
 	t.Split = cmp.Or(t.Split, dain.SplitKeyed)
 	t.FinalModel = cmp.Or(t.FinalModel, dain.FinalMLP)
 	t.BayesPriors = cmp.Or(t.BayesPriors, dain.BayesPriorsAuto)
-	if t.FinalModel != dain.FinalBayesFM && t.Predictor != dain.FinalBayesFM { // the bayes-fm settings do not matter
+	if !t.config().UsesBayesFM() { // the bayes-fm settings do not matter
 		t.BayesRank, t.BayesSamples, t.BayesBurnIn, t.BayesPriors = 0, 0, 0, ""
 	}
 	if t.Layers == nil && len(dims) > 0 {
