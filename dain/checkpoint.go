@@ -142,7 +142,7 @@ var flagNames = map[string]string{
 	"InfluenceLayers": "-influence-layers", "Entity": "-entity", "Rank": "-rank", "Channels": "-channels",
 	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch", "EmbeddingOptimizer": "-embedding-optimizer",
 	"Split": "-split", "FinalModel": "-final-model", "BayesRank": "-bayes-rank", "BayesSamples": "-bayes-samples",
-	"BayesBurnIn": "-bayes-burnin", "BayesPriors": "-bayes-priors",
+	"BayesBurnIn": "-bayes-burnin", "BayesPriors": "-bayes-priors", "FMRank": "-fm-rank", "L2": "-l2",
 }
 
 // configFields lists every setting of c (every field but Progress, OnEpoch
@@ -296,6 +296,8 @@ var ckLegacy = map[string]string{
 	"-bayes-samples":       strconv.Itoa(DefaultBayesSamples),
 	"-bayes-burnin":        "0",
 	"-bayes-priors":        BayesPriorsMode, // one group per mode, before -bayes-priors
+	"-fm-rank":             strconv.Itoa(DefaultFMRank),
+	"-l2":                  "0", // no L2 penalty before -l2
 }
 
 // effective returns the value of setting name that a run resolves value
@@ -307,6 +309,9 @@ var ckLegacy = map[string]string{
 func (c *checkpointer) effective(name, value string) string {
 	if strings.HasPrefix(name, "-bayes-") && !c.cfg.UsesBayesFM() {
 		return "" // the bayes-fm settings do not matter to this run
+	}
+	if name == "-fm-rank" && !c.cfg.UsesFM() {
+		return "" // the fm rank does not matter to this run
 	}
 	switch name {
 	case "-embedding-optimizer":

@@ -66,8 +66,8 @@ type Config struct {
 
 	// The variant of each step, by name; stages.go lists the names.
 	Method          string  // how cells are made: a Methods name (dain, duplication, …)
-	Model           string  // embedding model Θ: a Models name (mlp, the paper's, or costco)
-	Predictor       string  // value predictor Θ_p: a Models name (costco, the paper's; mlp reuses Θ)
+	Model           string  // embedding model Θ: a Models name (mlp, the paper's; costco, fm, hybrid)
+	Predictor       string  // value predictor Θ_p: a Predictors name (costco, the paper's; Θ's kind reuses Θ; bayes-fm; auto)
 	Influence       string  // cell importance: an Influences name (tracin, the paper's, or representer)
 	InfluenceLayers string  // TracIn's parameters: an InfluenceLayers name (last, the paper's, or all)
 	Entity          string  // entity importance: an Entities name (sum, eq. 6, the paper's; cp1; max)
@@ -77,11 +77,20 @@ type Config struct {
 
 	// FinalModel is the model Θ′ trained on train ∪ augmentation (step 5)
 	// whose test RMSE the run reports: a FinalModels name, "mlp" (the
-	// paper's, "" too) or "bayes-fm" (package bayes). With bayes-fm the
-	// report's rmse_before is bayes-fm's on train alone (and theta_rmse
-	// Θ's), so that improved compares one model with and without the new
-	// cells.
+	// paper's, "" too), "fm" or "hybrid" (trained by Adam as Θ is),
+	// "bayes-fm" (package bayes) or "auto" (AutoChoice). With a final
+	// model other than the MLP the report's rmse_before is that model's on
+	// train alone (and theta_rmse Θ's), so that improved compares one model
+	// with and without the new cells.
 	FinalModel string
+	// FMRank is the fm model's factors per entity K (its embedding width
+	// is K+1, the last column the entity's bias); 0 is not valid.
+	FMRank int
+	// L2 is the coupled L2 penalty of every Adam-trained model (MLP,
+	// CoSTCo, fm, hybrid): each step uses g + L2·θ for every parameter it
+	// updates (compute.AdamStep.L2; with sparse Adam the batch's rows).
+	// 0, the paper's, is none.
+	L2 float64
 	// BayesRank, BayesSamples and BayesBurnIn set the bayes-fm final
 	// model: its rank K, its Gibbs sweeps (burn-in included) and the first
 	// sweeps not averaged (0: DefaultBayesRank, DefaultBayesSamples; a
@@ -173,7 +182,7 @@ func DefaultConfig() Config {
 		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto, Split: SplitKeyed,
 		Method: "dain", Model: "mlp", Predictor: "costco", Influence: "tracin", InfluenceLayers: "last", Entity: "sum", Sign: "abs", Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
-		FinalModel: FinalMLP, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto,
+		FinalModel: FinalMLP, FMRank: DefaultFMRank, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto,
 	}
 }
 
@@ -425,6 +434,9 @@ type Report struct {
 	// is Θ's test RMSE when the final model is not an MLP (rmse_before is
 	// then the final model's on train alone).
 	FinalModel string `json:"final_model"`
+	// AutoChoice, with -final-model auto or -predictor auto, is what they
+	// chose on this split (FinalModel and Predictor then hold the choice).
+	AutoChoice *AutoChoice `json:"auto_choice,omitempty"`
 	// BayesPriors is the prior grouping bayes-fm's final chain used
 	// (mode or shared; with auto, the one it chose).
 	BayesPriors string `json:"bayes_priors,omitempty"`
@@ -537,6 +549,12 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
 		rep.Seconds = saved.Seconds
 		e.logf("steps 1–4 finished before the interruption (checkpoint): test RMSE %.6f before augmentation, %d new cells", rep.RMSEBefore, rep.NAug)
+		// auto chooses again as it did: the same split and seeds.
+		if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
+			return nil, err
+		}
+		e.cfg = cfg
+		rep.FinalModel, rep.Predictor = cfg.finalModel(), cfg.Predictor
 	} else {
 		// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
 		mlp, err := e.model(ctx, Embedding{"mlp"})
@@ -545,6 +563,11 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		}
 		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, history(mlp.res)
 		rep.ValRMSEBefore = math.Sqrt(mlp.res.BestValMSE)
+		if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
+			return nil, err
+		}
+		e.cfg = cfg
+		rep.FinalModel, rep.Predictor = cfg.finalModel(), cfg.Predictor
 		if nAug > 0 {
 			e.logf("step 4: %s, %d new cells", cfg.Method, nAug)
 		}
@@ -577,6 +600,12 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 	if k := cfg.Keep.Model; k != nil {
 		e.onRetrained = func(m *nn.Net) error { return k("theta-prime", m) }
 	}
+	// theta_rmse is Θ's own when Θ is a final-model kind of its own (fm,
+	// hybrid) rather than the MLP trained for rmse_before.
+	thetaRMSE := rep.RMSEBefore
+	if k := (Embedding{cfg.Model}); (k.Kind == FinalFM || k.Kind == FinalHybrid) && e.models[k] != nil {
+		thetaRMSE = e.models[k].val.rmse
+	}
 	// Step 5 needs only the split and the new cells: Θ, its scores and
 	// the predictor's copies of the split are freed first.
 	e.release()
@@ -588,10 +617,11 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		if err != nil {
 			return nil, err
 		}
-		rep.ThetaRMSE, rep.RMSEBefore = rep.RMSEBefore, rmse0
+		rep.ThetaRMSE, rep.RMSEBefore = thetaRMSE, rmse0
 		rep.ValRMSEBefore = math.Sqrt(res0.BestValMSE)
 	}
 	e.logf("step 5: retraining on %d + %d cells", rep.NTrain, rep.NAug)
+	e.lastStage = true
 	rmse, res, secs, err := e.Retrain(ctx, cfg, aug, nAug, "Θ'")
 	if err != nil {
 		return nil, err

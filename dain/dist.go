@@ -113,7 +113,7 @@ func DistSupported(cfg Config) error {
 		return fmt.Errorf("-method %s does not run spread over processes yet (dain and random do)", cfg.Method)
 	case cfg.Model != "mlp" || cfg.Influence != "tracin" || cfg.InfluenceLayers != "last" || cfg.Entity != "sum" || cfg.sign() != "abs" || cfg.Temperature != 1 || cfg.Mix != 0:
 		return fmt.Errorf("spread over processes, dain runs the paper's configuration only (-model mlp -influence tracin -influence-layers last -entity sum -sign abs, no -temperature or -mix)")
-	case cfg.Predictor == FinalBayesFM:
+	case cfg.Predictor != "costco" && cfg.Predictor != "mlp":
 		return fmt.Errorf("-predictor %s does not run spread over processes yet (costco and mlp do)", cfg.Predictor)
 	case cfg.finalModel() != FinalMLP:
 		return fmt.Errorf("-final-model %s does not run spread over processes yet (mlp does)", cfg.finalModel())

@@ -79,6 +79,14 @@ type Experiment struct {
 	// lastBayesPriors is the prior grouping of the last bayes-fm final
 	// model (Report.BayesPriors).
 	lastBayesPriors string
+	// bayesAlone is the bayes-fm final model fitted on the training cells
+	// alone, once (downstreamBayes); auto is -final-model auto's choice,
+	// made once (chooseAuto). Both survive release.
+	bayesAlone *bayesRun
+	auto       *AutoChoice
+	// lastStage: the next Downstream is the run's last stage (Run's
+	// retraining), which may drop the split once its sets hold it.
+	lastStage bool
 	// keep gathers what Config.Keep asks Run for; nil outside Run.
 	keep  *kept
 	owned []compute.F32 // score buffers the experiment frees
@@ -303,11 +311,17 @@ func (e *Experiment) mlpConfig() nn.Config {
 // newNet builds a fresh model of the given kind.
 func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig, error) {
 	c := e.cfg
-	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR}
+	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR, L2: c.L2}
 	tc.EmbeddingOptimizer, _ = c.EmbeddingOptimizerFor(kind, e.x.Dims)
 	switch kind {
 	case "mlp":
 		m, err := nn.NewMLP(e.be, e.mlpConfig(), r)
+		return m, tc, err
+	case FinalFM:
+		m, err := nn.NewFM(e.be, nn.FMConfig{Dims: e.x.Dims, Rank: c.FMRank, Capacity: max(c.Batch, c.EvalBatch)}, r)
+		return m, tc, err
+	case FinalHybrid:
+		m, err := nn.NewHybrid(e.be, e.mlpConfig(), r)
 		return m, tc, err
 	case "costco":
 		tc.LR, tc.Batch = c.CoSTCoLR, c.CoSTCoBatch
@@ -368,7 +382,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
 	tc.Order = e.cfg.order(seedShuffle, t.train.Len())
-	label := map[string]string{"mlp": "Θ", "costco": "Θc"}[m.Kind]
+	label := map[string]string{"mlp": "Θ", "costco": "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
 	stage := stageName(m.Kind, passes)
 	if seconds, s, found, err := e.ck.loadModel(stage, t); err != nil {
 		return nil, 0, err
@@ -539,16 +553,23 @@ func (e *Experiment) observedSet(extra int) *tensor.CellSet {
 	return s
 }
 
-// Downstream trains a fresh MLP on train ∪ aug with the experiment's
+// Downstream trains a fresh final model Θ′ (Config.FinalModel: the MLP,
+// fm or hybrid by Adam, bayes-fm by Gibbs sampling; auto resolved first,
+// see AutoChoice) on train ∪ aug with the experiment's
 // hyper-parameters and validation set (step 5) and returns its test RMSE,
 // its training result and its wall time. Every call starts from the same
 // initialisation (the seed's), so runs on one split differ only by aug.
 func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label string) (float64, nn.Result, float64, error) {
-	if e.cfg.finalModel() == FinalBayesFM {
+	c, err := e.resolve(ctx, e.cfg)
+	if err != nil {
+		return 0, nn.Result{}, 0, err
+	}
+	kind := c.finalModel()
+	if kind == FinalBayesFM {
 		return e.downstreamBayes(ctx, aug, label)
 	}
 	t0 := time.Now()
-	m, tc, err := e.newNet("mlp", rng(e.cfg.Seed, streamInitAfter))
+	m, tc, err := e.newNet(kind, rng(e.cfg.Seed, streamInitAfter))
 	if err != nil {
 		return 0, nn.Result{}, 0, fmt.Errorf("dain: %w", err)
 	}
@@ -558,7 +579,7 @@ func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label stri
 	val, test := m.NewSet(e.Val.Idx, e.Val.Val), m.NewSet(e.Test.Idx, e.Test.Val)
 	defer val.Free()
 	defer test.Free()
-	if e.single {
+	if e.single && e.lastStage {
 		// The retraining is the last stage of a single configuration,
 		// and its sets hold the split: the split itself is not held
 		// beside them.
@@ -584,7 +605,7 @@ func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label stri
 	if err != nil {
 		var div *nn.DivergenceError
 		if errors.As(err, &div) {
-			return 0, res, 0, e.trainError(label+", the retraining", "mlp", err)
+			return 0, res, 0, e.trainError(label+", the retraining", kind, err)
 		}
 		return 0, res, 0, fmt.Errorf("dain: retraining: %w", err)
 	}
@@ -620,6 +641,7 @@ func (s Shared) Total() float64 { return s.Train + s.Influence + s.Entity + s.Pr
 // (Entity), and its value predictor when no stage behind its cells trained
 // that model (Predictor).
 func (e *Experiment) SharedSeconds(c Config) Shared {
+	c = e.applyAuto(c)
 	var s Shared
 	p := c.Pipeline()
 	seen := map[stage]bool{}

@@ -17,20 +17,121 @@ import (
 // The first is the paper's.
 var FinalModels = []Choice[struct{}]{
 	{"mlp", "the MLP of eq. 4, trained as Θ is (the paper's)", struct{}{}},
+	{"fm", "a factorization machine of order 2 trained by Adam as Θ is (-fm-rank, -l2)", struct{}{}},
+	{"hybrid", "the MLP plus a factorization machine's pairwise term over the same embeddings, trained by Adam (-layers, -l2)", struct{}{}},
 	{"bayes-fm", "a Bayesian factorization machine (order 2 over the modes, a prior per mode) fitted by Gibbs sampling and averaged over its samples: no learning rate or regulariser (package bayes; Rendle, ACM TIST 2012)", struct{}{}},
+	{"auto", "the kind of Θ (mlp when Θ is costco) or bayes-fm, whichever has the lower validation RMSE trained on the training cells alone (chosen once per split; the report's auto_choice says which)", struct{}{}},
 }
 
 // Final-model names.
 const (
 	FinalMLP     = "mlp"
+	FinalFM      = "fm"
+	FinalHybrid  = "hybrid"
 	FinalBayesFM = "bayes-fm"
+	FinalAuto    = "auto"
 )
+
+// AutoChoice records what -final-model auto (or -predictor auto) chose on
+// a split: the candidates' validation RMSE trained on the training cells
+// alone, and the final model and value predictor that follow.
+type AutoChoice struct {
+	// Candidates maps each candidate final model to its validation RMSE.
+	Candidates map[string]float64 `json:"candidates"`
+	// FinalModel is the candidate of lower validation RMSE; Predictor is
+	// bayes-fm when it is bayes-fm and the paper's costco otherwise.
+	FinalModel string `json:"final_model"`
+	Predictor  string `json:"predictor"`
+}
+
+// autoFamily is the gradient-trained candidate of -final-model auto: the
+// kind of Θ, or the MLP when Θ (CoSTCo) is no final model.
+func (c Config) autoFamily() string {
+	if c.Model == FinalFM || c.Model == FinalHybrid {
+		return c.Model
+	}
+	return FinalMLP
+}
+
+// chooseAuto resolves -final-model auto once per experiment: it trains
+// (or takes the memoised) model of kind autoFamily on the training cells
+// and fits bayes-fm on them alone (kept for rmse_before and the ratio-0
+// baseline), and picks the one of lower validation MSE (ties: the
+// gradient-trained model).
+func (e *Experiment) chooseAuto(ctx context.Context) (*AutoChoice, error) {
+	if e.auto != nil {
+		return e.auto, nil
+	}
+	fam := e.cfg.autoFamily()
+	t, err := e.model(ctx, Embedding{fam})
+	if err != nil {
+		return nil, err
+	}
+	a := &AutoChoice{Candidates: map[string]float64{fam: math.Sqrt(t.res.BestValMSE)}}
+	_, res, _, err := e.downstreamBayes(ctx, nil, "bayes-fm on the training cells alone")
+	if err != nil {
+		return nil, err
+	}
+	a.Candidates[FinalBayesFM] = math.Sqrt(res.BestValMSE)
+	a.FinalModel, a.Predictor = fam, "costco"
+	if a.Candidates[FinalBayesFM] < a.Candidates[fam] {
+		a.FinalModel, a.Predictor = FinalBayesFM, FinalBayesFM
+	}
+	e.logf("final model auto: validation RMSE %.6f (%s) against %.6f (bayes-fm): %s, value predictor %s", a.Candidates[fam], fam, a.Candidates[FinalBayesFM], a.FinalModel, a.Predictor)
+	e.auto = a
+	return a, nil
+}
+
+// resolve returns c with -final-model auto and -predictor auto replaced by
+// what they resolve to on e's split (chooseAuto, run on first need); c
+// unchanged when it has neither.
+func (e *Experiment) resolve(ctx context.Context, c Config) (Config, error) {
+	if c.finalModel() == FinalAuto {
+		if _, err := e.chooseAuto(ctx); err != nil {
+			return c, err
+		}
+	}
+	return e.applyAuto(c), nil
+}
+
+// applyAuto replaces c's auto settings by what they resolved to: a final
+// model auto by e.auto's choice (left as is while none is made), a
+// predictor auto by the one that follows the final model (bayes-fm for
+// bayes-fm, the paper's costco otherwise).
+func (e *Experiment) applyAuto(c Config) Config {
+	if c.finalModel() == FinalAuto && e.auto != nil {
+		c.FinalModel = e.auto.FinalModel
+	}
+	if c.Predictor == FinalAuto {
+		switch c.finalModel() {
+		case FinalBayesFM:
+			c.Predictor = FinalBayesFM
+		case FinalAuto: // not chosen yet
+		default:
+			c.Predictor = "costco"
+		}
+	}
+	return c
+}
+
+// Resolve is resolve for callers outside the package (dainx eval): c with
+// its auto settings replaced by what they resolve to on e's split, and
+// what auto chose (nil when c has no auto setting).
+func (e *Experiment) Resolve(ctx context.Context, c Config) (Config, *AutoChoice, error) {
+	r, err := e.resolve(ctx, c)
+	if err != nil || (c.finalModel() != FinalAuto && c.Predictor != FinalAuto) {
+		return r, nil, err
+	}
+	return r, e.auto, nil
+}
 
 // Defaults and limits of the bayes-fm final model's settings.
 const (
 	DefaultBayesRank    = 32  // libFM's -dim 1,1,32 of issue 37's comparison
 	DefaultBayesSamples = 200 // libFM's -iter of that comparison
 	MaxBayesSamples     = 1 << 20
+	DefaultFMRank       = 32   // the fm model's factors per entity, libFM's -dim 1,1,32
+	MaxFMRank           = 4096 // a limit on -fm-rank (the table is Σ dims × (rank+1) floats)
 )
 
 // Values of Config.BayesPriors.
@@ -60,7 +161,15 @@ func (c Config) finalModel() string {
 // final model or its value predictor: only then do the Bayes* settings
 // matter.
 func (c Config) UsesBayesFM() bool {
-	return c.finalModel() == FinalBayesFM || c.Predictor == FinalBayesFM
+	f := c.finalModel()
+	return f == FinalBayesFM || f == FinalAuto || c.Predictor == FinalBayesFM
+}
+
+// UsesFM reports whether a run of c trains the gradient factorization
+// machine (as Θ, value predictor or final model): only then does FMRank
+// matter.
+func (c Config) UsesFM() bool {
+	return c.Model == FinalFM || c.Predictor == FinalFM || c.finalModel() == FinalFM
 }
 
 // FinalModelName is c.FinalModel with "" read as its default, mlp: what a
@@ -71,6 +180,12 @@ func (c Config) FinalModelName() string { return c.finalModel() }
 func (c Config) checkFinal() error {
 	if _, err := lookup("final model", c.finalModel(), FinalModels); err != nil {
 		return err
+	}
+	if !(c.L2 >= 0) || math.IsInf(c.L2, 0) {
+		return fmt.Errorf("l2 %g: want a finite value ≥ 0", c.L2)
+	}
+	if c.UsesFM() && (c.FMRank < 1 || c.FMRank > MaxFMRank) {
+		return fmt.Errorf("fm rank %d: want 1 to %d", c.FMRank, MaxFMRank)
 	}
 	if !c.UsesBayesFM() {
 		return nil
@@ -85,8 +200,8 @@ func (c Config) checkFinal() error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
-	if c.Keep.Model != nil && c.finalModel() == FinalBayesFM {
-		return fmt.Errorf("final model %s has no saved form yet: -model-out saves an MLP Θ′ (give -final-model mlp, or no -model-out)", FinalBayesFM)
+	if f := c.finalModel(); c.Keep.Model != nil && (f == FinalBayesFM || f == FinalAuto) {
+		return fmt.Errorf("final model %s has no saved form yet: -model-out saves a net Θ′ (give -final-model mlp, fm or hybrid, or no -model-out)", f)
 	}
 	return nil
 }
@@ -150,6 +265,16 @@ func BayesSeed(seed uint64) uint64 { return rng(seed, streamBayes).Uint64() }
 // time. The same split and seed give the same chain whatever aug holds, so
 // runs on one split differ only by aug.
 func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label string) (float64, nn.Result, float64, error) {
+	alone := aug == nil || aug.NNZ() == 0
+	if a := e.bayesAlone; alone && a != nil {
+		// The chain on the training cells alone ran already (chooseAuto):
+		// the same seed and cells give the same chain.
+		if e.onTestPred != nil {
+			e.onTestPred(a.testPred)
+		}
+		e.lastBayesPriors = a.priors
+		return a.rmse, a.res, a.seconds, nil
+	}
 	t0 := time.Now()
 	train := e.Train
 	if aug != nil && aug.NNZ() > 0 {
@@ -179,10 +304,22 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 	if e.onTestPred != nil {
 		e.onTestPred(res.Pred[1])
 	}
+	if alone {
+		e.bayesAlone = &bayesRun{rmse: rmse, res: out, seconds: time.Since(t0).Seconds(), priors: priors, testPred: res.Pred[1]}
+	}
 	if label != "" {
 		e.logf("%s: bayes-fm, rank %d, %d samples (burn-in %d), priors by %s, on %d cells: noise sd %.4g, %.1fs", label, cfg.Rank, cfg.Samples, cfg.BurnIn, priors, train.NNZ(), 1/math.Sqrt(res.Alpha), time.Since(t0).Seconds())
 	}
 	return rmse, out, time.Since(t0).Seconds(), nil
+}
+
+// bayesRun is a bayes-fm final model's fit on the training cells alone,
+// kept for the runs that ask for it again.
+type bayesRun struct {
+	rmse, seconds float64
+	res           nn.Result
+	priors        string
+	testPred      []float64
 }
 
 // mse returns the mean squared difference of p and y (NaN when empty).

@@ -44,6 +44,10 @@ func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO,
 	if n == 0 {
 		return &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}, st, nil
 	}
+	c, err := e.resolve(ctx, c)
+	if err != nil {
+		return nil, st, err
+	}
 	p := c.Pipeline()
 	aug, err := p.Cells.cells(ctx, e, n, &st)
 	if err != nil {

@@ -70,13 +70,17 @@ var Methods = []Choice[func(Config) Pipeline]{
 var Models = []Choice[struct{}]{
 	{"mlp", "the MLP of eq. 4", struct{}{}},
 	{"costco", "CoSTCo, Liu et al., KDD 2019", struct{}{}},
+	{"fm", "a factorization machine of order 2 over the modes (global and per-entity biases, pairwise factor interactions; Rendle, ICDM 2010), trained by Adam (-fm-rank, -l2)", struct{}{}},
+	{"hybrid", "the MLP plus the factorization machine's biases and pairwise term over the same embeddings, summed before the output (NeuMF-style; -layers, -l2)", struct{}{}},
 }
 
 // Predictors are the accepted Config.Predictor values: the value
 // predictors of step 4, every kind of embedding model (Models) and the
 // Bayesian factorization machine of package bayes (fitted on the training
 // cells by Gibbs sampling; predictions averaged over thinned samples).
-var Predictors = append(slices.Clone(Models), Choice[struct{}]{"bayes-fm", "a Bayesian factorization machine fitted by Gibbs sampling on the training cells (package bayes; -bayes-rank, -bayes-samples)", struct{}{}})
+var Predictors = append(slices.Clone(Models),
+	Choice[struct{}]{"bayes-fm", "a Bayesian factorization machine fitted by Gibbs sampling on the training cells (package bayes; -bayes-rank, -bayes-samples)", struct{}{}},
+	Choice[struct{}]{"auto", "bayes-fm when the final model is (or auto chooses) bayes-fm, else costco", struct{}{}})
 
 // Influences are the accepted Config.Influence values: the cell-importance
 // estimator (step 2).

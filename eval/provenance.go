@@ -88,6 +88,10 @@ type Training struct {
 	BayesSamples int    `json:"bayes_samples"`
 	BayesBurnIn  int    `json:"bayes_burnin"`
 	BayesPriors  string `json:"bayes_priors"`
+	// FMRank and L2: records made before they existed trained no fm and
+	// had no L2 penalty.
+	FMRank int     `json:"fm_rank"`
+	L2     float64 `json:"l2"`
 }
 
 // TrainingOf returns the recorded form of c.
@@ -102,6 +106,7 @@ func TrainingOf(c dain.Config) Training {
 		Split:      cmp.Or(c.Split, dain.SplitKeyed),
 		FinalModel: c.FinalModelName(), BayesRank: c.BayesRank, BayesSamples: c.BayesSamples, BayesBurnIn: c.BayesBurnIn,
 		BayesPriors: cmp.Or(c.BayesPriors, dain.BayesPriorsAuto),
+		FMRank:      c.FMRank, L2: c.L2,
 	}
 }
 
@@ -124,6 +129,8 @@ var legacyDefaults = []struct {
 	{"bayes_samples", func(t *Training) { t.BayesSamples = dain.DefaultBayesSamples }},
 	{"bayes_burnin", func(t *Training) { t.BayesBurnIn = 0 }},
 	{"bayes_priors", func(t *Training) { t.BayesPriors = dain.BayesPriorsMode }},
+	{"fm_rank", func(t *Training) { t.FMRank = dain.DefaultFMRank }},
+	{"l2", func(t *Training) { t.L2 = 0 }},
 }
 
 // paperVariant sets every setting of legacyDefaults whose key has is
@@ -152,6 +159,9 @@ func (t Training) Effective(dims []int) Training {
 	t.BayesPriors = cmp.Or(t.BayesPriors, dain.BayesPriorsAuto)
 	if !t.config().UsesBayesFM() { // the bayes-fm settings do not matter
 		t.BayesRank, t.BayesSamples, t.BayesBurnIn, t.BayesPriors = 0, 0, 0, ""
+	}
+	if !t.config().UsesFM() { // the fm rank does not matter
+		t.FMRank = 0
 	}
 	if t.Layers == nil && len(dims) > 0 {
 		t.Layers = nn.DefaultLayers(len(dims))

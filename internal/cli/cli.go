@@ -96,6 +96,8 @@ func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
 	fs.IntVar(&c.CoSTCoBatch, "costco-batch", c.CoSTCoBatch, "CoSTCo training batch `size`")
 	fs.StringVar(&c.Split, "split", c.Split, "how cells are `split` and ordered: keyed (each cell's part and its place in every epoch's order computed from the seed: the same for any number of MPI ranks, and no rank holds an array of every cell) or legacy (one random permutation of every cell, and each epoch's order shuffled from the last: reproduces dainx 0.6 and earlier); the two give different random splits for one seed")
 	fs.StringVar(&c.FinalModel, "final-model", c.FinalModel, "`model` Θ′ trained on train ∪ the new cells, whose test RMSE the run reports: "+dain.Help(dain.FinalModels)+"; with bayes-fm, rmse_before is bayes-fm's on train alone")
+	fs.IntVar(&c.FMRank, "fm-rank", c.FMRank, "the fm model's `rank` K (factors per entity; its embedding width is K+1, the last column the entity's bias), as -model, -predictor or -final-model")
+	fs.Float64Var(&c.L2, "l2", c.L2, "L2 penalty `λ` of every Adam-trained model (mlp, costco, fm, hybrid): each step uses g + λ·θ for the parameters it updates (with sparse Adam the batch's rows); 0 is none, the paper's")
 	fs.IntVar(&c.BayesRank, "bayes-rank", c.BayesRank, "with -final-model bayes-fm, its `rank` K (factors per entity)")
 	fs.IntVar(&c.BayesSamples, "bayes-samples", c.BayesSamples, "with -final-model bayes-fm, its Gibbs `sweeps`, burn-in included")
 	fs.StringVar(&c.BayesPriors, "bayes-priors", c.BayesPriors, "with bayes-fm, its prior `groups`: mode (a mean and precision per mode, as libFM with -meta), shared (one for every mode, libFM without -meta) or auto (both chains, the one of lower validation RMSE kept: twice the time)")

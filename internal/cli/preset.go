@@ -22,13 +22,15 @@ type Preset struct {
 // new cells valued by CoSTCo): dainx's defaults, kept as the default
 // because it is what the paper's results and every saved model (-model-out,
 // dainx predict) rest on. accurate is the most accurate completion measured
-// (issue 37, docs/bayes-fm.md): the Bayesian factorization machine as the
-// final model and as the value predictor of the new cells; its final model
-// has no saved form yet, so -model-out refuses it.
+// (issue 37, docs/bayes-fm.md): the final model chosen on each split by
+// validation RMSE between Θ's MLP and the Bayesian factorization machine
+// (-final-model auto), and the value predictor that goes with it
+// (bayes-fm, or the paper's CoSTCo); bayes-fm has no saved form yet, so
+// -model-out refuses it.
 var Presets = []Preset{
 	{"paper", "the paper's setup: an MLP Θ′ retrained on train ∪ the new cells, valued by CoSTCo (the defaults)", nil},
-	{"accurate", "the most accurate completion measured: -final-model bayes-fm -predictor bayes-fm (a Bayesian factorization machine fitted by Gibbs sampling; no saved form for -model-out yet)",
-		[][2]string{{"final-model", "bayes-fm"}, {"predictor", "bayes-fm"}}},
+	{"accurate", "the most accurate completion measured: -final-model auto -predictor auto (a Bayesian factorization machine fitted by Gibbs sampling as the final model and the value predictor, unless Θ's MLP has the lower validation RMSE on the split, when the paper's MLP and CoSTCo are kept; no saved form for -model-out yet)",
+		[][2]string{{"final-model", "auto"}, {"predictor", "auto"}}},
 }
 
 // BindPreset registers -preset.
