@@ -45,10 +45,21 @@ const (
 // training step with the constants its caller writes into Scalars before
 // each launch. With the values of AdamScalars(s) the result is bit for bit
 // that of s without Scalars.
+//
+// L2, when positive, adds coupled L2 regularisation (the gradient of
+// (L2/2)·‖θ‖², PyTorch's Adam weight_decay, not AdamW's decoupled decay):
+// Adam and SparseAdam use g′ = g + L2·p in place of g, with p the
+// parameter before the step, formed in float32 as fl(g + fl(λ·p)) with
+// λ = float32(L2) rounded once. SparseAdam decays only the rows it
+// updates (the batch's distinct rows), so its work stays O(batch). With
+// L2 = 0 (the zero value) the gradient is used as it is: the results are
+// bit for bit those of a step without the field. A negative or non-finite
+// L2 panics (CheckAdam, CheckSparseAdam).
 type AdamStep struct {
 	LR, Beta1, Beta2, Eps float64
 	T                     int
 	Scalars               F32
+	L2                    float64
 }
 
 // AdamScalars returns the two per-step constants of Adam at step s.T,
@@ -153,7 +164,8 @@ type Backend interface {
 	//	m = β₁m + (1−β₁)g;  v = β₂v + (1−β₂)g²
 	//	p -= (lr/c₁)·m / (√v/√c₂ + ε)
 	//
-	// p, m, v are updated in place; all four lengths must match.
+	// p, m, v are updated in place; all four lengths must match. With
+	// s.L2 > 0, g is g + L2·p (coupled L2 regularisation, see AdamStep).
 	Adam(p, g, m, v F32, s AdamStep)
 
 	// DistinctRows groups the K global rows of a batch (cells, K = B·N,
@@ -194,12 +206,47 @@ type Backend interface {
 	//
 	// with Adam's arithmetic, element for element (bias correction by the
 	// global step s.T). Rows not listed are untouched: their moments do
-	// not decay, unlike dense Adam with a zero gradient. p, m, v are R×E
+	// not decay, unlike dense Adam with a zero gradient; with s.L2 > 0
+	// the listed rows alone are decayed (g + L2·p, see AdamStep), the
+	// others keep their values. p, m, v are R×E
 	// (the table), g and rows K×E and K (compact, as CompactRows leaves
 	// them), count 1. It panics if the lengths do not fit; a listed row
 	// outside the table or a count above K is a caller bug (the CPU
 	// backend panics).
 	SparseAdam(p, g, m, v F32, rows, count I32, width int, s AdamStep)
+
+	// PairwiseForward adds the terms of an order-2 factorization machine
+	// (Rendle, "Factorization Machines", ICDM 2010, eq. 1 and Lemma 3.1)
+	// over the gathered embeddings of a batch to y:
+	//
+	//	y[b] += Σ_n x[b,n,E−1] + Σ_{n<n′} Σ_{k<K} x[b,n,k]·x[b,n′,k]
+	//
+	// (+=) with N = order, E = width ≥ 2, K = E−1 factor columns and
+	// column E−1 the entity's bias; x is the B×(N·E) batch matrix in
+	// ModeMajor layout (x[b,n,e] = x[b·N·E + n·E + e], as Gather writes
+	// it), y has B elements. The pairwise sum is formed directly, without
+	// Lemma 3.1's difference of squares (which cancels): for each k in
+	// increasing order, the running prefix p = x[b,0,k] and, for n = 1…N−1,
+	// the term x[b,n,k]·p is added to the pair sum, then x[b,n,k] to p; the
+	// bias column is summed in increasing n, and y[b] += bias + pairs. The
+	// CPU backend does exactly this in float32; CUDA's warp-per-cell kernel
+	// forms the same terms, summed over k in a fixed butterfly order. Both
+	// are deterministic. nn adds it after LinearForward (=) for FM-style
+	// models. It panics if order < 1, width < 2 or x.Len() ≠ B·N·E with
+	// B = y.Len().
+	PairwiseForward(y, x F32, order, width int)
+
+	// PairwiseBackward adds the gradient of Σ_b dy[b]·f_b(x), f_b being
+	// PairwiseForward's term of cell b, to dx (+=, B×(N·E), ModeMajor):
+	//
+	//	dx[b,n,k]   += dy[b]·Σ_{n′≠n} x[b,n′,k]   for k < K = E−1
+	//	dx[b,n,E−1] += dy[b]
+	//
+	// The sum over n′ ≠ n is formed directly in increasing n′ (no
+	// subtraction of x[b,n,k] from the column sum). dy has B elements, x
+	// and dx B×(N·E); nn calls it after LinearBackward (which overwrites
+	// dx). Panics as PairwiseForward, and if dx.Len() ≠ x.Len().
+	PairwiseBackward(dx, dy, x F32, order, width int)
 
 	// InfluenceDot accumulates the TracIn score of each cell against a
 	// precomputed gradient sum G = (gw, gb) of a Linear layer, never forming

@@ -1,6 +1,9 @@
 package compute
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // The arguments of every Backend operation are validated here, once, for
 // every backend: each backend calls the Check function of an operation
@@ -157,6 +160,9 @@ func checkAdamStep(op string, s AdamStep) {
 	if s.T < 1 {
 		bad(op, "step %d, want ≥ 1", s.T)
 	}
+	if !(s.L2 >= 0) || math.IsInf(s.L2, 1) {
+		bad(op, "L2 %g, want finite and ≥ 0", s.L2)
+	}
 	if s.Scalars != nil {
 		CheckLen(op, "Scalars", length(op, "Scalars", s.Scalars), 2)
 	}
@@ -277,4 +283,23 @@ func CheckSparseAdam(p, g, m, v F32, rows, count I32, width int, s AdamStep) (ta
 	CheckLen(op, "count", length(op, "count", count), 1)
 	checkAdamStep(op, s)
 	return pl / width, k
+}
+
+// CheckPairwise validates PairwiseForward (dx nil) and PairwiseBackward
+// (op names which): order N ≥ 1, width E ≥ 2, y (dy) of B elements, x
+// and, when not nil, dx of B·N·E. It returns B.
+func CheckPairwise(op string, dx, y, x F32, order, width int) (batch int) {
+	yName := "y"
+	if op == "PairwiseBackward" {
+		yName = "dy"
+	}
+	batch, xLen := length(op, yName, y), length(op, "x", x)
+	if order < 1 || width < 2 {
+		bad(op, "order %d, width %d (want order ≥ 1, width ≥ 2: K = width−1 factors and a bias column)", order, width)
+	}
+	CheckLen(op, "x", xLen, batch*order*width)
+	if op == "PairwiseBackward" {
+		CheckLen(op, "dx", length(op, "dx", dx), xLen)
+	}
+	return batch
 }

@@ -92,6 +92,9 @@ func (be *Backend) CompactRows(grad, dx compute.F32, starts, perm, count compute
 // it when they run).
 func (be *Backend) adamArgs(op string, s compute.AdamStep) (b1, b2, omb1, omb2, step, rc2, eps float32, sc *F32) {
 	c := compute.AdamScalars(s)
+	if s.L2 != 0 {
+		panic("cuda: " + op + ": AdamStep.L2 is not implemented on CUDA yet")
+	}
 	if s.Scalars != nil {
 		sc = be.fm(op, s.Scalars)
 	}

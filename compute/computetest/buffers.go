@@ -442,6 +442,25 @@ func testPanics(s *suite) {
 		{"SampleAlias col = order", func() { be.SampleAlias(ai(4), 2, 2, th3, ai(3), 1, 0) }},
 		{"SampleAlias out not a multiple of order", func() { be.SampleAlias(ai(5), 2, 0, th3, ai(3), 1, 0) }},
 		{"SampleAlias empty table", func() { be.SampleAlias(ai(4), 2, 0, ai(0), ai(0), 1, 0) }},
+		{"Adam L2 negative", func() {
+			be.Adam(x10, a(10), a(10), a(10), compute.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, T: 1, L2: -1e-4})
+		}},
+		{"Adam L2 NaN", func() {
+			be.Adam(x10, a(10), a(10), a(10), compute.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, T: 1, L2: math.NaN()})
+		}},
+		{"SparseAdam L2 +Inf", func() {
+			be.SparseAdam(x10, a(4), a(10), a(10), cells2, ai(1), 2, compute.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, T: 1, L2: math.Inf(1)})
+		}},
+		// Pairwise: y2 is 2 cells, x of order 2 and width 5 is 2×10 (20).
+		{"PairwiseForward order 0", func() { be.PairwiseForward(x2, a(20), 0, 5) }},
+		{"PairwiseForward width 1", func() { be.PairwiseForward(x2, a(4), 2, 1) }},
+		{"PairwiseForward x of wrong length", func() { be.PairwiseForward(x2, a(21), 2, 5) }},
+		{"PairwiseForward nil y", func() { be.PairwiseForward(nil, a(20), 2, 5) }},
+		{"PairwiseForward of a foreign F32", func() { be.PairwiseForward(foreignF32{2}, a(20), 2, 5) }},
+		{"PairwiseBackward dx of wrong length", func() { be.PairwiseBackward(a(19), x2, a(20), 2, 5) }},
+		{"PairwiseBackward dy of wrong length", func() { be.PairwiseBackward(a(20), x1, a(20), 2, 5) }},
+		{"PairwiseBackward width 1", func() { be.PairwiseBackward(a(4), x2, a(4), 2, 1) }},
+		{"PairwiseBackward nil dx", func() { be.PairwiseBackward(nil, x2, a(20), 2, 5) }},
 	}
 	// Every operation that takes a Layout panics on every value that is
 	// not ModeMajor or RankMajor, with otherwise valid arguments.
@@ -465,6 +484,14 @@ func testPanics(s *suite) {
 		}) {
 			s.errorf("layout %d: valid arguments panicked", l)
 		}
+	}
+	// Valid pairwise and L2 calls do not panic.
+	if panics(func() {
+		be.PairwiseForward(x2, a(20), 2, 5)
+		be.PairwiseBackward(a(20), x2, a(20), 2, 5)
+		be.Adam(a(10), a(10), a(10), a(10), compute.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, T: 1, L2: 1e-4})
+	}) {
+		s.errorf("valid PairwiseForward, PairwiseBackward or Adam with L2 panicked")
 	}
 	for _, c := range cases {
 		if !panics(c.f) {

@@ -301,11 +301,21 @@ func testInfluenceDot(s *suite) {
 // float64 hyper-parameters to float32 included: m and v are a sum of two
 // products, one of them of g·g, with rounded coefficients (5); p adds the
 // square root, the bias corrections, ε, the division, the step size and the
-// subtraction (8).
+// subtraction (8). Coupled L2 (AdamStep.L2) adds three to each: the
+// rounding of L2 to float32, the product L2·p and its sum with g.
 const (
 	adamKMV = 5
 	adamKP  = 8
+	adamKL2 = 3
 )
+
+// adamK returns the reduction lengths of m and v, and of p, for s.
+func adamK(s compute.AdamStep) (kmv, kp int) {
+	if s.L2 != 0 {
+		return adamKMV + adamKL2, adamKP + adamKL2
+	}
+	return adamKMV, adamKP
+}
 
 // testAdam runs three steps (T = 1, 2, 3) from m = v = 0 with a new gradient
 // each step. Each step is checked from the backend's own state after the
@@ -316,6 +326,9 @@ func testAdam(s *suite) {
 	settings := []compute.AdamStep{
 		{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
 		{LR: 0.5, Beta1: 0.8, Beta2: 0.99, Eps: 1e-3},
+		// Coupled L2 (AdamStep.L2): g + L2·p in place of g.
+		{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, L2: 0.05},
+		{LR: 0.5, Beta1: 0.8, Beta2: 0.99, Eps: 1e-3, L2: 2},
 	}
 	for _, n := range append(slices.Clone(batches), 1000) {
 		for _, hp := range settings {
@@ -328,7 +341,7 @@ func testAdam(s *suite) {
 			for step := 1; step <= 3; step++ {
 				st := hp
 				st.T = step
-				desc := fmt.Sprintf("Adam n=%d lr=%g β₁=%g β₂=%g ε=%g T=%d", n, st.LR, st.Beta1, st.Beta2, st.Eps, st.T)
+				desc := fmt.Sprintf("Adam n=%d lr=%g β₁=%g β₂=%g ε=%g L2=%g T=%d", n, st.LR, st.Beta1, st.Beta2, st.Eps, st.L2, st.T)
 				g.init = grads[step-1]
 				s.reset(g)
 				wp := f64(s.read(desc, p))
@@ -338,24 +351,37 @@ func testAdam(s *suite) {
 				// β₂v and (1−β₂)g², p and the update.
 				gd := f64(g.init)
 				p0 := slices.Clone(wp)
-				magM := termSize(n, func(i int) (float64, float64) { return st.Beta1 * wm[i], (1 - st.Beta1) * gd[i] })
-				magV := termSize(n, func(i int) (float64, float64) { return st.Beta2 * wv[i], (1 - st.Beta2) * gd[i] * gd[i] })
+				// The gradient the moments see: g, or g + L2·p, one
+				// more term (and rounding) in each.
+				ge := slices.Clone(gd)
+				if st.L2 != 0 {
+					for i := range ge {
+						ge[i] += st.L2 * wp[i]
+					}
+				}
+				magM := termSize(n, func(i int) (float64, float64) {
+					return st.Beta1 * wm[i], (1 - st.Beta1) * math.Max(math.Abs(gd[i]), math.Abs(ge[i]))
+				})
+				magV := termSize(n, func(i int) (float64, float64) {
+					return st.Beta2 * wv[i], (1 - st.Beta2) * math.Max(gd[i]*gd[i], ge[i]*ge[i])
+				})
 				s.be.Adam(p.view, g.view, m.view, v.view, st)
 				ref.Adam(wp, gd, wm, wv, st)
 				magP := termSize(n, func(i int) (float64, float64) { return p0[i], p0[i] - wp[i] })
 				final[0] = slices.Clone(s.read(desc, p))
 				final[1] = slices.Clone(s.read(desc, m))
 				final[2] = slices.Clone(s.read(desc, v))
-				s.close(desc, NewShape("m", "i", n), final[1], wm, adamKMV, max(magM, RMS(wm)))
-				s.close(desc, NewShape("v", "i", n), final[2], wv, adamKMV, max(magV, RMS(wv)))
-				s.close(desc, NewShape("p", "i", n), final[0], wp, adamKP, max(magP, RMS(wp)))
+				kmv, kp := adamK(st)
+				s.close(desc, NewShape("m", "i", n), final[1], wm, kmv, max(magM, RMS(wm)))
+				s.close(desc, NewShape("v", "i", n), final[2], wv, kmv, max(magV, RMS(wv)))
+				s.close(desc, NewShape("p", "i", n), final[0], wp, kp, max(magP, RMS(wp)))
 				s.unchanged(desc, []*fbuf{g}, nil)
 			}
 			// Determinism: the same three steps from the same start, with
 			// the per-step constants read from a buffer (AdamStep.Scalars,
 			// as a captured graph replays Adam) and T left at 1, which
 			// must not matter then.
-			desc := fmt.Sprintf("Adam n=%d lr=%g rerun with Scalars", n, hp.LR)
+			desc := fmt.Sprintf("Adam n=%d lr=%g L2=%g rerun with Scalars", n, hp.LR, hp.L2)
 			s.reset(p)
 			s.reset(m)
 			s.reset(v)

@@ -133,10 +133,20 @@ func pos(n, e, width, order int, layout compute.Layout) int {
 }
 
 // testSparseAdam runs three steps on the rows a batch touched, against
-// ref.SparseAdam; the rows not touched keep their bits, and every touched
-// element gets the bits of Adam applied to that row alone.
+// ref.SparseAdam, without and with coupled L2 (AdamStep.L2); the rows not
+// touched keep their bits (L2 decays only the listed rows), and every
+// touched element gets the bits of Adam applied to that row alone.
 func testSparseAdam(s *suite) {
-	hp := compute.AdamStep{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	for _, hp := range []compute.AdamStep{
+		{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
+		{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, L2: 0.05},
+	} {
+		sparseAdamCases(s, hp)
+	}
+}
+
+func sparseAdamCases(s *suite, hp compute.AdamStep) {
+	kmv, kp := adamK(hp)
 	for _, dims := range modeSets {
 		for _, batch := range []int{0, 1, 33, 257} {
 			for _, width := range widths {
@@ -151,7 +161,7 @@ func testSparseAdam(s *suite) {
 				pd, md, vd := s.f32("p", p.init), s.f32("m", m.init), s.f32("v", v.init)
 				rows, count := s.i32("rows", rowFull), s.i32("count", []int32{int32(u)})
 				wp, wm, wv := f64(p.init), f64(m.init), f64(v.init)
-				desc0 := fmt.Sprintf("SparseAdam I=%v B=%d E=%d", dims[:order], batch, width)
+				desc0 := fmt.Sprintf("SparseAdam I=%v B=%d E=%d L2=%g", dims[:order], batch, width, hp.L2)
 				sc := s.f32("scalars", make([]float32, 2))
 				for step := 1; step <= 3; step++ {
 					st := hp
@@ -177,9 +187,9 @@ func testSparseAdam(s *suite) {
 						s.be.Adam(pd.view.Slice(o, width), g.view.Slice(i*width, width), md.view.Slice(o, width), vd.view.Slice(o, width), rowSt)
 					}
 					gotP, gotM, gotV := slices.Clone(s.read(desc, p)), slices.Clone(s.read(desc, m)), slices.Clone(s.read(desc, v))
-					s.close(desc, NewShape("m", "i", n), gotM, wm, adamKMV, RMS(wm))
-					s.close(desc, NewShape("v", "i", n), gotV, wv, adamKMV, RMS(wv))
-					s.close(desc, NewShape("p", "i", n), gotP, wp, adamKP, RMS(wp))
+					s.close(desc, NewShape("m", "i", n), gotM, wm, kmv, RMS(wm))
+					s.close(desc, NewShape("v", "i", n), gotV, wv, kmv, RMS(wv))
+					s.close(desc, NewShape("p", "i", n), gotP, wp, kp, RMS(wp))
 					s.sameBits(desc+" (Adam on the rows)", "p", s.read(desc, pd), gotP)
 					s.sameBits(desc+" (Adam on the rows)", "m", s.read(desc, md), gotM)
 					s.sameBits(desc+" (Adam on the rows)", "v", s.read(desc, vd), gotV)
@@ -190,15 +200,18 @@ func testSparseAdam(s *suite) {
 				for _, r := range rowv {
 					touched[int(r)] = true
 				}
-				gotP := s.read(desc0, p)
-				for r := 0; r < tableRows; r++ {
-					if touched[r] {
-						continue
-					}
-					for e := 0; e < width; e++ {
-						if math.Float32bits(gotP[r*width+e]) != math.Float32bits(p.init[r*width+e]) {
-							s.errorf("%s: untouched row %d changed at element %d: %v → %v", desc0, r, e, p.init[r*width+e], gotP[r*width+e])
-							break
+				for _, b := range []*fbuf{p, m, v} {
+					got := s.read(desc0, b)
+				rows:
+					for r := 0; r < tableRows; r++ {
+						if touched[r] {
+							continue
+						}
+						for e := 0; e < width; e++ {
+							if math.Float32bits(got[r*width+e]) != math.Float32bits(b.init[r*width+e]) {
+								s.errorf("%s: untouched row %d of %s changed at element %d: %v → %v", desc0, r, b.name, e, b.init[r*width+e], got[r*width+e])
+								break rows
+							}
 						}
 					}
 				}

@@ -98,6 +98,8 @@ var suiteOps = []struct {
 	{"DistinctRows", testDistinctRows},
 	{"CompactRows", testCompactRows},
 	{"SparseAdam", testSparseAdam},
+	{"PairwiseForward", testPairwiseForward},
+	{"PairwiseBackward", testPairwiseBackward},
 	{"InfluenceDot", testInfluenceDot},
 	{"EmbeddingInfluence", testEmbeddingInfluence},
 	{"EntityImportance", testEntityImportance},

@@ -97,3 +97,57 @@ func TestAdamLoops(t *testing.T) {
 		}
 	}
 }
+
+// TestAdamL2: with AdamStep.L2 = λ, Adam gives each element the bits of
+// plain float32 Adam with the gradient g + fl(float32(λ)·p) (p before the
+// step), on every kernel path and for a length that is not a multiple of
+// the L2 block or of 8; SparseAdam gives the listed rows those bits and
+// leaves the other rows (and their moments) alone.
+func TestAdamL2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 13))
+	const n = 2*l2Block + 37
+	for _, k := range Kernels() {
+		be, err := NewWith(Options{Kernel: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l2 := range []float64{1e-4, 0.3} {
+			s := compute.AdamStep{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, T: 3, L2: l2}
+			c := adamConstants(s)
+			p, g, m, v := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+			for i := range p {
+				p[i], g[i], m[i], v[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64()*1e-2), float32(rng.NormFloat64()*1e-3), float32(rng.Float64()*1e-4)
+			}
+			want := make([][3]float32, n)
+			for i := range p {
+				gi := g[i] + float32(float32(l2)*p[i])
+				a, b, d := adamF32(p[i], gi, m[i], v[i], c)
+				want[i] = [3]float32{a, b, d}
+			}
+			pp, mm, vv := append([]float32(nil), p...), append([]float32(nil), m...), append([]float32(nil), v...)
+			be.Adam(vec(pp), vec(g), vec(mm), vec(vv), s)
+			for i := range pp {
+				if got := [3]float32{pp[i], mm[i], vv[i]}; got != want[i] {
+					t.Fatalf("%s L2 %g: Adam element %d is %v, want %v", k, l2, i, got, want[i])
+				}
+			}
+			// SparseAdam on a 3-row view of the same data: rows 2 and 0
+			// listed (rows hold n/3 elements), row 1 not.
+			w := n / 3
+			pp, mm, vv = append([]float32(nil), p[:3*w]...), append([]float32(nil), m[:3*w]...), append([]float32(nil), v[:3*w]...)
+			gc := make([]float32, 2*w)
+			copy(gc[:w], g[2*w:3*w])
+			copy(gc[w:], g[:w])
+			be.SparseAdam(vec(pp), vec(gc), vec(mm), vec(vv), ivec{2, 0}, ivec{2}, w, s)
+			for i := 0; i < 3*w; i++ {
+				w3 := want[i]
+				if i >= w && i < 2*w {
+					w3 = [3]float32{p[i], m[i], v[i]}
+				}
+				if got := [3]float32{pp[i], mm[i], vv[i]}; got != w3 {
+					t.Fatalf("%s L2 %g: SparseAdam element %d (row %d) is %v, want %v", k, l2, i, i/w, got, w3)
+				}
+			}
+		}
+	}
+}

@@ -13,6 +13,10 @@ type adamConst struct {
 	b1, b2, omb1, omb2, step, rc2, eps float32
 	_                                  float32
 	d                                  [7]float64 // b1 … eps, at byte 32
+	// l2 is float32(AdamStep.L2): with l2 ≠ 0 the loops use the gradient
+	// g + fl(l2·p), formed in float32 (adamRange). The assembly does
+	// not read it.
+	l2 float32
 }
 
 // Adam implements compute.Backend.Adam (in place), split over goroutines by
@@ -25,13 +29,43 @@ func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 		// Ranges start at multiples of 8 where possible so the SIMD
 		// loop covers nearly all; either way each element's arithmetic
 		// is the same.
-		p, g, m, v := ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi]
-		done := 0
-		if be.simd {
-			done = adamSIMD(p, g, m, v, c)
-		}
-		adamGo(p[done:], g[done:], m[done:], v[done:], c)
+		adamRange(ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi], c, be.simd)
 	})
+}
+
+// l2Block is how many elements adamRange forms the L2 gradient of at a
+// time, on its stack (a multiple of 8, so blocks keep the SIMD loop's
+// alignment).
+const l2Block = 512
+
+// adamRange applies Adam to p, m, v with gradient g: the SIMD loop over
+// the largest multiple of 8 elements when simd, adamGo over the rest. With
+// c.l2 ≠ 0 the gradient is g + fl(l2·p) in float32, formed block by block
+// into a buffer on the stack (so the step allocates nothing); with l2 = 0
+// g is used as it is, the arithmetic of a step without L2, bit for bit.
+func adamRange(p, g, m, v []float32, c *adamConst, simd bool) {
+	if c.l2 == 0 {
+		adamPlain(p, g, m, v, c, simd)
+		return
+	}
+	var buf [l2Block]float32
+	for lo := 0; lo < len(p); lo += l2Block {
+		hi := min(lo+l2Block, len(p))
+		t, pb := buf[:hi-lo], p[lo:hi]
+		for i, gv := range g[lo:hi] {
+			t[i] = gv + float32(c.l2*pb[i]) // the conversion keeps them unfused
+		}
+		adamPlain(pb, t, m[lo:hi], v[lo:hi], c, simd)
+	}
+}
+
+// adamPlain is Adam's element loop on p, g, m, v, SIMD then Go.
+func adamPlain(p, g, m, v []float32, c *adamConst, simd bool) {
+	done := 0
+	if simd {
+		done = adamSIMD(p, g, m, v, c)
+	}
+	adamGo(p[done:], g[done:], m[done:], v[done:], c)
 }
 
 // adamGo is the Adam loop in Go: the float32 operations of adamAVX2, in

@@ -105,7 +105,8 @@ func (be *Backend) CompactRows(grad, dx compute.F32, starts, perm, count compute
 
 // SparseAdam implements compute.Backend.SparseAdam (in place on the listed
 // rows), each row with Adam's loop, so an element gets the bits dense Adam
-// would give it with the same gradient.
+// would give it with the same gradient (and the same L2: only the listed
+// rows are decayed).
 func (be *Backend) SparseAdam(p, g, m, v compute.F32, rows, count compute.I32, width int, s compute.AdamStep) {
 	ps, gs, ms, vs, rs, cs := f(p), f(g), f(m), f(v), iv(rows), iv(count)
 	tableRows, k := compute.CheckSparseAdam(p, g, m, v, rows, count, width, s)
@@ -130,12 +131,7 @@ func (be *Backend) SparseAdam(p, g, m, v compute.F32, rows, count compute.I32, w
 				prefetchRows(vs, rs[a:b], width)
 			}
 			o := int(rs[i]) * width
-			p, g, m, v := ps[o:o+width], gs[i*width:(i+1)*width], ms[o:o+width], vs[o:o+width]
-			done := 0
-			if be.simd {
-				done = adamSIMD(p, g, m, v, c)
-			}
-			adamGo(p[done:], g[done:], m[done:], v[done:], c)
+			adamRange(ps[o:o+width], gs[i*width:(i+1)*width], ms[o:o+width], vs[o:o+width], c, be.simd)
 		}
 	})
 }
@@ -158,6 +154,7 @@ func adamConstants(s compute.AdamStep) *adamConst {
 		b1: float32(s.Beta1), b2: float32(s.Beta2),
 		omb1: float32(1 - s.Beta1), omb2: float32(1 - s.Beta2),
 		step: sc[0], rc2: sc[1], eps: float32(s.Eps),
+		l2: float32(s.L2),
 	}
 	c.d = [7]float64{float64(c.b1), float64(c.b2), float64(c.omb1), float64(c.omb2), float64(c.step), float64(c.rc2), float64(c.eps)}
 	return c

@@ -127,14 +127,60 @@ func MSEGrad(delta, sq, pred, y []float64, scale float64) {
 	}
 }
 
-// Adam is compute.Backend.Adam (in place).
+// Adam is compute.Backend.Adam (in place). With s.L2 > 0 the gradient is
+// g + L2·p, p before the step (coupled L2; compute.AdamStep).
 func Adam(p, g, m, v []float64, s compute.AdamStep) {
 	c1 := 1 - math.Pow(s.Beta1, float64(s.T))
 	c2 := 1 - math.Pow(s.Beta2, float64(s.T))
 	for i := range p {
-		m[i] = s.Beta1*m[i] + (1-s.Beta1)*g[i]
-		v[i] = s.Beta2*v[i] + (1-s.Beta2)*g[i]*g[i]
+		gi := g[i]
+		if s.L2 != 0 {
+			gi += s.L2 * p[i]
+		}
+		m[i] = s.Beta1*m[i] + (1-s.Beta1)*gi
+		v[i] = s.Beta2*v[i] + (1-s.Beta2)*gi*gi
 		p[i] -= s.LR / c1 * m[i] / (math.Sqrt(v[i])/math.Sqrt(c2) + s.Eps)
+	}
+}
+
+// PairwiseForward is compute.Backend.PairwiseForward (+=): the bias
+// column summed over the modes plus, for every pair of modes n < n′, the
+// dot product of their K = width−1 factor columns, written as the double
+// loop of the definition (Rendle, ICDM 2010, eq. 1).
+func PairwiseForward(y, x []float64, order, width int) {
+	k := width - 1
+	for b := range y {
+		xb := x[b*order*width : (b+1)*order*width]
+		s := 0.0
+		for n := 0; n < order; n++ {
+			s += xb[n*width+k]
+			for n2 := n + 1; n2 < order; n2++ {
+				for f := 0; f < k; f++ {
+					s += xb[n*width+f] * xb[n2*width+f]
+				}
+			}
+		}
+		y[b] += s
+	}
+}
+
+// PairwiseBackward is compute.Backend.PairwiseBackward (+=).
+func PairwiseBackward(dx, dy, x []float64, order, width int) {
+	k := width - 1
+	for b := range dy {
+		o := b * order * width
+		for n := 0; n < order; n++ {
+			for f := 0; f < k; f++ {
+				s := 0.0
+				for n2 := 0; n2 < order; n2++ {
+					if n2 != n {
+						s += x[o+n2*width+f]
+					}
+				}
+				dx[o+n*width+f] += dy[b] * s
+			}
+			dx[o+n*width+k] += dy[b]
+		}
 	}
 }
 
