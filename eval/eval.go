@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,10 +36,15 @@ func VariantNames() []string {
 
 // Spec describes an evaluation.
 type Spec struct {
-	Methods []string    // names of dain.Variants; "dain" is the reference of the t-tests
-	Ratios  []float64   // augmentation ratios; 0 is the shared no-augmentation baseline
-	Repeats int         // splits; repeat r uses seed Base.Seed + r
-	Base    dain.Config // hyper-parameters shared by every run (Method etc. are overridden)
+	Methods []string  // names of dain.Variants; "dain" is the reference of the t-tests
+	Ratios  []float64 // augmentation ratios; 0 is the shared no-augmentation baseline
+	Repeats int       // splits; repeat r uses seed Base.Seed + r
+	// Baselines are final-model kinds (dain.FinalModels names but auto)
+	// each trained on every split's training cells alone: a Run of method
+	// Plain with its Model set, at ratio 0, so that a study shows the
+	// best plain completion beside the augmentations.
+	Baselines []string
+	Base      dain.Config // hyper-parameters shared by every run (Method etc. are overridden)
 	// Progress, if not nil, receives a progress bar over the runs.
 	Progress io.Writer
 	// Resume, if not nil, holds an earlier, interrupted evaluation of the
@@ -74,6 +80,16 @@ func (s *Spec) Validate() error {
 	if len(s.Ratios) == 0 {
 		return fmt.Errorf("no ratios")
 	}
+	seenB := map[string]bool{}
+	for _, b := range s.Baselines {
+		if _, ok := dain.FinalModelNamed(b); !ok || b == dain.FinalAuto {
+			return fmt.Errorf("unknown baseline model %q: want some of %s", b, strings.Join(BaselineNames(), ", "))
+		}
+		if seenB[b] {
+			return fmt.Errorf("baseline model %q given twice", b)
+		}
+		seenB[b] = true
+	}
 	for _, r := range s.Ratios {
 		if err := dain.CheckRatio(r); err != nil {
 			return err
@@ -89,11 +105,27 @@ func (s *Spec) Validate() error {
 	return b.Validate()
 }
 
+// Plain is the method name of the baseline runs (Spec.Baselines): a final
+// model trained on the training cells alone, named by Run.Model.
+const Plain = "plain"
+
+// BaselineNames are the accepted Spec.Baselines values.
+func BaselineNames() []string {
+	var out []string
+	for _, f := range dain.FinalModels {
+		if f.Name != dain.FinalAuto {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
 // Run is one trained downstream model.
 type Run struct {
 	Repeat     int     `json:"repeat"`
 	Seed       uint64  `json:"seed"`
 	Method     string  `json:"method"`
+	Model      string  `json:"model,omitempty"` // the final model of a Plain run
 	Ratio      float64 `json:"ratio"`
 	NAug       int     `json:"n_aug"`
 	RMSE       float64 `json:"rmse"`
@@ -130,7 +162,7 @@ func Evaluate(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*
 	}
 	var bar *progressbar.ProgressBar
 	if s.Progress != nil {
-		total := s.Repeats * (1 + len(s.Methods)*positive)
+		total := s.Repeats * (1 + len(s.Baselines) + len(s.Methods)*positive)
 		bar = progressbar.NewOptions(total,
 			progressbar.OptionSetWriter(s.Progress),
 			progressbar.OptionSetDescription("dainx eval"),
@@ -159,11 +191,11 @@ func Evaluate(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*
 		if s.Only != nil && !s.Only(r) {
 			continue
 		}
-		if runs := resumed(s.Resume, r+1, base.Seed, s.Methods, ratios); runs != nil {
+		if runs := resumed(s.Resume, r+1, base.Seed, s.Methods, ratios, s.Baselines); runs != nil {
 			res.Runs = append(res.Runs, runs...)
 			if bar != nil {
 				bar.Describe(fmt.Sprintf("repeat %d: resumed", r+1))
-				bar.Add(1 + len(s.Methods)*positive)
+				bar.Add(1 + len(s.Baselines) + len(s.Methods)*positive)
 			}
 			continue
 		}
@@ -188,7 +220,7 @@ func Evaluate(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*
 
 // resumed returns the runs of repeat (1-based) with seed for every method
 // and ratio from prev, or nil unless prev holds all of them exactly once.
-func resumed(prev *Results, repeat int, seed uint64, methods []string, ratios []float64) []Run {
+func resumed(prev *Results, repeat int, seed uint64, methods []string, ratios []float64, baselines []string) []Run {
 	if prev == nil {
 		return nil
 	}
@@ -196,9 +228,19 @@ func resumed(prev *Results, repeat int, seed uint64, methods []string, ratios []
 		m string
 		q float64
 	}
+	var plain []Run
+	for _, b := range baselines {
+		i := slices.IndexFunc(prev.Runs, func(run Run) bool {
+			return run.Repeat == repeat && run.Seed == seed && run.Method == Plain && run.Model == b
+		})
+		if i < 0 {
+			return nil
+		}
+		plain = append(plain, prev.Runs[i])
+	}
 	found := map[key]Run{}
 	for _, run := range prev.Runs {
-		if run.Repeat != repeat || run.Seed != seed {
+		if run.Repeat != repeat || run.Seed != seed || run.Method == Plain {
 			continue
 		}
 		k := key{run.Method, run.Ratio}
@@ -217,7 +259,7 @@ func resumed(prev *Results, repeat int, seed uint64, methods []string, ratios []
 			out = append(out, run)
 		}
 	}
-	return out
+	return append(out, plain...)
 }
 
 func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config, r int, ratios []float64, be compute.Backend, step func(string)) ([]Run, error) {
@@ -238,6 +280,21 @@ func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config
 	}
 	step(fmt.Sprintf("repeat %d: baseline", r+1))
 	var runs []Run
+	resolved, _, err := e.Resolve(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range s.Baselines {
+		rmse, res, sec := rmse0, res0, sec0 // the final model's own is the ratio-0 run
+		if b != resolved.FinalModelName() {
+			rmse, res, sec, err = e.Plain(ctx, b)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("repeat %d, baseline %s: %w", r+1, b, err)
+		}
+		runs = append(runs, Run{Repeat: r + 1, Seed: base.Seed, Method: Plain, Model: b, RMSE: rmse, BestEpoch: res.BestEpoch, SecRetrain: sec, SecTotal: sec})
+		step(fmt.Sprintf("repeat %d: %s alone", r+1, b))
+	}
 	nTrain := e.Train.NNZ()
 	for i, m := range s.Methods {
 		for _, ratio := range ratios {

@@ -189,3 +189,102 @@ func TestResume(t *testing.T) {
 		t.Errorf("other seed: %d AfterRepeat calls, %v", calls, err)
 	}
 }
+
+// TestBaselines (issue 37): -baselines adds one plain run per model and
+// split, at ratio 0: the final model's own is the ratio-0 run, another
+// model's is that model trained on the training cells alone (bayes-fm's
+// equals the ratio-0 run of an evaluation whose final model is bayes-fm);
+// the summary has their rows and no method named plain; a resumed
+// evaluation keeps them; auto and unknown names are refused.
+func TestBaselines(t *testing.T) {
+	x, base := tinyDemo(t, 1500)
+	base.BayesSamples = 20
+	spec := Spec{Methods: []string{"dain"}, Ratios: []float64{0, 0.2}, Repeats: 2, Base: base, Baselines: []string{dain.FinalMLP, dain.FinalBayesFM, dain.FinalFM}}
+	res, err := Evaluate(context.Background(), x, spec, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bayesBase := base
+	bayesBase.FinalModel = dain.FinalBayesFM
+	other, err := Evaluate(context.Background(), x, Spec{Methods: []string{"dain"}, Ratios: []float64{0}, Repeats: 2, Base: bayesBase}, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := map[[2]any]float64{}
+	ratio0 := map[int]float64{}
+	for _, r := range res.Runs {
+		if r.Method == Plain {
+			plain[[2]any{r.Model, r.Repeat}] = r.RMSE
+		} else if r.Ratio == 0 {
+			ratio0[r.Repeat] = r.RMSE
+		}
+	}
+	if len(plain) != 6 {
+		t.Fatalf("%d plain runs, want 6: %v", len(plain), plain)
+	}
+	for _, o := range other.Runs {
+		rep := o.Repeat
+		if plain[[2]any{dain.FinalMLP, rep}] != ratio0[rep] {
+			t.Errorf("repeat %d: plain mlp %v, the ratio-0 run %v", rep, plain[[2]any{dain.FinalMLP, rep}], ratio0[rep])
+		}
+		if plain[[2]any{dain.FinalBayesFM, rep}] != o.RMSE {
+			t.Errorf("repeat %d: plain bayes-fm %v, bayes-fm's ratio-0 run %v", rep, plain[[2]any{dain.FinalBayesFM, rep}], o.RMSE)
+		}
+		if v := plain[[2]any{dain.FinalFM, rep}]; !(v > 0) || v == ratio0[rep] {
+			t.Errorf("repeat %d: plain fm %v (mlp %v)", rep, v, ratio0[rep])
+		}
+	}
+	s := res.Summarise()
+	if len(s.Plain) != 3 || s.Plain[0].Model != dain.FinalMLP || s.Plain[0].N != 2 || slicesContains(s.Methods, Plain) {
+		t.Errorf("summary: plain %+v, methods %v", s.Plain, s.Methods)
+	}
+	dir := t.TempDir()
+	if err := res.WriteDir(dir, Provenance{Baselines: spec.Baselines}); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if !strings.Contains(string(md), "| bayes-fm | 2 |") {
+		t.Errorf("summary.md lacks the bayes-fm baseline row:\n%s", md)
+	}
+	// A resumed evaluation takes the repeats it finds whole, plain runs
+	// included (a marked value survives), and runs a repeat whose plain
+	// run is missing again.
+	prev := &Results{Seconds: res.Seconds}
+	for _, r := range res.Runs {
+		if r.Method == Plain && r.Model == dain.FinalFM {
+			if r.Repeat == 2 {
+				continue
+			}
+			r.RMSE = 42
+		}
+		prev.Runs = append(prev.Runs, r)
+	}
+	spec.Resume = prev
+	again, err := Evaluate(context.Background(), x, spec, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Runs) != len(res.Runs) {
+		t.Errorf("resumed: %d runs, want %d", len(again.Runs), len(res.Runs))
+	}
+	for _, r := range again.Runs {
+		if r.Method == Plain && r.Model == dain.FinalFM && (r.Repeat == 1) != (r.RMSE == 42) {
+			t.Errorf("resumed: repeat %d's plain fm %v (42 is repeat 1's, kept)", r.Repeat, r.RMSE)
+		}
+	}
+	for _, bad := range []string{dain.FinalAuto, "xgboost"} {
+		s := Spec{Methods: []string{"dain"}, Ratios: []float64{0}, Repeats: 1, Base: base, Baselines: []string{bad}}
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "baseline") {
+			t.Errorf("baseline %q: %v", bad, err)
+		}
+	}
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,6 +43,19 @@ type Summary struct {
 	// Comparisons are every method against each of References present,
 	// Holm-corrected (Results.Compare).
 	Comparisons []Comparison
+	// Plain are the baseline runs (Spec.Baselines) per final model, in
+	// their order: each model on the training cells alone.
+	Plain []PlainCell
+}
+
+// PlainCell is one final model's no-augmentation baseline over the
+// splits: test RMSE mean ± std and mean seconds.
+type PlainCell struct {
+	Model   string  `json:"model"`
+	N       int     `json:"n"`
+	Mean    float64 `json:"rmse_mean"`
+	Std     float64 `json:"rmse_std"`
+	Seconds float64 `json:"seconds_mean"`
 }
 
 // Summarise computes mean ± standard deviation of the test RMSE and of the
@@ -57,7 +71,15 @@ func (r *Results) Summarise() Summary {
 	rmse := map[string]map[float64][]float64{}
 	secs := map[string]map[float64][]float64{}
 	ratios := map[float64]bool{}
+	plain := map[string][]Run{}
 	for _, run := range runs {
+		if run.Method == Plain {
+			if plain[run.Model] == nil {
+				s.Plain = append(s.Plain, PlainCell{Model: run.Model})
+			}
+			plain[run.Model] = append(plain[run.Model], run)
+			continue
+		}
 		if rmse[run.Method] == nil {
 			rmse[run.Method], secs[run.Method] = map[float64][]float64{}, map[float64][]float64{}
 		}
@@ -69,6 +91,15 @@ func (r *Results) Summarise() Summary {
 		s.Ratios = append(s.Ratios, q)
 	}
 	sort.Float64s(s.Ratios)
+	for i, p := range s.Plain {
+		var x, sec []float64
+		for _, run := range plain[p.Model] {
+			x, sec = append(x, run.RMSE), append(sec, run.SecTotal)
+		}
+		s.Plain[i].N = len(x)
+		s.Plain[i].Mean, s.Plain[i].Std = MeanStd(x)
+		s.Plain[i].Seconds, _ = MeanStd(sec)
+	}
 	for _, m := range s.Methods {
 		s.Cells[m] = map[float64]Cell{}
 		for _, q := range s.Ratios {
@@ -105,7 +136,7 @@ func Load(dir string) (*Results, Provenance, error) {
 	r := &Results{Runs: f.Runs, Seconds: f.Seconds}
 	seen := map[string]bool{}
 	for _, run := range f.Runs {
-		if !seen[run.Method] {
+		if !seen[run.Method] && run.Method != Plain {
 			seen[run.Method] = true
 			r.Spec.Methods = append(r.Spec.Methods, run.Method)
 		}
@@ -181,10 +212,21 @@ func f64(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 func (r *Results) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"repeat", "seed", "method", "ratio", "n_aug", "rmse", "best_epoch", "seconds_fixed", "seconds_augment", "seconds_retrain", "seconds_total"})
+	head := []string{"repeat", "seed", "method", "ratio", "n_aug", "rmse", "best_epoch", "seconds_fixed", "seconds_augment", "seconds_retrain", "seconds_total"}
+	// The model column exists when a plain baseline does (files of
+	// evaluations without -baselines keep their columns).
+	models := slices.ContainsFunc(r.Runs, func(x Run) bool { return x.Model != "" })
+	if models {
+		head = append(head, "model")
+	}
+	cw.Write(head)
 	for _, x := range r.Runs {
-		cw.Write([]string{strconv.Itoa(x.Repeat), strconv.FormatUint(x.Seed, 10), x.Method, f64(x.Ratio), strconv.Itoa(x.NAug),
-			f64(x.RMSE), strconv.Itoa(x.BestEpoch), f64(x.SecFixed), f64(x.SecAugment), f64(x.SecRetrain), f64(x.SecTotal)})
+		row := []string{strconv.Itoa(x.Repeat), strconv.FormatUint(x.Seed, 10), x.Method, f64(x.Ratio), strconv.Itoa(x.NAug),
+			f64(x.RMSE), strconv.Itoa(x.BestEpoch), f64(x.SecFixed), f64(x.SecAugment), f64(x.SecRetrain), f64(x.SecTotal)}
+		if models {
+			row = append(row, x.Model)
+		}
+		cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()
@@ -203,6 +245,7 @@ func (s Summary) jsonable() any {
 		PP     *float64 `json:"p_paired_vs_dain"`
 		TP     *float64 `json:"t_paired_vs_dain"`
 		Sec    float64  `json:"seconds_total_mean"`
+		Model  string   `json:"model,omitempty"` // the final model of a plain baseline
 	}
 	opt := func(v float64) *float64 {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -214,8 +257,11 @@ func (s Summary) jsonable() any {
 	for _, m := range s.Methods {
 		for _, q := range s.Ratios {
 			c := s.Cells[m][q]
-			out = append(out, cell{m, q, c.N, c.Mean, c.Std, opt(c.P), opt(c.T), opt(c.PPaired), opt(c.TPaired), c.Seconds})
+			out = append(out, cell{m, q, c.N, c.Mean, c.Std, opt(c.P), opt(c.T), opt(c.PPaired), opt(c.TPaired), c.Seconds, ""})
 		}
+	}
+	for _, p := range s.Plain {
+		out = append(out, cell{Method: Plain, Model: p.Model, N: p.N, Mean: p.Mean, Std: p.Std, Sec: p.Seconds})
 	}
 	return out
 }
@@ -285,6 +331,12 @@ func (s Summary) writeMarkdown(w io.Writer, about string, config any) error {
 				}
 				b.WriteString("\n")
 			}
+		}
+	}
+	if len(s.Plain) > 0 {
+		fmt.Fprintf(&b, "\n## Each final model on the training cells alone (no augmentation), mean ± std\n\n| model | splits | test RMSE | seconds |\n|---|---|---|---|\n")
+		for _, p := range s.Plain {
+			fmt.Fprintf(&b, "| %s | %d | %.4f ± %.4f | %.1f |\n", p.Model, p.N, p.Mean, p.Std, p.Seconds)
 		}
 	}
 	writeComparisons(&b, s.Comparisons)

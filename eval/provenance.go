@@ -30,6 +30,8 @@ type Provenance struct {
 	// Methods and Ratios are those of the Spec.
 	Methods []string  `json:"methods"`
 	Ratios  []float64 `json:"ratios"`
+	// Baselines are the Spec's plain final models (none before they existed).
+	Baselines []string `json:"baselines,omitempty"`
 	// Repeats is the number of finished repeats; RepeatsRequested, when
 	// more, the number asked for (a partial evaluation).
 	Repeats          int      `json:"repeats"`
@@ -303,7 +305,7 @@ func (p Provenance) Compatible(q Provenance, sameSeed bool) error {
 	for _, f := range []struct {
 		name string
 		a, b any
-	}{{"dims", p.Dims, q.Dims}, {"nnz", p.NNZ, q.NNZ}, {"methods", p.Methods, q.Methods}, {"ratios", p.Ratios, q.Ratios}} {
+	}{{"dims", p.Dims, q.Dims}, {"nnz", p.NNZ, q.NNZ}, {"methods", p.Methods, q.Methods}, {"ratios", p.Ratios, q.Ratios}, {"baselines", p.Baselines, q.Baselines}} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			return fmt.Errorf("different %s (%v, %v)", f.name, f.a, f.b)
 		}

@@ -287,7 +287,7 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out string, a
 		res.Runs, res.Seconds = runs, secs[0]
 		p := eval.Provenance{
 			Input: name, Dims: t.Dims, NNZ: t.NNZ(), Backend: be.Name(), Device: be.Device(),
-			Methods: spec.Methods, Ratios: spec.Ratios, Repeats: spec.Repeats, Base: eval.TrainingOf(spec.Base),
+			Methods: spec.Methods, Ratios: spec.Ratios, Baselines: spec.Baselines, Repeats: spec.Repeats, Base: eval.TrainingOf(spec.Base),
 			Command: "dainx eval " + strings.Join(args, " "), Seconds: res.Seconds,
 		}
 		if err := res.WriteDir(out, p); err != nil {

@@ -22,13 +22,14 @@ import (
 func evalCmd(args []string, stdout, stderr io.Writer) int {
 	cfg := dain.DefaultConfig()
 	var in inputFlags
-	var methods, ratios, out, summarize, merge string
+	var methods, ratios, out, summarize, merge, baselines string
 	var repeats int
 	var resume, diagnose bool
 	fs := flag.NewFlagSet("dainx eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	bindInput(fs, &in)
 	fs.StringVar(&methods, "methods", strings.Join(defaultMethods(), ","), "comma-separated `methods`: "+strings.Join(eval.VariantNames(), ", "))
+	fs.StringVar(&baselines, "baselines", "", "comma-separated final `models` ("+strings.Join(eval.BaselineNames(), ", ")+") each also trained on every split's training cells alone: rows of method plain beside the augmentations (the final model's own is the ratio-0 run, reused); empty: none")
 	fs.StringVar(&ratios, "ratios", "0,0.1,0.2,0.3,0.4,0.5", "comma-separated augmentation `ratios` (0 is the no-augmentation baseline, shared by all methods)")
 	fs.IntVar(&repeats, "repeats", 10, "`number` of random splits; repeat r uses seed -seed + r")
 	fs.StringVar(&out, "out", "", "output `directory` for runs.csv, runs.json, summary.md, summary.json, rmse.png and runtime.png (required)")
@@ -75,6 +76,9 @@ Methods:
 		return exitFor("eval", mergeEval(splitList(merge), out, stdout), nil, stderr)
 	}
 	spec := eval.Spec{Methods: splitList(methods), Repeats: repeats}
+	if baselines != "" {
+		spec.Baselines = splitList(baselines)
+	}
 	for _, r := range splitList(ratios) {
 		v, err := strconv.ParseFloat(r, 64)
 		if err != nil {
@@ -168,7 +172,7 @@ func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, re
 	prov := func(seconds float64, done int) eval.Provenance {
 		p := eval.Provenance{
 			Input: name, Dims: t.Dims, NNZ: t.NNZ(), Backend: be.Name(), Device: be.Device(),
-			Methods: spec.Methods, Ratios: spec.Ratios, Repeats: done, Base: eval.TrainingOf(spec.Base),
+			Methods: spec.Methods, Ratios: spec.Ratios, Baselines: spec.Baselines, Repeats: done, Base: eval.TrainingOf(spec.Base),
 			Command: "dainx eval " + strings.Join(args, " "), Seconds: seconds,
 		}
 		if done < spec.Repeats {

@@ -17,9 +17,10 @@ func TestPreset(t *testing.T) {
 		final, predictor, preset string
 	}{
 		{nil, "mlp", "costco", "paper"},
-		{[]string{"-preset", "accurate"}, "bayes-fm", "bayes-fm", "accurate"},
+		{[]string{"-preset", "accurate"}, "bayes-fm", "bayes-fm", "accurate"}, // auto: bayes-fm validates better on the golden input
 		{[]string{"-preset", "accurate", "-predictor", "costco"}, "bayes-fm", "costco", "accurate"},
-		{[]string{"-preset", "accurate", "-final-model", "mlp"}, "mlp", "bayes-fm", "accurate"},
+		{[]string{"-preset", "accurate", "-final-model", "mlp"}, "mlp", "costco", "accurate"}, // the predictor follows the final model
+		{[]string{"-preset", "accurate", "-final-model", "bayes-fm"}, "bayes-fm", "bayes-fm", "accurate"},
 	} {
 		code, stdout, stderr := runCLI(append(base, c.args...)...)
 		if code != 0 {
@@ -40,7 +41,7 @@ func TestPreset(t *testing.T) {
 		want string
 	}{
 		{[]string{"-preset", "fast"}, `-preset "fast": want paper or accurate`},
-		{[]string{"-preset", "accurate", "-model-out", t.TempDir()}, "-model-out saves an MLP"},
+		{[]string{"-preset", "accurate", "-model-out", t.TempDir()}, "-final-model auto (-preset accurate is auto) has no saved form yet"},
 		{[]string{"-final-model", "xgboost"}, `final model "xgboost"`},
 	} {
 		if code, _, stderr := runCLI(append(base, c.args...)...); code != exitUsage || !strings.Contains(stderr, c.want) {

@@ -170,8 +170,8 @@ func (a *Augment) Finish(fs *flag.FlagSet, stderr io.Writer) error {
 	if err := a.Out.Check(); err != nil {
 		return err
 	}
-	if a.Out.ModelOut != "" && a.Config.FinalModelName() == dain.FinalBayesFM {
-		return fmt.Errorf("%w: -model-out saves an MLP Θ′; -final-model bayes-fm (-preset accurate) has no saved form yet: give -final-model mlp with -model-out", ErrUsage)
+	if f := a.Config.FinalModelName(); a.Out.ModelOut != "" && (f == dain.FinalBayesFM || f == dain.FinalAuto) {
+		return fmt.Errorf("%w: -model-out saves a net Θ′ (mlp, fm or hybrid); -final-model %s (-preset accurate is auto) has no saved form yet: give -final-model mlp, fm or hybrid with -model-out", ErrUsage, f)
 	}
 	a.Config.Keep = a.Out.Keep()
 	return nil
