@@ -32,6 +32,27 @@ const (
 	FinalAuto    = "auto"
 )
 
+// FinalModelNamed returns the FinalModels choice called name.
+func FinalModelNamed(name string) (Choice[struct{}], bool) {
+	for _, f := range FinalModels {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Choice[struct{}]{}, false
+}
+
+// Plain trains the final model of kind (a FinalModels name but auto) on
+// the training cells alone, as Downstream does with no new cells, and
+// returns its test RMSE, training result and wall time: the no-augmentation
+// baseline of that model (dainx eval -baselines).
+func (e *Experiment) Plain(ctx context.Context, kind string) (float64, nn.Result, float64, error) {
+	saved := e.cfg
+	defer func() { e.cfg = saved }()
+	e.cfg.FinalModel = kind
+	return e.Downstream(ctx, &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}, "")
+}
+
 // AutoChoice records what -final-model auto (or -predictor auto) chose on
 // a split: the candidates' validation RMSE trained on the training cells
 // alone, and the final model and value predictor that follow.
