@@ -13,7 +13,8 @@ import (
 // FuzzLoad writes fuzzed model.json and model.safetensors bytes to a
 // directory and loads it: Load must return a net or an error, never
 // panic, hang or allocate beyond what the files hold (make fuzz). The
-// seeds are a small saved MLP and CoSTCo, and their truncations.
+// seeds are a small saved MLP, CoSTCo, FM and hybrid, and their
+// truncations.
 func FuzzLoad(f *testing.F) {
 	be := cpu.New()
 	mlp, err := nn.NewMLP(be, nn.Config{Dims: []int{6, 5, 4}, Layers: []int{9, 8, 5}, Capacity: 7}, rand.New(rand.NewPCG(5, 6)))
@@ -24,7 +25,15 @@ func FuzzLoad(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, net := range []*nn.Net{mlp, costco} {
+	fm, err := nn.NewFM(be, nn.FMConfig{Dims: []int{3, 2, 2}, Rank: 2, Capacity: 7}, rand.New(rand.NewPCG(9, 10)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	hybrid, err := nn.NewHybrid(be, nn.Config{Dims: []int{3, 2}, Layers: []int{4, 3}, Capacity: 7}, rand.New(rand.NewPCG(11, 12)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, net := range []*nn.Net{mlp, costco, fm, hybrid} {
 		dir := f.TempDir()
 		if err := Save(dir, DefaultName, net, Meta{Role: "theta-prime"}); err != nil {
 			f.Fatal(err)

@@ -1,6 +1,7 @@
 // Package model saves and loads dainx's trained completion models (the
 // MLP Θ′ of `dainx augment -model-out`, and with -model-out-all Θ and the
-// CoSTCo predictor) in a standard format that numpy and PyTorch read
+// CoSTCo predictor; each may also be a factorization machine or the
+// MLP-FM hybrid) in a standard format that numpy and PyTorch read
 // without dainx. docs/model-format.md describes it for users.
 //
 // # Files
@@ -49,6 +50,16 @@
 // row of R·C (row-major, r then c; the (R,1) convolution) with ReLU, then
 // layer 2 (C→C, ReLU) and layer 3 (C→1, linear). Meta.LayerShapes gives
 // each layer's rows.
+//
+// The factorization machine ("fm", Rendle, ICDM 2010; layout
+// "mode-major", Meta.Rank = K, E = K+1) and the hybrid ("hybrid": the
+// MLP's layers, Meta.Layers, with E ≥ 2) compute their Linear layers as
+// the MLP (the fm has one, [1, N·E]: y = x·W₀ᵀ + b₀), and then add to the
+// value the pairwise term of the cell's embedding rows eₙ =
+// embedding.n[iₙ], whose last column eₙ[K] is the entity's bias and
+// whose first K columns its factors:
+//
+//	Σₙ eₙ[K] + Σ_{n<n'} Σ_{k<K} eₙ[k]·e_{n'}[k]
 //
 // # Errors
 //
@@ -111,21 +122,22 @@ type Meta struct {
 	Format        string `json:"format"`         // Format (from Save)
 	FormatVersion int    `json:"format_version"` // FormatVersion (from Save)
 	Version       string `json:"dainx_version"`  // dainx's version and commit (caller)
-	Kind          string `json:"kind"`           // "mlp" or "costco" (from the net)
+	Kind          string `json:"kind"`           // "mlp", "costco", "fm" or "hybrid" (from the net)
 	Role          string `json:"role"`           // "theta-prime", "theta" or "predictor" (caller)
 	Order         int    `json:"order"`          // N (from the net)
 	Dims          []int  `json:"dims"`           // I₁…I_N (from the net)
 	Width         int    `json:"embedding_width"`
-	// Layers are the MLP's widths N·E, hidden… (without the output 1; the
-	// -layers flag); Rank and Channels CoSTCo's R and C. From the net.
+	// Layers are the MLP's and the hybrid's widths N·E, hidden… (without
+	// the output 1; the -layers flag); Rank and Channels CoSTCo's R and C;
+	// Rank alone the fm's K (its width is K+1). From the net.
 	Layers   []int `json:"layers,omitempty"`
 	Rank     int   `json:"rank,omitempty"`
 	Channels int   `json:"channels,omitempty"`
 	// LayerShapes are every Linear layer's [rows, in, out, relu (0/1)]
 	// (from the net).
 	LayerShapes [][4]int `json:"layer_shapes"`
-	// Layout is LayoutModeMajor (MLP) or LayoutRankMajor (CoSTCo) (from
-	// the net).
+	// Layout is LayoutModeMajor (MLP, fm, hybrid) or LayoutRankMajor
+	// (CoSTCo) (from the net).
 	Layout string `json:"layout"`
 	// IndexBase is the index base (0 or 1) of the tensor the model was
 	// trained on; dainx predict reads and writes cells in it (caller).
@@ -144,7 +156,8 @@ type Meta struct {
 // creating dir if needed. meta gives the caller's fields (Version, Role,
 // IndexBase, Training); Save sets the others from net, whatever meta held.
 // It returns an error for an empty name or one with a path separator, a
-// net whose layers are not those of an MLP or CoSTCo of its kind, a
+// net whose layers are not those dainx builds for its kind (NewMLP,
+// NewCoSTCo, NewFM, NewHybrid), a
 // non-finite parameter (naming the tensor), a failed download, or an I/O
 // error.
 func Save(dir, name string, net *nn.Net, meta Meta) error {
@@ -208,8 +221,8 @@ func Save(dir, name string, net *nn.Net, meta Meta) error {
 	return nil
 }
 
-// describe sets meta's fields that come from net, checking that net is an
-// MLP or CoSTCo as NewMLP or NewCoSTCo build them.
+// describe sets meta's fields that come from net, checking that net is
+// built as NewMLP, NewCoSTCo, NewFM or NewHybrid build its kind.
 func describe(net *nn.Net, meta *Meta) error {
 	layers := net.Layers()
 	meta.Format, meta.FormatVersion, meta.Kind = Format, FormatVersion, net.Kind()
@@ -221,7 +234,7 @@ func describe(net *nn.Net, meta *Meta) error {
 		meta.LayerShapes = append(meta.LayerShapes, [4]int{l.Rows, l.In, l.Out, b2i(l.ReLU)})
 	}
 	switch net.Kind() {
-	case "mlp":
+	case nn.KindMLP, nn.KindHybrid:
 		meta.Layout = LayoutModeMajor
 		meta.Layers = append(meta.Layers, layers[0].In)
 		for _, l := range layers[:len(layers)-1] {
@@ -230,8 +243,11 @@ func describe(net *nn.Net, meta *Meta) error {
 	case "costco":
 		meta.Layout = LayoutRankMajor
 		meta.Rank, meta.Channels = net.Width(), layers[0].Out
+	case nn.KindFM:
+		meta.Layout = LayoutModeMajor
+		meta.Rank = net.Width() - 1
 	default:
-		return fmt.Errorf("model: net of kind %q; want mlp or costco", net.Kind())
+		return fmt.Errorf("model: net of kind %q; want mlp, costco, fm or hybrid", net.Kind())
 	}
 	want, layout, err := expected(*meta)
 	if err != nil || !slices.Equal(want, layers) || layout != net.Layout() {
@@ -245,14 +261,25 @@ func describe(net *nn.Net, meta *Meta) error {
 // saying why they describe none.
 func expected(m Meta) ([]nn.Layer, compute.Layout, error) {
 	switch m.Kind {
-	case "mlp":
+	case nn.KindMLP, nn.KindHybrid:
 		if err := nn.CheckLayers(m.Layers, m.Order); err != nil {
 			return nil, 0, fmt.Errorf("layers %s: %w", short(m.Layers), err)
 		}
 		if w := m.Layers[0] / m.Order; w != m.Width {
 			return nil, 0, fmt.Errorf("embedding_width %d, but layers[0] = %d for order %d gives %d", m.Width, m.Layers[0], m.Order, w)
 		}
+		if m.Kind == nn.KindHybrid && m.Width < 2 {
+			return nil, 0, fmt.Errorf("embedding_width %d: a hybrid's must be at least 2 (factors and the bias column)", m.Width)
+		}
 		return nn.MLPLayers(m.Layers), compute.ModeMajor, nil
+	case nn.KindFM:
+		if m.Rank <= 0 {
+			return nil, 0, fmt.Errorf("fm rank %d: it must be positive", m.Rank)
+		}
+		if m.Width != m.Rank+1 {
+			return nil, 0, fmt.Errorf("embedding_width %d, but an fm's is its rank %d + 1", m.Width, m.Rank)
+		}
+		return nn.FMLayers(m.Order, m.Rank), compute.ModeMajor, nil
 	case "costco":
 		if m.Rank <= 0 || m.Channels <= 0 {
 			return nil, 0, fmt.Errorf("costco rank %d, channels %d: both must be positive", m.Rank, m.Channels)
@@ -262,7 +289,7 @@ func expected(m Meta) ([]nn.Layer, compute.Layout, error) {
 		}
 		return nn.CoSTCoLayers(m.Order, m.Rank, m.Channels), compute.RankMajor, nil
 	}
-	return nil, 0, fmt.Errorf("kind %q, want mlp or costco", m.Kind)
+	return nil, 0, fmt.Errorf("kind %q, want mlp, costco, fm or hybrid", m.Kind)
 }
 
 // Paths returns the metadata and tensor files of the model path names
@@ -353,8 +380,8 @@ func ReadMeta(jsonPath string) (Meta, error) {
 		return bad("format %s, want %q", echo(meta.Format), Format)
 	case meta.FormatVersion != FormatVersion:
 		return bad("format version %d; this dainx reads version %d", meta.FormatVersion, FormatVersion)
-	case meta.Kind != "mlp" && meta.Kind != "costco":
-		return bad("kind %s, want mlp or costco", echo(meta.Kind))
+	case !slices.Contains(nn.Kinds, meta.Kind):
+		return bad("kind %s, want mlp, costco, fm or hybrid", echo(meta.Kind))
 	}
 	if err := checkLimits(&meta); err != nil {
 		return bad("%v", err)

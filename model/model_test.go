@@ -41,6 +41,42 @@ func newCoSTCo(t *testing.T) *nn.Net {
 	return net
 }
 
+// perturbed gives every parameter of net N(0, 0.3²) more (the FM's
+// Linear layer starts at zero) and returns net.
+func perturbed(t *testing.T, net *nn.Net, seed uint64) *nn.Net {
+	t.Helper()
+	p, err := net.HostParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for i := range p {
+		p[i] += float32(0.3 * rng.NormFloat64())
+	}
+	net.SetParams(p)
+	return net
+}
+
+func newFM(t *testing.T) *nn.Net {
+	t.Helper()
+	net, err := nn.NewFM(cpu.New(), nn.FMConfig{Dims: dims, Rank: 3, Capacity: 7}, rand.New(rand.NewPCG(11, 12)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(net.Free)
+	return perturbed(t, net, 13)
+}
+
+func newHybrid(t *testing.T) *nn.Net {
+	t.Helper()
+	net, err := nn.NewHybrid(cpu.New(), nn.Config{Dims: dims, Layers: []int{9, 8, 5}, Capacity: 7}, rand.New(rand.NewPCG(14, 15)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(net.Free)
+	return perturbed(t, net, 16)
+}
+
 // cells returns k random cells of dims (k×N, 0-based).
 func cells(k int) []int32 {
 	rng := rand.New(rand.NewPCG(9, 10))
@@ -69,13 +105,14 @@ func sameBits(a, b []float32) bool {
 }
 
 // TestRoundTrip: Save then Load gives bit-identical parameters and
-// predictions for an MLP and a CoSTCo, the metadata describes the net,
-// every path form loads, and the safetensors library reads the file.
+// predictions for an MLP, a CoSTCo, a factorization machine and a hybrid,
+// the metadata describes the net, every path form loads, and the
+// safetensors library reads the file.
 func TestRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		net  func(*testing.T) *nn.Net
-	}{{"mlp", newMLP}, {"costco", newCoSTCo}} {
+	}{{"mlp", newMLP}, {"costco", newCoSTCo}, {"fm", newFM}, {"hybrid", newHybrid}} {
 		t.Run(tc.name, func(t *testing.T) {
 			net := tc.net(t)
 			dir := filepath.Join(t.TempDir(), "m")
@@ -97,7 +134,7 @@ func TestRoundTrip(t *testing.T) {
 				if q := predict(t, got, cells(23)); !sameBits(q, pred) {
 					t.Errorf("Load(%s): predictions differ: %v vs %v", path, q, pred)
 				}
-				if got.Kind() != net.Kind() || got.Layout() != net.Layout() || got.Width() != net.Width() || !slices.Equal(got.Layers(), net.Layers()) || got.Capacity() != 7 || m.Capacity != 7 {
+				if got.Kind() != net.Kind() || got.Pairwise() != net.Pairwise() || got.Layout() != net.Layout() || got.Width() != net.Width() || !slices.Equal(got.Layers(), net.Layers()) || got.Capacity() != 7 || m.Capacity != 7 {
 					t.Errorf("Load(%s): net %s %v %d %v", path, got.Kind(), got.Layout(), got.Width(), got.Layers())
 				}
 				got.Free()
@@ -105,8 +142,11 @@ func TestRoundTrip(t *testing.T) {
 					m.IndexBase != 1 || m.Order != 3 || !slices.Equal(m.Dims, dims) || m.Width != net.Width() || m.Training["seed"] != 3.0 {
 					t.Errorf("metadata %+v", m)
 				}
-				if tc.name == "mlp" && (!slices.Equal(m.Layers, []int{9, 8, 5}) || m.Layout != LayoutModeMajor) {
-					t.Errorf("mlp layers %v, layout %s", m.Layers, m.Layout)
+				if (tc.name == "mlp" || tc.name == "hybrid") && (!slices.Equal(m.Layers, []int{9, 8, 5}) || m.Layout != LayoutModeMajor || m.Rank != 0) {
+					t.Errorf("%s layers %v, layout %s, rank %d", tc.name, m.Layers, m.Layout, m.Rank)
+				}
+				if tc.name == "fm" && (m.Rank != 3 || m.Width != 4 || m.Layout != LayoutModeMajor || m.Layers != nil || m.Channels != 0 || len(m.LayerShapes) != 1 || m.LayerShapes[0] != [4]int{1, 12, 1, 0}) {
+					t.Errorf("fm rank %d, width %d, layout %s, layers %v, shapes %v", m.Rank, m.Width, m.Layout, m.Layers, m.LayerShapes)
 				}
 				if tc.name == "costco" && (m.Rank != 3 || m.Channels != 4 || m.Layout != LayoutRankMajor || m.Layers != nil) {
 					t.Errorf("costco rank %d, channels %d, layout %s", m.Rank, m.Channels, m.Layout)
@@ -237,7 +277,7 @@ func TestLoadErrors(t *testing.T) {
 		{"format version", jsonEdit(`"format_version": 1`, `"format_version": 2`),
 			[]string{"model.json: format version 2; this dainx reads version 1"}},
 		{"format", jsonEdit(`"format": "dainx-model"`, `"format": "other"`), []string{`format "other", want "dainx-model"`}},
-		{"kind", jsonEdit(`"kind": "mlp"`, `"kind": "rnn"`), []string{`kind "rnn", want mlp or costco`}},
+		{"kind", jsonEdit(`"kind": "mlp"`, `"kind": "rnn"`), []string{`kind "rnn", want mlp, costco, fm or hybrid`}},
 		{"order", jsonEdit(`"order": 3`, `"order": 2`), []string{"order 2 with dims [6 5 4]"}},
 		{"layers", jsonEdit(`"layers": [`+"\n    9", `"layers": [`+"\n    12"), []string{"embedding_width 3, but layers[0] = 12 for order 3 gives 4"}},
 		{"layer shapes", jsonEdit(`"layer_shapes": [`+"\n    [\n      1,\n      9,\n      8", `"layer_shapes": [`+"\n    [\n      1,\n      9,\n      7"),
@@ -317,10 +357,11 @@ func TestSaveErrors(t *testing.T) {
 	}
 }
 
-// TestNumpy reads a saved MLP and CoSTCo with numpy alone (/usr/bin/python3,
-// the safetensors layout parsed by hand), checks shapes and values against
-// the net's tensors, and recomputes both models' forward pass, comparing
-// it with Predict.
+// TestNumpy reads a saved MLP, CoSTCo, FM and hybrid with numpy alone
+// (/usr/bin/python3, the safetensors layout parsed by hand), checks shapes
+// and values against the net's tensors, and recomputes the models' forward
+// pass as the package documentation describes it, comparing it with
+// Predict.
 func TestNumpy(t *testing.T) {
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import numpy").Run(); err != nil {
@@ -343,7 +384,7 @@ for name, (shape, first, last) in json.loads(tensors_json).items():
 c = np.array(json.loads(cells_json)).reshape(-1, meta["order"])
 N, L = meta["order"], len(meta["layer_shapes"])
 E = [T["embedding.%d" % i][c[:, i]].astype(np.float64) for i in range(N)]   # N × (B, E)
-if meta["kind"] == "mlp":
+if meta["layout"] == "mode-major":               # mlp, fm, hybrid
     x = np.concatenate(E, axis=1)                  # (B, N·E)
 else:
     x = np.stack(E, axis=2)                        # (B, R, N): row r holds every mode's r-th component
@@ -353,6 +394,10 @@ for l in range(L):
     if l < L - 1:
         x = np.maximum(x, 0)
     x = x.reshape(len(c), -1)                      # a cell's rows × out values, row-major
+if meta["kind"] in ("fm", "hybrid"):
+    K = meta["embedding_width"] - 1                # factors 0…K−1, the bias in column K
+    x[:, 0] += sum(e[:, K] for e in E)
+    x[:, 0] += sum((E[n][:, :K] * E[m][:, :K]).sum(axis=1) for n in range(N) for m in range(n + 1, N))
 want = np.array(json.loads(want_json))
 rel = np.max(np.abs(x[:, 0] - want) / np.maximum(np.abs(want), 1e-3))
 assert rel < 1e-5, rel
@@ -361,7 +406,7 @@ print(meta["kind"], len(want), "cells, max relative difference", rel)
 	for _, tc := range []struct {
 		name string
 		net  func(*testing.T) *nn.Net
-	}{{"mlp", newMLP}, {"costco", newCoSTCo}} {
+	}{{"mlp", newMLP}, {"costco", newCoSTCo}, {"fm", newFM}, {"hybrid", newHybrid}} {
 		t.Run(tc.name, func(t *testing.T) {
 			net := tc.net(t)
 			dir := t.TempDir()

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/nn"
 )
 
 // savedMLP saves the test MLP into a new directory and returns the
@@ -124,7 +125,7 @@ func TestLoadUntrusted(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "model.json"), bytes.Replace(js, []byte(`"order": 3`), []byte(`"order": 1`+strings.Repeat("0", 3000)), 1), 0o644)
 		}, 0, []string{"model.json: not valid metadata JSON", "…"}},
 		{"long kind echoed short", meta(func(m map[string]any) { m["kind"] = long }), 0,
-			[]string{`model.json: kind "` + strings.Repeat("x", 80) + `"…, want mlp or costco`}},
+			[]string{`model.json: kind "` + strings.Repeat("x", 80) + `"…, want mlp, costco, fm or hybrid`}},
 		{"metadata not a file", func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "model.json"))
 			os.Mkdir(filepath.Join(dir, "model.json"), 0o755)
@@ -188,6 +189,63 @@ func TestLoadUntrusted(t *testing.T) {
 			}
 			if len(err.Error()) > 600 {
 				t.Errorf("error of %d bytes: echoed strings are not capped", len(err.Error()))
+			}
+		})
+	}
+}
+
+// TestLoadPairwiseUntrusted: the metadata of a factorization machine or a
+// hybrid whose rank, width or layers contradict each other (or the
+// limits) is an error naming the file and the field, and a saved FM's
+// tensors under another kind's metadata are refused.
+func TestLoadPairwiseUntrusted(t *testing.T) {
+	save := func(net *nn.Net) (js, st []byte) {
+		dir := t.TempDir()
+		if err := Save(dir, DefaultName, net, Meta{Role: "theta"}); err != nil {
+			t.Fatal(err)
+		}
+		js, _ = os.ReadFile(filepath.Join(dir, "model.json"))
+		st, _ = os.ReadFile(filepath.Join(dir, "model.safetensors"))
+		return js, st
+	}
+	fmJS, fmST := save(newFM(t))
+	hyJS, hyST := save(newHybrid(t))
+	for _, tc := range []struct {
+		name   string
+		js, st []byte
+		edit   func(map[string]any)
+		want   string
+	}{
+		{"fm rank 0", fmJS, fmST, func(m map[string]any) { m["rank"] = 0 }, "fm rank 0: it must be positive"},
+		{"fm width", fmJS, fmST, func(m map[string]any) { m["embedding_width"] = 5 }, "embedding_width 5, but an fm's is its rank 3 + 1"},
+		{"fm rank huge", fmJS, fmST, func(m map[string]any) { m["rank"] = 1e12 }, "rank = 1000000000000: above the limit 1048576"},
+		{"fm rank and width grown", fmJS, fmST, func(m map[string]any) { m["rank"], m["embedding_width"] = 1e6, 1e6+1; delete(m, "layer_shapes") },
+			"describes 18000019 parameters, which need 72 MB, but the file holds"},
+		{"fm layer shapes", fmJS, fmST, func(m map[string]any) { m["layer_shapes"] = []any{[]any{1, 12, 4, 1}, []any{1, 4, 1, 0}} },
+			"2 layer_shapes, the fm the other fields describe has 1 layers"},
+		{"fm read as an mlp", fmJS, fmST, func(m map[string]any) { m["kind"] = "mlp" }, "layers []: no layers given"},
+		{"hybrid width 1", hyJS, hyST, func(m map[string]any) {
+			m["embedding_width"] = 1
+			m["layers"] = []any{3, 8, 5}
+			delete(m, "layer_shapes")
+		},
+			"embedding_width 1: a hybrid's must be at least 2"},
+		{"hybrid layers", hyJS, hyST, func(m map[string]any) { m["layers"] = []any{12, 8, 5} }, "embedding_width 3, but layers[0] = 12 for order 3 gives 4"},
+		{"hybrid read as an fm", hyJS, hyST, func(m map[string]any) { m["kind"] = "fm"; m["rank"] = 2; delete(m, "layer_shapes") },
+			"unexpected tensor \"layers.1.bias\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "model.json"), editMeta(t, tc.js, tc.edit), 0o644)
+			os.WriteFile(filepath.Join(dir, "model.safetensors"), tc.st, 0o644)
+			m, _, err := Load(dir, cpu.New(), 0)
+			if err == nil {
+				m.Free()
+				t.Fatalf("loaded")
+			}
+			t.Log(err)
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), dir) {
+				t.Errorf("error %q, want it to name the file and contain %q", err, tc.want)
 			}
 		})
 	}

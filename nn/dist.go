@@ -88,6 +88,9 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	if cfg.Epochs <= 0 || cfg.Batch <= 0 || cfg.Patience <= 0 || !(cfg.LR > 0) {
 		return res, fmt.Errorf("nn: epochs %d, batch %d, patience %d, lr %g: all must be positive", cfg.Epochs, cfg.Batch, cfg.Patience, cfg.LR)
 	}
+	if err := CheckL2(cfg.L2); err != nil {
+		return res, fmt.Errorf("nn: %w", err)
+	}
 	if (cfg.Resume != nil || cfg.Save != nil) && cfg.Order == nil {
 		return res, fmt.Errorf("nn: a data-parallel training is checkpointed only with a keyed order (the keyed split)")
 	}
@@ -416,7 +419,7 @@ func TrainDist(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig, d 
 	}
 	stepLo := make([]int, steps+1)
 	sqHost := make([]float32, steps)
-	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, L2: cfg.L2}
 	res.BestValMSE = math.Inf(1)
 	ms := []float64{train.MeanSquare() * float64(L)}
 	cl.SumF64(ms)

@@ -77,26 +77,28 @@ func (m *Net) HostTensors() ([]ParamTensor, error) {
 	return ts, nil
 }
 
-// NewNetFromParams allocates a Net on be like NewMLP and NewCoSTCo do,
-// but with the given parameters instead of random ones: params is the
-// flat parameter vector (HostParams's layout: the pieces of ParamLayout
-// one after the other), copied to the backend. kind is the Net's Kind
-// ("mlp" or "costco"), width its embedding width E (CoSTCo's rank R),
-// layout the gathered input's layout (compute.ModeMajor for the MLP,
-// compute.RankMajor for CoSTCo), layers its Linear layers (MLPLayers or
-// CoSTCoLayers for the models dainx trains) and capacity its largest
-// batch. For the same configuration and parameters the Net computes
+// NewNetFromParams allocates a Net on be like NewMLP, NewCoSTCo, NewFM
+// and NewHybrid do, but with the given parameters instead of random ones:
+// params is the flat parameter vector (HostParams's layout: the pieces of
+// ParamLayout one after the other), copied to the backend. kind is the
+// Net's Kind ("mlp", "costco", "fm" or "hybrid"), width its embedding
+// width E (CoSTCo's rank R, a pairwise net's K+1), layout the gathered
+// input's layout (compute.ModeMajor for the MLP and the pairwise kinds,
+// compute.RankMajor for CoSTCo), layers its Linear layers (MLPLayers,
+// CoSTCoLayers or FMLayers for the models dainx trains) and capacity its
+// largest batch. For the same configuration and parameters the Net computes
 // exactly what the Net they were read from computes.
 //
 // It returns an error, instead of NewMLP's panics, for a configuration
 // that cannot work: an unknown kind or layout, no modes, an empty mode, a
-// width or capacity ≤ 0, no layers, a layer dimension ≤ 0, a layer that
+// width or capacity ≤ 0, a pairwise kind with another layout than
+// compute.ModeMajor or a width below 2, no layers, a layer dimension ≤ 0, a layer that
 // does not read what the previous stage gives (Rows·In = N·E for the
 // first), an output layer other than linear with one output per cell, or
 // len(params) other than the layout's total.
 func NewNetFromParams(be compute.Backend, kind string, dims []int, width int, layout compute.Layout, layers []Layer, capacity int, params []float32) (*Net, error) {
-	if kind != "mlp" && kind != "costco" {
-		return nil, fmt.Errorf("nn: kind %q, want mlp or costco", kind)
+	if kind != KindMLP && kind != KindCoSTCo && !PairwiseKind(kind) {
+		return nil, fmt.Errorf("nn: kind %q, want mlp, costco, fm or hybrid", kind)
 	}
 	if layout != compute.ModeMajor && layout != compute.RankMajor {
 		return nil, fmt.Errorf("nn: unknown layout %d", layout)
@@ -106,6 +108,9 @@ func NewNetFromParams(be compute.Backend, kind string, dims []int, width int, la
 	}
 	if width <= 0 {
 		return nil, fmt.Errorf("nn: embedding width %d; it must be positive", width)
+	}
+	if PairwiseKind(kind) && (layout != compute.ModeMajor || width < 2) {
+		return nil, fmt.Errorf("nn: kind %s needs the mode-major layout and an embedding width ≥ 2 (K ≥ 1 factor columns and the bias column), not layout %d, width %d", kind, layout, width)
 	}
 	if capacity <= 0 {
 		return nil, fmt.Errorf("nn: capacity %d", capacity)

@@ -28,6 +28,12 @@ func TestNewNetFromParams(t *testing.T) {
 		{"costco", func(rng *rand.Rand) (*Net, error) {
 			return NewCoSTCo(be, CoSTCoConfig{Dims: dims, Rank: 4, Channels: 5, Capacity: 4}, rng)
 		}},
+		{"fm", func(rng *rand.Rand) (*Net, error) {
+			return NewFM(be, FMConfig{Dims: dims, Rank: 3, Capacity: 4}, rng)
+		}},
+		{"hybrid", func(rng *rand.Rand) (*Net, error) {
+			return NewHybrid(be, Config{Dims: dims, Layers: []int{12, 9, 6}, Capacity: 4}, rng)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := tc.build(rand.New(rand.NewPCG(1, 2)))
@@ -35,6 +41,14 @@ func TestNewNetFromParams(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer a.Free()
+			if a.Kind() == "fm" {
+				// The FM's layer starts at zero: give it values.
+				p, _ := a.HostParams()
+				for i := a.TableRows() * a.Width(); i < len(p); i++ {
+					p[i] = float32(i%7) / 10
+				}
+				a.SetParams(p)
+			}
 			host, err := a.HostParams()
 			if err != nil {
 				t.Fatal(err)
@@ -78,7 +92,7 @@ func TestNewNetFromParams(t *testing.T) {
 			if got, _ := b.HostParams(); !equalBits32(got, host) {
 				t.Errorf("rebuilt parameters differ")
 			}
-			if b.Kind() != a.Kind() || b.Layout() != a.Layout() || b.Width() != a.Width() || b.Capacity() != 3 {
+			if b.Kind() != a.Kind() || b.Layout() != a.Layout() || b.Width() != a.Width() || b.Capacity() != 3 || b.Pairwise() != a.Pairwise() || a.Pairwise() != (tc.name == "fm" || tc.name == "hybrid") {
 				t.Errorf("rebuilt net %s/%v/%d/%d", b.Kind(), b.Layout(), b.Width(), b.Capacity())
 			}
 			rng := rand.New(rand.NewPCG(3, 4))
@@ -136,6 +150,8 @@ func TestNewNetFromParamsErrors(t *testing.T) {
 		{"chain", "mlp", dims, 3, compute.ModeMajor, MLPLayers([]int{8, 5}), n, "layers.0 reads 1×8 values per cell, the previous stage gives 6"},
 		{"output", "mlp", dims, 3, compute.ModeMajor, []Layer{{In: 6, Out: 2, Rows: 1}}, n, "must be linear with one output"},
 		{"count", "mlp", dims, 3, compute.ModeMajor, good, n - 1, "parameters given, the configuration has"},
+		{"fm layout", "fm", dims, 3, compute.RankMajor, good, n, "kind fm needs the mode-major layout"},
+		{"hybrid width", "hybrid", []int{4, 3, 2, 1, 1, 1}, 1, compute.ModeMajor, good, n, "an embedding width ≥ 2"},
 	} {
 		_, err := NewNetFromParams(be, tc.kind, tc.dims, tc.width, tc.layout, tc.layers, 2, make([]float32, tc.params))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,8 +1,11 @@
 // Package nn holds the neural tensor completion models DAIN trains and their
-// training: the MLP of paper eq. 4 and CoSTCo (Liu et al., KDD 2019), both
-// an embedding gather followed by Linear layers (Net); the MSE loss of eq. 1;
-// Adam; shuffled mini-batches and early stopping. Everything runs on a
-// compute.Backend passed in by the caller.
+// training: the MLP of paper eq. 4, CoSTCo (Liu et al., KDD 2019), an
+// order-2 factorization machine (Rendle, ICDM 2010) and the hybrid of the
+// MLP and the factorization machine (as NeuMF, He et al., WWW 2017), all an
+// embedding gather followed by Linear layers (Net), the last two with a
+// pairwise interaction term added at the output; the MSE loss of eq. 1,
+// optionally with L2 regularisation; Adam; shuffled mini-batches and early
+// stopping. Everything runs on a compute.Backend passed in by the caller.
 //
 // # Parameters
 //
@@ -26,6 +29,30 @@
 // of a cell (RankMajor gather), is a Linear N→C layer applied to R rows per
 // cell; its second, an (R,1) kernel, is a Linear R·C→C layer.
 //
+// # Pairwise models
+//
+// A Net of kind "fm" or "hybrid" (Pairwise) adds to the output layer's
+// value the order-2 interactions of the cell's embedding rows
+// (compute.Backend.PairwiseForward over the ModeMajor gathered input
+// x = [e₁,…,e_N], each row of width E = K+1):
+//
+//	x̂ = W_L z + b_L + Σₙ eₙ[K] + Σ_{n<n'} Σ_{k<K} eₙ[k]·e_{n'}[k]
+//
+// Column K of every row is the entity's bias wᵢ, columns 0…K−1 its factors
+// vᵢ. With one-hot features (one active entity per mode) this is Rendle's
+// factorization machine, ICDM 2010, eq. 1: ŷ = w₀ + Σᵢ wᵢxᵢ +
+// Σ_{i<j} ⟨vᵢ,vⱼ⟩xᵢxⱼ, with w₀ = b_L. The FM's only Linear layer (N·E→1)
+// reads the gathered input, so z = x; NewFM initialises it to zero, which
+// makes the model a plain FM at the start. The hybrid's layers are the
+// MLP's, z its last hidden layer: the MLP and the multilinear FM part summed
+// before the output, sharing the embeddings (the NeuMF idea, He, Liao,
+// Zhang, Nie, Hu, Chua, WWW 2017; here with one shared table). The backward
+// pass adds the interaction term's gradient to the gradient at the gathered
+// input (compute.Backend.PairwiseBackward), so Backward, BackwardInput,
+// BackwardSparse and TracIn over the embeddings all include it; TracIn over
+// the output layer is unchanged (the interaction term has no parameter of
+// its own).
+//
 // # Errors
 //
 // Constructors return errors for impossible configurations (a layer width
@@ -44,8 +71,9 @@ import (
 
 // Net is a feed-forward completion model: per-mode entity embeddings
 // gathered into a matrix per cell, then Linear layers with ReLU between
-// them and a linear output of width 1 (see the package documentation). It
-// owns its parameters, gradients and activation buffers on one backend.
+// them and a linear output of width 1, to which a pairwise model adds the
+// interactions of the embeddings (see the package documentation). It owns
+// its parameters, gradients and activation buffers on one backend.
 type Net struct {
 	be      compute.Backend
 	kind    string
@@ -54,6 +82,9 @@ type Net struct {
 	layout  compute.Layout
 	offsets []int32
 	layers  []Layer
+	// pairwise adds the order-2 interaction term of the gathered input to
+	// the output (kinds "fm" and "hybrid"; see the package documentation).
+	pairwise bool
 
 	params, grads compute.F32
 	table, dtable compute.F32
@@ -176,6 +207,109 @@ func NewCoSTCo(be compute.Backend, cfg CoSTCoConfig, rng *rand.Rand) (*Net, erro
 	return newNet(be, "costco", cfg.Dims, cfg.Rank, compute.RankMajor, CoSTCoLayers(len(cfg.Dims), cfg.Rank, cfg.Channels), cfg.Capacity, rng, nil, cfg.Shard)
 }
 
+// The kinds of Net.
+const (
+	KindMLP    = "mlp"
+	KindCoSTCo = "costco"
+	KindFM     = "fm"
+	KindHybrid = "hybrid"
+)
+
+// Kinds lists every Net kind.
+var Kinds = []string{KindMLP, KindCoSTCo, KindFM, KindHybrid}
+
+// PairwiseKind reports whether a Net of the given kind adds the pairwise
+// interaction term (fm and hybrid).
+func PairwiseKind(kind string) bool { return kind == KindFM || kind == KindHybrid }
+
+// PairwiseInitStd is the standard deviation of the embedding table of the
+// pairwise models at initialisation, libFM's default init_stdev. A table
+// of N(0,1) rows would start the interaction term at a standard deviation
+// of about √(K·N(N−1)/2) (12 for K = 49, N = 3), far above a rating's
+// scale; with N(0, 0.1²) rows it is 0.01 of that.
+const PairwiseInitStd = 0.1
+
+// FMConfig describes an order-2 factorization machine (NewFM).
+type FMConfig struct {
+	Dims []int // mode sizes I₁…I_N
+	// Rank is K, the factor columns of each entity (the FM's k); every
+	// embedding row has E = K+1 columns, the last the entity's bias.
+	Rank     int
+	Capacity int // largest batch
+	// Shard, if not nil, shards the embedding table by row (Sharding).
+	Shard *Sharding
+}
+
+// NewFM allocates an order-2 factorization machine over the one-hot modes
+// of a tensor (Rendle, "Factorization Machines", ICDM 2010, eq. 1) on be:
+// for a cell (i₁,…,i_N) with embedding rows eₙ = [vₙ (K factors), wₙ (bias)]
+// (E = K+1 columns, ModeMajor gather x = [e₁,…,e_N], N·E values),
+//
+//	x̂ = w₀ + a·x + Σₙ wₙ + Σ_{n<n'} ⟨vₙ, v_{n'}⟩
+//
+// where w₀ and a are the bias and the weights of one Linear layer N·E→1
+// (the output layer, Layer(1), kind "fm"): w₀ is the FM's global bias, and
+// a a linear read of the embeddings beyond the FM, initialised to zero so
+// that the model starts as a plain FM (Rendle's; the per-entity biases wₙ
+// are the FM's linear terms). The table is drawn from rng as
+// N(0, PairwiseInitStd²) in row order (the only draws); w₀ and a start at
+// 0, as libFM's. Its Params are laid out as the MLP's (table, W₁, b₁).
+//
+// It returns an error if Rank ≤ 0, a mode is empty, the order is 0, or
+// Σₙ Iₙ does not fit int32.
+func NewFM(be compute.Backend, cfg FMConfig, rng *rand.Rand) (*Net, error) {
+	order := len(cfg.Dims)
+	if order == 0 {
+		return nil, fmt.Errorf("nn: tensor has no modes")
+	}
+	if cfg.Rank <= 0 {
+		return nil, fmt.Errorf("nn: factorization machine rank %d; it must be positive", cfg.Rank)
+	}
+	width := cfg.Rank + 1
+	return newNet(be, KindFM, cfg.Dims, width, compute.ModeMajor, FMLayers(order, cfg.Rank), cfg.Capacity, rng, nil, cfg.Shard)
+}
+
+// FMLayers returns the Linear layer of a factorization machine of the
+// given order and rank K (see NewFM): one Linear N·(K+1)→1.
+func FMLayers(order, rank int) []Layer {
+	return MLPLayers([]int{order * (rank + 1)})
+}
+
+// NewHybrid allocates the hybrid of the MLP and the factorization machine
+// on be: exactly the MLP of NewMLP (cfg.Layers, the same layers), whose
+// output the pairwise term of NewFM over the same embeddings is added to,
+//
+//	x̂ = W_out Z_M + b_out + Σₙ wₙ + Σ_{n<n'} ⟨vₙ, v_{n'}⟩
+//
+// with each embedding row eₙ = [vₙ (K = E−1 factors), wₙ (column E−1, the
+// bias)], E = Layers[0]/N (see the package documentation): the MLP and the
+// multilinear part summed before the output, sharing the embeddings, as
+// NeuMF (He et al., WWW 2017) joins its GMF and MLP parts before its
+// output (there through a learned output layer over both, with separate
+// embeddings; here the interaction term enters with weight 1). Kind
+// "hybrid".
+//
+// It is initialised as NewMLP, drawing from rng in the same order (table,
+// then W₁, b₁, W₂, b₂, …), except that the table is N(0,
+// PairwiseInitStd²) instead of N(0, 1): with N(0,1) rows the pairwise
+// term alone would start at a standard deviation of about √(K·N(N−1)/2).
+//
+// It returns NewMLP's errors, and an error if E < 2 (no factor column).
+func NewHybrid(be compute.Backend, cfg Config, rng *rand.Rand) (*Net, error) {
+	order := len(cfg.Dims)
+	if order == 0 {
+		return nil, fmt.Errorf("nn: tensor has no modes")
+	}
+	if err := CheckLayers(cfg.Layers, order); err != nil {
+		return nil, fmt.Errorf("nn: %w", err)
+	}
+	width := cfg.Layers[0] / order
+	if width < 2 {
+		return nil, fmt.Errorf("nn: hybrid embedding width %d (layers[0] %d for order %d); it must be at least 2, K ≥ 1 factor columns and the bias column", width, cfg.Layers[0], order)
+	}
+	return newNet(be, KindHybrid, cfg.Dims, width, compute.ModeMajor, MLPLayers(cfg.Layers), cfg.Capacity, rng, nil, cfg.Shard)
+}
+
 // CoSTCoLayers returns CoSTCo's Linear layers for a tensor of the given
 // order, rank R and channels C (see NewCoSTCo).
 func CoSTCoLayers(order, rank, channels int) []Layer {
@@ -189,8 +323,9 @@ func CoSTCoLayers(order, rank, channels int) []Layer {
 }
 
 // newNet allocates a Net on be. Its parameters are drawn from rng (see
-// NewMLP) when given is nil, and copied from given (NumParams values, laid
-// out as HostParams) otherwise; the caller checks given's length.
+// NewMLP, NewFM and NewHybrid for each kind's distributions) when given is
+// nil, and copied from given (NumParams values, laid out as HostParams)
+// otherwise; the caller checks given's length.
 func newNet(be compute.Backend, kind string, dims []int, width int, layout compute.Layout, layers []Layer, capacity int, rng *rand.Rand, given []float32, shard *Sharding) (*Net, error) {
 	order := len(dims)
 	if order == 0 {
@@ -199,7 +334,17 @@ func newNet(be compute.Backend, kind string, dims []int, width int, layout compu
 	if capacity <= 0 {
 		return nil, fmt.Errorf("nn: capacity %d", capacity)
 	}
-	m := &Net{be: be, kind: kind, dims: append([]int(nil), dims...), width: width, layout: layout, layers: layers, capacity: capacity}
+	m := &Net{be: be, kind: kind, dims: append([]int(nil), dims...), width: width, layout: layout, layers: layers, capacity: capacity,
+		pairwise: PairwiseKind(kind)}
+	if m.pairwise && (layout != compute.ModeMajor || width < 2) {
+		return nil, fmt.Errorf("nn: kind %s needs the mode-major layout and an embedding width ≥ 2 (width %d)", kind, width)
+	}
+	// How the parameters are drawn: the table N(0, std²), the Linear
+	// layers U(±1/√fan_in) (PyTorch's defaults), or zero for the FM.
+	std, zeroLayers := 1.0, kind == KindFM
+	if m.pairwise {
+		std = PairwiseInitStd
+	}
 	rows := 0
 	for n, d := range dims {
 		if d <= 0 {
@@ -251,7 +396,7 @@ func newNet(be compute.Backend, kind string, dims []int, width int, layout compu
 		var err error
 		m.sh, err = newShard(m, shard, rows, func(row []float64) {
 			for e := range row {
-				row[e] = rng.NormFloat64()
+				row[e] = rng.NormFloat64() * std
 			}
 		})
 		if err != nil {
@@ -259,7 +404,7 @@ func newNet(be compute.Backend, kind string, dims []int, width int, layout compu
 		}
 	}
 	for i := 0; given == nil && shard == nil && i < rows*width; i++ {
-		host[i] = float32(rng.NormFloat64())
+		host[i] = float32(rng.NormFloat64() * std) // × 1 is exact: the MLP's and CoSTCo's N(0,1)
 	}
 	if !inPlace {
 		m.params = be.Alloc(total)
@@ -271,6 +416,10 @@ func newNet(be compute.Backend, kind string, dims []int, width int, layout compu
 		bound := 1 / math.Sqrt(float64(ly.In))
 		for _, n := range []int{ly.In * ly.Out, ly.Out} {
 			for i := off; given == nil && i < off+n; i++ {
+				if zeroLayers {
+					host[i] = 0
+					continue
+				}
 				host[i] = float32((2*rng.Float64() - 1) * bound)
 			}
 			off += n
@@ -314,8 +463,13 @@ func (m *Net) Free() {
 	}
 }
 
-// Kind returns "mlp" or "costco".
+// Kind returns "mlp", "costco", "fm" or "hybrid" (KindMLP …).
 func (m *Net) Kind() string { return m.kind }
+
+// Pairwise reports whether the net adds the pairwise interaction term of
+// its embeddings to its output (kinds fm and hybrid; see the package
+// documentation).
+func (m *Net) Pairwise() bool { return m.pairwise }
 
 // Backend returns the backend the model lives on.
 func (m *Net) Backend() compute.Backend { return m.be }
@@ -326,7 +480,8 @@ func (m *Net) Order() int { return len(m.dims) }
 // Dims returns the mode sizes (not a copy; do not modify).
 func (m *Net) Dims() []int { return m.dims }
 
-// Width returns the embedding width E (CoSTCo's rank R).
+// Width returns the embedding width E (CoSTCo's rank R; a pairwise net's
+// K+1, K factor columns and the bias column).
 func (m *Net) Width() int { return m.width }
 
 // Layout returns how the gathered embeddings are laid out.
@@ -408,7 +563,8 @@ func (m *Net) Forward(rows compute.I32) compute.F32 {
 	return m.Act(len(m.layers), batch)
 }
 
-// forward gathers the batch of rows and runs the first n layers on it,
+// forward gathers the batch of rows and runs the first n layers on it
+// (and, when n is all of them, a pairwise net's interaction term),
 // returning B. It panics (naming op) if rows is not B×N or B exceeds the
 // capacity.
 func (m *Net) forward(op string, rows compute.I32, n int) (batch int) {
@@ -430,6 +586,9 @@ func (m *Net) forward(op string, rows compute.I32, n int) (batch int) {
 	for l, ly := range m.layers[:n] {
 		m.be.LinearForward(m.Act(l+1, batch), m.Act(l, batch), m.w[l], m.b[l], ly.In, ly.Out, ly.ReLU)
 	}
+	if m.pairwise && n == len(m.layers) {
+		m.be.PairwiseForward(m.Act(n, batch), m.Act(0, batch), order, m.width)
+	}
 	return batch
 }
 
@@ -442,17 +601,21 @@ func (m *Net) forward(op string, rows compute.I32, n int) (batch int) {
 // When the output layer has one output and the backend implements
 // compute.OutputMSE, the output layer and the loss are one operation (one
 // kernel on the CUDA backend); otherwise LinearForward and MSEGrad. pred
-// and delta are the same either way, bit for bit. It panics as Forward and
-// MSEGrad do.
+// and delta are the same either way, bit for bit. A pairwise net takes
+// LinearForward, PairwiseForward and MSEGrad (the interaction term must
+// be in pred before the loss). It panics as Forward and MSEGrad do.
 func (m *Net) ForwardMSE(rows compute.I32, y, delta, sq compute.F32, scale float32) compute.F32 {
 	last := len(m.layers) - 1
 	ly := m.layers[last]
 	batch := m.forward("ForwardMSE", rows, last)
 	x, pred := m.Act(last, batch), m.Act(last+1, batch)
-	if fused, ok := m.be.(compute.OutputMSE); ok && ly.Out == 1 {
+	if fused, ok := m.be.(compute.OutputMSE); ok && ly.Out == 1 && !m.pairwise {
 		fused.LinearForwardMSE(pred, delta, sq, x, m.w[last], m.b[last], y, ly.In, ly.ReLU, scale)
 	} else {
 		m.be.LinearForward(pred, x, m.w[last], m.b[last], ly.In, ly.Out, ly.ReLU)
+		if m.pairwise {
+			m.be.PairwiseForward(pred, m.Act(0, batch), len(m.dims), m.width)
+		}
 		m.be.MSEGrad(delta, sq, pred, y, scale)
 	}
 	return pred
@@ -573,8 +736,9 @@ func (m *Net) sparse() *sparseBufs {
 }
 
 // backwardLayers runs the Linear layers' backward pass of Backward (=
-// or += by accumulate) down to DAct(0) and returns B. It panics (naming
-// op) if delta does not hold B elements.
+// or += by accumulate) down to DAct(0), to which a pairwise net's
+// interaction term adds its gradient, and returns B. It panics (naming op)
+// if delta does not hold B elements.
 func (m *Net) backwardLayers(op string, rows compute.I32, delta compute.F32, accumulate bool) (batch int) {
 	order := len(m.dims)
 	batch = rows.Len() / order
@@ -588,6 +752,10 @@ func (m *Net) backwardLayers(op string, rows compute.I32, delta compute.F32, acc
 		// when acts[l-1] is a ReLU output, which makes it layer l-1's δ.
 		maskX := l >= 2 && m.layers[l-2].ReLU
 		m.be.LinearBackward(m.DAct(l-1, batch), m.dw[l-1], m.db[l-1], m.DAct(l, batch), m.Act(l-1, batch), m.w[l-1], ly.In, ly.Out, maskX, accumulate)
+	}
+	if m.pairwise {
+		// DAct(0) was written (=) by the first layer's LinearBackward.
+		m.be.PairwiseBackward(m.DAct(0, batch), delta, m.Act(0, batch), order, m.width)
 	}
 	return batch
 }

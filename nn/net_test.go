@@ -14,9 +14,37 @@ import (
 
 // refLoss computes the batch-mean MSE of the model in float64 with
 // parameters p laid out as the package documentation says, using compute/ref
-// loops.
+// loops for the gather and the layers and pairwise64 for a pairwise net's
+// interaction term.
 func refLoss(m *Net, p []float64, rows []int32, y []float64) float64 {
-	order, batch := m.Order(), len(y)
+	x := refPredict(m, p, rows)
+	var s float64
+	for i, v := range x {
+		s += (v - y[i]) * (v - y[i])
+	}
+	return s / float64(len(y))
+}
+
+// pairwise64 is the interaction term of one cell's gathered ModeMajor input
+// xb (N rows of width E), written out as the package documentation states
+// it, in float64: Σₙ xₙ[E−1] + Σ_{n<n'} Σ_{k<E−1} xₙ[k]·x_{n'}[k].
+func pairwise64(xb []float64, order, width int) float64 {
+	var s float64
+	for n := 0; n < order; n++ {
+		s += xb[n*width+width-1]
+		for n2 := n + 1; n2 < order; n2++ {
+			for k := 0; k < width-1; k++ {
+				s += xb[n*width+k] * xb[n2*width+k]
+			}
+		}
+	}
+	return s
+}
+
+// refPredict computes the model's predictions of the cells rows (B×N
+// global rows) in float64 with parameters p (see refLoss).
+func refPredict(m *Net, p []float64, rows []int32) []float64 {
+	order, batch := m.Order(), len(rows)/m.Order()
 	rowsTotal := 0
 	for _, d := range m.dims {
 		rowsTotal += d
@@ -24,6 +52,7 @@ func refLoss(m *Net, p []float64, rows []int32, y []float64) float64 {
 	off := rowsTotal * m.width
 	x := make([]float64, batch*order*m.width)
 	ref.Gather(x, p[:off], rows, order, m.width, m.layout)
+	x0 := x
 	for _, ly := range m.layers {
 		w := p[off : off+ly.In*ly.Out]
 		b := p[off+ly.In*ly.Out : off+ly.In*ly.Out+ly.Out]
@@ -32,16 +61,22 @@ func refLoss(m *Net, p []float64, rows []int32, y []float64) float64 {
 		ref.LinearForward(next, x, w, b, ly.In, ly.Out, ly.ReLU)
 		x = next
 	}
-	var s float64
-	for i, v := range x {
-		s += (v - y[i]) * (v - y[i])
+	if m.pairwise {
+		ow := order * m.width
+		for b := range x {
+			x[b] += pairwise64(x0[b*ow:(b+1)*ow], order, m.width)
+		}
 	}
-	return s / float64(batch)
+	return x
 }
 
 // TestGradientCheck compares the backend's gradient of the batch-mean MSE
 // with respect to every parameter, embeddings included, against float64
-// central differences of the reference forward pass.
+// central differences of the reference forward pass, for the MLP, CoSTCo,
+// the factorization machine and the hybrid. The pairwise nets' parameters
+// are perturbed first (N(0, 0.3²) added), so that the FM's Linear layer,
+// zero at initialisation, passes a gradient to the embeddings too and the
+// interaction term is not small beside the MLP's.
 func TestGradientCheck(t *testing.T) {
 	mlp := func(layers ...int) func([]int, *rand.Rand) (*Net, error) {
 		return func(dims []int, rng *rand.Rand) (*Net, error) {
@@ -53,11 +88,26 @@ func TestGradientCheck(t *testing.T) {
 			return NewCoSTCo(cpu.New(), CoSTCoConfig{Dims: dims, Rank: r, Channels: c, Capacity: 6}, rng)
 		}
 	}
+	fm := func(rank int) func([]int, *rand.Rand) (*Net, error) {
+		return func(dims []int, rng *rand.Rand) (*Net, error) {
+			return NewFM(cpu.New(), FMConfig{Dims: dims, Rank: rank, Capacity: 6}, rng)
+		}
+	}
+	hybrid := func(layers ...int) func([]int, *rand.Rand) (*Net, error) {
+		return func(dims []int, rng *rand.Rand) (*Net, error) {
+			return NewHybrid(cpu.New(), Config{Dims: dims, Layers: layers, Capacity: 6}, rng)
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		dims  []int
 		build func([]int, *rand.Rand) (*Net, error)
 	}{
+		{"fm", []int{5, 4, 3}, fm(3)},
+		{"fm-order2", []int{6, 5}, fm(4)},
+		{"fm-order4-rank1", []int{3, 2, 4, 2}, fm(1)},
+		{"hybrid", []int{5, 4, 3}, hybrid(9, 8, 6)},
+		{"hybrid-order4-no-hidden", []int{3, 2, 4, 2}, hybrid(12)},
 		{"mlp-paper-shaped", []int{5, 4, 3}, mlp(9, 8, 6)},
 		{"mlp-one-hidden", []int{7, 2}, mlp(8, 5)},
 		{"mlp-no-hidden", []int{3, 3, 3, 2}, mlp(8)},
@@ -72,6 +122,14 @@ func TestGradientCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			be := m.Backend()
+			if m.Pairwise() {
+				p := make([]float32, m.NumParams())
+				be.Download(p, m.Params())
+				for i := range p {
+					p[i] += float32(0.3 * rng.NormFloat64())
+				}
+				be.Upload(m.Params(), p)
+			}
 			// Cells with repeated entities, so the scatter must accumulate.
 			cells := make([]int32, batch*len(tc.dims))
 			for k := range cells {

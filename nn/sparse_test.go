@@ -90,17 +90,24 @@ func TestSparseAdamEqualsAdam(t *testing.T) {
 
 // TestBackwardSparse: the compact rows BackwardSparse leaves are the
 // non-zero rows of Backward's dense table gradient, bit for bit, in
-// increasing row order, and the Linear layers' gradients are the same.
+// increasing row order, and the Linear layers' gradients are the same;
+// for every kind, the pairwise ones included. BackwardInput leaves
+// Backward's gradient at the gathered input (DAct(0)), bit for bit.
 func TestBackwardSparse(t *testing.T) {
 	be := cpu.New()
 	dims := []int{30, 20, 10}
 	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 200)
-	for _, costco := range []bool{false, true} {
+	for _, kind := range []string{"mlp", "costco", "fm", "hybrid"} {
 		var m *Net
 		var err error
-		if costco {
+		switch kind {
+		case "costco":
 			m, err = NewCoSTCo(be, CoSTCoConfig{Dims: dims, Rank: 5, Channels: 4, Capacity: 200}, rand.New(rand.NewPCG(1, 2)))
-		} else {
+		case "fm":
+			m, err = NewFM(be, FMConfig{Dims: dims, Rank: 3, Capacity: 200}, rand.New(rand.NewPCG(1, 2)))
+		case "hybrid":
+			m, err = NewHybrid(be, Config{Dims: dims, Layers: []int{12, 16, 8}, Capacity: 200}, rand.New(rand.NewPCG(1, 2)))
+		default:
 			m, err = NewMLP(be, Config{Dims: dims, Layers: []int{12, 16, 8}, Capacity: 200}, rand.New(rand.NewPCG(1, 2)))
 		}
 		if err != nil {
@@ -111,6 +118,12 @@ func TestBackwardSparse(t *testing.T) {
 		m.ForwardMSE(set.Rows, set.Vals, d, nil, 2/200.)
 		m.Backward(set.Rows, d, false)
 		dense := download(t, be, m.Grads())
+		dx := download(t, be, m.DAct(0, 200))
+		be.Fill(m.DAct(0, 200), 3)
+		m.BackwardInput(set.Rows, d)
+		if !slices.Equal(download(t, be, m.DAct(0, 200)), dx) {
+			t.Errorf("%s: BackwardInput's gradient at the input differs from Backward's", kind)
+		}
 		be.Fill(m.Grads(), 7) // BackwardSparse must not read or clear it
 		m.ForwardMSE(set.Rows, set.Vals, d, nil, 2/200.)
 		m.BackwardSparse(set.Rows, d)
@@ -122,22 +135,22 @@ func TestBackwardSparse(t *testing.T) {
 			distinct[c] = true
 		}
 		if u != len(distinct) || !slices.IsSorted(r) {
-			t.Fatalf("costco %v: %d compact rows %v, want the %d distinct rows in order", costco, u, r, len(distinct))
+			t.Fatalf("%s: %d compact rows %v, want the %d distinct rows in order", kind, u, r, len(distinct))
 		}
 		w := m.Width()
 		for i, row := range r {
 			if !slices.Equal(g[i*w:(i+1)*w], dense[int(row)*w:(int(row)+1)*w]) {
-				t.Errorf("costco %v: compact row %d (table row %d) differs from the dense gradient", costco, i, row)
+				t.Errorf("%s: compact row %d (table row %d) differs from the dense gradient", kind, i, row)
 			}
 		}
 		after := download(t, be, m.Grads())
 		tl := m.table.Len()
 		if !slices.Equal(after[tl:], dense[tl:]) {
-			t.Errorf("costco %v: Linear layers' gradients differ between Backward and BackwardSparse", costco)
+			t.Errorf("%s: Linear layers' gradients differ between Backward and BackwardSparse", kind)
 		}
 		for i, v := range after[:tl] {
 			if v != 7 {
-				t.Fatalf("costco %v: BackwardSparse wrote the dense table gradient at %d", costco, i)
+				t.Fatalf("%s: BackwardSparse wrote the dense table gradient at %d", kind, i)
 			}
 		}
 	}

@@ -91,6 +91,13 @@ type TrainConfig struct {
 	Batch    int     // cells per step (1024)
 	Patience int     // stop after this many epochs without a better validation MSE (10)
 	LR       float64 // Adam learning rate (1e-3); β₁ .9, β₂ .999, ε 1e-8
+	// L2 is the coefficient λ of L2 regularisation, coupled as in
+	// compute.AdamStep.L2 (PyTorch's Adam weight_decay): every Adam and
+	// SparseAdam step takes the gradient g + λ·p of loss + (λ/2)‖p‖², over
+	// every parameter it updates (the table, the Linear layers' weights and
+	// biases; SparseAdam only the rows the step's batch touched). 0 (the
+	// default) is no regularisation, bit for bit the steps without it.
+	L2 float64
 	// EmbeddingOptimizer updates the embedding table: Adam (dense Adam
 	// over every row each step, the paper's; "" means Adam) or SparseAdam
 	// (only the rows the step's batch touched; see compute.Backend's
@@ -169,6 +176,15 @@ func CheckEmbeddingOptimizer(name string) error {
 		return nil
 	}
 	return fmt.Errorf("embedding optimizer %q: want %s or %s", name, Adam, SparseAdam)
+}
+
+// CheckL2 reports an L2 coefficient (TrainConfig.L2) that is not a finite
+// number ≥ 0.
+func CheckL2(l2 float64) error {
+	if !(l2 >= 0) || math.IsInf(l2, 1) {
+		return fmt.Errorf("l2 %g: want a finite value ≥ 0", l2)
+	}
+	return nil
 }
 
 // TrainState is a training run after a whole epoch: what Train needs to
@@ -314,6 +330,9 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	if cfg.Epochs <= 0 || cfg.Batch <= 0 || cfg.Patience <= 0 || !(cfg.LR > 0) {
 		return res, fmt.Errorf("nn: epochs %d, batch %d, patience %d, lr %g: all must be positive", cfg.Epochs, cfg.Batch, cfg.Patience, cfg.LR)
 	}
+	if err := CheckL2(cfg.L2); err != nil {
+		return res, fmt.Errorf("nn: %w", err)
+	}
 	if cfg.Batch > m.capacity {
 		return res, fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
 	}
@@ -426,7 +445,7 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	var stRows compute.I32
 	var stVals, stSq, stAdam, adamTable compute.F32
 	var hostAdam []float32
-	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, L2: cfg.L2}
 	if capturer != nil {
 		stRows, stVals, stSq = be.AllocI32(cfg.Batch*order), be.Alloc(cfg.Batch), be.Alloc(1)
 		stAdam, adamTable, hostAdam = be.Alloc(2), be.Alloc(2*steps), make([]float32, 2*steps)

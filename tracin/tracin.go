@@ -15,6 +15,13 @@
 // (compute.Backend.InfluenceDot). Per-cell gradients are never stored:
 // memory is O(|train|), two float32 vectors.
 //
+// The same holds for every kind of nn.Net. For the factorization machine
+// the output layer reads the gathered embeddings (h_z is the cell's N·E
+// embedding values), and the pairwise kinds' interaction term has no
+// parameter of its own, so their output-layer gradient is 2e_z·[h_z, 1]
+// too; AllLayers' embedding term takes the interaction term's gradient
+// with the Linear layers' (nn.Net.BackwardInput).
+//
 // Checkpoints are consumed online, right after each epoch, so no checkpoint
 // is kept: the running sum S = Σ_{k≤current} is copied aside whenever the
 // epoch is the best so far, and that copy, S_K, is the result once training
@@ -35,7 +42,7 @@ import (
 )
 
 // LastLayer accumulates TracIn-CP cell importance over the output layer of
-// an MLP. Use it as
+// a Net (the MLP's, or any other kind's). Use it as
 //
 //	acc := NewLastLayer(m, train, lr)
 //	cfg.ValGradSum = acc.ValGradSum()

@@ -43,6 +43,45 @@ func newFixture(t *testing.T, seed uint64) *fixture {
 		val:   m.NewSet(cells[nTrain*3:], vals[nTrain:])}
 }
 
+// use replaces the fixture's MLP by a fresh net of the given kind ("mlp"
+// keeps it; "costco", "fm", "hybrid") over the same cells. The pairwise
+// nets' parameters are perturbed (N(0, 0.3²) added) so that the FM's
+// Linear layer, zero at initialisation, and the interaction term weigh in
+// every gradient.
+func (f *fixture) use(t *testing.T, kind string) {
+	t.Helper()
+	dims := []int{7, 6, 5}
+	rng := rand.New(rand.NewPCG(1, 1))
+	var m *nn.Net
+	var err error
+	switch kind {
+	case "mlp":
+		return
+	case "costco":
+		m, err = nn.NewCoSTCo(f.be, nn.CoSTCoConfig{Dims: dims, Rank: 4, Channels: 3, Capacity: 32}, rng)
+	case "fm":
+		m, err = nn.NewFM(f.be, nn.FMConfig{Dims: dims, Rank: 3, Capacity: 32}, rng)
+	case "hybrid":
+		m, err = nn.NewHybrid(f.be, nn.Config{Dims: dims, Layers: []int{12, 16, 8}, Capacity: 32}, rng)
+	default:
+		t.Fatalf("kind %q", kind)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Pairwise() {
+		p := make([]float32, m.NumParams())
+		f.be.Download(p, m.Params())
+		for i := range p {
+			p[i] += float32(0.3 * rng.NormFloat64())
+		}
+		f.be.Upload(m.Params(), p)
+	}
+	f.m = m
+	f.train = m.NewSet(f.cells[:f.nTrain*3], f.vals[:f.nTrain])
+	f.val = m.NewSet(f.cells[f.nTrain*3:], f.vals[f.nTrain:])
+}
+
 // perCell returns the explicit per-cell gradient of ℓ_z = (x̂_z − x_z)² with
 // respect to the output layer (W_out then b_out) at the model's current
 // parameters, computed by a full backward pass with batch 1.
@@ -104,9 +143,18 @@ func (f *fixture) checkScores(t *testing.T, acc tracin.Accumulator, want []float
 
 // TestFusedEqualsExplicit drives five checkpoints by hand, the best being
 // the 1st and 3rd, and checks that the fused scores equal the explicit sum
-// of per-cell gradient dot products over checkpoints 1…3 (K = 3).
+// of per-cell gradient dot products over checkpoints 1…3 (K = 3), on the
+// MLP, the factorization machine (whose output layer reads the gathered
+// embeddings) and the hybrid.
 func TestFusedEqualsExplicit(t *testing.T) {
+	for _, kind := range []string{"mlp", "fm", "hybrid"} {
+		t.Run(kind, func(t *testing.T) { fusedEqualsExplicit(t, kind) })
+	}
+}
+
+func fusedEqualsExplicit(t *testing.T, kind string) {
 	f := newFixture(t, 11)
+	f.use(t, kind)
 	const eta = 0.01
 	acc := tracin.NewLastLayer(f.m, f.train, eta)
 	rng := rand.New(rand.NewPCG(2, 3))
@@ -214,20 +262,15 @@ func (f *fixture) perCellAll(z int) []float64 {
 
 // TestAllLayersEqualsExplicit checks the all-layer fused scores (δᵀGa per
 // layer, embeddings included) against explicit full per-cell gradients, on
-// the MLP and on CoSTCo (whose first layer has several rows per cell).
+// the MLP, on CoSTCo (whose first layer has several rows per cell), and on
+// the factorization machine and the hybrid (whose embedding gradients
+// include the interaction term's, which the fused pass takes from
+// BackwardInput and the explicit one from Backward).
 func TestAllLayersEqualsExplicit(t *testing.T) {
-	for _, kind := range []string{"mlp", "costco"} {
+	for _, kind := range []string{"mlp", "costco", "fm", "hybrid"} {
 		t.Run(kind, func(t *testing.T) {
 			f := newFixture(t, 21)
-			if kind == "costco" {
-				m, err := nn.NewCoSTCo(f.be, nn.CoSTCoConfig{Dims: []int{7, 6, 5}, Rank: 4, Channels: 3, Capacity: 32}, rand.New(rand.NewPCG(1, 1)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.m = m
-				f.train = m.NewSet(f.cells[:f.nTrain*3], f.vals[:f.nTrain])
-				f.val = m.NewSet(f.cells[f.nTrain*3:], f.vals[f.nTrain:])
-			}
+			f.use(t, kind)
 			const eta = 0.01
 			acc := tracin.NewAllLayers(f.m, f.train, f.val, eta)
 			rng := rand.New(rand.NewPCG(5, 5))
