@@ -11,12 +11,13 @@ import "github.com/dainx/dainx/cuda/driver"
 //	adam: one fused Adam step (Kingma & Ba, ICLR 2015) in PyTorch's
 //	formulation, in place.
 //
-//	  m[i] = β₁·m[i] + omb1·g[i]                                           (=)
-//	  v[i] = β₂·v[i] + omb2·g[i]²                                          (=)
+//	  g′ = g[i] + l2·p[i] if l2 ≠ 0 (coupled L2), else g[i]
+//	  m[i] = β₁·m[i] + omb1·g′                                             (=)
+//	  v[i] = β₂·v[i] + omb2·g′²                                            (=)
 //	  p[i] −= step·m[i] / (√v[i]·rc2 + ε)                                   (−=)
 //	  omb1 = 1−β₁, omb2 = 1−β₂, step = lr/(1−β₁ᵗ), rc2 = 1/√(1−β₂ᵗ), formed in
 //	  float64 on the host and rounded once (1−float32(β₂) would carry 216 ulps
-//	  of β₂'s rounding error)
+//	  of β₂'s rounding error); l2 = float32(AdamStep.L2), 0 for none
 //
 //	Shapes: p, m, v, g all n.
 //	Launch: block 256 threads; 1-D grid of any size (grid-stride loop, 64-bit
@@ -25,7 +26,7 @@ import "github.com/dainx/dainx/cuda/driver"
 //	Reference: compute/ref.Adam; minimises DAIN eq. 1.
 //
 // It must run on the context thread; the caller has checked the shapes.
-func (be *Backend) kAdam(grid, block driver.Dim3, shared uint32, p driver.DevicePtr, m driver.DevicePtr, v driver.DevicePtr, g driver.DevicePtr, n int32, beta1 float32, beta2 float32, omb1 float32, omb2 float32, step float32, rc2 float32, eps float32) error {
+func (be *Backend) kAdam(grid, block driver.Dim3, shared uint32, p driver.DevicePtr, m driver.DevicePtr, v driver.DevicePtr, g driver.DevicePtr, n int32, beta1 float32, beta2 float32, omb1 float32, omb2 float32, step float32, rc2 float32, eps float32, l2 float32) error {
 	a := be.args
 	a.Reset()
 	a.Ptr(p)
@@ -40,5 +41,6 @@ func (be *Backend) kAdam(grid, block driver.Dim3, shared uint32, p driver.Device
 	a.Float32(step)
 	a.Float32(rc2)
 	a.Float32(eps)
+	a.Float32(l2)
 	return be.launch(kernelAdam, grid, block, shared, a)
 }

@@ -13,12 +13,14 @@ import "github.com/dainx/dainx/cuda/driver"
 //	that one launch captured in a CUDA graph replays every training step with
 //	that step's constants (the host writes them into sc before each replay):
 //
-//	  m[i] = β₁·m[i] + omb1·g[i]                                           (=)
-//	  v[i] = β₂·v[i] + omb2·g[i]²                                          (=)
+//	  g′ = g[i] + l2·p[i] if l2 ≠ 0 (coupled L2), else g[i]
+//	  m[i] = β₁·m[i] + omb1·g′                                             (=)
+//	  v[i] = β₂·v[i] + omb2·g′²                                            (=)
 //	  p[i] −= sc[0]·m[i] / (√v[i]·sc[1] + ε)                               (−=)
 //	  sc[0] = step = lr/(1−β₁ᵗ), sc[1] = rc2 = 1/√(1−β₂ᵗ), float32, formed in
-//	  float64 on the host and rounded once (compute.AdamScalars); with the
-//	  same constants every element gets adam's bits (adam.cuh).
+//	  float64 on the host and rounded once (compute.AdamScalars); l2 =
+//	  float32(AdamStep.L2), 0 for none; with the same constants every
+//	  element gets adam's bits (adam.cuh).
 //
 //	Shapes: p, m, v, g all n; sc 2.
 //	Launch: block 256 threads; 1-D grid of any size (grid-stride loop, 64-bit
@@ -27,7 +29,7 @@ import "github.com/dainx/dainx/cuda/driver"
 //	Reference: compute/ref.Adam; minimises DAIN eq. 1.
 //
 // It must run on the context thread; the caller has checked the shapes.
-func (be *Backend) kAdamAt(grid, block driver.Dim3, shared uint32, p driver.DevicePtr, m driver.DevicePtr, v driver.DevicePtr, g driver.DevicePtr, sc driver.DevicePtr, n int32, beta1 float32, beta2 float32, omb1 float32, omb2 float32, eps float32) error {
+func (be *Backend) kAdamAt(grid, block driver.Dim3, shared uint32, p driver.DevicePtr, m driver.DevicePtr, v driver.DevicePtr, g driver.DevicePtr, sc driver.DevicePtr, n int32, beta1 float32, beta2 float32, omb1 float32, omb2 float32, eps float32, l2 float32) error {
 	a := be.args
 	a.Reset()
 	a.Ptr(p)
@@ -41,5 +43,6 @@ func (be *Backend) kAdamAt(grid, block driver.Dim3, shared uint32, p driver.Devi
 	a.Float32(omb1)
 	a.Float32(omb2)
 	a.Float32(eps)
+	a.Float32(l2)
 	return be.launch(kernelAdamAt, grid, block, shared, a)
 }

@@ -40,6 +40,8 @@ const (
 	kernelLinearForwardTc128x128                    // kernels/linear_forward_tc_128x128.cu
 	kernelLinearForwardTc128x64                     // kernels/linear_forward_tc_128x64.cu
 	kernelMseGrad                                   // kernels/mse_grad.cu
+	kernelPairwiseBackward                          // kernels/pairwise_backward.cu
+	kernelPairwiseForward                           // kernels/pairwise_forward.cu
 	kernelSampleAlias                               // kernels/sample_alias.cu
 	kernelScatterRows                               // kernels/scatter_rows.cu
 	kernelSparseAdam                                // kernels/sparse_adam.cu
@@ -83,6 +85,8 @@ var kernelNames = [numKernels]string{
 	"linear_forward_tc_128x128",
 	"linear_forward_tc_128x64",
 	"mse_grad",
+	"pairwise_backward",
+	"pairwise_forward",
 	"sample_alias",
 	"scatter_rows",
 	"sparse_adam",
@@ -93,8 +97,8 @@ var kernelNames = [numKernels]string{
 // kernelParamSizes holds the size in bytes of each parameter of each
 // kernel, in order, as its launcher packs it.
 var kernelParamSizes = [numKernels][]int{
-	kernelAdam:                      {8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4},
-	kernelAdamAt:                    {8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4},
+	kernelAdam:                      {8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+	kernelAdamAt:                    {8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4},
 	kernelCompactRows:               {8, 8, 8, 8, 8, 4, 4, 4, 4},
 	kernelDistinctRows:              {8, 8, 8, 8, 8, 8, 4},
 	kernelEmbeddingInfluence:        {8, 8, 8, 8, 4, 4, 4, 4, 4, 4},
@@ -125,9 +129,11 @@ var kernelParamSizes = [numKernels][]int{
 	kernelLinearForwardTc128x128:    {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 	kernelLinearForwardTc128x64:     {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 	kernelMseGrad:                   {8, 8, 8, 8, 4, 4},
+	kernelPairwiseBackward:          {8, 8, 8, 4, 4, 4},
+	kernelPairwiseForward:           {8, 8, 4, 4, 4},
 	kernelSampleAlias:               {8, 8, 8, 4, 4, 4, 4, 8, 8},
 	kernelScatterRows:               {8, 8, 8, 4, 4, 4, 4, 4},
-	kernelSparseAdam:                {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
-	kernelSparseAdamAt:              {8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4},
+	kernelSparseAdam:                {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+	kernelSparseAdamAt:              {8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4},
 	kernelSplitKReduce:              {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 }

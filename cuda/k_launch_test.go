@@ -8,11 +8,11 @@ import "github.com/dainx/dainx/cuda/driver"
 var launchZero = [numKernels]func(be *Backend) error{
 	kernelAdam: func(be *Backend) error {
 		var z driver.Dim3
-		return be.kAdam(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+		return be.kAdam(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelAdamAt: func(be *Backend) error {
 		var z driver.Dim3
-		return be.kAdamAt(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+		return be.kAdamAt(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelCompactRows:  func(be *Backend) error { var z driver.Dim3; return be.kCompactRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 	kernelDistinctRows: func(be *Backend) error { var z driver.Dim3; return be.kDistinctRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0) },
@@ -109,16 +109,18 @@ var launchZero = [numKernels]func(be *Backend) error{
 		var z driver.Dim3
 		return be.kLinearForwardTc128x64(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
-	kernelMseGrad:     func(be *Backend) error { var z driver.Dim3; return be.kMseGrad(z, z, 0, 0, 0, 0, 0, 0, 0) },
-	kernelSampleAlias: func(be *Backend) error { var z driver.Dim3; return be.kSampleAlias(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	kernelScatterRows: func(be *Backend) error { var z driver.Dim3; return be.kScatterRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	kernelMseGrad:          func(be *Backend) error { var z driver.Dim3; return be.kMseGrad(z, z, 0, 0, 0, 0, 0, 0, 0) },
+	kernelPairwiseBackward: func(be *Backend) error { var z driver.Dim3; return be.kPairwiseBackward(z, z, 0, 0, 0, 0, 0, 0, 0) },
+	kernelPairwiseForward:  func(be *Backend) error { var z driver.Dim3; return be.kPairwiseForward(z, z, 0, 0, 0, 0, 0, 0) },
+	kernelSampleAlias:      func(be *Backend) error { var z driver.Dim3; return be.kSampleAlias(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	kernelScatterRows:      func(be *Backend) error { var z driver.Dim3; return be.kScatterRows(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 	kernelSparseAdam: func(be *Backend) error {
 		var z driver.Dim3
-		return be.kSparseAdam(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+		return be.kSparseAdam(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelSparseAdamAt: func(be *Backend) error {
 		var z driver.Dim3
-		return be.kSparseAdamAt(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+		return be.kSparseAdamAt(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelSplitKReduce: func(be *Backend) error {
 		var z driver.Dim3

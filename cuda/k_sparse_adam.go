@@ -12,13 +12,15 @@ import "github.com/dainx/dainx/cuda/driver"
 //	(PyTorch's SparseAdam, TensorFlow's LazyAdam), in place: for u < U =
 //	count[0] (read on the device), r = rows[u], e < E and i = r·E + e,
 //
-//	  m[i] = β₁·m[i] + omb1·g[u·E+e]                                       (=)
-//	  v[i] = β₂·v[i] + omb2·g[u·E+e]²                                      (=)
+//	  g′ = g[u·E+e] + l2·p[i] if l2 ≠ 0 (coupled L2), else g[u·E+e]
+//	  m[i] = β₁·m[i] + omb1·g′                                             (=)
+//	  v[i] = β₂·v[i] + omb2·g′²                                            (=)
 //	  p[i] −= step·m[i] / (√v[i]·rc2 + ε)                                   (−=)
 //
 //	with the constants and the arithmetic of adam, expression for expression,
 //	so that an element gets the bits adam would give it with the same
-//	gradient. Rows not listed are not touched (their moments do not decay).
+//	gradient. Rows not listed are not touched (their moments do not decay,
+//	and L2 does not decay them either).
 //
 //	Shapes: p, m, v R×E (the table); g K×E and rows K (compact, as
 //	  distinct_rows and compact_rows leave them); count 1 (a count above K is
@@ -31,7 +33,7 @@ import "github.com/dainx/dainx/cuda/driver"
 //	  minimises DAIN eq. 1.
 //
 // It must run on the context thread; the caller has checked the shapes.
-func (be *Backend) kSparseAdam(grid, block driver.Dim3, shared uint32, p driver.DevicePtr, m driver.DevicePtr, v driver.DevicePtr, g driver.DevicePtr, rows driver.DevicePtr, count driver.DevicePtr, k int32, width int32, tableRows int32, beta1 float32, beta2 float32, omb1 float32, omb2 float32, step float32, rc2 float32, eps float32) error {
+func (be *Backend) kSparseAdam(grid, block driver.Dim3, shared uint32, p driver.DevicePtr, m driver.DevicePtr, v driver.DevicePtr, g driver.DevicePtr, rows driver.DevicePtr, count driver.DevicePtr, k int32, width int32, tableRows int32, beta1 float32, beta2 float32, omb1 float32, omb2 float32, step float32, rc2 float32, eps float32, l2 float32) error {
 	a := be.args
 	a.Reset()
 	a.Ptr(p)
@@ -50,5 +52,6 @@ func (be *Backend) kSparseAdam(grid, block driver.Dim3, shared uint32, p driver.
 	a.Float32(step)
 	a.Float32(rc2)
 	a.Float32(eps)
+	a.Float32(l2)
 	return be.launch(kernelSparseAdam, grid, block, shared, a)
 }

@@ -14,8 +14,9 @@ import "github.com/dainx/dainx/cuda/driver"
 //	CUDA graph replays every training step with that step's constants: for
 //	u < U = count[0] (read on the device), r = rows[u], e < E, i = r·E + e,
 //
-//	  m[i] = β₁·m[i] + omb1·g[u·E+e]                                       (=)
-//	  v[i] = β₂·v[i] + omb2·g[u·E+e]²                                      (=)
+//	  g′ = g[u·E+e] + l2·p[i] if l2 ≠ 0 (coupled L2), else g[u·E+e]
+//	  m[i] = β₁·m[i] + omb1·g′                                             (=)
+//	  v[i] = β₂·v[i] + omb2·g′²                                            (=)
 //	  p[i] −= sc[0]·m[i] / (√v[i]·sc[1] + ε)                               (−=)
 //
 //	with adam's arithmetic (adam.cuh). Rows not listed are not touched.
@@ -30,7 +31,7 @@ import "github.com/dainx/dainx/cuda/driver"
 //	Reference: compute/ref.SparseAdam; minimises DAIN eq. 1.
 //
 // It must run on the context thread; the caller has checked the shapes.
-func (be *Backend) kSparseAdamAt(grid, block driver.Dim3, shared uint32, p driver.DevicePtr, m driver.DevicePtr, v driver.DevicePtr, g driver.DevicePtr, rows driver.DevicePtr, count driver.DevicePtr, sc driver.DevicePtr, k int32, width int32, tableRows int32, beta1 float32, beta2 float32, omb1 float32, omb2 float32, eps float32) error {
+func (be *Backend) kSparseAdamAt(grid, block driver.Dim3, shared uint32, p driver.DevicePtr, m driver.DevicePtr, v driver.DevicePtr, g driver.DevicePtr, rows driver.DevicePtr, count driver.DevicePtr, sc driver.DevicePtr, k int32, width int32, tableRows int32, beta1 float32, beta2 float32, omb1 float32, omb2 float32, eps float32, l2 float32) error {
 	a := be.args
 	a.Reset()
 	a.Ptr(p)
@@ -48,5 +49,6 @@ func (be *Backend) kSparseAdamAt(grid, block driver.Dim3, shared uint32, p drive
 	a.Float32(omb1)
 	a.Float32(omb2)
 	a.Float32(eps)
+	a.Float32(l2)
 	return be.launch(kernelSparseAdamAt, grid, block, shared, a)
 }

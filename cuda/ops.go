@@ -633,8 +633,9 @@ var _ compute.OutputMSE = (*Backend)(nil)
 // Adam implements compute.Backend.Adam (in place) with the kernel adam
 // (kernels/adam.cu), or adam_at (kernels/adam_at.cu), which reads the
 // per-step constants from s.Scalars when it runs; see compute/ref.Adam. The bias corrections and 1−β
-// are formed in float64 and rounded once, as on the CPU backend. It panics if the
-// lengths differ or s.T < 1.
+// are formed in float64 and rounded once, as on the CPU backend, and so is
+// s.L2, which the kernels apply as g + l2·p, unfused, when it is not 0. It
+// panics if the lengths differ, s.T < 1 or s.L2 is negative or not finite.
 func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 	const op = "Adam"
 	ps, gs, ms, vs := be.fm(op, p), be.fm(op, g), be.fm(op, m), be.fm(op, v)
@@ -642,16 +643,16 @@ func (be *Backend) Adam(p, g, m, v compute.F32, s compute.AdamStep) {
 	if ps.n == 0 {
 		return
 	}
-	b1, b2, omb1, omb2, step, rc2, eps, sc := be.adamArgs(op, s)
+	b1, b2, omb1, omb2, step, rc2, eps, l2, sc := be.adamArgs(op, s)
 	n := i32(op, ps.n)
 	grid := be.grid1D(int64(ps.n), threads)
 	be.post(func() {
 		switch {
 		case be.err != nil:
 		case sc != nil:
-			be.fail("adam_at", be.kAdamAt(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, sc.ptr, n, b1, b2, omb1, omb2, eps))
+			be.fail("adam_at", be.kAdamAt(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, sc.ptr, n, b1, b2, omb1, omb2, eps, l2))
 		default:
-			be.fail("adam", be.kAdam(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, n, b1, b2, omb1, omb2, step, rc2, eps))
+			be.fail("adam", be.kAdam(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, n, b1, b2, omb1, omb2, step, rc2, eps, l2))
 		}
 	})
 }

@@ -87,25 +87,22 @@ func (be *Backend) CompactRows(grad, dx compute.F32, starts, perm, count compute
 // adamArgs returns Adam's per-step constants as the adam and sparse_adam
 // kernels take them: β₁, β₂, 1−β₁, 1−β₂, lr/(1−β₁ᵗ), 1/√(1−β₂ᵗ) and ε, formed
 // in float64 and rounded once, exactly as Adam forms them
-// (compute.AdamScalars), and s.Scalars' storage when it is set (the
-// adam_at and sparse_adam_at kernels read the two per-step constants from
-// it when they run).
-func (be *Backend) adamArgs(op string, s compute.AdamStep) (b1, b2, omb1, omb2, step, rc2, eps float32, sc *F32) {
+// (compute.AdamScalars), the L2 coefficient rounded once (0 for none), and
+// s.Scalars' storage when it is set (the adam_at and sparse_adam_at
+// kernels read the two per-step constants from it when they run).
+func (be *Backend) adamArgs(op string, s compute.AdamStep) (b1, b2, omb1, omb2, step, rc2, eps, l2 float32, sc *F32) {
 	c := compute.AdamScalars(s)
-	if s.L2 != 0 {
-		panic("cuda: " + op + ": AdamStep.L2 is not implemented on CUDA yet")
-	}
 	if s.Scalars != nil {
 		sc = be.fm(op, s.Scalars)
 	}
-	return float32(s.Beta1), float32(s.Beta2), float32(1 - s.Beta1), float32(1 - s.Beta2), c[0], c[1], float32(s.Eps), sc
+	return float32(s.Beta1), float32(s.Beta2), float32(1 - s.Beta1), float32(1 - s.Beta2), c[0], c[1], float32(s.Eps), float32(s.L2), sc
 }
 
 // SparseAdam implements compute.Backend.SparseAdam (in place on the listed
 // rows) with the kernel sparse_adam (kernels/sparse_adam.cu), or
 // sparse_adam_at when s.Scalars is set: adam's
-// constants and arithmetic, expression for expression, so each touched
-// element gets the bits Adam gives it with the same gradient; see
+// constants and arithmetic, expression for expression (L2 included), so
+// each touched element gets the bits Adam gives it with the same gradient; see
 // compute/ref.SparseAdam. The grid is sized for K·E since U = count[0] is
 // read on the device. It panics if the lengths do not fit or s.T < 1. A
 // listed row outside the table (a caller bug; the CPU backend panics) is
@@ -118,15 +115,15 @@ func (be *Backend) SparseAdam(p, g, m, v compute.F32, rows, count compute.I32, w
 		return
 	}
 	nk, w, r := i32(op, k), i32(op, width), i32(op, tableRows)
-	b1, b2, omb1, omb2, step, rc2, eps, sc := be.adamArgs(op, s)
+	b1, b2, omb1, omb2, step, rc2, eps, l2, sc := be.adamArgs(op, s)
 	grid := be.grid1D(int64(k)*int64(width), threads)
 	be.post(func() {
 		switch {
 		case be.err != nil:
 		case sc != nil:
-			be.fail("sparse_adam_at", be.kSparseAdamAt(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, rs.ptr, cs.ptr, sc.ptr, nk, w, r, b1, b2, omb1, omb2, eps))
+			be.fail("sparse_adam_at", be.kSparseAdamAt(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, rs.ptr, cs.ptr, sc.ptr, nk, w, r, b1, b2, omb1, omb2, eps, l2))
 		default:
-			be.fail("sparse_adam", be.kSparseAdam(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, rs.ptr, cs.ptr, nk, w, r, b1, b2, omb1, omb2, step, rc2, eps))
+			be.fail("sparse_adam", be.kSparseAdam(grid, block1D, 0, ps.ptr, ms.ptr, vs.ptr, gs.ptr, rs.ptr, cs.ptr, nk, w, r, b1, b2, omb1, omb2, step, rc2, eps, l2))
 		}
 	})
 }

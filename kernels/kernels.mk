@@ -12,7 +12,9 @@
 #                       emulator (scripts/kernel-emu) against a float64
 #                       reference and bit for bit against the 64×64 kernels;
 #                       the sparse kernels and Adam's (adam_at, sparse_adam_at
-#                       against adam, sparse_adam) bit for bit
+#                       against adam, sparse_adam; L2 against adam on g + l2·p)
+#                       bit for bit; the pairwise kernels against float64 and
+#                       bit for bit against their documented order
 #   make device-bundle  build dainx and the test binaries (CGO_ENABLED=0) and
 #                       copy the data into .dev/ for one run on a GPU machine
 #
@@ -41,6 +43,7 @@ check-kernels:
 check-kernels-emu:
 	EMU_ONLY=family bash scripts/kernel-emu/run.sh
 	EMU_ONLY=sparse bash scripts/kernel-emu/run.sh
+	EMU_ONLY=pairwise bash scripts/kernel-emu/run.sh
 
 device-bundle:
 	scripts/device-bundle.sh

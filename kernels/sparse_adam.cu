@@ -2,13 +2,15 @@
 // (PyTorch's SparseAdam, TensorFlow's LazyAdam), in place: for u < U =
 // count[0] (read on the device), r = rows[u], e < E and i = r·E + e,
 //
-//   m[i] = β₁·m[i] + omb1·g[u·E+e]                                       (=)
-//   v[i] = β₂·v[i] + omb2·g[u·E+e]²                                      (=)
+//   g′ = g[u·E+e] + l2·p[i] if l2 ≠ 0 (coupled L2), else g[u·E+e]
+//   m[i] = β₁·m[i] + omb1·g′                                             (=)
+//   v[i] = β₂·v[i] + omb2·g′²                                            (=)
 //   p[i] −= step·m[i] / (√v[i]·rc2 + ε)                                   (−=)
 //
 // with the constants and the arithmetic of adam, expression for expression,
 // so that an element gets the bits adam would give it with the same
-// gradient. Rows not listed are not touched (their moments do not decay).
+// gradient. Rows not listed are not touched (their moments do not decay,
+// and L2 does not decay them either).
 //
 // Shapes: p, m, v R×E (the table); g K×E and rows K (compact, as
 //   distinct_rows and compact_rows leave them); count 1 (a count above K is
@@ -24,6 +26,8 @@
 extern "C" __global__ void __launch_bounds__(256)
 sparse_adam(float* __restrict__ p, float* __restrict__ m, float* __restrict__ v, const float* __restrict__ g,
             const int32_t* __restrict__ rows, const int32_t* __restrict__ count, int32_t k, int32_t width,
-            int32_t table_rows, float beta1, float beta2, float omb1, float omb2, float step, float rc2, float eps) {
-    dainx::sparse_adam_rows(p, m, v, g, rows, count, k, width, table_rows, beta1, beta2, omb1, omb2, step, rc2, eps);
+            int32_t table_rows, float beta1, float beta2, float omb1, float omb2, float step, float rc2, float eps,
+            float l2) {
+    dainx::sparse_adam_rows(p, m, v, g, rows, count, k, width, table_rows, beta1, beta2, omb1, omb2, step, rc2, eps,
+                            l2);
 }

@@ -277,7 +277,7 @@ extern "C" int dainx_k_adam(float* p, const float* g, float* m, float* v, int32_
     const double c1 = 1 - std::pow(beta1, (double)t), c2 = 1 - std::pow(beta2, (double)t);
     return (int)dainx_kern_adam_launch(grid1d(n, DAINX_G_THREADS, s), kBlock1D, 0, stream, p, m, v, g, n,
                                        (float)beta1, (float)beta2, (float)(1 - beta1), (float)(1 - beta2),
-                                       (float)(lr / c1), (float)(1 / std::sqrt(c2)), (float)eps);
+                                       (float)(lr / c1), (float)(1 / std::sqrt(c2)), (float)eps, 0.f /* no L2 */);
 }
 
 extern "C" size_t dainx_k_influence_dot_scratch_bytes(int32_t batch, int32_t in, int32_t out) {

@@ -3,7 +3,10 @@
 // semantics of compute/ref), checks Philox against Random123's known answers
 // and sample_alias against draws of compute.AliasDraw; the sparse kernels
 // (distinct_rows, compact_rows, sparse_adam) bit for bit against host loops,
-// adam_at and sparse_adam_at bit for bit against adam and sparse_adam.
+// adam_at and sparse_adam_at bit for bit against adam and sparse_adam, the
+// L2 of all four against adam on g + l2·p formed on the host; the pairwise
+// kernels (pairwise_forward, pairwise_backward) against float64 loops and
+// bit for bit against host loops in their documented order.
 // See run.sh.
 #include "adam.cu"
 #include "adam_at.cu"
@@ -37,6 +40,8 @@
 #include "linear_forward_out1_mse.cu"
 #include "linear_forward_tc.cu"
 #include "mse_grad.cu"
+#include "pairwise_backward.cu"
+#include "pairwise_forward.cu"
 #include "sample_alias.cu"
 #include "scatter_rows.cu"
 #include "sparse_adam.cu"
@@ -354,8 +359,9 @@ static void testSparse() {
     }
 
     // sparse_adam: the rows a batch touched, against adam on each row; the
-    // other rows (and a list entry outside the table) untouched.
-    for (int E : {1, 5, 50}) for (int steps = 1; steps <= 3; ++steps) {
+    // other rows (and a list entry outside the table) untouched; without
+    // and with L2 (which decays the listed rows only).
+    for (float l2 : {0.f, 0.05f}) for (int E : {1, 5, 50}) for (int steps = 1; steps <= 3; ++steps) {
         int R = 60, K = 37 * 3;
         vector<int32_t> cells(K);
         for (auto& c : cells) c = (int32_t)(g() % R);
@@ -374,7 +380,7 @@ static void testSparse() {
         double c1 = 1 - pow(b1, steps), c2 = 1 - pow(b2, steps);
         float fb1 = b1, fb2 = b2, omb1 = 1 - b1, omb2 = 1 - b2, step = lr / c1, rc2 = 1 / sqrt(c2), feps = eps;
         int32_t count = d.u;
-        launch({2, 1, 1}, {256, 1, 1}, [&] { sparse_adam(p.data(), m.data(), v.data(), gr.data(), rows.data(), &count, K, E, R, fb1, fb2, omb1, omb2, step, rc2, feps); });
+        launch({2, 1, 1}, {256, 1, 1}, [&] { sparse_adam(p.data(), m.data(), v.data(), gr.data(), rows.data(), &count, K, E, R, fb1, fb2, omb1, omb2, step, rc2, feps, l2); });
         // adam on the listed rows gathered into compact copies (it is
         // elementwise), scattered back.
         vector<float> pc((size_t)d.u * E), mc(pc.size()), vc(pc.size());
@@ -383,46 +389,146 @@ static void testSparse() {
                 size_t i = (size_t)d.rows[u] * E + e, c = (size_t)u * E + e;
                 pc[c] = p2[i], mc[c] = m2[i], vc[c] = v2[i];
             }
-        launch({2, 1, 1}, {256, 1, 1}, [&] { adam(pc.data(), mc.data(), vc.data(), gr.data(), d.u * E, fb1, fb2, omb1, omb2, step, rc2, feps); });
+        launch({2, 1, 1}, {256, 1, 1}, [&] { adam(pc.data(), mc.data(), vc.data(), gr.data(), d.u * E, fb1, fb2, omb1, omb2, step, rc2, feps, l2); });
         for (int u = 0; u < d.u; ++u)
             for (int e = 0; e < E; ++e) {
                 size_t i = (size_t)d.rows[u] * E + e, c = (size_t)u * E + e;
                 p2[i] = pc[c], m2[i] = mc[c], v2[i] = vc[c];
             }
         if (memcmp(p.data(), p2.data(), 4 * p.size()) || memcmp(m.data(), m2.data(), 4 * m.size()) || memcmp(v.data(), v2.data(), 4 * v.size())) {
-            printf("FAIL sparse_adam E %d T %d: not adam's bits on the rows\n", E, steps); fails++;
+            printf("FAIL sparse_adam l2 %g E %d T %d: not adam's bits on the rows\n", l2, E, steps); fails++;
         }
         // sparse_adam_at and adam_at, the constants read from sc when they
         // run: the bits of sparse_adam and adam.
         {
             float sc[2] = {step, rc2};
             vector<float> p3 = p0, m3 = m0, v3 = v0;
-            launch({2, 1, 1}, {256, 1, 1}, [&] { sparse_adam_at(p3.data(), m3.data(), v3.data(), gr.data(), rows.data(), &count, sc, K, E, R, fb1, fb2, omb1, omb2, feps); });
+            launch({2, 1, 1}, {256, 1, 1}, [&] { sparse_adam_at(p3.data(), m3.data(), v3.data(), gr.data(), rows.data(), &count, sc, K, E, R, fb1, fb2, omb1, omb2, feps, l2); });
             if (memcmp(p.data(), p3.data(), 4 * p.size()) || memcmp(m.data(), m3.data(), 4 * m.size()) || memcmp(v.data(), v3.data(), 4 * v.size())) {
-                printf("FAIL sparse_adam_at E %d T %d: not sparse_adam's bits\n", E, steps); fails++;
+                printf("FAIL sparse_adam_at l2 %g E %d T %d: not sparse_adam's bits\n", l2, E, steps); fails++;
             }
             vector<float> pa = p0, ma = m0, va = v0, pb = p0, mb = m0, vb = v0;
             const int n = (int)min(pa.size(), gr.size());
-            launch({2, 1, 1}, {256, 1, 1}, [&] { adam(pa.data(), ma.data(), va.data(), gr.data(), n, fb1, fb2, omb1, omb2, step, rc2, feps); });
-            launch({3, 1, 1}, {256, 1, 1}, [&] { adam_at(pb.data(), mb.data(), vb.data(), gr.data(), sc, n, fb1, fb2, omb1, omb2, feps); });
+            launch({2, 1, 1}, {256, 1, 1}, [&] { adam(pa.data(), ma.data(), va.data(), gr.data(), n, fb1, fb2, omb1, omb2, step, rc2, feps, l2); });
+            launch({3, 1, 1}, {256, 1, 1}, [&] { adam_at(pb.data(), mb.data(), vb.data(), gr.data(), sc, n, fb1, fb2, omb1, omb2, feps, l2); });
             if (memcmp(pa.data(), pb.data(), 4 * n) || memcmp(ma.data(), mb.data(), 4 * n) || memcmp(va.data(), vb.data(), 4 * n) ||
                 !memcmp(pa.data(), p0.data(), 4 * n)) {
-                printf("FAIL adam_at E %d T %d: not adam's bits\n", E, steps); fails++;
+                printf("FAIL adam_at l2 %g E %d T %d: not adam's bits\n", l2, E, steps); fails++;
+            }
+            // L2: adam with l2 is adam without it on g + l2·p, the product
+            // and the sum each rounded to float32 (formed here on the
+            // host, unfused); adam with l2 = 0 leaves g as it is.
+            if (l2 != 0.f) {
+                vector<float> gl(n), pc2 = p0, mc2 = m0, vc2 = v0;
+                for (int i = 0; i < n; ++i) { volatile float t = l2 * p0[i]; gl[i] = gr[i] + t; }
+                launch({2, 1, 1}, {256, 1, 1}, [&] { adam(pc2.data(), mc2.data(), vc2.data(), gl.data(), n, fb1, fb2, omb1, omb2, step, rc2, feps, 0.f); });
+                if (memcmp(pa.data(), pc2.data(), 4 * n) || memcmp(ma.data(), mc2.data(), 4 * n) || memcmp(va.data(), vc2.data(), 4 * n)) {
+                    printf("FAIL adam l2 %g E %d T %d: not adam's bits on g + l2*p\n", l2, E, steps); fails++;
+                }
+                vector<float> pz = p0, mz = m0, vz = v0;
+                launch({2, 1, 1}, {256, 1, 1}, [&] { adam(pz.data(), mz.data(), vz.data(), gr.data(), n, fb1, fb2, omb1, omb2, step, rc2, feps, 0.f); });
+                if (!memcmp(pa.data(), pz.data(), 4 * n)) { printf("FAIL adam l2 %g E %d T %d: L2 changed nothing\n", l2, E, steps); fails++; }
             }
         }
         vector<int32_t> out = {R, -1};
         int32_t two = 2;
-        launch({1, 1, 1}, {256, 1, 1}, [&] { sparse_adam(p.data(), m.data(), v.data(), gr.data(), out.data(), &two, 2, E, R, fb1, fb2, omb1, omb2, step, rc2, feps); });
+        launch({1, 1, 1}, {256, 1, 1}, [&] { sparse_adam(p.data(), m.data(), v.data(), gr.data(), out.data(), &two, 2, E, R, fb1, fb2, omb1, omb2, step, rc2, feps, l2); });
         if (memcmp(p.data(), p2.data(), 4 * p.size())) { printf("FAIL sparse_adam E %d: a row outside the table was updated\n", E); fails++; }
+    }
+}
+
+// testPairwise checks pairwise_forward and pairwise_backward: against
+// float64 loops of the definitions (compute/ref), and bit for bit against
+// host loops in the order the kernels document (forward: per lane l the
+// factor columns l, l+32, … with a running prefix and fmaf, the lanes added
+// by warp_sum's butterfly, then the bias column in increasing n; backward:
+// the other modes in increasing n, then fmaf), with grids smaller than the
+// batch (stride loops) and larger; every launch of one case gives the same
+// bits. B = 0 writes nothing.
+static void testPairwise() {
+    mt19937 g(23);
+    uniform_real_distribution<float> ud(-1, 1);
+    char buf[120];
+    for (int N : {1, 2, 3, 4, 5}) for (int E : {2, 3, 8, 33, 34, 70}) for (int B : {0, 1, 37}) {
+        const int ne = N * E, K = E - 1;
+        vector<float> x((size_t)B * ne), dy(B), y0(B), dx0(x.size());
+        for (auto& v : x) v = ud(g);
+        for (auto& v : dy) v = ud(g);
+        for (auto& v : y0) v = ud(g);
+        for (auto& v : dx0) v = ud(g);
+        // float64 references
+        vector<double> wy(B), wdx(x.size());
+        for (int b = 0; b < B; ++b) {
+            const float* xb = x.data() + (size_t)b * ne;
+            double s = y0[b];
+            for (int n = 0; n < N; ++n) {
+                s += xb[n * E + K];
+                for (int n2 = n + 1; n2 < N; ++n2) for (int k = 0; k < K; ++k) s += (double)xb[n * E + k] * xb[n2 * E + k];
+            }
+            wy[b] = s;
+            for (int n = 0; n < N; ++n) for (int e = 0; e < E; ++e) {
+                double t = 0;
+                if (e == K) t = 1;
+                else for (int n2 = 0; n2 < N; ++n2) if (n2 != n) t += xb[n2 * E + e];
+                wdx[(size_t)b * ne + n * E + e] = dx0[(size_t)b * ne + n * E + e] + (double)dy[b] * t;
+            }
+        }
+        // host loops in the kernels' order
+        vector<float> hy = y0, hdx = dx0;
+        for (int b = 0; b < B; ++b) {
+            const float* xb = x.data() + (size_t)b * ne;
+            float lanes[32];
+            for (int l = 0; l < 32; ++l) {
+                float s = 0.f;
+                for (int f = l; f < K; f += 32) {
+                    float p = xb[f];
+                    for (int n = 1; n < N; ++n) { const float v = xb[n * E + f]; s = fmaf(v, p, s); p += v; }
+                }
+                lanes[l] = s;
+            }
+            for (int o = 16; o > 0; o >>= 1) {
+                float t[32];
+                for (int l = 0; l < 32; ++l) t[l] = lanes[l] + lanes[l ^ o];
+                memcpy(lanes, t, sizeof t);
+            }
+            float bias = 0.f;
+            for (int n = 0; n < N; ++n) bias += xb[n * E + K];
+            hy[b] += bias + lanes[0];
+            for (int n = 0; n < N; ++n) for (int e = 0; e < E; ++e) {
+                float& d = hdx[(size_t)b * ne + n * E + e];
+                if (e == K) { d += dy[b]; continue; }
+                float s = 0.f;
+                for (int n2 = 0; n2 < N; ++n2) if (n2 != n) s += xb[n2 * E + e];
+                d = fmaf(dy[b], s, d);
+            }
+        }
+        for (unsigned grid : {1u, 2u, 7u}) {
+            vector<float> y = y0, dx = dx0;
+            launch({grid, 1, 1}, {256, 1, 1}, [&] { pairwise_forward(y.data(), x.data(), B, N, E); });
+            launch({grid, 1, 1}, {256, 1, 1}, [&] { pairwise_backward(dx.data(), dy.data(), x.data(), B, N, E); });
+            snprintf(buf, sizeof buf, "pairwise_forward B %d N %d E %d grid %u", B, N, E, grid);
+            check(buf, y, wy);
+            if (memcmp(y.data(), hy.data(), 4 * B)) { printf("FAIL %s: not the bits of the documented order\n", buf); fails++; }
+            snprintf(buf, sizeof buf, "pairwise_backward B %d N %d E %d grid %u", B, N, E, grid);
+            check(buf, dx, wdx);
+            if (memcmp(dx.data(), hdx.data(), 4 * dx.size())) { printf("FAIL %s: not the bits of the documented order\n", buf); fails++; }
+        }
     }
 }
 
 int main() {
     // EMU_ONLY=tc runs only the tensor-core checks, EMU_ONLY=sparse only the
-    // sparse kernels' (quick, for kernel work).
+    // sparse kernels' and Adam's, EMU_ONLY=pairwise only the pairwise
+    // kernels' (quick, for kernel work).
     const bool only_tc = getenv("EMU_ONLY") && string(getenv("EMU_ONLY")) == "tc";
     const bool only_sparse = getenv("EMU_ONLY") && string(getenv("EMU_ONLY")) == "sparse";
     const bool only_family = getenv("EMU_ONLY") && string(getenv("EMU_ONLY")) == "family";
+    if (getenv("EMU_ONLY") && string(getenv("EMU_ONLY")) == "pairwise") {
+        // EMU_ONLY=pairwise: only the pairwise kernels (make check-kernels-emu).
+        testPairwise();
+        printf("%s (%d failures)\n", fails ? "FAIL" : "PASS", fails);
+        return fails != 0;
+    }
     if (only_family) {
         // EMU_ONLY=family: only the GEMM family (make check-kernels-emu).
         mt19937 g(11);
@@ -600,7 +706,7 @@ int main() {
         double b1 = .9, b2 = .999, lr = 1e-3, eps = 1e-8; int T = 3;
         double c1 = 1 - pow(b1, T), c2 = 1 - pow(b2, T);
         for (int i = 0; i < n; ++i) { double mi = b1 * m[i] + (1 - b1) * g[i], vi = b2 * v[i] + (1 - b2) * g[i] * g[i]; wp[i] = p[i] - lr / c1 * mi / (sqrt(vi) / sqrt(c2) + eps); }
-        launch({2, 1, 1}, {256, 1, 1}, [&] { adam(p.data(), m.data(), v.data(), g.data(), n, b1, b2, 1 - b1, 1 - b2, lr / c1, 1 / sqrt(c2), eps); });
+        launch({2, 1, 1}, {256, 1, 1}, [&] { adam(p.data(), m.data(), v.data(), g.data(), n, b1, b2, 1 - b1, 1 - b2, lr / c1, 1 / sqrt(c2), eps, 0.f); });
         check("adam", p, wp, 1e-5);
     }
     // sample_alias: print for comparison with Go
@@ -622,6 +728,7 @@ int main() {
     }
     }
     if (!only_tc) testSparse();
+    if (!only_tc && !only_sparse) testPairwise();
     if (g_emu_errors) { printf("FAIL: %d PTX rule violations (non-TF32 mma operands, or cp.async copies never waited for)\n", g_emu_errors.load()); fails++; }
     printf("%s (%d failures)\n", fails ? "FAIL" : "PASS", fails);
     return fails != 0;

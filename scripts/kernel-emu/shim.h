@@ -30,6 +30,10 @@ inline thread_local uint3_ threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;
 inline uint32_t __umulhi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
 inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+// __fadd_rn, __fmul_rn: one rounded float32 operation each, never fused
+// (the host build has no FMA contraction across these calls).
+inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
+inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
 inline std::barrier<>* g_block_barrier;
 inline std::vector<std::unique_ptr<std::barrier<>>> g_warp_barriers;
 inline double g_xchg[1024];
