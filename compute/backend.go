@@ -229,11 +229,12 @@ type Backend interface {
 	// increasing order, the running prefix p = x[b,0,k] and, for n = 1…N−1,
 	// the term x[b,n,k]·p is added to the pair sum, then x[b,n,k] to p; the
 	// bias column is summed in increasing n, and y[b] += bias + pairs. The
-	// CPU backend does exactly this in float32; CUDA's warp-per-cell kernel
-	// forms the same terms, summed over k in a fixed butterfly order. Both
-	// are deterministic. nn adds it after LinearForward (=) for FM-style
-	// models. It panics if order < 1, width < 2 or x.Len() ≠ B·N·E with
-	// B = y.Len().
+	// CPU backend does exactly this in float32 (each product rounded before
+	// it is added); CUDA's kernel gives each cell a warp whose lane l takes
+	// the columns k ≡ l mod 32 in this order with fused multiply-adds, and
+	// adds the lanes in a fixed butterfly order. Both are deterministic.
+	// nn adds it after LinearForward (=) for FM-style models. It panics if
+	// order < 1, width < 2 or x.Len() ≠ B·N·E with B = y.Len().
 	PairwiseForward(y, x F32, order, width int)
 
 	// PairwiseBackward adds the gradient of Σ_b dy[b]·f_b(x), f_b being

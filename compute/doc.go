@@ -1,6 +1,7 @@
 // Package compute defines the Backend interface: the small set of DAIN-specific
-// operations (embedding gather, fused Linear layers, MSE gradient, Adam,
-// TracIn scoring, entity aggregation, alias sampling) that the nn, tracin and
+// operations (embedding gather, fused Linear layers, the pairwise terms of a
+// factorization machine, MSE gradient, Adam with optional L2, TracIn
+// scoring, entity aggregation, alias sampling) that the nn, tracin and
 // sampling packages are written against, plus the counter-based random number
 // generator that makes sampling identical on every backend.
 //

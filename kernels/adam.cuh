@@ -18,7 +18,7 @@ namespace dainx {
 // (g + l2·p when l2 ≠ 0).
 __device__ __forceinline__ void adam_update(float& p, float& m, float& v, float g, float beta1, float beta2, float omb1,
                                             float omb2, float step, float rc2, float eps, float l2) {
-    if (l2 != 0.f) g = __fadd_rn(g, __fmul_rn(l2, m));
+    if (l2 != 0.f) g = __fadd_rn(g, __fmul_rn(l2, p));
     const float mi = beta1 * m + omb1 * g;
     const float vi = beta2 * v + omb2 * g * g;
     m = mi;
