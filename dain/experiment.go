@@ -97,6 +97,7 @@ type Experiment struct {
 	// (shed, release).
 	single      bool
 	trainMaxAbs float64 // the largest |value| of the training cells (scaleHint)
+	trainMean   float64 // the training cells' mean value (the fm and hybrid global bias at the start)
 }
 
 // memo holds the result and wall time of each stage computed so far.
@@ -211,7 +212,9 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 	e.x = &tensor.COO{Dims: x.Dims}
 	for _, v := range e.Train.Val {
 		e.trainMaxAbs = max(e.trainMaxAbs, math.Abs(v))
+		e.trainMean += v
 	}
+	e.trainMean /= float64(e.Train.NNZ())
 	return e, nil
 }
 
@@ -317,11 +320,22 @@ func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig,
 	case "mlp":
 		m, err := nn.NewMLP(e.be, e.mlpConfig(), r)
 		return m, tc, err
-	case FinalFM:
-		m, err := nn.NewFM(e.be, nn.FMConfig{Dims: e.x.Dims, Rank: c.FMRank, Capacity: max(c.Batch, c.EvalBatch)}, r)
-		return m, tc, err
-	case FinalHybrid:
-		m, err := nn.NewHybrid(e.be, e.mlpConfig(), r)
+	case FinalFM, FinalHybrid:
+		var m *nn.Net
+		var err error
+		if kind == FinalFM {
+			m, err = nn.NewFM(e.be, nn.FMConfig{Dims: e.x.Dims, Rank: c.FMRank, Capacity: max(c.Batch, c.EvalBatch)}, r)
+		} else {
+			m, err = nn.NewHybrid(e.be, e.mlpConfig(), r)
+		}
+		if err == nil {
+			// The global bias starts at the training cells' mean (as an
+			// FM's w₀ settles at it), not at 0: Adam moves a bias by about
+			// the learning rate per step, so from 0 it would take
+			// thousands of steps to reach a rating's scale.
+			_, b := m.OutputLayer()
+			e.be.Upload(b, []float32{float32(e.trainMean)})
+		}
 		return m, tc, err
 	case "costco":
 		tc.LR, tc.Batch = c.CoSTCoLR, c.CoSTCoBatch
