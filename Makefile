@@ -19,7 +19,7 @@ help:
 	@echo "make bench-quick    make bench without the end-to-end runs"
 	@echo "make bench-dist     dainx augment on 40M and 100M cells by one process and under mpiexec -n 1, 2, 4: each rank's peak RSS, seconds, the same cells? into bench/results/dist-DATE.*"
 	@echo "make bench-go       Go benchmarks of the backend ops and the pipeline"
-	@echo "make bench-scale    dainx augment on 2M cells with 2.1K, 200K and 2M entities, then on 10M, 30M and 100M cells: memory and speed per cell and per entity into bench/results/scale-DATE.*"
+	@echo "make bench-scale    dainx augment on 2M cells with 2.1K, 200K and 2M entities, then on 10M, 30M and 100M cells: memory and speed per cell and per entity into bench/results/scale-DATE.*; then CSV tables of 10M and 100M rows read by dainx convert -index (file and pipe): peak RSS and speed into bench/results/tables-scale-DATE.*"
 	@echo "make kernels        compile kernels/*.cu to committed PTX (needs nvcc)"
 	@echo "make check-kernels  check that every kernel compiles, ptxas accepts it and the PTX is current"
 	@echo "make check-kernels-emu  run every GEMM tile variant in the host kernel emulator (bit-identical within a precision)"
@@ -108,9 +108,19 @@ bench-quick: build
 # stage, into bench/results/scale-DATE.{json,md}. The 100M run needs about
 # 7 GB of memory and an hour or more on two cores. SCALEFLAGS passes flags
 # to scalerun (go run ./bench/cmd/scalerun -h), e.g. SCALEFLAGS=-sizes=10M.
+#
+# It then reads generated CSV tables (string user IDs, integer item IDs,
+# ISO 8601 times binned by day) of 10M and 100M rows with `dainx convert
+# -index user,item,time:day -value rating`, from a file cached in
+# bench/scale-data/ (about 4.5 GB for 100M rows) and through a pipe:
+# seconds and peak RSS against the cells' own bytes, into
+# bench/results/tables-scale-DATE.{json,md} (bench/cmd/tablescale;
+# TABLESCALEFLAGS passes flags, e.g. TABLESCALEFLAGS=-rows=10M).
 SCALEFLAGS ?=
+TABLESCALEFLAGS ?=
 bench-scale: build
 	$(GO) run ./bench/cmd/scalerun $(SCALEFLAGS)
+	$(GO) run ./bench/cmd/tablescale $(TABLESCALEFLAGS)
 
 # make bench-dist: each size (default 40M and 100M cells, .bin, cached in
 # bench/scale-data/) run by one process and then under mpiexec -n 1, 2 and

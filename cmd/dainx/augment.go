@@ -17,6 +17,7 @@ func augment(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dainx augment", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	a := cli.NewAugment(fs) // the flags the library's options name too
+	cli.BindTable(fs, &a.In.Table)
 	ck := bindCheckpoint(fs)
 	distMode := fs.String("dist", "", distHelp)
 	shardTables := fs.String("shard-tables", "auto", "with -dist mpi, shard each model's embedding table by row over the ranks (each row on one rank, with its Adam moments; a step fetches its rows from their owners and sends their gradients back): `on`, off, or auto (on with more than one rank when a table holds at least 64 MiB); a sharded table trains with sparse-adam")
@@ -43,6 +44,17 @@ no new cell lands on an observed cell. -model-out keeps the retrained model
 for dainx predict; -scores-out, -importance-out and -split-out write what
 the run computed on the way.
 
+-input with -index reads a table of IDs (CSV, TSV or Parquet), e.g.
+
+  dainx augment -input ratings.csv -index userId,movieId,timestamp:day \
+      -value rating -ids sorted -output new.csv -model-out m
+
+and every output (-output, -scores-out, -importance-out, -split-out) then
+names cells by those IDs (time bins by their start, RFC 3339 UTC) in the
+input's format (or the one the output's extension names: .csv, .tsv,
+.parquet; an -output named .tns or .bin holds indices); -model-out adds
+the dictionaries (dictionaries.json) for dainx predict -index.
+
 The JSON report goes to standard output; progress goes to standard error.
 
 Flags:
@@ -57,6 +69,12 @@ Flags:
 	}
 	if err := ck.check(); err != nil {
 		return exitFor("augment", err, nil, stderr)
+	}
+	if err := checkTableFlags(&a.In, true); err != nil {
+		return exitFor("augment", err, nil, stderr)
+	}
+	if a.In.Table.On() && *distMode == "mpi" {
+		return exitFor("augment", fmt.Errorf("%w: -dist mpi reads tensors of indices (tsv, tns, bin) in parts; convert the table first (dainx convert -input TABLE -index … -value … -output x.bin -dict-out dictionaries.json)", errUsage), nil, stderr)
 	}
 	if err := checkDist(*distMode); err != nil {
 		return exitFor("augment", err, nil, stderr)
@@ -91,10 +109,11 @@ func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, stdout
 		return err
 	}
 	defer tx.Abort()
-	t, name, format, err := readInput(in)
+	t, names, name, format, err := readInputNamed(in, stderr)
 	if err != nil {
 		return err
 	}
+	tx.Names = names
 	if err := checkLayers(&cfg, t.Order()); err != nil {
 		return err
 	}

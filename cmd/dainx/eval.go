@@ -28,6 +28,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dainx eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	bindInput(fs, &in)
+	cli.BindTable(fs, &in.Table)
 	fs.StringVar(&methods, "methods", strings.Join(defaultMethods(), ","), "comma-separated `methods`: "+strings.Join(eval.VariantNames(), ", "))
 	fs.StringVar(&baselines, "baselines", "", "comma-separated final `models` ("+strings.Join(eval.BaselineNames(), ", ")+") each also trained on every split's training cells alone: rows of method plain beside the augmentations (the final model's own is the ratio-0 run, reused); empty: none")
 	fs.StringVar(&ratios, "ratios", "0,0.1,0.2,0.3,0.4,0.5", "comma-separated augmentation `ratios` (0 is the no-augmentation baseline, shared by all methods)")
@@ -151,7 +152,7 @@ func methodsHelp() string {
 }
 
 func runEval(ctx context.Context, spec eval.Spec, in *inputFlags, out string, resume, diagnose bool, args []string, stdout, stderr io.Writer) error {
-	t, name, _, err := readInput(in)
+	t, _, name, _, err := readInputNamed(in, stderr)
 	if err != nil {
 		return err
 	}

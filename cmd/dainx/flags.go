@@ -15,6 +15,7 @@ import (
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/demo"
 	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/tensor/table"
 )
 
 // The flag definitions live in internal/cli, shared with the embedding
@@ -34,9 +35,50 @@ var (
 	commitTensor = cli.CommitTensor
 )
 
-// readInput reads the tensor the flags name (the embedded demo when none)
-// and returns it with the name to report and the format to write back.
+// readInput reads the tensor the flags name (the embedded demo when none,
+// a table with -index) and returns it with the name to report and the
+// format to write back.
 func readInput(f *inputFlags) (*tensor.COO, string, tensor.Format, error) {
+	t, _, name, format, err := readInputNamed(f, nil)
+	return t, name, format, err
+}
+
+// checkTableFlags reports, as a usage error, table flags that do not fit
+// together or -input: -value or -ids without -index, a bad -index, and a
+// table file (.csv, .parquet) given without -index. valueRequired says
+// whether -index needs -value.
+func checkTableFlags(f *inputFlags, valueRequired bool) error {
+	if _, err := f.Table.Spec(valueRequired); err != nil {
+		return err
+	}
+	if f.Table.On() {
+		if f.Input == "" {
+			return fmt.Errorf("%w: -index reads a table: give it as -input FILE", errUsage)
+		}
+		_, err := cli.TableFormat(f)
+		return err
+	}
+	return cli.CheckTensorInput(f)
+}
+
+// readInputNamed is readInput that also returns, for a table (-index),
+// its dictionaries (nil for a tensor), and says on stderr what the table
+// held (unless -quiet or stderr is nil). A table's format to write back
+// is TSV (0-based indices, for an -output named .tns or .bin).
+func readInputNamed(f *inputFlags, stderr io.Writer) (*tensor.COO, *table.Dicts, string, tensor.Format, error) {
+	if err := checkTableFlags(f, true); err != nil {
+		return nil, nil, "", 0, err
+	}
+	if f.Table.On() {
+		t, d, err := cli.ReadTable(f, stderr)
+		return t, d, f.Input, tensor.TSV, err
+	}
+	t, name, format, err := readTensor(f)
+	return t, nil, name, format, err
+}
+
+// readTensor reads the tensor of indices the flags name.
+func readTensor(f *inputFlags) (*tensor.COO, string, tensor.Format, error) {
 	var format tensor.Format
 	if f.Format != "" {
 		v, err := tensor.ParseFormat(f.Format)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/tensor/table"
 )
 
 // predictReport is the JSON report of dainx predict.
@@ -39,8 +41,11 @@ func predict(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dainx predict", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("model", "", "saved model: a -model-out `directory` (its model.json, Θ′), or a NAME.json / NAME.safetensors of one")
-	cells := fs.String("cells", "", "the cells to predict: a `file` of N indices per line (tab- or space-separated, # comments, gzip detected), optionally followed by a value, which gives the RMSE; .tns files read the same way (their 1-based indices with -index-base 1, or the model's base); SPLATT .bin by name or -format bin")
-	output := fs.String("output", "", "write the cells and their predicted values to this `file` (tab-separated, the cells' index base; gzip if it ends in .gz), written atomically; default standard output")
+	cells := fs.String("cells", "", "the cells to predict: a `file` of N indices per line (tab- or space-separated, # comments, gzip detected), optionally followed by a value, which gives the RMSE; .tns files read the same way (their 1-based indices with -index-base 1, or the model's base); SPLATT .bin by name or -format bin; with -index, a table of IDs")
+	input := fs.String("input", "", "the cells to predict as a table of IDs (CSV, TSV or Parquet, with -index): the same as -cells `file`")
+	index := fs.String("index", "", "read the cells as a table (CSV or TSV with a header, Parquet) whose `columns` COL[,COL…] hold the IDs of the model's modes in order, as augment's -index named them (a time column's bin, COL:BIN, may be left out: the model's); needs a model trained on a table (its dictionaries.json). An ID or time the model does not know is an error naming the file, line and column")
+	value := fs.String("value", "", "with -index, the table's value `column`: the RMSE of the predictions against it")
+	output := fs.String("output", "", "write the cells and their predicted values to this `file` (tab-separated, the cells' index base; gzip if it ends in .gz), written atomically; default standard output. With -index, a table of the IDs and the predicted value (named as the model's value column), in the input's format or the one the extension names (.csv, .tsv, .parquet); standard output gets CSV for Parquet input")
 	report := fs.String("report", "", "write the JSON report (number of cells, RMSE against the file's values, versions) to this `file`; it always goes to standard error")
 	format := fs.String("format", "", "`format` of -cells: tsv, tns or bin; empty: by extension")
 	base := fs.Int("index-base", -1, "index `base` of -cells and -output; -1: the model's (the base of the tensor it was trained on)")
@@ -54,6 +59,13 @@ Predicts the value of each cell of FILE with a model saved by dainx augment
 run). A line with the wrong number of fields or an index outside the
 model's modes is an error naming the file and line.
 
+A model trained on a table (augment -index) takes cells by ID:
+
+  dainx predict -model m -input wanted.csv -index userId,movieId,timestamp
+
+reads wanted.csv's columns as the model's modes (a time column binned as
+in training) and writes the IDs with the predicted values.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -61,8 +73,24 @@ Flags:
 	if code, done := parse(fs, args, stderr); done {
 		return code
 	}
+	if *input != "" && *cells != "" {
+		return exitFor("predict", fmt.Errorf("%w: give the cells once, as -cells or -input", errUsage), nil, stderr)
+	}
+	if *input != "" {
+		*cells = *input
+	}
 	if *path == "" || *cells == "" {
-		return exitFor("predict", fmt.Errorf("%w: -model and -cells are required", errUsage), nil, stderr)
+		return exitFor("predict", fmt.Errorf("%w: -model and -cells are required (the cells as -cells FILE, or as -input TABLE with -index)", errUsage), nil, stderr)
+	}
+	if *value != "" && *index == "" {
+		return exitFor("predict", fmt.Errorf("%w: -value names a column of a table: give -index too", errUsage), nil, stderr)
+	}
+	if *index != "" {
+		return exitFor("predict", runPredictTable(*path, *cells, *index, *value, *output, *report, *format, *base, *backend, *evalBatch, stdout, stderr), nil, stderr)
+	}
+	in := inputFlags{Input: *cells, Format: *format}
+	if err := cli.CheckTensorInput(&in); err != nil {
+		return exitFor("predict", err, nil, stderr)
 	}
 	return exitFor("predict", runPredict(*path, *cells, *output, *report, *format, *base, *backend, *evalBatch, stdout, stderr), nil, stderr)
 }
@@ -164,6 +192,7 @@ func predictOutputs(model, cells, output, report string) (*outtx.Tx, *outtx.File
 		tx.Input(model)
 		tx.Input(stem + ".json")
 		tx.Input(stem + ".safetensors")
+		tx.Input(filepath.Join(filepath.Dir(stem), table.DictFile))
 	}
 	outF, err := tx.File(output)
 	if err != nil {

@@ -63,12 +63,15 @@ type Input struct {
 	IndexBase              int
 	Quiet                  bool
 	Layers                 IntList
+	// Table holds -index, -value and -ids (BindTable): -input is then a
+	// table of IDs.
+	Table Table
 }
 
 // BindInput registers the input, backend and progress flags.
 func BindInput(fs *flag.FlagSet, f *Input) {
-	fs.StringVar(&f.Input, "input", "", "input tensor `file`: DAIN TSV (0-based indices, tab-separated, then the value) or FROSTT .tns (1-based, # comments); gzip is detected by content. Empty: the embedded demo tensor (DAIN's synthetic_10K)")
-	fs.StringVar(&f.Format, "format", "", "input `format`: tsv, tns or bin (SPLATT binary); empty: by extension after any .gz (.tns is tns, .bin is bin, anything else tsv)")
+	fs.StringVar(&f.Input, "input", "", "input tensor `file`: DAIN TSV (0-based indices, tab-separated, then the value), FROSTT .tns (1-based, # comments) or SPLATT .bin; with -index, a table (CSV, TSV or Parquet) of IDs; gzip is detected by content. Empty: the embedded demo tensor (DAIN's synthetic_10K)")
+	fs.StringVar(&f.Format, "format", "", "input `format`: tsv, tns or bin (SPLATT binary), or with -index csv, tsv or parquet; empty: by extension after any .gz (.tns is tns, .bin is bin, anything else tsv; with -index .csv, .tsv, .parquet)")
 	fs.IntVar(&f.IndexBase, "index-base", -1, "index `base` of the input and output files (0 or 1); -1: the format's own (tsv 0, tns 1)")
 	fs.StringVar(&f.Backend, "backend", "auto", "compute `backend`: auto (CUDA if a driver and device exist, else CPU), cpu or cuda")
 	dev, err := cuda.DeviceFromEnv()

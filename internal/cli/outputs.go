@@ -15,6 +15,7 @@ import (
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/tensor/table"
 )
 
 // Outputs holds the flags of `dainx augment` (and the library's options of
@@ -68,11 +69,12 @@ func (o *Outputs) Check() error {
 
 // ModelFile reports whether name is a file that a model directory of
 // -model-out holds: model.*, theta.*, predictor.* (.json, .safetensors)
-// and the Python estimator's python.json. A new run into a directory
+// the Python estimator's python.json and the dictionaries of a run on a
+// table (table.DictFile). A new run into a directory
 // replaces all of them, so that it never mixes two runs' files.
 func ModelFile(name string) bool {
 	switch name {
-	case "python.json":
+	case "python.json", table.DictFile:
 		return true
 	}
 	for _, role := range []string{"model", "theta", "predictor"} {
@@ -83,9 +85,18 @@ func ModelFile(name string) bool {
 	return false
 }
 
-// splitFile reports whether name is a file of -split-out.
+// splitFile reports whether name is a file of -split-out: train, val or
+// test, each .tsv (a tensor's, or a TSV table's), .csv or .parquet (a
+// table's).
 func splitFile(name string) bool {
-	return name == "train.tsv" || name == "val.tsv" || name == "test.tsv"
+	for _, part := range []string{"train", "val", "test"} {
+		for _, ext := range []string{".tsv", ".csv", ".parquet"} {
+			if name == part+ext {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Transaction is the output transaction of one augment run (package
@@ -95,6 +106,9 @@ type Transaction struct {
 	Tx                                 *outtx.Tx
 	Output, Report, Scores, Importance *outtx.File
 	Split, Model                       *outtx.Dir
+	// Names, when the input was a table, are its dictionaries: Finish
+	// then writes the outputs by ID (finishTable).
+	Names *table.Dicts
 }
 
 // Begin checks every output path of a before any work: none may be an
@@ -146,6 +160,12 @@ func (t *Transaction) Abort() { t.Tx.Abort() }
 // returns the report's JSON (with a final newline) for standard output.
 // On any error nothing of the run is left (outtx.Commit).
 func (t *Transaction) Finish(res *dain.Result, base int, out tensor.WriteOptions) ([]byte, error) {
+	if t.Names != nil {
+		if err := t.finishTable(res, out); err != nil {
+			return nil, err
+		}
+		return t.Commit(&res.Report)
+	}
 	if err := t.writeExtras(res, base); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,12 @@ from . import _native
 _MODEL_FILES = ("model.json", "model.safetensors")
 _PYTHON_FILE = "python.json"
 _PYTHON_FORMAT = "dainx-python"
+# dictionaries.json: each mode's index -> ID (a time mode's bins), as
+# `dainx augment -index ... -model-out DIR` writes it and `dainx predict
+# -index` reads it (docs/usage.md, "Your own data"); save writes it too.
+_DICT_FILE = "dictionaries.json"
+_DICT_FORMAT = "dainx-dictionaries"
+_BINS = {"hour": 3600, "day": 86400, "week": 7 * 86400, "month": 0}
 
 CellScores = collections.namedtuple("CellScores", "idx value alpha score")
 CellScores.__doc__ = """The cell scores of a DAIN fitted on arrays: one row per
@@ -133,6 +139,7 @@ class DAIN:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
         self._model_files = files
+        self._time_bins, self._dict_file = {}, None
         self.index_, self.value_, self.entities_ = ids
         self.report_ = json.loads(report)
         self.augmented_ = self._decode_cells(aug_idx.copy(), aug_val.copy())
@@ -230,9 +237,13 @@ class DAIN:
             if len(cols) != len(self.index_):
                 raise ValueError("predict: want %d index columns (%s), got %s" % (len(self.index_), self.index_, cols))
             out = np.empty((len(X), len(cols)), np.int32)
+            bins = getattr(self, "_time_bins", None) or {}
             for m, c in enumerate(cols):
                 if c not in X.columns:
                     raise ValueError("predict: index column %r is not in X (columns: %s)" % (c, list(X.columns)))
+                if m in bins:
+                    out[:, m] = _time_index(X[c], c, *bins[m])
+                    continue
                 pos = self.entities_[m].get_indexer(X[c])
                 if (pos < 0).any():
                     unknown = list(dict.fromkeys(X[c][pos < 0]))
@@ -269,12 +280,30 @@ class DAIN:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def _dictionaries(self, entities):
+        """The dictionaries.json object of a DataFrame fit (ids in index
+        order: the JSON IDs of python.json)."""
+        modes = []
+        for c, ids in zip(self.index_, entities):
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in ids):
+                kind = "int"
+            elif all(isinstance(v, str) for v in ids):
+                kind = "string"
+            else:
+                kind = "mixed"
+            modes.append({"column": c, "kind": kind, "size": len(ids), "ids": ids})
+        return {"format": _DICT_FORMAT, "version": 1, "table": "", "value": self.value_, "ids": "first",
+                "modes": modes}
+
     # ------------------------------------------------------------ save/load
     def save(self, path):
         """Write the fitted model to the directory path: model.json and
         model.safetensors as ``dainx augment -model-out`` writes them (so
         ``dainx predict -model path`` reads it), and python.json with the
-        entity IDs, columns and options.
+        entity IDs, columns and options; for a DataFrame fit also
+        dictionaries.json, the IDs as ``dainx augment -index -model-out``
+        writes them, so that ``dainx predict -model path -input cells.csv
+        -index user,item,...`` takes cells by ID.
 
         The save is one transaction: the files are written into a new
         directory beside path (same parent), which then replaces path (an
@@ -287,15 +316,22 @@ class DAIN:
         self._fitted()
         side = {"format": _PYTHON_FORMAT, "version": 1, "index": self.index_, "value": self.value_,
                 "entities": None, "options": _jsonable_options(self._params), "report": self.report_}
-        if self.entities_ is not None:
+        dict_file = getattr(self, "_dict_file", None)
+        if dict_file is not None:
+            # Loaded from a command-line model's dictionaries: kept as they are.
+            side["index"] = side["value"] = None
+        elif self.entities_ is not None:
             side["entities"] = [[_json_id(v, c) for v in ent] for c, ent in zip(self.index_, self.entities_)]
+            dict_file = (json.dumps(self._dictionaries(side["entities"]), ensure_ascii=False) + "\n").encode()
         files = dict(self._model_files)
         files[_PYTHON_FILE] = (json.dumps(side, ensure_ascii=False) + "\n").encode()
+        if dict_file is not None:
+            files[_DICT_FILE] = dict_file
         path = os.path.abspath(os.fspath(path))
         if os.path.lexists(path):
             if not os.path.isdir(path) or os.path.islink(path):
                 raise ValueError("save: %s exists and is not a directory" % path)
-            other = sorted(set(os.listdir(path)) - set(_MODEL_FILES) - {_PYTHON_FILE})
+            other = sorted(set(os.listdir(path)) - set(_MODEL_FILES) - {_PYTHON_FILE, _DICT_FILE})
             if other:
                 raise ValueError("save: %s holds %s, not only a saved model's files; not replacing it"
                                  % (path, ", ".join(repr(o) for o in other[:5])))
@@ -376,8 +412,11 @@ def _jsonable_options(params):
 
 def load(path):
     """A fitted DAIN from a directory written by DAIN.save or by ``dainx
-    augment -model-out path`` (then it predicts on index arrays, and its
-    report_, augmented_, cell_scores_ and entity_importance_ are None).
+    augment -model-out path`` (then it predicts on index arrays or, when
+    the run read a table with -index, on DataFrames of its ID columns,
+    with a binned time column given as Unix seconds, datetimes or ISO
+    8601 text; its report_, augmented_, cell_scores_ and
+    entity_importance_ are None).
 
     The files are untrusted: the model is loaded and checked by the
     library (every size against limits, against each other and against
@@ -406,6 +445,19 @@ def load(path):
     if side["entities"] is not None:
         pd = _pandas()
         est.entities_ = [pd.Index(ent, name=c) for c, ent in zip(est.index_, side["entities"])]
+    elif os.path.lexists(os.path.join(path, _DICT_FILE)):
+        dicts, est._dict_file = _read_dictionaries(os.path.join(path, _DICT_FILE), order, dims)
+        pd = _pandas()
+        est.index_ = [m["column"] for m in dicts["modes"]]
+        est.value_ = dicts["value"] or "value"
+        est.entities_, est._time_bins = [], {}
+        for n, m in enumerate(dicts["modes"]):
+            if m["kind"] == "time":
+                est._time_bins[n] = (m["bin"], m["bin_seconds"], m["first_bin"], m["size"])
+                starts = [_bin_start(m["bin"], m["bin_seconds"], m["first_bin"] + i) for i in range(m["size"])]
+                est.entities_.append(pd.DatetimeIndex(pd.to_datetime(starts, unit="s", utc=True), name=m["column"]))
+            else:
+                est.entities_.append(pd.Index(m["ids"], name=m["column"]))
     est.report_ = side["report"]
     est.augmented_ = est.cell_scores_ = est.entity_importance_ = None
     return est
@@ -480,3 +532,121 @@ def _read_side(sp, order, dims):
             if len(set(ent)) != len(ent):
                 raise bad("entities[%d]" % m, "an ID of column %r appears twice" % index[m])
     return {"index": index, "value": value, "entities": entities, "options": options, "report": report}
+
+
+def _bin_of(secs, unit, seconds):
+    """The bins (int64 array) of the Unix seconds secs (int64 array)."""
+    if unit == "month":
+        pd = _pandas()
+        t = pd.to_datetime(secs, unit="s", utc=True)
+        return ((t.year - 1970) * 12 + t.month - 1).to_numpy().astype(np.int64)
+    if unit == "week":
+        return np.floor_divide(secs - 4 * 86400, seconds)
+    return np.floor_divide(secs, seconds)
+
+
+def _bin_start(unit, seconds, n):
+    """The start of bin n, in Unix seconds."""
+    if unit == "month":
+        import datetime
+        y, m = divmod(n, 12)
+        return int(datetime.datetime(1970 + y, m + 1, 1, tzinfo=datetime.timezone.utc).timestamp())
+    if unit == "week":
+        return 4 * 86400 + n * seconds
+    return n * seconds
+
+
+def _time_index(col, name, unit, seconds, first, size):
+    """The indices of the times in col (Unix seconds, datetimes or ISO
+    8601 text) in a time mode of bins unit/seconds from bin first, size
+    bins; ValueError for a time that is not one or is outside them."""
+    pd = _pandas()
+    if pd.api.types.is_datetime64_any_dtype(col):
+        t = pd.to_datetime(col, utc=True)
+    else:
+        num = pd.to_numeric(col, errors="coerce")
+        if num.notna().all():
+            secs = np.floor(num.to_numpy(dtype=np.float64)).astype(np.int64)
+            t = None
+        else:
+            try:
+                t = pd.to_datetime(col, utc=True)
+            except (ValueError, TypeError) as e:
+                raise ValueError("predict: column %r: not times (Unix seconds or ISO 8601): %s" % (name, e)) from None
+    if t is not None:
+        if t.isna().any():
+            raise ValueError("predict: column %r: a missing time in row %r" % (name, col.index[int(np.argmax(t.isna()))]))
+        secs = np.floor_divide(t.astype("int64").to_numpy(), 10 ** 9)
+    pos = _bin_of(secs, unit, seconds) - first
+    bad = (pos < 0) | (pos >= size)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError("predict: column %r: time %r (row %r) is outside the model's %d bins of %s (fold-in of new "
+                         "times is not supported yet)" % (name, col.iloc[k], col.index[k], size, unit or seconds))
+    return pos.astype(np.int32)
+
+
+def _read_dictionaries(dp, order, dims):
+    """dictionaries.json at dp checked against a model of the given order
+    and dims (untrusted: sizes before anything is built from them);
+    ValueError naming the field."""
+    try:
+        with open(dp, "rb") as f:
+            raw = f.read((1 << 30) + 1)
+        if len(raw) > 1 << 30:
+            raise ValueError("%s: larger than 1 GiB" % dp)
+        got = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError("%s: not UTF-8 text (%s)" % (dp, e.reason)) from None
+    except json.JSONDecodeError as e:
+        raise ValueError("%s:%d: not JSON: %s" % (dp, e.lineno, e.msg)) from None
+    except (OSError, RecursionError) as e:
+        raise ValueError("%s: cannot be read: %s" % (dp, e)) from None
+
+    def bad(field, why):
+        return ValueError("%s: %s: %s" % (dp, field, why))
+
+    if not isinstance(got, dict) or got.get("format") != _DICT_FORMAT:
+        raise bad("format", "not a dainx dictionaries file")
+    if got.get("version") != 1 or isinstance(got.get("version"), bool):
+        raise bad("version", "%s; this dainx reads version 1" % _short(got.get("version")))
+    modes, value = got.get("modes"), got.get("value", "")
+    if not isinstance(value, str):
+        raise bad("value", "want a column name")
+    if not isinstance(modes, list) or len(modes) != order:
+        raise bad("modes", "want %d modes (the model's order)" % order)
+    seen = set()
+    for n, m in enumerate(modes):
+        where = "modes[%d]" % n
+        if not isinstance(m, dict) or not isinstance(m.get("column"), str) or not m["column"]:
+            raise bad(where, "want an object with a column name")
+        if m["column"] in seen or m["column"] == value:
+            raise bad(where + ".column", "%s named twice" % _short(m["column"]))
+        seen.add(m["column"])
+        size = m.get("size")
+        if not isinstance(size, int) or isinstance(size, bool) or size != dims[n]:
+            raise bad(where + ".size", "%s, the model's mode %d has %d entities" % (_short(size), n + 1, dims[n]))
+        if m.get("kind") == "time":
+            unit = m.get("bin")
+            secs = m.get("bin_seconds")
+            first = m.get("first_bin")
+            if unit in _BINS:
+                ok = secs == _BINS[unit]
+            else:
+                ok = isinstance(unit, str) and unit.isdigit() and secs == int(unit) and secs > 0
+                unit = ""
+            if not ok or not isinstance(first, int) or isinstance(first, bool) or abs(first) > 1 << 40:
+                raise bad(where, "a time mode wants bin, bin_seconds and first_bin that agree")
+            m["bin"] = unit
+        elif m.get("kind") in ("int", "string", "mixed"):
+            ids = m.get("ids")
+            if not isinstance(ids, list) or len(ids) != size:
+                raise bad(where + ".ids", "want a list of %d IDs" % size)
+            for k, v in enumerate(ids):
+                if not isinstance(v, (str, int, float, bool)):
+                    raise bad("%s.ids[%d]" % (where, k), "an ID must be a string, number or boolean")
+            if len(set(ids)) != len(ids):
+                raise bad(where + ".ids", "an ID appears twice")
+        else:
+            raise bad(where + ".kind", "%s, want int, string, mixed or time" % _short(m.get("kind")))
+    return got, raw

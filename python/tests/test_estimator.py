@@ -166,7 +166,8 @@ class Estimator(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m")
             self.est.save(path)
-            self.assertEqual(sorted(os.listdir(path)), ["model.json", "model.safetensors", "python.json"])
+            self.assertEqual(sorted(os.listdir(path)),
+                             ["dictionaries.json", "model.json", "model.safetensors", "python.json"])
             back = dainx.load(path)
             q = self.df.sample(200, random_state=1)
             np.testing.assert_array_equal(back.predict(q), self.est.predict(q))
@@ -181,6 +182,15 @@ class Estimator(unittest.TestCase):
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             cli = pd.read_csv(out, sep="\t", header=None)
             np.testing.assert_allclose(cli[3].to_numpy(), back.predict(q), rtol=1e-6)
+            # ... and takes the cells by ID through dictionaries.json.
+            qcsv, pcsv = os.path.join(d, "q.csv"), os.path.join(d, "p.csv")
+            q[["item", "user", "time"]].to_csv(qcsv, index=False)
+            subprocess.run([BIN, "predict", "-model", path, "-input", qcsv, "-index", "user,item,time",
+                            "-output", pcsv], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            by_id = pd.read_csv(pcsv)
+            self.assertEqual(list(by_id.columns), ["user", "item", "time", "rating"])
+            self.assertEqual(list(by_id["user"]), list(q["user"]))
+            np.testing.assert_allclose(by_id["rating"].to_numpy(), back.predict(q), rtol=1e-6)
             with self.assertRaisesRegex(ValueError, "no such file"):
                 dainx.load(os.path.join(d, "missing"))
 
@@ -202,6 +212,47 @@ class Estimator(unittest.TestCase):
             p, rep = dainx.predict(mdir, self.idx[:100])
             np.testing.assert_array_equal(p, m.predict(self.idx[:100]))
             self.assertEqual(rep["n_cells"], 100)
+
+    def test_load_cli_table_model(self):
+        """A model of `dainx augment -index` (a CSV of IDs with a time
+        column binned by day) loads with its dictionaries: predict takes a
+        DataFrame of IDs and raw times (Unix seconds or ISO text) and gives
+        what `dainx predict -index` gives; it saves and loads again."""
+        with tempfile.TemporaryDirectory() as d:
+            df = self.df.copy()
+            df["time"] = 1600000000 + self.idx[:, 2] * 86400 + 3600
+            table = os.path.join(d, "t.csv")
+            df.to_csv(table, index=False)
+            mdir = os.path.join(d, "cli")
+            subprocess.run([BIN, "augment", "-input", table, "-index", "user,item,time:day", "-value", "rating",
+                            "-model-out", mdir, "-quiet", "-seed", "5", "-layers", "24,8", "-epochs", "2",
+                            "-backend", "cpu"], check=True, stdout=subprocess.DEVNULL)
+            m = dainx.load(mdir)
+            self.assertEqual(m.index_, ["user", "item", "time"])
+            self.assertEqual(m.value_, "rating")
+            q = df.sample(100, random_state=2)
+            out = os.path.join(d, "p.csv")
+            subprocess.run([BIN, "predict", "-model", mdir, "-input", table, "-index", "user,item,time",
+                            "-output", out], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            want = pd.read_csv(out)["rating"].to_numpy()[q.index.to_numpy()]
+            np.testing.assert_allclose(m.predict(q), want, rtol=1e-6)
+            iso = q.assign(time=pd.to_datetime(q["time"], unit="s", utc=True).dt.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            np.testing.assert_array_equal(m.predict(iso), m.predict(q))
+            late = q.head(1).assign(time=2000000000)
+            with self.assertRaisesRegex(ValueError, "outside the model's"):
+                m.predict(late)
+            again = os.path.join(d, "again")
+            m.save(again)
+            np.testing.assert_array_equal(dainx.load(again).predict(q), m.predict(q))
+            # The dictionaries are checked against the model (untrusted).
+            dp = os.path.join(mdir, "dictionaries.json")
+            with open(dp) as f:
+                js = json.load(f)
+            js["modes"][0]["ids"] = js["modes"][0]["ids"][:-1]
+            with open(dp, "w") as f:
+                json.dump(js, f)
+            with self.assertRaisesRegex(ValueError, "dictionaries.json: modes\\[0\\].ids: want a list of"):
+                dainx.load(mdir)
 
     def test_progress_and_logger(self):
         seen = []
