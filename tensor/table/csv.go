@@ -74,7 +74,7 @@ func readCSV(r io.Reader, comma rune, b *builder) error {
 		case errors.Is(err, errLineTooLong):
 			return &tensor.ParseError{File: b.file, Line: ll.lines + 1, Msg: fmt.Sprintf("line longer than the limit of %d bytes", MaxLine)}
 		case errors.As(err, &pe):
-			return &tensor.ParseError{File: b.file, Line: pe.Line, Msg: fmt.Sprintf("column %d: %v", pe.Column, pe.Err)}
+			return &tensor.ParseError{File: b.file, Line: pe.Line, Msg: fmt.Sprintf("%v (byte %d of the line)", pe.Err, pe.Column)}
 		}
 		return &tensor.ParseError{File: b.file, Msg: fmt.Sprintf("read after line %d: %v", ll.lines, err)}
 	}

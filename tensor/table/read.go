@@ -234,7 +234,11 @@ func (b *builder) id(n int, s string, line int) error {
 func (b *builder) timeText(n int, s string, line int) error {
 	sec, err := ParseTime(s)
 	if err != nil {
-		return b.errf(line, b.modes[n].Column, "%s is not a time (%v): want Unix seconds or ISO 8601 / RFC 3339 text such as 2018-09-24T03:27:04Z", tensor.Echo(s), err)
+		why := ""
+		if err != errNotTime {
+			why = " (" + err.Error() + ")"
+		}
+		return b.errf(line, b.modes[n].Column, "%s is not a time%s: want Unix seconds or ISO 8601 / RFC 3339 text such as 2018-09-24T03:27:04Z", tensor.Echo(s), why)
 	}
 	return b.time(n, sec, line)
 }

@@ -1,6 +1,7 @@
 package table
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -280,8 +281,11 @@ func ParseTime(s string) (int64, error) {
 			return checkTime(t.Unix())
 		}
 	}
-	return 0, fmt.Errorf("not a time")
+	return 0, errNotTime
 }
+
+// errNotTime is ParseTime's error for text that is no time at all.
+var errNotTime = errors.New("not a time")
 
 func checkTime(n int64) (int64, error) {
 	if n < minTime || n > maxTime {

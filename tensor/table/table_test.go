@@ -188,7 +188,9 @@ func TestBadRows(t *testing.T) {
 		{"empty-id", "user,item,when,rating\nu,,1,1\n", []string{":2: column \"item\": empty ID"}},
 		{"time", "user,item,when,rating\nu,a,2018-02-30,1\n", []string{":2: column \"when\": \"2018-02-30\" is not a time"}},
 		{"dup", "user,item,when,rating\nu,a,2020-01-01T01:00:00Z,1\nu,b,1,1\nu,a,2020-01-01T20:00:00Z,2\n", []string{":4: duplicate cell (user=\"u\", item=\"a\", when=\"2020-01-01T00:00:00Z\"), first on line 2"}},
-		{"quote", "user,item,when,rating\nu,\"a,1,1\n", []string{":2: column"}},
+		{"quote", "user,item,when,rating\nu,\"a,1,1\n", []string{`:2: extraneous or missing " in quoted-field (byte 10 of the line)`}},
+		{"bare-quote", "user,item,when,rating\nu,a\"b,1,1\n", []string{`:2: bare " in non-quoted-field (byte 4 of the line)`}},
+		{"range", "user,item,when,rating\nu,a,99999999999999,1\n", []string{`:2: column "when": "99999999999999" is not a time (out of range (years 1 to 9999))`}},
 		{"empty", "", []string{"empty: no header line"}},
 		{"header-only", "user,item,when,rating\n", []string{"no rows"}},
 	} {
