@@ -25,6 +25,7 @@ Usage:
   dainx synth [flags]     write a synthetic tensor built from random factor matrices
   dainx convert [flags]   convert a tensor between tsv, tns and SPLATT .bin, and index bases
   dainx predict [flags]   predict cells with a model saved by augment -model-out
+  dainx fold-in [flags]   add new entities to a saved model (trained on their cells, the rest frozen)
   dainx tune [flags]      choose the GEMM kernel variants for a GPU (or print the model's ranking)
   dainx version           print the version
   dainx help              print this help
@@ -59,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return synth(args[1:], stdout, stderr)
 	case "predict":
 		return predict(args[1:], stdout, stderr)
+	case "fold-in":
+		return foldIn(args[1:], stdout, stderr)
 	case "convert":
 		return convert(args[1:], stdout, stderr)
 	case "tune":
