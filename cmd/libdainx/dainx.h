@@ -166,6 +166,29 @@ int dainx_write(const char *path, const int32_t *idx, const double *val,
 int dainx_predict(const char *model, const int32_t *idx, int64_t nnz, int32_t order, const char *options,
                   dainx_result **out);
 
+/* dainx_fold_in adds new entities to a model saved by `dainx augment
+ * -model-out` (or by a fold-in), as `dainx fold-in -model MODEL` does:
+ * idx (nnz*order int32, 0-based, row-major) and val (nnz doubles) are
+ * cells indexed as the model's modes, where an index at or above a mode's
+ * size is a new entity (at most one new entity per cell); their rows are
+ * trained on the cells with every known row and every layer frozen (bit
+ * for bit), or with "tune": "all" the known rows the cells touch too.
+ * options: a JSON object of the command's flags without the dash:
+ * "model-out" (required: the directory of the model written, not the
+ * model read), "tune", "epochs", "batch", "lr", "patience", "l2",
+ * "val-frac", "seed", "backend", "quiet", "report". progress and user as
+ * for dainx_augment_progress (both NULL: progress lines to standard
+ * error unless "quiet"); epochs come as events of stage "fold-in".
+ * On success *out holds no cells and the JSON report (new entities per
+ * mode, cells, epochs, validation RMSE, …), and "model-out" holds the
+ * model. Errors: DAINX_EINPUT for a missing or malformed model, cells of
+ * another order, an index that would add more new entities than there
+ * are cells, no new entity with "tune": "new", bad options;
+ * DAINX_ECANCELLED when progress asked to stop (nothing written);
+ * DAINX_ERUN otherwise. */
+int dainx_fold_in(const char *model, const int32_t *idx, const double *val, int64_t nnz, int32_t order,
+                  const char *options, dainx_progress progress, void *user, dainx_result **out);
+
 /* Accessors. r must be a result from this library (not NULL, except for
  * dainx_result_free). The arrays are owned by r. */
 int64_t        dainx_result_count(const dainx_result *r);   /* new cells (or cells read) */

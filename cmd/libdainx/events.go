@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"sync"
 	"time"
@@ -64,6 +65,25 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // been delivered (or dropped after a cancel), so call is never used after
 // it returns.
 func augmentEvents(t *tensor.COO, options string, call func([]byte) bool) (*augmentResult, error) {
+	var res *augmentResult
+	err := runEvents(func(ctx context.Context, log io.Writer, send func(event)) error {
+		var err error
+		res, err = augment(ctx, t, options, log, func(e dain.EpochInfo) {
+			send(epochEvent(e))
+		})
+		return err
+	}, call)
+	return res, err
+}
+
+// runEvents runs work in a goroutine (under safely) and, on the calling
+// goroutine, hands every progress event to call as JSON: the lines work
+// writes to log as "log" events, the events it sends, and a "tick" every
+// tickEvery; call returning false cancels work's ctx. It returns work's
+// error once work has ended and every event has been delivered (or
+// dropped after a cancel), or a cancellation error when call asked to
+// stop after work's last step.
+func runEvents(work func(ctx context.Context, log io.Writer, send func(event)) error, call func([]byte) bool) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
@@ -74,21 +94,11 @@ func augmentEvents(t *tensor.COO, options string, call func([]byte) bool) (*augm
 		case <-ctx.Done(): // nobody listens to a cancelled run
 		}
 	}
-	type outcome struct {
-		res *augmentResult
-		err error
-	}
-	done := make(chan outcome, 1)
+	done := make(chan error, 1)
 	go func() {
-		var o outcome
-		o.err = safely(func() error {
-			var err error
-			o.res, err = augment(ctx, t, options, &lineWriter{start: start, send: send}, func(e dain.EpochInfo) {
-				send(epochEvent(e))
-			})
-			return err
+		done <- safely(func() error {
+			return work(ctx, &lineWriter{start: start, send: send}, send)
 		})
-		done <- o
 	}()
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
@@ -110,7 +120,7 @@ func augmentEvents(t *tensor.COO, options string, call func([]byte) bool) (*augm
 			deliver(e)
 		case <-tick.C:
 			deliver(event{Event: "tick", Elapsed: time.Since(start).Seconds()})
-		case o := <-done:
+		case err := <-done:
 			for {
 				select {
 				case e := <-events:
@@ -120,12 +130,12 @@ func augmentEvents(t *tensor.COO, options string, call func([]byte) bool) (*augm
 				}
 				break
 			}
-			if o.err == nil && ctx.Err() != nil {
+			if err == nil && ctx.Err() != nil {
 				// Cancelled after the last step: the run is complete,
 				// but the caller asked to stop; say so.
-				return nil, &libError{codeCancelled, "dainx: cancelled"}
+				return &libError{codeCancelled, "dainx: cancelled"}
 			}
-			return o.res, o.err
+			return err
 		}
 	}
 }

@@ -38,8 +38,8 @@ import sys
 from . import _native
 from ._native import Epoch, library_path, version
 
-__all__ = ["DAIN", "CellScores", "Epoch", "augment", "load", "predict", "read", "write", "version", "library_path",
-           "__version__"]
+__all__ = ["DAIN", "CellScores", "Epoch", "augment", "fold_in", "load", "predict", "read", "write", "version",
+           "library_path", "__version__"]
 
 __version__ = version()
 
@@ -172,6 +172,38 @@ def predict(model, idx, backend=None, batch=None):
                                             _native.ctypes.byref(ptr)))
     _, pred, report, _ = _native.arrays(ptr)
     return pred, json.loads(report)
+
+
+def fold_in(model, idx, val, model_out, progress=None, **options):
+    """Add new entities to a saved model (``dainx fold-in -model model
+    -model-out model_out``) and return the report (a dict).
+
+    model: a directory saved by ``dainx augment -model-out`` (or a
+        NAME.json / NAME.safetensors of one), by DAIN.save or by fold_in.
+    idx, val: the cells, (nnz, order) 0-based indices as the model's and
+        (nnz,) values. An index at or above a mode's size is a new entity
+        (the mode grows to the largest; at most one new entity per cell).
+    model_out: the directory written: the grown model (not model itself).
+    progress: as for augment (epochs come with stage "fold-in").
+    options: the flags of ``dainx fold-in`` without the dash, ``_`` for
+        ``-``: tune="new" (the new entities' rows only; every known row
+        and every layer stays bit for bit) or "all" (the known rows the
+        cells touch train too), epochs, batch, lr, patience, l2, val_frac,
+        seed, backend, quiet, report.
+
+    The report gives dims_before, dims, new_entities (per mode), n_train,
+    n_val, epochs, best_epoch, val_rmse, train_rmse, history, …. Raises
+    ValueError for a bad model, cells of another order, an index that
+    would add more new entities than cells, no new entity (tune="new") or
+    a bad option; RuntimeError when the run fails; KeyboardInterrupt on
+    Ctrl-C (nothing written).
+    """
+    i32, f64 = _native.cells(idx, val)
+    opts = dict(options, model_out=os.fspath(model_out))
+    ptr = _native.run_fold_in(os.fspath(model), i32, f64, _native.options_json(opts),
+                              _reporter(progress, bool(options.get("quiet"))))
+    _, _, report, _ = _native.arrays(ptr)
+    return json.loads(report)
 
 
 from ._estimator import DAIN, CellScores, load  # noqa: E402  (they use the functions above)

@@ -80,6 +80,11 @@ class DAIN:
     model Θ′); save(path) writes the model as ``-model-out`` does (plus
     the IDs), dainx.load(path) reads it back, also one saved by the
     command line.
+
+    partial_fit(X, y) folds new entities into the fitted model (``dainx
+    fold-in``): IDs (or indices) the model does not know get embedding
+    rows trained on X's cells, everything else frozen; predict then
+    answers for them. fold_in_report_ is its report.
     """
 
     def __init__(self, **options):
@@ -222,6 +227,128 @@ class DAIN:
         return {c: pd.Series(np.array(imp[m]), index=self.entities_[m], name="importance")
                 for m, c in enumerate(self.index_)}
 
+    # ---------------------------------------------------------- partial_fit
+    def partial_fit(self, X, y=None, *, index=None, value=None, tune="new", progress=None, **options):
+        """Fold the new entities of the cells X into the fitted model, as
+        ``dainx fold-in`` does, and return self.
+
+        X, y: as fit takes them: a DataFrame with the index columns (IDs
+        of any hashable type) and the value column, or an (nnz, order)
+        integer index array and (nnz,) values. IDs the model does not know
+        are new entities, numbered after the known ones in order of first
+        appearance (entities_ grows; save writes them); with arrays an
+        index at or above a mode's size is a new entity (at most one new
+        entity per cell). The new entities' embedding rows are initialised
+        as the model's kind initialises its table and trained on X's cells
+        with every known row and every layer frozen, bit for bit
+        (tune="new"); tune="all" also trains the known rows the cells
+        touch (the layers stay frozen). Early stopping uses a validation
+        share of the cells (val_frac, default 0.1).
+
+        options: the flags of ``dainx fold-in`` without the dash: epochs,
+        batch, lr, patience, l2, val_frac, seed, backend, quiet (the
+        estimator's seed, backend, device, precision and quiet are used
+        unless given); fold-in's own defaults otherwise (50 epochs,
+        batch 256, lr 0.01, patience 10). progress: as the estimator's
+        (epochs come with stage "fold-in"). fold_in_report_ is the report
+        (new_entities per mode, n_train, n_val, epochs, val_rmse, …).
+
+        Raises ValueError for bad cells (a missing ID, a duplicate cell,
+        a value that is not a number, cells of another order, an index
+        that would add more new entities than cells, no new entity with
+        tune="new") or options; RuntimeError when the run fails;
+        KeyboardInterrupt on Ctrl-C (the model is then unchanged).
+        """
+        self._fitted()
+        for key in ("model", "model_out", "input"):
+            if key in options:
+                raise ValueError('option "%s": partial_fit folds into this estimator\'s model' % key)
+        idx, val, grown = self._encode_new(X, y, index, value)
+        opts = {k: self._params[k] for k in ("seed", "backend", "device", "precision", "quiet")
+                if self._params.get(k) is not None}
+        opts.update(options)
+        opts["tune"] = tune
+        if progress is None:
+            progress = self._params.get("progress")
+        tmp = tempfile.mkdtemp(prefix="dainx-partial-fit-")
+        try:
+            src, dst = os.path.join(tmp, "model"), os.path.join(tmp, "out")
+            os.mkdir(src)
+            for name, b in self._model_files.items():
+                with open(os.path.join(src, name), "wb") as f:
+                    f.write(b)
+            from . import fold_in
+            report = fold_in(src, idx, val, dst, progress=progress, **opts)
+            files = {}
+            for name in _MODEL_FILES:
+                with open(os.path.join(dst, name), "rb") as f:
+                    files[name] = f.read()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self._model_files = files
+        if grown is not None:
+            self.entities_ = grown
+            dict_file = getattr(self, "_dict_file", None)
+            if dict_file is not None:
+                self._dict_file = _grow_dictionaries(dict_file, grown)
+        self.fold_in_report_ = report
+        return self
+
+    def _encode_new(self, X, y, index, value):
+        """(idx, val, grown entities_ or None) of partial_fit's cells."""
+        if not _is_frame(X):
+            if index is not None or value is not None:
+                raise ValueError("index= and value= name DataFrame columns; for arrays call partial_fit(idx, val)")
+            if self.index_ is not None:
+                raise ValueError("partial_fit: this model was fitted on a DataFrame; give a DataFrame with columns %s"
+                                 % (self.index_ + [self.value_],))
+            if y is None:
+                raise ValueError("partial_fit(idx, val): the values are missing")
+            idx, val = _native.cells(X, y)
+            return idx, val, None
+        pd = _pandas()
+        if y is not None:
+            raise ValueError("partial_fit(df, ...): the values are a column of df (value=...), not y")
+        if self.index_ is None:
+            raise ValueError("partial_fit: this model was fitted on index arrays; give (idx, val)")
+        value = self.value_ if value is None else value
+        cols = list(index) if index is not None else list(self.index_)
+        if len(cols) != len(self.index_):
+            raise ValueError("partial_fit: want %d index columns (%s), got %s" % (len(self.index_), self.index_, cols))
+        for c in cols + [value]:
+            if c not in X.columns:
+                raise ValueError("partial_fit: column %r is not in X (columns: %s)" % (c, list(X.columns)))
+        out = np.empty((len(X), len(cols)), np.int32)
+        bins = getattr(self, "_time_bins", None) or {}
+        grown = []
+        for m, c in enumerate(cols):
+            ent = self.entities_[m]
+            if m in bins:  # a time mode of a command-line model: its bins
+                try:
+                    out[:, m] = _time_index(X[c], c, *bins[m])
+                except ValueError as e:
+                    raise ValueError("partial_fit" + str(e)[len("predict"):] if str(e).startswith("predict:")
+                                     else str(e)) from None
+                grown.append(ent)
+                continue
+            if X[c].isna().any():
+                raise ValueError("index column %r: missing ID in row %r" % (c, X.index[int(np.argmax(X[c].isna()))]))
+            pos = ent.get_indexer(X[c])
+            new = pd.unique(X[c][pos < 0])  # in order of first appearance
+            if len(new):
+                ent = ent.append(pd.Index(new, name=ent.name))
+                pos = ent.get_indexer(X[c])
+            out[:, m] = pos
+            grown.append(ent)
+        _check_duplicates(X, out, cols)
+        vals = pd.to_numeric(X[value], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = ~np.isfinite(vals)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise ValueError("value column %r: row %r holds %r, not a finite number"
+                             % (value, X.index[k], X[value].iloc[k]))
+        return out, vals, grown
+
     # -------------------------------------------------------------- predict
     def _fitted(self):
         if not hasattr(self, "_model_files"):
@@ -361,6 +488,24 @@ class DAIN:
         if aside is not None:
             shutil.rmtree(aside, ignore_errors=True)
         return self
+
+
+def _grow_dictionaries(dict_file, grown):
+    """A dictionaries.json (bytes) with its modes of IDs grown to the
+    entities grown (time modes are kept)."""
+    d = json.loads(dict_file.decode("utf-8"))
+    for m, mode in zip(d["modes"], grown):
+        if m.get("kind") == "time":
+            continue
+        ids = [_json_id(v, m["column"]) for v in mode]
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in ids):
+            m["kind"] = "int"
+        elif all(isinstance(v, str) for v in ids):
+            m["kind"] = "string"
+        else:
+            m["kind"] = "mixed"
+        m["ids"], m["size"] = ids, len(ids)
+    return (json.dumps(d, ensure_ascii=False) + "\n").encode()
 
 
 def _check_duplicates(X, idx, index):

@@ -46,6 +46,8 @@ _proto("dainx_read", ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.POIN
 _proto("dainx_write", ctypes.c_int, ctypes.c_char_p, _p, _p, ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p)
 _proto("dainx_predict", ctypes.c_int, ctypes.c_char_p, _p, ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p,
        ctypes.POINTER(_p))
+_proto("dainx_fold_in", ctypes.c_int, ctypes.c_char_p, _p, _p, ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p,
+       PROGRESS, _p, ctypes.POINTER(_p))
 _proto("dainx_result_count", ctypes.c_int64, _p)
 _proto("dainx_result_order", ctypes.c_int32, _p)
 _proto("dainx_result_indices", _p, _p)
@@ -218,6 +220,24 @@ def run_augment(i32, f64, options, on_event):
     behind. Returns the result pointer; raises ValueError/RuntimeError for
     the library's errors."""
     nnz, order = i32.shape
+    return _run_events(lambda cb, out: lib.dainx_augment_progress(i32.ctypes.data if nnz else None,
+                                                                  f64.ctypes.data if nnz else None,
+                                                                  nnz, order, options, cb, None, out), on_event)
+
+
+def run_fold_in(model, i32, f64, options, on_event):
+    """dainx_fold_in of the model directory on i32, f64 with the JSON
+    options, as run_augment runs dainx_augment_progress (events, Ctrl-C,
+    errors). Returns the result pointer (its report)."""
+    nnz, order = i32.shape
+    return _run_events(lambda cb, out: lib.dainx_fold_in(os.fsencode(model), i32.ctypes.data if nnz else None,
+                                                         f64.ctypes.data if nnz else None, nnz, order, options, cb,
+                                                         None, out), on_event)
+
+
+def _run_events(call, on_event):
+    """call(callback, out) (a dainx_*_progress-style function) in a worker
+    thread; see run_augment."""
     events = queue.Queue()
     stop = threading.Event()
 
@@ -233,8 +253,7 @@ def run_augment(i32, f64, options, on_event):
 
     def work():
         try:
-            code = lib.dainx_augment_progress(i32.ctypes.data if nnz else None, f64.ctypes.data if nnz else None,
-                                              nnz, order, options, cb, None, ctypes.byref(ptr))
+            code = call(cb, ctypes.byref(ptr))
             # The message is the calling thread's: read it here.
             msg = lib.dainx_last_error().decode("utf-8", "replace") if code else ""
             rc.append((code, msg))
