@@ -148,6 +148,14 @@ type TrainConfig struct {
 	// AfterEpoch; an error stops training. The state's slices are fresh
 	// copies on the host that Train does not touch again.
 	Save func(*TrainState) error
+	// Adam, if not nil, is kept pointing at the run's Adam state (see
+	// AdamState): what TracIn with Adam's preconditioner reads at each
+	// checkpoint.
+	Adam *AdamState
+	// Steps, if not empty, observe the training steps (see StepHook): the
+	// in-run influence estimator. A run with step hooks takes no graph
+	// replay (Graphs is ignored).
+	Steps []StepHook
 }
 
 // The embedding optimisers of TrainConfig.EmbeddingOptimizer.
@@ -352,8 +360,13 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	}
 	steps := (T + cfg.Batch - 1) / cfg.Batch
 	capturer, _ := be.(compute.Capturer)
-	if !cfg.Graphs && os.Getenv("DAINX_CUDA_GRAPHS") != "1" {
+	if (!cfg.Graphs && os.Getenv("DAINX_CUDA_GRAPHS") != "1") || len(cfg.Steps) > 0 {
 		capturer = nil
+	}
+	for _, h := range cfg.Steps {
+		if h.Every() < 1 {
+			return res, fmt.Errorf("nn: a step hook every %d steps; want ≥ 1", h.Every())
+		}
 	}
 	// The shuffled training cells. On a backend whose buffers are host
 	// memory (the CPU) each step gathers its batch into one batch-sized
@@ -446,6 +459,17 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	var stVals, stSq, stAdam, adamTable compute.F32
 	var hostAdam []float32
 	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, L2: cfg.L2}
+	if cfg.Adam != nil {
+		*cfg.Adam = AdamState{M: adamM, V: adamV, Step: adam}
+	}
+	// The training cells' numbers in each epoch's order, for the step
+	// hooks: perm itself on a backend whose buffers are host memory, else
+	// a device copy uploaded every epoch.
+	var cellsDev compute.I32
+	if len(cfg.Steps) > 0 && !perStep {
+		cellsDev = be.AllocI32(T)
+		defer cellsDev.Free()
+	}
 	if capturer != nil {
 		stRows, stVals, stSq = be.AllocI32(cfg.Batch*order), be.Alloc(cfg.Batch), be.Alloc(1)
 		stAdam, adamTable, hostAdam = be.Alloc(2), be.Alloc(2*steps), make([]float32, 2*steps)
@@ -475,6 +499,9 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 			return res, err
 		}
 		adam.T, res, first = r.continued(cfg)
+		if cfg.Adam != nil {
+			cfg.Adam.Step = adam
+		}
 	}
 	ms := train.MeanSquare()
 	for k := first; k <= cfg.Epochs; k++ {
@@ -498,6 +525,9 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 				be.UploadI32(shufRows.Slice(lo*order, (hi-lo)*order), hostRows[:(hi-lo)*order])
 				be.Upload(shufVals.Slice(lo, hi-lo), hostVals[:hi-lo])
 			}
+			if cellsDev != nil {
+				be.UploadI32(cellsDev, perm)
+			}
 		}
 		if capturer != nil {
 			for s := range steps {
@@ -514,8 +544,27 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 			}
 			adam.T++
 			if capturer == nil {
+				hooked := hooksAt(cfg.Steps, adam.T)
+				for _, h := range hooked {
+					h.Before(adam.T)
+				}
 				step(s)
 				m.adamStep(sparse, adamM, adamV, adam)
+				if cfg.Adam != nil {
+					cfg.Adam.Step = adam
+				}
+				if len(hooked) > 0 {
+					lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
+					b := StepBatch{N: hi - lo, Delta: delta.Slice(0, hi-lo), Scale: float32(2 / float64(hi-lo))}
+					if perStep {
+						b.Rows, b.Cells = shufRows.Slice(0, b.N*order), hb.WrapI32(perm[lo:hi])
+					} else {
+						b.Rows, b.Cells = shufRows.Slice(lo*order, b.N*order), cellsDev.Slice(lo, b.N)
+					}
+					for _, h := range hooked {
+						h.After(adam.T, b)
+					}
+				}
 			} else {
 				lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
 				b := hi - lo
@@ -533,6 +582,9 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 				g.Launch()
 				be.Copy(sq.Slice(s, 1), stSq)
 			}
+		}
+		if cfg.Adam != nil {
+			cfg.Adam.Step = adam
 		}
 		if err := be.Download(sqHost, sq); err != nil {
 			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
@@ -587,6 +639,17 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 		be.Copy(m.params, best)
 	}
 	return res, be.Sync()
+}
+
+// hooksAt returns the hooks that observe step t.
+func hooksAt(hooks []StepHook, t int) []StepHook {
+	var out []StepHook
+	for _, h := range hooks {
+		if (t-1)%h.Every() == 0 {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // adamStep applies one optimiser step after a Backward (dense) or

@@ -101,39 +101,101 @@ type AllLayers struct {
 	g          compute.F32 // G: every parameter
 	run, best  compute.F32 // |train|
 	delta      compute.F32 // 2e of a batch
-	rowScore   compute.F32 // per-row terms of a multi-row layer: capacity × max rows
-	ones       compute.F32 // summing vector
-	zero       compute.F32 // one 0
+	terms      *layerTerms
 	k          int
+	// opt, when not nil, is Θ's Adam state, whose preconditioner P_k
+	// weighs G_k (tracin-adam; see NewAllLayersAdam); pre forms P_k∘G_k.
+	opt *nn.AdamState
+	pre *precond
 }
 
-// NewAllLayers prepares the accumulator for the cells of train against the
-// validation cells val, with step size eta at every checkpoint.
-func NewAllLayers(m *nn.Net, train, val *nn.Set, eta float64) *AllLayers {
+// layerTerms adds, for the cells of the latest forward and backward pass
+// of a Net, their per-cell gradient dot products with a full gradient
+// vector G laid out like the parameters: the Linear layers' δᵀ(G_W a + G_b)
+// (InfluenceDot; a layer of several rows per cell sums its row terms) and
+// the embedding rows' (EmbeddingInfluence).
+type layerTerms struct {
+	m        *nn.Net
+	rowScore compute.F32 // per-row terms of a multi-row layer: capacity × max rows
+	ones     compute.F32 // summing vector
+	zero     compute.F32 // one 0
+}
+
+func newLayerTerms(m *nn.Net) *layerTerms {
 	be := m.Backend()
 	maxRows := 1
 	for l := 1; l <= m.NumLayers(); l++ {
 		s, _, _, _, _ := m.Layer(l)
 		maxRows = max(maxRows, s.Rows)
 	}
-	a := &AllLayers{
-		m: m, train: train, val: val, eta: float32(eta),
-		g:        be.Alloc(m.NumParams()),
-		run:      be.Alloc(train.Len()),
-		best:     be.Alloc(train.Len()),
-		delta:    be.Alloc(m.Capacity()),
+	t := &layerTerms{m: m,
 		rowScore: be.Alloc(m.Capacity() * maxRows),
 		ones:     be.Alloc(max(m.Capacity(), maxRows)),
 		zero:     be.Alloc(1),
 	}
-	be.Fill(a.ones, 1)
-	return a
+	be.Fill(t.ones, 1)
+	return t
+}
+
+func (t *layerTerms) free() {
+	for _, b := range []compute.F32{t.rowScore, t.ones, t.zero} {
+		b.Free()
+	}
+}
+
+// add adds eta·⟨d_z, G⟩ to score[b] for each of the n = score.Len()
+// cells of the latest forward and backward pass (rows their global
+// rows), d_z being the gradient of delta_z·x̂_z, from the activations
+// (Act) and the gradients at them (DAct) that the passes left. With the
+// backward pass's delta = 2e (the gradient of a cell's own loss e²) d_z
+// is ∇ℓ_z; with a multiple c·2e, eta/c gives the same terms.
+func (t *layerTerms) add(score compute.F32, rows compute.I32, g compute.F32, eta float32) {
+	m := t.m
+	be, n := m.Backend(), score.Len()
+	table, _ := m.Table()
+	gTable := g.Slice(0, table.Len())
+	o := gTable.Len()
+	for l := 1; l <= m.NumLayers(); l++ {
+		s, _, _, _, _ := m.Layer(l)
+		gw, gb := g.Slice(o, s.In*s.Out), g.Slice(o+s.In*s.Out, s.Out)
+		o += s.In*s.Out + s.Out
+		dy, x := m.DAct(l, n), m.Act(l-1, n)
+		if s.Rows == 1 {
+			be.InfluenceDot(score, dy, x, gw, gb, s.In, s.Out, eta)
+			continue
+		}
+		// One term per row, then each cell's Rows terms summed
+		// into its score: score[b] += 1·Σ_r 1·rowScore[b,r].
+		rs := t.rowScore.Slice(0, n*s.Rows)
+		be.Fill(rs, 0)
+		be.InfluenceDot(rs, dy, x, gw, gb, s.In, s.Out, eta)
+		be.InfluenceDot(score, t.ones.Slice(0, n), rs, t.ones.Slice(0, s.Rows), t.zero, s.Rows, 1, 1)
+	}
+	be.EmbeddingInfluence(score, m.DAct(0, n), rows, gTable, m.Width(), m.Layout(), eta)
+}
+
+// NewAllLayers prepares the accumulator for the cells of train against the
+// validation cells val, with step size eta at every checkpoint.
+func NewAllLayers(m *nn.Net, train, val *nn.Set, eta float64) *AllLayers {
+	be := m.Backend()
+	return &AllLayers{
+		m: m, train: train, val: val, eta: float32(eta),
+		g:     be.Alloc(m.NumParams()),
+		run:   be.Alloc(train.Len()),
+		best:  be.Alloc(train.Len()),
+		delta: be.Alloc(m.Capacity()),
+		terms: newLayerTerms(m),
+	}
 }
 
 // Free releases the accumulator's buffers.
 func (a *AllLayers) Free() {
-	for _, b := range []compute.F32{a.g, a.run, a.best, a.delta, a.rowScore, a.ones, a.zero} {
+	for _, b := range []compute.F32{a.g, a.run, a.best, a.delta} {
 		b.Free()
+	}
+	a.terms.free()
+	if a.pre != nil {
+		a.pre.free()
 	}
 }
 
@@ -159,38 +221,20 @@ func (a *AllLayers) Checkpoint(best bool) error {
 		be.MSEGrad(dl, nil, pred, a.val.Vals.Slice(lo, hi-lo), 2)
 		m.Backward(rows, dl, true)
 	}
-	be.Copy(a.g, m.Grads())
-	// Views of G laid out like the parameters.
-	table, _ := m.Table()
-	gTable := a.g.Slice(0, table.Len())
-	off := gTable.Len()
+	if a.opt != nil {
+		a.pre.apply(a.g, m.Grads(), a.opt.V, a.opt.Step, 1) // G' = P_k ∘ G_k
+	} else {
+		be.Copy(a.g, m.Grads())
+	}
 	for lo := 0; lo < a.train.Len(); lo += B {
 		hi := min(lo+B, a.train.Len())
 		n := hi - lo
 		rows := a.train.Rows.Slice(lo*order, n*order)
-		score := a.run.Slice(lo, n)
 		pred := m.Forward(rows)
 		dl := a.delta.Slice(0, n)
 		be.MSEGrad(dl, nil, pred, a.train.Vals.Slice(lo, n), 2)
 		m.BackwardInput(rows, dl) // the table's gradient is not needed: O(batch)
-		o := off
-		for l := 1; l <= m.NumLayers(); l++ {
-			s, _, _, _, _ := m.Layer(l)
-			gw, gb := a.g.Slice(o, s.In*s.Out), a.g.Slice(o+s.In*s.Out, s.Out)
-			o += s.In*s.Out + s.Out
-			dy, x := m.DAct(l, n), m.Act(l-1, n)
-			if s.Rows == 1 {
-				be.InfluenceDot(score, dy, x, gw, gb, s.In, s.Out, a.eta)
-				continue
-			}
-			// One term per row, then each cell's Rows terms summed
-			// into its score: score[b] += 1·Σ_r 1·rowScore[b,r].
-			rs := a.rowScore.Slice(0, n*s.Rows)
-			be.Fill(rs, 0)
-			be.InfluenceDot(rs, dy, x, gw, gb, s.In, s.Out, a.eta)
-			be.InfluenceDot(score, a.ones.Slice(0, n), rs, a.ones.Slice(0, s.Rows), a.zero, s.Rows, 1, 1)
-		}
-		be.EmbeddingInfluence(score, m.DAct(0, n), rows, gTable, m.Width(), m.Layout(), a.eta)
+		a.terms.add(a.run.Slice(lo, n), rows, a.g, a.eta)
 	}
 	if best {
 		be.Copy(a.best, a.run)

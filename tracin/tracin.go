@@ -58,6 +58,11 @@ type LastLayer struct {
 	best  compute.F32 // S at the best checkpoint: |train|
 	delta compute.F32 // 2e of a batch
 	k     int
+	// opt, when not nil, is Θ's Adam state, whose preconditioner P_k
+	// weighs G_k (tracin-adam; see NewLastLayerAdam); gp holds P_k∘G_k.
+	opt *nn.AdamState
+	pre *precond
+	gp  compute.F32
 }
 
 // NewLastLayer prepares the accumulator for the cells of train, with step
@@ -78,6 +83,10 @@ func (a *LastLayer) Free() {
 	for _, b := range []compute.F32{a.gsum, a.run, a.best, a.delta} {
 		b.Free()
 	}
+	if a.pre != nil {
+		a.pre.free()
+		a.gp.Free()
+	}
 }
 
 // ValGradSum returns the buffer in which nn.Train must leave G_k at each
@@ -92,7 +101,15 @@ func (a *LastLayer) Checkpoint(best bool) error {
 	a.k++
 	m, be := a.m, a.m.Backend()
 	order, d, T, B := m.Order(), m.LastHidden(), a.train.Len(), m.Capacity()
-	gw, gb := a.gsum.Slice(0, d), a.gsum.Slice(d, 1)
+	g := a.gsum
+	if a.opt != nil {
+		// The output layer's parameters are the last D+1 of Params,
+		// and so their moments the last D+1 of V.
+		v := a.opt.V
+		a.pre.apply(a.gp, a.gsum, v.Slice(v.Len()-(d+1), d+1), a.opt.Step, 1)
+		g = a.gp
+	}
+	gw, gb := g.Slice(0, d), g.Slice(d, 1)
 	nb := (T + B - 1) / B
 	all := m.Batches(nb) // a sharded table: as many batches as every process
 	for lo := 0; lo < T; lo += B {
