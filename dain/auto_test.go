@@ -3,6 +3,7 @@ package dain_test
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/dainx/dainx/compute/cpu"
@@ -36,18 +37,46 @@ func threeWay() *tensor.COO {
 	return x
 }
 
+// pairwise is a 30×30×30 tensor (half its cells observed) of pairwise
+// products of entity values, u_i·v_j + v_j·w_k + u_i·w_k: an FM of order 2
+// and rank 1 is exact for it.
+func pairwise() *tensor.COO {
+	r := rand.New(rand.NewPCG(1, 2))
+	x := &tensor.COO{Dims: []int{30, 30, 30}}
+	u := make([]float64, 90)
+	for i := range u {
+		u[i] = r.NormFloat64()
+	}
+	for i := range 30 {
+		for j := range 30 {
+			for k := range 30 {
+				if r.Float64() < 0.5 {
+					continue
+				}
+				x.Idx = append(x.Idx, int32(i), int32(j), int32(k))
+				x.Val = append(x.Val, u[i]*u[30+j]+u[30+j]*u[60+k]+u[i]*u[60+k])
+			}
+		}
+	}
+	return x
+}
+
 // TestFinalAuto (issue 37): -final-model auto -predictor auto picks, on
-// the split, the candidate of lower validation RMSE trained on the
+// the split, the candidate (MLP, fm, bayes-fm) of lowest validation RMSE trained on the
 // training cells alone, and then runs exactly as the explicit
 // configuration of that choice: bayes-fm (with its value predictor) on the
 // demo tensor, which an FM fits better than the MLP; the MLP (with the
 // paper's CoSTCo values) on a tensor of an order-3 interaction, which an
-// FM of order 2 cannot fit.
+// FM of order 2 cannot fit; the fm (with its own values) on a tensor of
+// pairwise products, which it fits exactly while a two-sweep Gibbs chain
+// has not converged.
 func TestFinalAuto(t *testing.T) {
 	demo := small()
 	demo.BayesSamples, demo.Ratio = 30, 0.3
 	three := small()
 	three.Epochs, three.LR, three.BayesSamples, three.Ratio = 30, 1e-2, 30, 0.2
+	pair := small()
+	pair.Epochs, pair.LR, pair.BayesSamples, pair.Ratio, pair.FMRank = 30, 1e-2, 2, 0.1, 4
 	for _, c := range []struct {
 		name             string
 		x                *tensor.COO
@@ -56,6 +85,7 @@ func TestFinalAuto(t *testing.T) {
 	}{
 		{"demo", demoTensor(t, 3000), demo, dain.FinalBayesFM, dain.FinalBayesFM},
 		{"order 3", threeWay(), three, dain.FinalMLP, "costco"},
+		{"pairwise", pairwise(), pair, dain.FinalFM, dain.FinalFM},
 	} {
 		auto := c.cfg
 		auto.FinalModel, auto.Predictor = dain.FinalAuto, dain.FinalAuto
@@ -65,18 +95,16 @@ func TestFinalAuto(t *testing.T) {
 		}
 		rep := r.Report
 		a := rep.AutoChoice
-		if a == nil || len(a.Candidates) != 2 {
+		if a == nil || len(a.Candidates) != 3 || a.Candidates[dain.FinalFM] == 0 {
 			t.Fatalf("%s: auto choice %+v", c.name, a)
 		}
 		if a.FinalModel != c.final || a.Predictor != c.predictor || rep.FinalModel != c.final || rep.Predictor != c.predictor {
 			t.Fatalf("%s: auto chose %s/%s (report %s/%s; candidates %v), want %s/%s", c.name, a.FinalModel, a.Predictor, rep.FinalModel, rep.Predictor, a.Candidates, c.final, c.predictor)
 		}
-		other := dain.FinalMLP
-		if c.final == dain.FinalMLP {
-			other = dain.FinalBayesFM
-		}
-		if !(a.Candidates[c.final] < a.Candidates[other]) {
-			t.Errorf("%s: chose %s with validation RMSE %v over %s's %v", c.name, c.final, a.Candidates[c.final], other, a.Candidates[other])
+		for other, v := range a.Candidates {
+			if other != c.final && !(a.Candidates[c.final] < v) {
+				t.Errorf("%s: chose %s with validation RMSE %v over %s's %v", c.name, c.final, a.Candidates[c.final], other, v)
+			}
 		}
 		explicit := c.cfg
 		explicit.FinalModel, explicit.Predictor = c.final, c.predictor

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/dainx/dainx/bayes"
@@ -20,7 +21,7 @@ var FinalModels = []Choice[struct{}]{
 	{"fm", "a factorization machine of order 2 trained by Adam as Θ is (-fm-rank, -l2)", struct{}{}},
 	{"hybrid", "the MLP plus a factorization machine's pairwise term over the same embeddings, trained by Adam (-layers, -l2)", struct{}{}},
 	{"bayes-fm", "a Bayesian factorization machine (order 2 over the modes, a prior per mode) fitted by Gibbs sampling and averaged over its samples: no learning rate or regulariser (package bayes; Rendle, ACM TIST 2012)", struct{}{}},
-	{"auto", "the kind of Θ (mlp when Θ is costco) or bayes-fm, whichever has the lower validation RMSE trained on the training cells alone (chosen once per split; the report's auto_choice says which)", struct{}{}},
+	{"auto", "the kind of Θ (mlp when Θ is costco), fm or bayes-fm, whichever has the lowest validation RMSE trained on the training cells alone (chosen once per split; the report's auto_choice gives each)", struct{}{}},
 }
 
 // Final-model names.
@@ -59,8 +60,8 @@ func (e *Experiment) Plain(ctx context.Context, kind string) (float64, nn.Result
 type AutoChoice struct {
 	// Candidates maps each candidate final model to its validation RMSE.
 	Candidates map[string]float64 `json:"candidates"`
-	// FinalModel is the candidate of lower validation RMSE; Predictor is
-	// bayes-fm when it is bayes-fm and the paper's costco otherwise.
+	// FinalModel is the candidate of lowest validation RMSE; Predictor
+	// the value predictor that goes with it (autoPredictor).
 	FinalModel string `json:"final_model"`
 	Predictor  string `json:"predictor"`
 }
@@ -75,32 +76,59 @@ func (c Config) autoFamily() string {
 }
 
 // chooseAuto resolves -final-model auto once per experiment: it trains
-// (or takes the memoised) model of kind autoFamily on the training cells
-// and fits bayes-fm on them alone (kept for rmse_before and the ratio-0
-// baseline), and picks the one of lower validation MSE (ties: the
-// gradient-trained model).
+// (or takes the memoised) gradient-trained candidates on the training
+// cells — the kind of Θ (autoFamily) and the fm — and fits bayes-fm on
+// them alone (kept for rmse_before and the ratio-0 baseline), and picks
+// the candidate of lowest validation MSE (ties: the first of Θ's kind,
+// fm, bayes-fm). The value predictor follows the choice: bayes-fm and fm
+// value the new cells themselves (bayes-fm's chain on the training cells;
+// the fm candidate), the MLP with the paper's CoSTCo.
 func (e *Experiment) chooseAuto(ctx context.Context) (*AutoChoice, error) {
 	if e.auto != nil {
 		return e.auto, nil
 	}
-	fam := e.cfg.autoFamily()
-	t, err := e.model(ctx, Embedding{fam})
-	if err != nil {
-		return nil, err
+	kinds := []string{e.cfg.autoFamily()}
+	if kinds[0] != FinalFM {
+		kinds = append(kinds, FinalFM)
 	}
-	a := &AutoChoice{Candidates: map[string]float64{fam: math.Sqrt(t.res.BestValMSE)}}
+	a := &AutoChoice{Candidates: map[string]float64{}}
+	for _, k := range kinds {
+		t, err := e.model(ctx, Embedding{k})
+		if err != nil {
+			return nil, err
+		}
+		a.Candidates[k] = math.Sqrt(t.res.BestValMSE)
+	}
 	_, res, _, err := e.downstreamBayes(ctx, nil, "bayes-fm on the training cells alone")
 	if err != nil {
 		return nil, err
 	}
 	a.Candidates[FinalBayesFM] = math.Sqrt(res.BestValMSE)
-	a.FinalModel, a.Predictor = fam, "costco"
-	if a.Candidates[FinalBayesFM] < a.Candidates[fam] {
-		a.FinalModel, a.Predictor = FinalBayesFM, FinalBayesFM
+	kinds = append(kinds, FinalBayesFM)
+	a.FinalModel = kinds[0]
+	for _, k := range kinds[1:] {
+		if a.Candidates[k] < a.Candidates[a.FinalModel] {
+			a.FinalModel = k
+		}
 	}
-	e.logf("final model auto: validation RMSE %.6f (%s) against %.6f (bayes-fm): %s, value predictor %s", a.Candidates[fam], fam, a.Candidates[FinalBayesFM], a.FinalModel, a.Predictor)
+	a.Predictor = autoPredictor(a.FinalModel)
+	var b strings.Builder
+	for _, k := range kinds {
+		fmt.Fprintf(&b, " %s %.6f", k, a.Candidates[k])
+	}
+	e.logf("final model auto: validation RMSE%s: %s, value predictor %s", b.String(), a.FinalModel, a.Predictor)
 	e.auto = a
 	return a, nil
+}
+
+// autoPredictor is the value predictor that goes with a final model chosen
+// by auto (or given with -predictor auto): the model itself for bayes-fm
+// and fm, the paper's CoSTCo otherwise.
+func autoPredictor(final string) string {
+	if final == FinalBayesFM || final == FinalFM {
+		return final
+	}
+	return "costco"
 }
 
 // resolve returns c with -final-model auto and -predictor auto replaced by
@@ -117,20 +145,13 @@ func (e *Experiment) resolve(ctx context.Context, c Config) (Config, error) {
 
 // applyAuto replaces c's auto settings by what they resolved to: a final
 // model auto by e.auto's choice (left as is while none is made), a
-// predictor auto by the one that follows the final model (bayes-fm for
-// bayes-fm, the paper's costco otherwise).
+// predictor auto by the one that follows the final model (autoPredictor).
 func (e *Experiment) applyAuto(c Config) Config {
 	if c.finalModel() == FinalAuto && e.auto != nil {
 		c.FinalModel = e.auto.FinalModel
 	}
-	if c.Predictor == FinalAuto {
-		switch c.finalModel() {
-		case FinalBayesFM:
-			c.Predictor = FinalBayesFM
-		case FinalAuto: // not chosen yet
-		default:
-			c.Predictor = "costco"
-		}
+	if c.Predictor == FinalAuto && c.finalModel() != FinalAuto { // else not chosen yet
+		c.Predictor = autoPredictor(c.finalModel())
 	}
 	return c
 }

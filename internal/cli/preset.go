@@ -23,13 +23,13 @@ type Preset struct {
 // because it is what the paper's results and every saved model (-model-out,
 // dainx predict) rest on. accurate is the most accurate completion measured
 // (issue 37, docs/bayes-fm.md): the final model chosen on each split by
-// validation RMSE between Θ's MLP and the Bayesian factorization machine
-// (-final-model auto), and the value predictor that goes with it
-// (bayes-fm, or the paper's CoSTCo); bayes-fm has no saved form yet, so
-// -model-out refuses it.
+// validation RMSE among Θ's MLP, the fm and the Bayesian factorization
+// machine (-final-model auto), and the value predictor that goes with it
+// (the FMs themselves, or the paper's CoSTCo for the MLP); bayes-fm has
+// no saved form yet, so -model-out refuses auto.
 var Presets = []Preset{
 	{"paper", "the paper's setup: an MLP Θ′ retrained on train ∪ the new cells, valued by CoSTCo (the defaults)", nil},
-	{"accurate", "the most accurate completion measured: -final-model auto -predictor auto (a Bayesian factorization machine fitted by Gibbs sampling as the final model and the value predictor, unless Θ's MLP has the lower validation RMSE on the split, when the paper's MLP and CoSTCo are kept; no saved form for -model-out yet)",
+	{"accurate", "the most accurate completion measured: -final-model auto -predictor auto (on each split the final model of lowest validation RMSE — Θ's MLP, the fm or the Bayesian factorization machine fitted by Gibbs sampling — and its value predictor: the FMs value new cells themselves, the MLP keeps the paper's CoSTCo; no saved form for -model-out yet)",
 		[][2]string{{"final-model", "auto"}, {"predictor", "auto"}}},
 }
 
