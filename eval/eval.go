@@ -126,6 +126,9 @@ type Run struct {
 	Seed       uint64  `json:"seed"`
 	Method     string  `json:"method"`
 	Model      string  `json:"model,omitempty"` // the final model of a Plain run
+	// Final is the final model -final-model auto chose on the run's split
+	// (empty without auto).
+	Final string `json:"final_model,omitempty"`
 	Ratio      float64 `json:"ratio"`
 	NAug       int     `json:"n_aug"`
 	RMSE       float64 `json:"rmse"`
@@ -134,6 +137,11 @@ type Run struct {
 	SecAugment float64 `json:"seconds_augment"` // drawing cells and predicting values
 	SecRetrain float64 `json:"seconds_retrain"` // training the downstream MLP
 	SecTotal   float64 `json:"seconds_total"`   // the sum: what one `dainx augment` of this method costs
+	// Diagnostics compare, per mode, the entity importance the run's new
+	// cells were drawn from with the entities' training-cell counts
+	// (dain.Experiment.ImportanceDiagnostics); absent for a method that
+	// draws from none and at ratio 0.
+	Diagnostics []dain.ModeDiagnostics `json:"diagnostics,omitempty"`
 }
 
 // Results are every run of an evaluation.
@@ -280,9 +288,13 @@ func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config
 	}
 	step(fmt.Sprintf("repeat %d: baseline", r+1))
 	var runs []Run
-	resolved, _, err := e.Resolve(ctx, base)
+	resolved, auto, err := e.Resolve(ctx, base)
 	if err != nil {
 		return nil, err
+	}
+	chosen := ""
+	if auto != nil {
+		chosen = auto.FinalModel
 	}
 	for _, b := range s.Baselines {
 		rmse, res, sec := rmse0, res0, sec0 // the final model's own is the ratio-0 run
@@ -311,6 +323,7 @@ func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config
 				return nil, fmt.Errorf("repeat %d, %s, ratio %g: %w", r+1, m, ratio, err)
 			}
 			run.NAug = aug.NNZ()
+			run.Diagnostics = e.ImportanceDiagnostics(cfgs[i], aug)
 			run.SecAugment = st.Sample + st.Predict
 			run.SecFixed = e.SharedSeconds(cfgs[i]).Total()
 			rmse, res, sec, err := e.Retrain(ctx, cfgs[i], aug, n, "")
@@ -321,6 +334,11 @@ func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config
 			run.SecTotal = run.SecFixed + run.SecAugment + run.SecRetrain
 			runs = append(runs, run)
 			step(fmt.Sprintf("repeat %d: %s %.0f%%", r+1, m, 100*ratio))
+		}
+	}
+	for i := range runs {
+		if runs[i].Method != Plain {
+			runs[i].Final = chosen
 		}
 	}
 	return runs, nil
