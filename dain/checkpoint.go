@@ -143,6 +143,7 @@ var flagNames = map[string]string{
 	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch", "EmbeddingOptimizer": "-embedding-optimizer",
 	"Split": "-split", "FinalModel": "-final-model", "BayesRank": "-bayes-rank", "BayesSamples": "-bayes-samples",
 	"BayesBurnIn": "-bayes-burnin", "BayesPriors": "-bayes-priors", "FMRank": "-fm-rank", "L2": "-l2",
+	"Values": "-values", "Oracle": "-oracle",
 }
 
 // configFields lists every setting of c (every field but Progress, OnEpoch
@@ -297,7 +298,9 @@ var ckLegacy = map[string]string{
 	"-bayes-burnin":        "0",
 	"-bayes-priors":        BayesPriorsMode, // one group per mode, before -bayes-priors
 	"-fm-rank":             strconv.Itoa(DefaultFMRank),
-	"-l2":                  "0", // no L2 penalty before -l2
+	"-l2":                  "0",             // no L2 penalty before -l2
+	"-values":              ValuesPredictor, // each method's own values before -values
+	"-oracle":              "none",          // no generator before -oracle
 }
 
 // effective returns the value of setting name that a run resolves value
@@ -341,6 +344,10 @@ func (c *checkpointer) effective(name, value string) string {
 	case "-bayes-priors":
 		if value == "" {
 			return BayesPriorsAuto
+		}
+	case "-values":
+		if value == "" {
+			return ValuesPredictor
 		}
 	case "-layers":
 		if value == "" { // the default layers of the input's order
@@ -670,6 +677,9 @@ type augRecord struct {
 	Stats         AugStats
 	Seconds       Seconds // Train, Influence, Entity, Sample and Predict
 	Dims          []int
+	// Diagnostics are the report's importance diagnostics (none in
+	// records written before them).
+	Diagnostics []ModeDiagnostics
 }
 
 func (c *checkpointer) saveAugmented(r augRecord, aug *tensor.COO) error {

@@ -74,6 +74,14 @@ type Config struct {
 	Sign            string  // cell score to importance: a Signs name (abs, the paper's; "" means abs)
 	Temperature     float64 // τ on entity importance, α^τ (1, the paper's; 0 is uniform); see Tempered
 	Mix             float64 // share of the uniform distribution mixed into entity importance (0, the paper's)
+	// Values says where new cells' values come from: a ValueSources name,
+	// ValuesPredictor ("" too: each method's own, the paper's) or
+	// ValuesOracle (the generator Oracle's value plus its noise; see
+	// Experiment.OracleValues).
+	Values string
+	// Oracle is the generator of the tensor (dainx synth -generator-out),
+	// which ValuesOracle needs; nil when not known.
+	Oracle *tensor.Generator
 
 	// FinalModel is the model Θ′ trained on train ∪ augmentation (step 5)
 	// whose test RMSE the run reports: a FinalModels name, "mlp" (the
@@ -343,6 +351,9 @@ func (c *Config) Validate() error {
 	if _, err := lookup("influence layers", c.InfluenceLayers, InfluenceLayers); err != nil {
 		return err
 	}
+	if err := c.checkValueSource(); err != nil {
+		return err
+	}
 	_, err := lookup("entity importance", c.Entity, Entities)
 	return err
 }
@@ -444,6 +455,16 @@ type Report struct {
 	// that parsed them; empty when none).
 	Preset    string  `json:"preset,omitempty"`
 	ThetaRMSE float64 `json:"theta_rmse,omitempty"`
+	// Values is where the new cells' values came from (Config.Values):
+	// predictor (each method's own) or oracle (the tensor's generator plus
+	// its noise).
+	Values string `json:"values,omitempty"`
+	// Diagnostics compare, per mode, the entity importance the new cells
+	// were drawn from with the entities' training-cell counts
+	// (Experiment.ImportanceDiagnostics); absent for a method that draws
+	// from none (and for a run resumed from a checkpoint written before
+	// them).
+	Diagnostics []ModeDiagnostics `json:"diagnostics,omitempty"`
 	// Outputs names every file and directory the command wrote, as the
 	// user gave them, the report's own file included (set by the program
 	// that writes them, e.g. cmd/dainx; empty when none).
@@ -507,7 +528,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		Seed: cfg.Seed, Ratio: cfg.Ratio, Layers: cfg.Layers, Epochs: cfg.Epochs, Batch: cfg.Batch,
 		Patience: cfg.Patience, LR: cfg.LR, TestFrac: cfg.TestFrac, ValFrac: cfg.ValFrac,
 		Method: cfg.Method, Model: cfg.Model, Predictor: cfg.Predictor, Influence: cfg.Influence,
-		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity, FinalModel: cfg.finalModel(),
+		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity, FinalModel: cfg.finalModel(), Values: cfg.values(),
 		NTrain: e.Train.NNZ(), NVal: e.Val.NNZ(), NTest: e.Test.NNZ(),
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
@@ -548,6 +569,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		rep.NAug = aug.NNZ()
 		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
 		rep.Seconds = saved.Seconds
+		rep.Diagnostics = saved.Diagnostics
 		e.logf("steps 1–4 finished before the interruption (checkpoint): test RMSE %.6f before augmentation, %d new cells", rep.RMSEBefore, rep.NAug)
 		// auto chooses again as it did: the same split and seeds.
 		if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
@@ -578,6 +600,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		}
 		rep.NAug = aug.NNZ()
 		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
+		rep.Diagnostics = e.ImportanceDiagnostics(cfg, aug)
 		sh := e.SharedSeconds(cfg)
 		rep.Seconds.Train, rep.Seconds.Influence, rep.Seconds.Entity = sh.Train, sh.Influence, sh.Entity
 		if sh.Train == 0 {
@@ -585,7 +608,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		}
 		rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
 		err = e.ck.saveAugmented(augRecord{RMSEBefore: rep.RMSEBefore, BestEpoch: rep.BestEpoch, HistoryBefore: rep.HistoryBefore,
-			NAug: rep.NAug, Stats: st, Seconds: rep.Seconds, Dims: aug.Dims}, aug)
+			NAug: rep.NAug, Stats: st, Seconds: rep.Seconds, Dims: aug.Dims, Diagnostics: rep.Diagnostics}, aug)
 		if err != nil {
 			return nil, err
 		}

@@ -117,6 +117,8 @@ func DistSupported(cfg Config) error {
 		return fmt.Errorf("-predictor %s does not run spread over processes yet (costco and mlp do)", cfg.Predictor)
 	case cfg.finalModel() != FinalMLP:
 		return fmt.Errorf("-final-model %s does not run spread over processes yet (mlp does)", cfg.finalModel())
+	case cfg.values() != ValuesPredictor:
+		return fmt.Errorf("-values %s does not run spread over processes yet (run it in one process)", cfg.values())
 	}
 	return nil
 }

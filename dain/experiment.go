@@ -98,6 +98,7 @@ type Experiment struct {
 	single      bool
 	trainMaxAbs float64 // the largest |value| of the training cells (scaleHint)
 	trainMean   float64 // the training cells' mean value (the fm and hybrid global bias at the start)
+	oracle      *oracle // the tensor's generator, when a configuration asks for -values oracle (checkOracle)
 }
 
 // memo holds the result and wall time of each stage computed so far.
@@ -180,6 +181,10 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
 		models: memo[Embedding, *trained]{}, cellScores: memo[CellImportance, compute.F32]{},
 		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{}}
+	var err error
+	if e.oracle, err = checkOracle(x, append([]Config{cfg}, methods...)); err != nil {
+		return nil, err
+	}
 	e.logf = func(format string, args ...any) {
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, format+"\n", args...)

@@ -32,6 +32,8 @@ type AugStats struct {
 //     one of its entity's 10 nearest neighbours in Θ's embedding space
 //     (Euclidean), keeping the value.
 //
+// With c.Values oracle, the cells are valued by the tensor's generator
+// instead (Experiment.OracleValues), duplication's copies excepted.
 // New cells of dain, random and entity-replacement are never observed (in
 // train ∪ validation) nor repeated. The cells of a smaller n are a prefix of
 // those of a larger one. Every stage c uses is computed once per
@@ -49,6 +51,10 @@ func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO,
 		return nil, st, err
 	}
 	p := c.Pipeline()
+	if c.values() == ValuesOracle {
+		aug, err := e.oracleCells(ctx, p, n, &st)
+		return aug, st, err
+	}
 	aug, err := p.Cells.cells(ctx, e, n, &st)
 	if err != nil {
 		return nil, st, err

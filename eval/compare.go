@@ -156,7 +156,7 @@ func writeComparisons(b *bytes.Buffer, cs []Comparison) {
 	for _, c := range cs {
 		if c.Reference != ref || c.Ratio != q {
 			ref, q = c.Reference, c.Ratio
-			fmt.Fprintf(b, "\n### Against %s at %g%%\n\n| method | n | diff (95%% CI) | p | p Holm |\n|---|---:|---|---:|---:|\n", ref, 100*q)
+			fmt.Fprintf(b, "\n### Against %s at %g%%\n\n![paired differences from %s at %g%%](%s)\n\n| method | n | diff (95%% CI) | p | p Holm |\n|---|---:|---|---:|---:|\n", ref, 100*q, ref, 100*q, forestName(ref, q))
 		}
 		hp := fmt.Sprintf("%.3g", c.PHolm)
 		if c.PHolm < 0.01 {

@@ -137,6 +137,11 @@ type Run struct {
 	SecAugment float64 `json:"seconds_augment"` // drawing cells and predicting values
 	SecRetrain float64 `json:"seconds_retrain"` // training the downstream MLP
 	SecTotal   float64 `json:"seconds_total"`   // the sum: what one `dainx augment` of this method costs
+	// Diagnostics compare, per mode, the entity importance the run's new
+	// cells were drawn from with the entities' training-cell counts
+	// (dain.Experiment.ImportanceDiagnostics); absent for a method that
+	// draws from none and at ratio 0.
+	Diagnostics []dain.ModeDiagnostics `json:"diagnostics,omitempty"`
 }
 
 // Results are every run of an evaluation.
@@ -318,6 +323,7 @@ func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config
 				return nil, fmt.Errorf("repeat %d, %s, ratio %g: %w", r+1, m, ratio, err)
 			}
 			run.NAug = aug.NNZ()
+			run.Diagnostics = e.ImportanceDiagnostics(cfgs[i], aug)
 			run.SecAugment = st.Sample + st.Predict
 			run.SecFixed = e.SharedSeconds(cfgs[i]).Total()
 			rmse, res, sec, err := e.Retrain(ctx, cfgs[i], aug, n, "")

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -110,7 +111,7 @@ func TestEvaluateTiny(t *testing.T) {
 		}
 	}
 	back, cfg, err := Load(dir)
-	if err != nil || len(back.Runs) != len(res.Runs) || back.Runs[5] != res.Runs[5] || cfg.Input != "tiny" || cfg.Version != ProvenanceVersion || cfg.Base.Epochs != base.Epochs {
+	if err != nil || len(back.Runs) != len(res.Runs) || !reflect.DeepEqual(back.Runs[5], res.Runs[5]) || cfg.Input != "tiny" || cfg.Version != ProvenanceVersion || cfg.Base.Epochs != base.Epochs {
 		t.Errorf("Load: %d runs, config %v, %v", len(back.Runs), cfg, err)
 	}
 	if strings.Join(back.Spec.Methods, ",") != strings.Join(spec.Methods, ",") {

@@ -15,11 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-
+	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/outtx"
 )
 
@@ -34,6 +30,18 @@ type Cell struct {
 	TPaired  float64 `json:"t_paired_vs_dain"`
 	Seconds  float64 `json:"seconds_total_mean"`
 	Seconds2 float64 `json:"seconds_total_std"`
+	// Diag is, per mode, the mean over the runs of their importance
+	// diagnostics (Run.Diagnostics); nil when no run has them.
+	Diag []DiagMean `json:"-"`
+}
+
+// DiagMean is the mean of one mode's importance diagnostics
+// (dain.ModeDiagnostics) over the runs of a method at a ratio.
+type DiagMean struct {
+	// Spearman is the mean of the runs' defined correlations (NaN when no
+	// run defines one); N is the number of runs.
+	Spearman, TopShareNew, TopShareTrain float64
+	N                                    int
 }
 
 // Summary holds the cells of every method and ratio.
@@ -74,6 +82,7 @@ func (r *Results) Summarise() Summary {
 	s := Summary{Methods: r.Spec.Methods, Cells: map[string]map[float64]Cell{}, Comparisons: r.Compare()}
 	rmse := map[string]map[float64][]float64{}
 	secs := map[string]map[float64][]float64{}
+	diags := map[string]map[float64][][]dain.ModeDiagnostics{}
 	ratios := map[float64]bool{}
 	plain := map[string][]Run{}
 	seenRepeat := map[int]bool{}
@@ -94,6 +103,12 @@ func (r *Results) Summarise() Summary {
 		}
 		if rmse[run.Method] == nil {
 			rmse[run.Method], secs[run.Method] = map[float64][]float64{}, map[float64][]float64{}
+		}
+		if diags[run.Method] == nil {
+			diags[run.Method] = map[float64][][]dain.ModeDiagnostics{}
+		}
+		if run.Diagnostics != nil {
+			diags[run.Method][run.Ratio] = append(diags[run.Method][run.Ratio], run.Diagnostics)
 		}
 		rmse[run.Method][run.Ratio] = append(rmse[run.Method][run.Ratio], run.RMSE)
 		secs[run.Method][run.Ratio] = append(secs[run.Method][run.Ratio], run.SecTotal)
@@ -119,6 +134,7 @@ func (r *Results) Summarise() Summary {
 			c := Cell{N: len(x), P: math.NaN(), T: math.NaN(), PPaired: math.NaN(), TPaired: math.NaN()}
 			c.Mean, c.Std = MeanStd(x)
 			c.Seconds, c.Seconds2 = MeanStd(secs[m][q])
+			c.Diag = diagMeans(diags[m][q])
 			if d := rmse["dain"][q]; m != "dain" && d != nil {
 				c.T, _, c.P = Welch(x, d)
 				c.TPaired, _, c.PPaired = Paired(x, d)
@@ -161,8 +177,9 @@ func Load(dir string) (*Results, Provenance, error) {
 // summary.md (the table and p-values, headed by p.About, with p),
 // comparisons.json (Results.Compare: paired differences with 95%
 // intervals and Holm-corrected p-values against each reference method),
-// rmse.png (test RMSE vs ratio, paper Fig. 6) and runtime.png (seconds vs
-// ratio, Fig. 8). p is recorded with the current ProvenanceVersion and its
+// rmse.png (test RMSE vs ratio, paper Fig. 6), runtime.png (seconds vs
+// ratio, Fig. 8) and a forest plot of the comparisons with each reference
+// at each ratio (forest-REF-PCT.png, e.g. forest-degree-50.png). p is recorded with the current ProvenanceVersion and its
 // training configuration's Effective values (what "auto" chose).
 func (r *Results) WriteDir(dir string, p Provenance) error {
 	p.Version = ProvenanceVersion
@@ -189,6 +206,12 @@ func (r *Results) WriteDir(dir string, p Provenance) error {
 		{"runtime.png", func(w io.Writer) error {
 			return s.plot(w, "Runtime vs augmentation", "seconds per run (total)", func(c Cell) (float64, float64) { return c.Seconds, c.Seconds2 })
 		}},
+	}
+	for _, f := range families(s.Comparisons) {
+		files = append(files, struct {
+			name string
+			fill func(io.Writer) error
+		}{forestName(f.ref, f.ratio), func(w io.Writer) error { return forest(w, f) }})
 	}
 	// One transaction (internal/outtx): every file staged, then all
 	// renamed into place with runs.json, the record -resume reads, last;
@@ -258,6 +281,7 @@ func (s Summary) jsonable() any {
 		TP     *float64 `json:"t_paired_vs_dain"`
 		Sec    float64  `json:"seconds_total_mean"`
 		Model  string   `json:"model,omitempty"` // the final model of a plain baseline
+		diagJSON
 	}
 	opt := func(v float64) *float64 {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -269,7 +293,7 @@ func (s Summary) jsonable() any {
 	for _, m := range s.Methods {
 		for _, q := range s.Ratios {
 			c := s.Cells[m][q]
-			out = append(out, cell{m, q, c.N, c.Mean, c.Std, opt(c.P), opt(c.T), opt(c.PPaired), opt(c.TPaired), c.Seconds, ""})
+			out = append(out, cell{m, q, c.N, c.Mean, c.Std, opt(c.P), opt(c.T), opt(c.PPaired), opt(c.TPaired), c.Seconds, "", diagToJSON(c.Diag)})
 		}
 	}
 	for _, p := range s.Plain {
@@ -358,6 +382,7 @@ func (s Summary) writeMarkdown(w io.Writer, about string, config any) error {
 			fmt.Fprintf(&b, "| %s | %d | %.4f ± %.4f | %.1f |\n", p.Model, p.N, p.Mean, p.Std, p.Seconds)
 		}
 	}
+	s.writeDiagnostics(&b)
 	writeComparisons(&b, s.Comparisons)
 	b.WriteString("\n")
 	header("Seconds per run (shared models + augmentation + retraining), mean")
@@ -376,59 +401,5 @@ func (s Summary) writeMarkdown(w io.Writer, about string, config any) error {
 	b.Write(cj)
 	b.WriteString("\n```\n")
 	_, err = w.Write(b.Bytes())
-	return err
-}
-
-// plot draws one line with error bars per method against the ratio in %.
-func (s Summary) plot(w io.Writer, title, ylabel string, val func(Cell) (float64, float64)) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "augmentation (% of |train|)"
-	p.Y.Label.Text = ylabel
-	p.Legend.Top = true
-	var ticks []plot.Tick
-	for _, q := range s.Ratios {
-		ticks = append(ticks, plot.Tick{Value: 100 * q, Label: strconv.FormatFloat(100*q, 'g', 4, 64)})
-	}
-	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	// Methods sit side by side around each ratio so error bars stay apart.
-	spread := 0.0
-	if len(s.Ratios) > 1 {
-		spread = 100 * (s.Ratios[len(s.Ratios)-1] - s.Ratios[0]) / float64(len(s.Ratios)-1) * 0.25
-	}
-	for i, m := range s.Methods {
-		pts := make(plotter.XYs, len(s.Ratios))
-		errs := make(plotter.YErrors, len(s.Ratios))
-		dx := 0.0
-		if len(s.Methods) > 1 {
-			dx = spread * (float64(i)/float64(len(s.Methods)-1) - 0.5)
-		}
-		for j, q := range s.Ratios {
-			y, sd := val(s.Cells[m][q])
-			pts[j] = plotter.XY{X: 100*q + dx, Y: y}
-			errs[j] = struct{ Low, High float64 }{sd, sd}
-		}
-		line, points, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			return err
-		}
-		line.Color, points.Color, points.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
-		line.Dashes = plotutil.Dashes(i)
-		bars, err := plotter.NewYErrorBars(struct {
-			plotter.XYs
-			plotter.YErrors
-		}{pts, errs})
-		if err != nil {
-			return err
-		}
-		bars.Color = plotutil.Color(i)
-		p.Add(line, points, bars)
-		p.Legend.Add(m, line, points)
-	}
-	wt, err := p.WriterTo(7*vg.Inch, 4.5*vg.Inch, "png")
-	if err != nil {
-		return err
-	}
-	_, err = wt.WriteTo(w)
 	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/tensor"
 )
 
 // ProvenanceVersion is the version of Provenance that WriteDir records.
@@ -94,6 +95,10 @@ type Training struct {
 	// had no L2 penalty.
 	FMRank int     `json:"fm_rank"`
 	L2     float64 `json:"l2"`
+	// Values and Oracle: records made before they existed valued new
+	// cells by each method's own (predictor) and had no generator.
+	Values string            `json:"values"`
+	Oracle *tensor.Generator `json:"oracle,omitempty"`
 }
 
 // TrainingOf returns the recorded form of c.
@@ -109,6 +114,7 @@ func TrainingOf(c dain.Config) Training {
 		FinalModel: c.FinalModelName(), BayesRank: c.BayesRank, BayesSamples: c.BayesSamples, BayesBurnIn: c.BayesBurnIn,
 		BayesPriors: cmp.Or(c.BayesPriors, dain.BayesPriorsAuto),
 		FMRank:      c.FMRank, L2: c.L2,
+		Values: cmp.Or(c.Values, dain.ValuesPredictor), Oracle: c.Oracle,
 	}
 }
 
@@ -133,6 +139,7 @@ var legacyDefaults = []struct {
 	{"bayes_priors", func(t *Training) { t.BayesPriors = dain.BayesPriorsMode }},
 	{"fm_rank", func(t *Training) { t.FMRank = dain.DefaultFMRank }},
 	{"l2", func(t *Training) { t.L2 = 0 }},
+	{"values", func(t *Training) { t.Values = dain.ValuesPredictor }}, // each method's own, before -values
 }
 
 // paperVariant sets every setting of legacyDefaults whose key has is
@@ -159,6 +166,7 @@ func (t Training) Effective(dims []int) Training {
 	t.Split = cmp.Or(t.Split, dain.SplitKeyed)
 	t.FinalModel = cmp.Or(t.FinalModel, dain.FinalMLP)
 	t.BayesPriors = cmp.Or(t.BayesPriors, dain.BayesPriorsAuto)
+	t.Values = cmp.Or(t.Values, dain.ValuesPredictor)
 	if !t.config().UsesBayesFM() { // the bayes-fm settings do not matter
 		t.BayesRank, t.BayesSamples, t.BayesBurnIn, t.BayesPriors = 0, 0, 0, ""
 	}

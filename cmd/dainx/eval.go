@@ -39,6 +39,8 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&merge, "merge", "", "comma-separated eval output `directories` of the same tensor and configuration with other seeds (e.g. repeats run in batches) to merge into -out as one evaluation, training nothing")
 	fs.BoolVar(&diagnose, "diagnose", false, "instead of the evaluation, diagnose the split of -seed at the largest ratio: the entity-frequency profile of every method's new cells, and the value predictors' and every retrained model's test RMSE per frequency band; writes diagnose.json and diagnose.md into -out")
 	bindTraining(fs, &cfg, &in.Layers)
+	var oracle string
+	cli.BindValues(fs, &cfg, &oracle)
 	var preset string
 	cli.BindPreset(fs, &preset)
 	distMode := fs.String("dist", "", distHelp+"; the repeats are spread over the ranks")
@@ -94,6 +96,9 @@ Methods:
 		return exitFor("eval", fmt.Errorf("%w: -out DIR is required", errUsage), nil, stderr)
 	}
 	if err := cli.ApplyPreset(fs, &cfg, preset); err != nil {
+		return exitFor("eval", err, nil, stderr)
+	}
+	if err := cli.LoadOracle(&cfg, oracle); err != nil {
 		return exitFor("eval", err, nil, stderr)
 	}
 	if err := finishConfig(&cfg, &in, stderr); err != nil {

@@ -16,6 +16,7 @@ func synth(args []string, stdout, stderr io.Writer) int {
 		seed      uint64
 		output    string
 		format    string
+		genOut    string
 	)
 	fs := flag.NewFlagSet("dainx synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -26,12 +27,15 @@ func synth(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&seed, "seed", 1, "random `seed`")
 	fs.StringVar(&output, "output", "", "output `file` (required); gzip if it ends in .gz; written atomically")
 	fs.StringVar(&format, "format", "", "output `format`: tsv (0-based) or tns (1-based); empty: by extension")
+	fs.StringVar(&genOut, "generator-out", "", "also write the generator (these arguments, as JSON) to this `file`: dainx augment and dainx eval -values oracle -oracle FILE value new cells by it")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx synth -output FILE [flags]
 
 Writes a synthetic tensor: nnz distinct cells drawn uniformly over the grid,
 each valued Σ_r Πₙ Aₙ[iₙ, r] (+ noise) for factor matrices Aₙ with U(0,1)
 entries. The defaults give the paper's Synthetic-1M (dims 1000⁴, 10⁶ cells).
+-generator-out FILE also writes the generator, from which dainx augment
+-values oracle -oracle FILE values new cells (the true value plus noise).
 
 Flags:
 `)
@@ -56,13 +60,27 @@ Flags:
 		return exitFor("synth", err, nil, stderr)
 	}
 	defer tx.Abort()
-	t, err := tensor.Synthetic(dims, nnz, rank, noise, seed)
+	genFile, err := tx.File(genOut) // nil when genOut is empty
+	if err != nil {
+		return exitFor("synth", err, nil, stderr)
+	}
+	g, err := tensor.NewGenerator(dims, nnz, rank, noise, seed)
 	if err != nil {
 		return exitFor("synth", fmt.Errorf("%w: %v", errUsage, err), nil, stderr)
+	}
+	t, err := g.Tensor()
+	if err != nil {
+		return exitFor("synth", fmt.Errorf("%w: %v", errUsage, err), nil, stderr)
+	}
+	if err := genFile.Write(g.WriteJSON); err != nil {
+		return exitFor("synth", err, nil, stderr)
 	}
 	if err := commitTensor(tx, outFile, t, tensor.WriteOptions{Format: f, IndexBase: -1}); err != nil {
 		return exitFor("synth", err, nil, stderr)
 	}
 	fmt.Fprintf(stdout, "dainx synth: wrote %d cells, dims %v, to %s\n", t.NNZ(), t.Dims, output)
+	if genOut != "" {
+		fmt.Fprintf(stdout, "dainx synth: wrote the generator to %s\n", genOut)
+	}
 	return exitOK
 }

@@ -133,6 +133,7 @@ type Augment struct {
 	Report string // -report: the JSON report
 	Method string // -method, a name of MethodNames
 	Preset string // -preset, a name of Presets
+	Oracle string // -oracle: the input's generator file, for -values oracle
 	Out    Outputs
 }
 
@@ -147,6 +148,7 @@ func NewAugment(fs *flag.FlagSet) *Augment {
 	BindTraining(fs, &a.Config, &a.In.Layers)
 	a.Method = a.Config.Method
 	BindMethod(fs, &a.Config, &a.Method)
+	BindValues(fs, &a.Config, &a.Oracle)
 	BindOutputs(fs, &a.Out)
 	BindPreset(fs, &a.Preset)
 	return a
@@ -162,6 +164,9 @@ func (a *Augment) Finish(fs *flag.FlagSet, stderr io.Writer) error {
 		return err
 	}
 	if err := ApplyMethod(fs, &a.Config, a.Method); err != nil {
+		return err
+	}
+	if err := LoadOracle(&a.Config, a.Oracle); err != nil {
 		return err
 	}
 	if err := FinishConfig(&a.Config, &a.In, stderr); err != nil {
