@@ -242,7 +242,10 @@ func forest(w io.Writer, f family) error {
 		r.XErrors = append(r.XErrors, struct{ Low, High float64 }{c.Diff - c.Lo, c.Hi - c.Diff})
 		lo, hi = math.Min(lo, c.Lo), math.Max(hi, c.Hi)
 	}
-	span := math.Max(hi-lo, 1e-6)
+	span := hi - lo
+	if !(span > 0) { // no row with a difference other than 0 (e.g. one split each)
+		span = 1e-3
+	}
 	p.X.Min, p.X.Max = lo-0.05*span, hi+0.05*span
 	zero, err := plotter.NewLine(plotter.XYs{{X: 0, Y: -0.5}, {X: 0, Y: float64(n) - 0.5}})
 	if err != nil {
