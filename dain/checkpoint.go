@@ -143,6 +143,7 @@ var flagNames = map[string]string{
 	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch", "EmbeddingOptimizer": "-embedding-optimizer",
 	"Split": "-split", "FinalModel": "-final-model", "BayesRank": "-bayes-rank", "BayesSamples": "-bayes-samples",
 	"BayesBurnIn": "-bayes-burnin", "BayesPriors": "-bayes-priors", "FMRank": "-fm-rank", "L2": "-l2",
+	"InfluenceEvery": "-influence-every", "InfluenceValSample": "-influence-val-sample",
 	"Values": "-values", "Oracle": "-oracle",
 }
 
@@ -315,6 +316,14 @@ func (c *checkpointer) effective(name, value string) string {
 	}
 	if name == "-fm-rank" && !c.cfg.UsesFM() {
 		return "" // the fm rank does not matter to this run
+	}
+	if name == "-influence-every" || name == "-influence-val-sample" {
+		if c.cfg.Influence != "in-run" {
+			return "" // in-run's settings do not matter to this run
+		}
+		if value == "0" {
+			return map[string]string{"-influence-every": strconv.Itoa(DefaultInfluenceEvery), "-influence-val-sample": strconv.Itoa(DefaultInfluenceValSample)}[name]
+		}
 	}
 	switch name {
 	case "-embedding-optimizer":
@@ -757,7 +766,7 @@ func checkAugmented(r *augRecord, aug *tensor.COO, dims []int) error {
 func stageName(kind string, passes []TracIn) string {
 	s := "theta-" + kind
 	for _, p := range passes {
-		s += ".tracin-" + p.Layers
+		s += "." + p.passName()
 	}
 	return s
 }

@@ -68,12 +68,18 @@ type Config struct {
 	Method          string  // how cells are made: a Methods name (dain, duplication, …)
 	Model           string  // embedding model Θ: a Models name (mlp, the paper's; costco, fm, hybrid)
 	Predictor       string  // value predictor Θ_p: a Predictors name (costco, the paper's; Θ's kind reuses Θ; bayes-fm; auto)
-	Influence       string  // cell importance: an Influences name (tracin, the paper's, or representer)
+	Influence       string  // cell importance: an Influences name (tracin, the paper's; representer; tracin-adam; in-run)
 	InfluenceLayers string  // TracIn's parameters: an InfluenceLayers name (last, the paper's, or all)
 	Entity          string  // entity importance: an Entities name (sum, eq. 6, the paper's; cp1; max)
 	Sign            string  // cell score to importance: a Signs name (abs, the paper's; "" means abs)
 	Temperature     float64 // τ on entity importance, α^τ (1, the paper's; 0 is uniform); see Tempered
 	Mix             float64 // share of the uniform distribution mixed into entity importance (0, the paper's)
+	// InfluenceEvery and InfluenceValSample set -influence in-run: its
+	// terms are taken at every InfluenceEvery-th step of Θ's training,
+	// against a fixed sample of InfluenceValSample validation cells (all
+	// of them when there are no more). 0 means DefaultInfluenceEvery and
+	// DefaultInfluenceValSample.
+	InfluenceEvery, InfluenceValSample int
 	// Values says where new cells' values come from: a ValueSources name,
 	// ValuesPredictor ("" too: each method's own, the paper's) or
 	// ValuesOracle (the generator Oracle's value plus its noise; see
@@ -191,6 +197,7 @@ func DefaultConfig() Config {
 		Method: "dain", Model: "mlp", Predictor: "costco", Influence: "tracin", InfluenceLayers: "last", Entity: "sum", Sign: "abs", Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
 		FinalModel: FinalMLP, FMRank: DefaultFMRank, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto,
+		InfluenceEvery: DefaultInfluenceEvery, InfluenceValSample: DefaultInfluenceValSample,
 	}
 }
 
@@ -351,6 +358,9 @@ func (c *Config) Validate() error {
 	if _, err := lookup("influence layers", c.InfluenceLayers, InfluenceLayers); err != nil {
 		return err
 	}
+	if err := c.checkInfluence(); err != nil {
+		return err
+	}
 	if err := c.checkValueSource(); err != nil {
 		return err
 	}
@@ -455,6 +465,12 @@ type Report struct {
 	// that parsed them; empty when none).
 	Preset    string  `json:"preset,omitempty"`
 	ThetaRMSE float64 `json:"theta_rmse,omitempty"`
+
+	// InfluenceEvery and InfluenceValSample are in-run's k and validation
+	// sample size (Config's, resolved), with -influence in-run only.
+	InfluenceEvery     int `json:"influence_every,omitempty"`
+	InfluenceValSample int `json:"influence_val_sample,omitempty"`
+
 	// Values is where the new cells' values came from (Config.Values):
 	// predictor (each method's own) or oracle (the tensor's generator plus
 	// its noise).
@@ -530,6 +546,9 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		Method: cfg.Method, Model: cfg.Model, Predictor: cfg.Predictor, Influence: cfg.Influence,
 		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity, FinalModel: cfg.finalModel(), Values: cfg.values(),
 		NTrain: e.Train.NNZ(), NVal: e.Val.NNZ(), NTest: e.Test.NNZ(),
+	}
+	if cfg.Influence == "in-run" {
+		rep.InfluenceEvery, rep.InfluenceValSample = cfg.influenceEvery(), min(cfg.influenceValSample(), rep.NVal)
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
 	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(t.Dims, e.logf)

@@ -379,24 +379,13 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 			t.free()
 		}
 	}()
-	// The passes run in the order of the InfluenceLayers list.
+	// The passes run in the order of the InfluenceLayers list, then of
+	// their estimators (passRank).
 	passes = append([]TracIn(nil), passes...)
-	rank := func(p TracIn) int { return slices.Index(Names(InfluenceLayers), p.Layers) }
-	slices.SortStableFunc(passes, func(a, b TracIn) int { return rank(a) - rank(b) })
+	slices.SortStableFunc(passes, func(a, b TracIn) int { return passRank(a) - passRank(b) })
 	secs := make([]float64, len(passes))
 	for _, p := range passes {
-		var a tracin.Accumulator
-		switch p.Layers {
-		case "last":
-			last := tracin.NewLastLayer(net, t.train, tc.LR)
-			tc.ValGradSum = last.ValGradSum()
-			a = last
-		case "all":
-			a = tracin.NewAllLayers(net, t.train, t.val, tc.LR)
-		default:
-			panic(fmt.Sprintf("dain: TracIn layers %q", p.Layers))
-		}
-		t.accs = append(t.accs, a)
+		t.accs = append(t.accs, p.accumulator(e, t, &tc))
 	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
@@ -423,6 +412,9 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 				return err
 			}
 			secs[i] += time.Since(t0).Seconds()
+			if s, ok := a.(interface{ TakeSeconds() float64 }); ok {
+				secs[i] += s.TakeSeconds() // in-run's work inside the epoch's steps
+			}
 		}
 		if len(t.accs) > 0 {
 			if err := e.ck.at(stage, ep.N, "tracin"); err != nil {

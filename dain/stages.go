@@ -91,6 +91,12 @@ var Influences = []Choice[func(Config) CellImportance]{
 	{"representer", "representer points", func(c Config) CellImportance {
 		return Representer{Model: Embedding{c.Model}}
 	}},
+	{"tracin-adam", "TracIn-CP with each checkpoint's Adam preconditioner: Σ_k η·G_kᵀ·diag(1/(√v̂_k+ε))·∇ℓ(Θ_k, z), over -influence-layers", func(c Config) CellImportance {
+		return TracIn{Model: Embedding{c.Model}, Layers: c.InfluenceLayers, Estimator: EstimatorAdam}
+	}},
+	{"in-run", "Adam-preconditioned terms taken during Θ's training, at every -influence-every'th step, for the step's batch at its own parameters, against a fixed sample of -influence-val-sample validation cells, over -influence-layers", func(c Config) CellImportance {
+		return TracIn{Model: Embedding{c.Model}, Layers: c.InfluenceLayers, Estimator: EstimatorInRun, Every: c.influenceEvery(), ValSample: c.influenceValSample()}
+	}},
 }
 
 // InfluenceLayers are the accepted Config.InfluenceLayers values: the
@@ -162,6 +168,10 @@ var Variants = []Variant{
 	{"dain-agree", "ablation", "of 2·N_aug dain cells, the N_aug on which CoSTCo and Θ agree best", func(c *Config) { c.Method = "dain-agree" }},
 	{"dain-mix-avg", "ablation", "dain-mix0.5's cells valued as dain-avg-predictor's", func(c *Config) { c.Method, c.Mix = "dain-average", 0.5 }},
 	{"random-avg-predictor", "ablation", "uniform cells valued by the mean of CoSTCo's and Θ's predictions", func(c *Config) { c.Method = "random-average" }},
+	{"dain-tracin-adam", "ablation", "TracIn-CP with each checkpoint's Adam preconditioner instead of plain TracIn (-influence tracin-adam)", func(c *Config) { c.Influence = "tracin-adam" }},
+	{"dain-in-run", "ablation", "in-run influence: Adam-preconditioned terms during Θ's training against a validation sample (-influence in-run)", func(c *Config) { c.Influence = "in-run" }},
+	{"dain-tracin-adam-signed", "ablation", "dain-tracin-adam with -sign positive", func(c *Config) { c.Influence, c.Sign = "tracin-adam", "positive" }},
+	{"dain-in-run-signed", "ablation", "dain-in-run with -sign positive", func(c *Config) { c.Influence, c.Sign = "in-run", "positive" }},
 }
 
 // VariantNamed returns the variant called name.
@@ -286,6 +296,11 @@ type CellImportance interface {
 type TracIn struct {
 	Model  Embedding
 	Layers string
+	// Estimator is EstimatorTracIn (""), EstimatorAdam or EstimatorInRun
+	// (influence.go); Every and ValSample are in-run's k and validation
+	// sample size (0 for the others).
+	Estimator        string
+	Every, ValSample int
 }
 
 func (s TracIn) deps() []stage { return []stage{s.Model} }

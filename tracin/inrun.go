@@ -116,11 +116,6 @@ func (a *InRun) Before(t int) {
 	t0 := time.Now()
 	m, be := a.m, a.m.Backend()
 	order, B, d := m.Order(), m.Capacity(), m.LastHidden()
-	if a.all {
-		be.Fill(m.Grads(), 0)
-	} else {
-		be.Fill(a.g, 0)
-	}
 	w, _ := m.OutputLayer()
 	for lo := 0; lo < a.val.Len(); lo += B {
 		hi := min(lo+B, a.val.Len())
@@ -128,10 +123,11 @@ func (a *InRun) Before(t int) {
 		pred := m.Forward(rows)
 		dl := a.delta.Slice(0, hi-lo)
 		be.MSEGrad(dl, nil, pred, a.val.Vals.Slice(lo, hi-lo), 2)
+		// The first batch sets the sum (=), the others add to it.
 		if a.all {
-			m.Backward(rows, dl, true)
+			m.Backward(rows, dl, lo > 0)
 		} else {
-			be.LinearBackward(nil, a.g.Slice(0, d), a.g.Slice(d, 1), dl, m.Hidden(hi-lo), w, d, 1, false, true)
+			be.LinearBackward(nil, a.g.Slice(0, d), a.g.Slice(d, 1), dl, m.Hidden(hi-lo), w, d, 1, false, lo > 0)
 		}
 	}
 	if a.all {
