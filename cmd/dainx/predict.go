@@ -15,9 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/model"
+	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tensor/table"
 )
@@ -97,12 +99,76 @@ Flags:
 
 func runPredict(path, cells, output, report, format string, base int, backend string, evalBatch int, stdout, stderr io.Writer) error {
 	t0 := time.Now()
-	if evalBatch < 0 || evalBatch > model.MaxCapacity {
-		return fmt.Errorf("%w: -batch %d: want 1…%d cells, or 0 for the model's", errUsage, evalBatch, model.MaxCapacity)
+	if err := checkEvalBatch(evalBatch); err != nil {
+		return err
 	}
 	if base < -1 {
 		return fmt.Errorf("%w: -index-base %d: want ≥ 0, or -1 for the model's", errUsage, base)
 	}
+	return withPredictModel(path, cells, output, report, backend, evalBatch, stderr, func(p *predictModel) error {
+		if base < 0 {
+			base = p.meta.IndexBase
+		}
+		t, hasValues, err := readQueryCells(cells, format, base, p.meta.Dims)
+		if err != nil {
+			return err
+		}
+		order := p.meta.Order
+		pred, rep, err := p.predict(t, path, cells, hasValues)
+		if err != nil {
+			return err
+		}
+		write := func(w io.Writer) error {
+			b := bufio.NewWriterSize(w, 1<<16)
+			var buf []byte
+			for k, v := range pred {
+				buf = buf[:0]
+				for _, i := range t.Idx[k*order : (k+1)*order] {
+					buf = strconv.AppendInt(buf, int64(i)+int64(base), 10)
+					buf = append(buf, '\t')
+				}
+				buf = strconv.AppendFloat(buf, float64(v), 'g', -1, 32)
+				buf = append(buf, '\n')
+				if _, err := b.Write(buf); err != nil {
+					return err
+				}
+			}
+			return b.Flush()
+		}
+		if output != "" {
+			if err := p.outF.Write(func(w io.Writer) error { return gzipIf(output, w, write) }); err != nil {
+				return err
+			}
+		} else if err := write(stdout); err != nil {
+			return err
+		}
+		return p.finish(&rep, t0, stderr)
+	})
+}
+
+// checkEvalBatch checks dainx predict's -batch.
+func checkEvalBatch(evalBatch int) error {
+	if evalBatch < 0 || evalBatch > model.MaxCapacity {
+		return fmt.Errorf("%w: -batch %d: want 1…%d cells, or 0 for the model's", errUsage, evalBatch, model.MaxCapacity)
+	}
+	return nil
+}
+
+// predictModel is what dainx predict holds while it predicts: its
+// outputs (predictOutputs), the backend and the loaded model.
+type predictModel struct {
+	tx         *outtx.Tx
+	outF, repF *outtx.File
+	be         compute.Backend
+	net        *nn.Net
+	meta       model.Meta
+}
+
+// withPredictModel checks the outputs of dainx predict (predictOutputs),
+// opens the backend, loads the model at path with room for evalBatch
+// cells (0: the model's), runs do and releases them all, the outputs
+// aborted unless do committed them (predictModel.finish).
+func withPredictModel(path, cells, output, report, backend string, evalBatch int, stderr io.Writer, do func(*predictModel) error) error {
 	tx, outF, repF, err := predictOutputs(path, cells, output, report)
 	if err != nil {
 		return err
@@ -118,64 +184,46 @@ func runPredict(path, cells, output, report, format string, base int, backend st
 		return err
 	}
 	defer net.Free()
-	if base < 0 {
-		base = meta.IndexBase
-	}
-	t, hasValues, err := readQueryCells(cells, format, base, meta.Dims)
-	if err != nil {
-		return err
-	}
-	order := meta.Order
-	set := net.NewSet(t.Idx, t.Val)
+	return do(&predictModel{tx: tx, outF: outF, repF: repF, be: be, net: net, meta: meta})
+}
+
+// predict returns the model's predictions of the cells t (of the file
+// cells) and the report of dainx predict on them (all but Seconds and
+// Outputs), with the RMSE against t's values when withValues.
+func (p *predictModel) predict(t *tensor.COO, path, cells string, withValues bool) ([]float32, predictReport, error) {
+	meta := p.meta
+	rep := predictReport{Model: path, Cells: cells, N: t.NNZ(), Kind: meta.Kind, Role: meta.Role, Version: version(), Trained: meta.Version, Backend: p.be.Name()}
+	set := p.net.NewSet(t.Idx, t.Val)
 	defer set.Free()
-	pred, err := net.Predict(set)
+	pred, err := p.net.Predict(set)
 	if err != nil {
-		return err
+		return nil, rep, err
 	}
-	rep := predictReport{Model: path, Cells: cells, N: t.NNZ(), Kind: meta.Kind, Role: meta.Role, Version: version(), Trained: meta.Version, Backend: be.Name()}
-	if t.NNZ() > 0 && hasValues {
-		mse, err := net.Evaluate(set)
+	if t.NNZ() > 0 && withValues {
+		mse, err := p.net.Evaluate(set)
 		if err != nil {
-			return err
+			return nil, rep, err
 		}
 		r := math.Sqrt(mse)
 		rep.RMSE = &r
 	}
-	write := func(w io.Writer) error {
-		b := bufio.NewWriterSize(w, 1<<16)
-		var buf []byte
-		for k, p := range pred {
-			buf = buf[:0]
-			for _, i := range t.Idx[k*order : (k+1)*order] {
-				buf = strconv.AppendInt(buf, int64(i)+int64(base), 10)
-				buf = append(buf, '\t')
-			}
-			buf = strconv.AppendFloat(buf, float64(p), 'g', -1, 32)
-			buf = append(buf, '\n')
-			if _, err := b.Write(buf); err != nil {
-				return err
-			}
-		}
-		return b.Flush()
-	}
-	if output != "" {
-		if err := outF.Write(func(w io.Writer) error { return gzipIf(output, w, write) }); err != nil {
-			return err
-		}
-	} else if err := write(stdout); err != nil {
-		return err
-	}
+	return pred, rep, nil
+}
+
+// finish completes rep (the seconds since t0, the outputs), stages it as
+// the report, commits the outputs and writes the report to stderr.
+func (p *predictModel) finish(rep *predictReport, t0 time.Time, stderr io.Writer) error {
 	rep.Seconds = time.Since(t0).Seconds()
-	rep.Outputs = tx.Paths()
+	rep.Outputs = p.tx.Paths()
 	js, _ := json.MarshalIndent(rep, "", "  ")
 	js = append(js, '\n')
-	if err := repF.Write(func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
+	if err := p.repF.Write(func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := p.tx.Commit(); err != nil {
 		return err
 	}
-	_, err = stderr.Write(js)
+	_, err := stderr.Write(js)
 	return err
 }
 

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"path/filepath"
 	"time"
 
@@ -21,8 +19,8 @@ import (
 // model.json), the predictions written by ID.
 func runPredictTable(path, cells, index, value, output, report, format string, base int, backend string, evalBatch int, stdout, stderr io.Writer) error {
 	t0 := time.Now()
-	if evalBatch < 0 || evalBatch > model.MaxCapacity {
-		return fmt.Errorf("%w: -batch %d: want 1…%d cells, or 0 for the model's", errUsage, evalBatch, model.MaxCapacity)
+	if err := checkEvalBatch(evalBatch); err != nil {
+		return err
 	}
 	if base >= 0 {
 		return fmt.Errorf("%w: -index-base is for cells of indices; -index reads IDs", errUsage)
@@ -43,99 +41,64 @@ func runPredictTable(path, cells, index, value, output, report, format string, b
 	}
 	jp, _ := model.Paths(path)
 	dp := filepath.Join(filepath.Dir(jp), table.DictFile)
-	tx, outF, repF, err := predictOutputs(path, cells, output, report)
-	if err != nil {
-		return err
-	}
-	defer tx.Abort()
-	be, err := cli.Open(&cli.Input{Backend: backend, Precision: "fp32", Quiet: true}, stderr)
-	if err != nil {
-		return err
-	}
-	defer be.Close()
-	net, meta, err := model.Load(path, be, evalBatch)
-	if err != nil {
-		return err
-	}
-	defer net.Free()
-	known, err := table.ReadJSON(dp, meta.Dims)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: -index: the model %s has no %s (it was trained on a tensor of indices, not a table); give -cells FILE of indices", errUsage, path, table.DictFile)
-	}
-	if err != nil {
-		return err
-	}
-	if spec, err = table.Resolve(spec, known); err != nil {
-		return fmt.Errorf("%w: -index %s: %v", errUsage, tensor.Echo(index), err)
-	}
-	t, _, err := table.ReadFile(cells, spec, table.Options{Format: tf, Known: known, Repeats: true})
-	if err != nil {
-		return err
-	}
-	set := net.NewSet(t.Idx, t.Val)
-	defer set.Free()
-	pred, err := net.Predict(set)
-	if err != nil {
-		return err
-	}
-	rep := predictReport{Model: path, Cells: cells, N: t.NNZ(), Kind: meta.Kind, Role: meta.Role, Version: version(), Trained: meta.Version, Backend: be.Name()}
-	if t.NNZ() > 0 && value != "" {
-		mse, err := net.Evaluate(set)
+	return withPredictModel(path, cells, output, report, backend, evalBatch, stderr, func(p *predictModel) error {
+		known, err := table.ReadJSON(dp, p.meta.Dims)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: -index: the model %s has no %s (it was trained on a tensor of indices, not a table); give -cells FILE of indices", errUsage, path, table.DictFile)
+		}
 		if err != nil {
 			return err
 		}
-		r := math.Sqrt(mse)
-		rep.RMSE = &r
-	}
-	valName := known.Value
-	if valName == "" {
-		valName = "value"
-	}
-	cols := []table.Column{}
-	for _, m := range known.Modes {
-		cols = append(cols, table.IDColumn(m))
-	}
-	cols = append(cols, table.Column{Name: valName, Type: table.ColFloat})
-	write := func(w io.Writer, name string, f table.Format) error {
-		tw, err := table.NewWriter(w, name, f, cols)
+		if spec, err = table.Resolve(spec, known); err != nil {
+			return fmt.Errorf("%w: -index %s: %v", errUsage, tensor.Echo(index), err)
+		}
+		t, _, err := table.ReadFile(cells, spec, table.Options{Format: tf, Known: known, Repeats: true})
 		if err != nil {
 			return err
 		}
-		order := len(known.Modes)
-		for k, p := range pred {
-			for n, i := range t.Idx[k*order : (k+1)*order] {
-				tw.ID(known.Modes[n], i)
+		pred, rep, err := p.predict(t, path, cells, value != "")
+		if err != nil {
+			return err
+		}
+		valName := known.Value
+		if valName == "" {
+			valName = "value"
+		}
+		cols := []table.Column{}
+		for _, m := range known.Modes {
+			cols = append(cols, table.IDColumn(m))
+		}
+		cols = append(cols, table.Column{Name: valName, Type: table.ColFloat})
+		write := func(w io.Writer, name string, f table.Format) error {
+			tw, err := table.NewWriter(w, name, f, cols)
+			if err != nil {
+				return err
 			}
-			tw.Float(float64(p), 32)
-			if err := tw.EndRow(); err != nil {
+			order := len(known.Modes)
+			for k, v := range pred {
+				for n, i := range t.Idx[k*order : (k+1)*order] {
+					tw.ID(known.Modes[n], i)
+				}
+				tw.Float(float64(v), 32)
+				if err := tw.EndRow(); err != nil {
+					return err
+				}
+			}
+			return tw.Close()
+		}
+		if output != "" {
+			if err := p.outF.Write(func(w io.Writer) error { return write(w, output, cli.TableOut(output, tf)) }); err != nil {
+				return err
+			}
+		} else {
+			f := tf
+			if f == table.Parquet {
+				f = table.CSV // binary is no use on a terminal
+			}
+			if err := write(stdout, "", f); err != nil {
 				return err
 			}
 		}
-		return tw.Close()
-	}
-	if output != "" {
-		if err := outF.Write(func(w io.Writer) error { return write(w, output, cli.TableOut(output, tf)) }); err != nil {
-			return err
-		}
-	} else {
-		f := tf
-		if f == table.Parquet {
-			f = table.CSV // binary is no use on a terminal
-		}
-		if err := write(stdout, "", f); err != nil {
-			return err
-		}
-	}
-	rep.Seconds = time.Since(t0).Seconds()
-	rep.Outputs = tx.Paths()
-	js, _ := json.MarshalIndent(rep, "", "  ")
-	js = append(js, '\n')
-	if err := repF.Write(func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	_, err = stderr.Write(js)
-	return err
+		return p.finish(&rep, t0, stderr)
+	})
 }
