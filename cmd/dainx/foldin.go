@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -243,22 +242,11 @@ func cellPlace(path string, tf tensor.Format, k int) string {
 // path (gzip detected by content): the k-th line, from 0, that is neither
 // blank nor a '#' comment, as the tensor reader counts them.
 func cellLine(path string, k int) (int, bool) {
-	f, err := os.Open(path)
+	lr, closeText, err := openText(path)
 	if err != nil {
 		return 0, false
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
-	var r io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		z, err := gzip.NewReader(br)
-		if err != nil {
-			return 0, false
-		}
-		defer z.Close()
-		r = bufio.NewReaderSize(z, 1<<16)
-	}
-	lr := r.(*bufio.Reader)
+	defer closeText()
 	line, cell := 0, 0
 	start := true // at the start of a line
 	for {

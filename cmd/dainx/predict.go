@@ -265,6 +265,26 @@ func gzipIf(path string, w io.Writer, write func(io.Writer) error) error {
 	return z.Close()
 }
 
+// openText opens the text file path for reading, through gzip when its
+// content starts with gzip's magic; closeText closes it. A gzip header
+// that does not read is an error naming path.
+func openText(path string) (r *bufio.Reader, closeText func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	br := bufio.NewReaderSize(f, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		z, err := gzip.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return bufio.NewReaderSize(z, 1<<16), func() { z.Close(); f.Close() }, nil
+	}
+	return br, func() { f.Close() }, nil
+}
+
 // readQueryCells reads the cells of path for a model with the given mode
 // sizes: text lines of N indices (plus base), optionally a value, '#'
 // comments and blank lines skipped, gzip detected by content; or, with
@@ -291,21 +311,11 @@ func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, boo
 		}
 		return t, true, nil
 	}
-	f, err := os.Open(path)
+	r, closeText, err := openText(path)
 	if err != nil {
 		return nil, false, err
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
-	var r io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		z, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, false, fmt.Errorf("%s: %w", path, err)
-		}
-		defer z.Close()
-		r = z
-	}
+	defer closeText()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), maxQueryLine)
 	t := &tensor.COO{Dims: append([]int(nil), dims...)}
