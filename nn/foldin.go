@@ -86,14 +86,8 @@ func (m *Net) Grow(dims []int, capacity int, rng *rand.Rand) (*Net, error) {
 // fields are not.
 func TrainRows(ctx context.Context, m *Net, train, val *Set, trainable func(row int32) bool, cfg TrainConfig) (Result, error) {
 	var res Result
-	if cfg.Epochs <= 0 || cfg.Batch <= 0 || cfg.Patience <= 0 || !(cfg.LR > 0) {
-		return res, fmt.Errorf("nn: epochs %d, batch %d, patience %d, lr %g: all must be positive", cfg.Epochs, cfg.Batch, cfg.Patience, cfg.LR)
-	}
-	if err := CheckL2(cfg.L2); err != nil {
-		return res, fmt.Errorf("nn: %w", err)
-	}
-	if cfg.Batch > m.capacity {
-		return res, fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
+	if err := checkTrainConfig(m, cfg); err != nil {
+		return res, err
 	}
 	if m.sh != nil {
 		return res, fmt.Errorf("nn: TrainRows on a sharded table")
@@ -237,10 +231,7 @@ func TrainRows(ctx context.Context, m *Net, train, val *Set, trainable func(row 
 			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
 		}
 		ep := Epoch{N: k, ValMSE: math.NaN()}
-		for s, v := range sqHost {
-			ep.TrainMSE += float64(v) / float64(min((s+1)*cfg.Batch, T)-s*cfg.Batch)
-		}
-		ep.TrainMSE /= float64(steps)
+		ep.TrainMSE = meanStepMSE(sqHost, cfg.Batch, T)
 		if hasVal {
 			var err error
 			if ep.ValMSE, err = m.Evaluate(val); err != nil {

@@ -325,6 +325,33 @@ func (o keyedOrder) Position(c int) int { return keyperm.Perm(o).At(c) }
 // uploads the shuffled training set to a device.
 var stageCells = 1 << 20 // a variable for tests
 
+// checkTrainConfig checks the fields of cfg that Train and TrainRows
+// share: Epochs, Batch, Patience and LR positive, L2 valid, Batch within
+// m's capacity.
+func checkTrainConfig(m *Net, cfg TrainConfig) error {
+	if cfg.Epochs <= 0 || cfg.Batch <= 0 || cfg.Patience <= 0 || !(cfg.LR > 0) {
+		return fmt.Errorf("nn: epochs %d, batch %d, patience %d, lr %g: all must be positive", cfg.Epochs, cfg.Batch, cfg.Patience, cfg.LR)
+	}
+	if err := CheckL2(cfg.L2); err != nil {
+		return fmt.Errorf("nn: %w", err)
+	}
+	if cfg.Batch > m.capacity {
+		return fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
+	}
+	return nil
+}
+
+// meanStepMSE is an epoch's training MSE: the mean over its steps of each
+// step's batch-mean MSE, sq holding each step's sum of squared errors
+// over batches of batch of the T cells (the last one shorter).
+func meanStepMSE(sq []float32, batch, T int) float64 {
+	var mse float64
+	for s, v := range sq {
+		mse += float64(v) / float64(min((s+1)*batch, T)-s*batch)
+	}
+	return mse / float64(len(sq))
+}
+
 // Train fits m to train by Adam on the batch-mean MSE (paper eq. 1) with
 // shuffled mini-batches, evaluates on val after every epoch, stops after
 // Patience epochs without improvement (or Epochs epochs), and leaves the
@@ -335,14 +362,8 @@ var stageCells = 1 << 20 // a variable for tests
 // of SaneMSEFactor and GrowthFactor.
 func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Result, error) {
 	var res Result
-	if cfg.Epochs <= 0 || cfg.Batch <= 0 || cfg.Patience <= 0 || !(cfg.LR > 0) {
-		return res, fmt.Errorf("nn: epochs %d, batch %d, patience %d, lr %g: all must be positive", cfg.Epochs, cfg.Batch, cfg.Patience, cfg.LR)
-	}
-	if err := CheckL2(cfg.L2); err != nil {
-		return res, fmt.Errorf("nn: %w", err)
-	}
-	if cfg.Batch > m.capacity {
-		return res, fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
+	if err := checkTrainConfig(m, cfg); err != nil {
+		return res, err
 	}
 	if m.sh != nil {
 		return res, fmt.Errorf("nn: a model whose table is sharded trains only with TrainDist")
@@ -590,10 +611,7 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
 		}
 		ep := Epoch{N: k}
-		for s, v := range sqHost {
-			ep.TrainMSE += float64(v) / float64(min((s+1)*cfg.Batch, T)-s*cfg.Batch)
-		}
-		ep.TrainMSE /= float64(steps)
+		ep.TrainMSE = meanStepMSE(sqHost, cfg.Batch, T)
 		var err error
 		if ep.ValMSE, err = m.evaluate(val, cfg.ValGradSum); err != nil {
 			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
