@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -217,16 +216,5 @@ func (f *FoldIn) Run(ctx context.Context, t *FoldInTx, net *nn.Net, meta model.M
 	}
 	full := FoldInReport{Model: f.Model, Input: input, ModelOut: f.ModelOut, Role: meta.Role, Report: rep,
 		Version: version, Trained: meta.Version, Backend: be.Name(), Outputs: t.Tx.Paths()}
-	js, err := json.MarshalIndent(full, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encoding the report: %w", err)
-	}
-	js = append(js, '\n')
-	if err := t.Report.Write(func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
-		return nil, err
-	}
-	if err := t.Tx.Commit(); err != nil {
-		return nil, err
-	}
-	return js, nil
+	return commitReport(t.Tx, t.Report, full)
 }

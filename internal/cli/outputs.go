@@ -183,15 +183,22 @@ func (t *Transaction) Finish(res *dain.Result, base int, out tensor.WriteOptions
 // staged the outputs itself (-dist mpi's parallel write) calls it alone.
 func (t *Transaction) Commit(rep *dain.Report) ([]byte, error) {
 	rep.Outputs = t.Tx.Paths()
+	return commitReport(t.Tx, t.Report, rep)
+}
+
+// commitReport stages rep, as indented JSON, as the report file of tx
+// and commits every staged output of tx, the report last; it returns the
+// JSON (with a final newline).
+func commitReport(tx *outtx.Tx, report *outtx.File, rep any) ([]byte, error) {
 	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encoding the report: %w", err)
 	}
 	js = append(js, '\n')
-	if err := t.Report.Write(func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
+	if err := report.Write(func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
 		return nil, err
 	}
-	if err := t.Tx.Commit(); err != nil {
+	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
 	return js, nil
@@ -200,30 +207,11 @@ func (t *Transaction) Commit(rep *dain.Report) ([]byte, error) {
 // writeExtras stages the split, scores and importance of res that the
 // transaction names, with indices plus base.
 func (t *Transaction) writeExtras(res *dain.Result, base int) error {
-	if t.Split != nil && res.Split != nil {
-		dir, err := t.Split.Path()
-		if err != nil {
-			return err
-		}
-		for _, p := range []struct {
-			name string
-			t    *tensor.COO
-		}{{"train.tsv", res.Split.Train}, {"val.tsv", res.Split.Val}, {"test.tsv", res.Split.Test}} {
-			c := p.t
-			if c == nil {
-				c = &tensor.COO{Dims: res.Report.Dims}
-			}
-			f, err := os.Create(filepath.Join(dir, p.name))
-			if err == nil {
-				err = tensor.Encode(f, p.name, c, tensor.WriteOptions{Format: tensor.TSV, IndexBase: base})
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-			}
-			if err != nil {
-				return fmt.Errorf("cannot write %s: %w", filepath.Join(t.Split.UserPath(), p.name), outtx.Bare(err))
-			}
-		}
+	err := t.writeSplit(res, ".tsv", func(w io.Writer, name string, c *tensor.COO) error {
+		return tensor.Encode(w, name, c, tensor.WriteOptions{Format: tensor.TSV, IndexBase: base})
+	})
+	if err != nil {
+		return err
 	}
 	if t.Scores != nil && res.Scores != nil {
 		if err := t.Scores.Write(textFill(t.Scores.Path(), func(w *bufio.Writer) error { return WriteScores(w, res.Scores, base) })); err != nil {
@@ -233,6 +221,40 @@ func (t *Transaction) writeExtras(res *dain.Result, base int) error {
 	if t.Importance != nil && res.Importance != nil {
 		if err := t.Importance.Write(textFill(t.Importance.Path(), func(w *bufio.Writer) error { return WriteImportance(w, res.Importance, base) })); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// writeSplit writes the train, val and test cells of res's split (no
+// cells for a part it lacks) into the split directory the transaction
+// names, if any, as train+ext, val+ext and test+ext, each by encode.
+func (t *Transaction) writeSplit(res *dain.Result, ext string, encode func(w io.Writer, name string, c *tensor.COO) error) error {
+	if t.Split == nil || res.Split == nil {
+		return nil
+	}
+	dir, err := t.Split.Path()
+	if err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		name string
+		t    *tensor.COO
+	}{{"train", res.Split.Train}, {"val", res.Split.Val}, {"test", res.Split.Test}} {
+		c := p.t
+		if c == nil {
+			c = &tensor.COO{Dims: res.Report.Dims}
+		}
+		name := p.name + ext
+		f, err := os.Create(filepath.Join(dir, name))
+		if err == nil {
+			err = encode(f, name, c)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("cannot write %s: %w", filepath.Join(t.Split.UserPath(), name), outtx.Bare(err))
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -223,31 +222,11 @@ func (t *Transaction) finishTable(res *dain.Result, out tensor.WriteOptions) err
 	d := t.Names
 	tf := d.Table
 	val := valueName(d)
-	if t.Split != nil && res.Split != nil {
-		dir, err := t.Split.Path()
-		if err != nil {
-			return err
-		}
-		for _, p := range []struct {
-			name string
-			t    *tensor.COO
-		}{{"train", res.Split.Train}, {"val", res.Split.Val}, {"test", res.Split.Test}} {
-			c := p.t
-			if c == nil {
-				c = &tensor.COO{Dims: res.Report.Dims}
-			}
-			name := p.name + tf.Ext()
-			f, err := os.Create(filepath.Join(dir, name))
-			if err == nil {
-				err = WriteCellsTable(f, name, tf, d, c, val)
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-			}
-			if err != nil {
-				return fmt.Errorf("cannot write %s: %w", filepath.Join(t.Split.UserPath(), name), outtx.Bare(err))
-			}
-		}
+	err := t.writeSplit(res, tf.Ext(), func(w io.Writer, name string, c *tensor.COO) error {
+		return WriteCellsTable(w, name, tf, d, c, val)
+	})
+	if err != nil {
+		return err
 	}
 	if f := t.Scores; f != nil && res.Scores != nil {
 		s := res.Scores
