@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"unsafe"
+
+	"github.com/dainx/dainx/tensor"
 )
 
 // maxCells bounds nnz·order so that the slices over the caller's arrays
@@ -33,11 +35,7 @@ func dainxGoVersion() *C.char {
 func dainxGoAugment(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_t, options *C.char, progress C.dainx_progress, user unsafe.Pointer, out **C.dainx_result) C.int {
 	var r *C.dainx_result
 	err := safely(func() error {
-		is, vs, err := cells(idx, val, nnz, order)
-		if err != nil {
-			return err
-		}
-		t, err := buildTensor(is, vs, int(order))
+		t, err := cellTensor(idx, val, nnz, order)
 		if err != nil {
 			return err
 		}
@@ -46,14 +44,7 @@ func dainxGoAugment(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_
 		if progress == nil && user == nil {
 			res, err = augment(context.Background(), t, opts, os.Stderr, nil)
 		} else {
-			res, err = augmentEvents(t, opts, func(event []byte) bool {
-				if progress == nil {
-					return true
-				}
-				cs := C.CString(string(event))
-				defer C.free(unsafe.Pointer(cs))
-				return C.dainx__call_progress(progress, user, cs) == 0
-			})
+			res, err = augmentEvents(t, opts, progressCall(progress, user))
 		}
 		if err != nil {
 			return err
@@ -127,6 +118,30 @@ func cells(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_t) ([]int
 	is := unsafe.Slice((*int32)(unsafe.Pointer(idx)), int(nnz)*int(order))
 	vs := unsafe.Slice((*float64)(unsafe.Pointer(val)), int(nnz))
 	return is, vs, nil
+}
+
+// cellTensor is buildTensor of the caller's arrays (cells).
+func cellTensor(idx *C.int32_t, val *C.double, nnz C.int64_t, order C.int32_t) (*tensor.COO, error) {
+	is, vs, err := cells(idx, val, nnz, order)
+	if err != nil {
+		return nil, err
+	}
+	return buildTensor(is, vs, int(order))
+}
+
+// progressCall returns the event callback (augmentEvents, foldInEvents)
+// that hands each event, as a C string, to the caller's progress with
+// user, and asks to stop when it returns non-zero; with progress NULL it
+// never asks to stop.
+func progressCall(progress C.dainx_progress, user unsafe.Pointer) func(event []byte) bool {
+	return func(event []byte) bool {
+		if progress == nil {
+			return true
+		}
+		cs := C.CString(string(event))
+		defer C.free(unsafe.Pointer(cs))
+		return C.dainx__call_progress(progress, user, cs) == 0
+	}
 }
 
 // newResult copies cells and a report into a new C result.
