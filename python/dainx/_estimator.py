@@ -412,13 +412,7 @@ class DAIN:
         order: the JSON IDs of python.json)."""
         modes = []
         for c, ids in zip(self.index_, entities):
-            if all(isinstance(v, int) and not isinstance(v, bool) for v in ids):
-                kind = "int"
-            elif all(isinstance(v, str) for v in ids):
-                kind = "string"
-            else:
-                kind = "mixed"
-            modes.append({"column": c, "kind": kind, "size": len(ids), "ids": ids})
+            modes.append({"column": c, "kind": _id_kind(ids), "size": len(ids), "ids": ids})
         return {"format": _DICT_FORMAT, "version": 1, "table": "", "value": self.value_, "ids": "first",
                 "modes": modes}
 
@@ -490,6 +484,16 @@ class DAIN:
         return self
 
 
+def _id_kind(ids):
+    """The kind of a dictionaries.json mode of the JSON IDs ids: "int",
+    "string" or "mixed"."""
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in ids):
+        return "int"
+    if all(isinstance(v, str) for v in ids):
+        return "string"
+    return "mixed"
+
+
 def _grow_dictionaries(dict_file, grown):
     """A dictionaries.json (bytes) with its modes of IDs grown to the
     entities grown (time modes are kept)."""
@@ -498,12 +502,7 @@ def _grow_dictionaries(dict_file, grown):
         if m.get("kind") == "time":
             continue
         ids = [_json_id(v, m["column"]) for v in mode]
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in ids):
-            m["kind"] = "int"
-        elif all(isinstance(v, str) for v in ids):
-            m["kind"] = "string"
-        else:
-            m["kind"] = "mixed"
+        m["kind"] = _id_kind(ids)
         m["ids"], m["size"] = ids, len(ids)
     return (json.dumps(d, ensure_ascii=False) + "\n").encode()
 
@@ -608,24 +607,31 @@ def load(path):
     return est
 
 
+def _read_json(path, limit, limit_text):
+    """(the JSON value, the bytes) of the file path, refused (ValueError)
+    when over limit bytes (limit_text in words), not UTF-8, not JSON or
+    unreadable; the error names the file."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+        if len(raw) > limit:
+            raise ValueError("%s: larger than %s" % (path, limit_text))
+        return json.loads(raw.decode("utf-8")), raw
+    except UnicodeDecodeError as e:
+        raise ValueError("%s: not UTF-8 text (%s)" % (path, e.reason)) from None
+    except json.JSONDecodeError as e:
+        raise ValueError("%s:%d: not JSON: %s" % (path, e.lineno, e.msg)) from None
+    except (OSError, RecursionError) as e:
+        raise ValueError("%s: cannot be read: %s" % (path, e)) from None
+
+
 def _read_side(sp, order, dims):
     """python.json at sp checked against a model of the given order and
     dims, with defaults when there is none; ValueError naming the field."""
     side = {"index": None, "value": None, "entities": None, "options": {}, "report": None}
     if not os.path.lexists(sp):
         return side
-    try:
-        with open(sp, "rb") as f:
-            raw = f.read((64 << 20) + 1)
-        if len(raw) > 64 << 20:
-            raise ValueError("%s: larger than 64 MiB" % sp)
-        got = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError("%s: not UTF-8 text (%s)" % (sp, e.reason)) from None
-    except json.JSONDecodeError as e:
-        raise ValueError("%s:%d: not JSON: %s" % (sp, e.lineno, e.msg)) from None
-    except (OSError, RecursionError) as e:
-        raise ValueError("%s: cannot be read: %s" % (sp, e)) from None
+    got, _ = _read_json(sp, 64 << 20, "64 MiB")
 
     def bad(field, why):
         return ValueError("%s: %s: %s" % (sp, field, why))
@@ -735,18 +741,7 @@ def _read_dictionaries(dp, order, dims):
     """dictionaries.json at dp checked against a model of the given order
     and dims (untrusted: sizes before anything is built from them);
     ValueError naming the field."""
-    try:
-        with open(dp, "rb") as f:
-            raw = f.read((1 << 30) + 1)
-        if len(raw) > 1 << 30:
-            raise ValueError("%s: larger than 1 GiB" % dp)
-        got = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError("%s: not UTF-8 text (%s)" % (dp, e.reason)) from None
-    except json.JSONDecodeError as e:
-        raise ValueError("%s:%d: not JSON: %s" % (dp, e.lineno, e.msg)) from None
-    except (OSError, RecursionError) as e:
-        raise ValueError("%s: cannot be read: %s" % (dp, e)) from None
+    got, raw = _read_json(dp, 1 << 30, "1 GiB")
 
     def bad(field, why):
         return ValueError("%s: %s: %s" % (dp, field, why))
