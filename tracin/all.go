@@ -37,44 +37,42 @@ type State struct {
 	Run, Best []float32
 }
 
-// saveState downloads run and best.
-func saveState(be compute.Backend, k int, run, best compute.F32) (State, error) {
-	s := State{K: k, Run: make([]float32, run.Len()), Best: make([]float32, best.Len())}
-	if err := be.Download(s.Run, run); err != nil {
+// sums are an accumulator's running and best sums and its checkpoint
+// count k (the state State saves), on backend be; LastLayer, AllLayers
+// and InRun embed them.
+type sums struct {
+	be        compute.Backend
+	run, best compute.F32 // S so far and S at the best checkpoint: |train|
+	k         int
+}
+
+// newSums allocates the sums of n training cells on be.
+func newSums(be compute.Backend, n int) sums {
+	return sums{be: be, run: be.Alloc(n), best: be.Alloc(n)}
+}
+
+// State returns the checkpoint count and the running and best sums.
+func (a *sums) State() (State, error) {
+	s := State{K: a.k, Run: make([]float32, a.run.Len()), Best: make([]float32, a.best.Len())}
+	if err := a.be.Download(s.Run, a.run); err != nil {
 		return s, fmt.Errorf("tracin: %w", err)
 	}
-	if err := be.Download(s.Best, best); err != nil {
+	if err := a.be.Download(s.Best, a.best); err != nil {
 		return s, fmt.Errorf("tracin: %w", err)
 	}
 	return s, nil
 }
 
-// restoreState uploads s into run and best and returns its K.
-func restoreState(be compute.Backend, s State, run, best compute.F32) (int, error) {
-	if len(s.Run) != run.Len() || len(s.Best) != best.Len() || s.K < 0 {
-		return 0, fmt.Errorf("tracin: a saved state of %d and %d scores after %d checkpoints does not fit %d training cells", len(s.Run), len(s.Best), s.K, run.Len())
+// Restore continues from s (on an error, from no checkpoint).
+func (a *sums) Restore(s State) error {
+	if len(s.Run) != a.run.Len() || len(s.Best) != a.best.Len() || s.K < 0 {
+		a.k = 0
+		return fmt.Errorf("tracin: a saved state of %d and %d scores after %d checkpoints does not fit %d training cells", len(s.Run), len(s.Best), s.K, a.run.Len())
 	}
-	be.Upload(run, s.Run)
-	be.Upload(best, s.Best)
-	return s.K, nil
-}
-
-// State returns the checkpoint count and the running and best sums.
-func (a *LastLayer) State() (State, error) { return saveState(a.m.Backend(), a.k, a.run, a.best) }
-
-// Restore continues from s.
-func (a *LastLayer) Restore(s State) (err error) {
-	a.k, err = restoreState(a.m.Backend(), s, a.run, a.best)
-	return err
-}
-
-// State returns the checkpoint count and the running and best sums.
-func (a *AllLayers) State() (State, error) { return saveState(a.m.Backend(), a.k, a.run, a.best) }
-
-// Restore continues from s.
-func (a *AllLayers) Restore(s State) (err error) {
-	a.k, err = restoreState(a.m.Backend(), s, a.run, a.best)
-	return err
+	a.be.Upload(a.run, s.Run)
+	a.be.Upload(a.best, s.Best)
+	a.k = s.K
+	return nil
 }
 
 var (
@@ -99,10 +97,9 @@ type AllLayers struct {
 	train, val *nn.Set
 	eta        float32
 	g          compute.F32 // G: every parameter
-	run, best  compute.F32 // |train|
-	delta      compute.F32 // 2e of a batch
-	terms      *layerTerms
-	k          int
+	sums
+	delta compute.F32 // 2e of a batch
+	terms *layerTerms
 	// opt, when not nil, is Θ's Adam state, whose preconditioner P_k
 	// weighs G_k (tracin-adam; see NewAllLayersAdam); pre forms P_k∘G_k.
 	opt *nn.AdamState
@@ -181,8 +178,7 @@ func NewAllLayers(m *nn.Net, train, val *nn.Set, eta float64) *AllLayers {
 	return &AllLayers{
 		m: m, train: train, val: val, eta: float32(eta),
 		g:     be.Alloc(m.NumParams()),
-		run:   be.Alloc(train.Len()),
-		best:  be.Alloc(train.Len()),
+		sums:  newSums(be, train.Len()),
 		delta: be.Alloc(m.Capacity()),
 		terms: newLayerTerms(m),
 	}

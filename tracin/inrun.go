@@ -56,10 +56,9 @@ type InRun struct {
 	opt          *nn.AdamState
 	pre          *precond
 	g, gp        compute.F32 // G_t and P_t∘G_t
-	run, best    compute.F32 // |train|
+	sums                     // k: the epochs
 	delta, score compute.F32 // capacity
 	terms        *layerTerms
-	k            int
 	seconds      float64
 }
 
@@ -85,7 +84,7 @@ func NewInRun(m *nn.Net, train, val *nn.Set, c InRunConfig) *InRun {
 	a := &InRun{m: m, train: train, val: val, all: c.AllLayers,
 		eta: c.Eta * float64(c.Every) * c.ValScale, every: c.Every, opt: c.Adam,
 		pre: newPrecond(be, n), g: be.Alloc(n), gp: be.Alloc(n),
-		run: be.Alloc(train.Len()), best: be.Alloc(train.Len()),
+		sums:  newSums(be, train.Len()),
 		delta: be.Alloc(m.Capacity()), score: be.Alloc(m.Capacity()),
 	}
 	if c.AllLayers {
@@ -184,15 +183,6 @@ func (a *InRun) TakeSeconds() float64 {
 	s := a.seconds
 	a.seconds = 0
 	return s
-}
-
-// State returns the epoch count and the running and best sums.
-func (a *InRun) State() (State, error) { return saveState(a.m.Backend(), a.k, a.run, a.best) }
-
-// Restore continues from s.
-func (a *InRun) Restore(s State) (err error) {
-	a.k, err = restoreState(a.m.Backend(), s, a.run, a.best)
-	return err
 }
 
 var (

@@ -54,10 +54,8 @@ type LastLayer struct {
 	train *nn.Set
 	eta   float32
 	gsum  compute.F32 // G_k: D+1
-	run   compute.F32 // S over checkpoints so far: |train|
-	best  compute.F32 // S at the best checkpoint: |train|
+	sums              // S over checkpoints so far and at the best one
 	delta compute.F32 // 2e of a batch
-	k     int
 	// opt, when not nil, is Θ's Adam state, whose preconditioner P_k
 	// weighs G_k (tracin-adam; see NewLastLayerAdam); gp holds P_k∘G_k.
 	opt *nn.AdamState
@@ -72,8 +70,7 @@ func NewLastLayer(m *nn.Net, train *nn.Set, eta float64) *LastLayer {
 	return &LastLayer{
 		m: m, train: train, eta: float32(eta),
 		gsum:  be.Alloc(m.LastHidden() + 1),
-		run:   be.Alloc(train.Len()),
-		best:  be.Alloc(train.Len()),
+		sums:  newSums(be, train.Len()),
 		delta: be.Alloc(m.Capacity()),
 	}
 }
