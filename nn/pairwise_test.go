@@ -375,29 +375,7 @@ func TestShardedPairwise(t *testing.T) {
 				if o.err != nil {
 					return
 				}
-				lp, _ := m.DenseParams()
-				o.layers = make([]float32, lp.Len())
-				be.Download(o.layers, lp)
-				o.rows = map[int][]float32{}
-				w := m.Width()
-				if sharded {
-					own := make([]float32, m.ShardRows().Len())
-					be.Download(own, m.ShardRows())
-					for l := 0; l < len(own)/w; l++ {
-						o.rows[l*P+r.rank] = own[l*w : (l+1)*w]
-					}
-				} else {
-					tab, _ := m.Table()
-					all := make([]float32, tab.Len())
-					be.Download(all, tab)
-					for g := 0; g < len(all)/w; g++ {
-						o.rows[g] = all[g*w : (g+1)*w]
-					}
-				}
-				if o.pred, o.err = m.Predict(val); o.err != nil {
-					return
-				}
-				o.mse, o.err = m.Evaluate(val)
+				o.collect(m, val, sharded, P, r.rank)
 			})
 			return out
 		}

@@ -146,6 +146,36 @@ type shardRun struct {
 	err    error
 }
 
+// collect records the trained m of rank rank of p: its layers, its
+// table's rows by global row (a sharded table's rows l·p+rank), its
+// predictions of val and their MSE.
+func (o *shardRun) collect(m *Net, val *Set, sharded bool, p, rank int) {
+	be := m.Backend()
+	lp, _ := m.DenseParams()
+	o.layers = make([]float32, lp.Len())
+	be.Download(o.layers, lp)
+	o.rows = map[int][]float32{}
+	w := m.Width()
+	if sharded {
+		own := make([]float32, m.ShardRows().Len())
+		be.Download(own, m.ShardRows())
+		for l := 0; l < len(own)/w; l++ {
+			o.rows[l*p+rank] = own[l*w : (l+1)*w]
+		}
+	} else {
+		tab, _ := m.Table()
+		all := make([]float32, tab.Len())
+		be.Download(all, tab)
+		for g := 0; g < len(all)/w; g++ {
+			o.rows[g] = all[g*w : (g+1)*w]
+		}
+	}
+	if o.pred, o.err = m.Predict(val); o.err != nil {
+		return
+	}
+	o.mse, o.err = m.Evaluate(val)
+}
+
 // TestShardedTable: TrainDist with the table sharded by row over 1, 2 and
 // 3 processes (uneven shares, so some processes have steps and
 // validation batches without cells) leaves, bit for bit, the parameters,
@@ -201,29 +231,7 @@ func TestShardedTable(t *testing.T) {
 				if o.err != nil {
 					return
 				}
-				lp, _ := m.DenseParams()
-				o.layers = make([]float32, lp.Len())
-				be.Download(o.layers, lp)
-				o.rows = map[int][]float32{}
-				w := m.Width()
-				if sharded {
-					own := make([]float32, m.ShardRows().Len())
-					be.Download(own, m.ShardRows())
-					for l := 0; l < len(own)/w; l++ {
-						o.rows[l*p+r.rank] = own[l*w : (l+1)*w]
-					}
-				} else {
-					tab, _ := m.Table()
-					all := make([]float32, tab.Len())
-					be.Download(all, tab)
-					for g := 0; g < len(all)/w; g++ {
-						o.rows[g] = all[g*w : (g+1)*w]
-					}
-				}
-				if o.pred, o.err = m.Predict(val); o.err != nil {
-					return
-				}
-				o.mse, o.err = m.Evaluate(val)
+				o.collect(m, val, sharded, p, r.rank)
 			})
 			return out
 		}
