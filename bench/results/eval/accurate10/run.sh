@@ -10,7 +10,7 @@ set -euo pipefail
 dainx=$1; shift
 data=${DATA:-../shared/data}
 out=bench/results/eval/accurate10
-for t in "${@:-movielens_latest_small jodie_wikipedia foursquare_nyc}"; do
+for t in "${@:-jodie_wikipedia movielens_latest_small foursquare_nyc}"; do
   for name in $t; do
     base="-backend cpu -quiet -preset accurate -split legacy -methods dain -ratios 0,0.5 -layers 48,64,32 -epochs 20 -patience 5"
     baselines=mlp,fm,hybrid,bayes-fm
