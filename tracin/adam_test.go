@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/dainx/dainx/compute"
-	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tracin"
 )
@@ -28,25 +27,7 @@ const (
 // entities, 120 cells) that a batch of 16 cells leaves most table rows
 // untouched, so that sparse Adam's per-row state differs from dense Adam's.
 func newWideFixture(t *testing.T, seed uint64) *fixture {
-	be := cpu.New()
-	rng := rand.New(rand.NewPCG(seed, 7))
-	dims := []int{40, 30, 20}
-	const n, nTrain = 120, 80
-	cells := make([]int32, n*3)
-	vals := make([]float64, n)
-	for k := range vals {
-		for m, d := range dims {
-			cells[k*3+m] = int32(rng.IntN(d))
-		}
-		vals[k] = 1 + rng.NormFloat64()
-	}
-	m, err := nn.NewMLP(be, nn.Config{Dims: dims, Layers: []int{12, 16, 8}, Capacity: 32}, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &fixture{be: be, m: m, cells: cells, vals: vals, nTrain: nTrain,
-		train: m.NewSet(cells[:nTrain*3], vals[:nTrain]),
-		val:   m.NewSet(cells[nTrain*3:], vals[nTrain:])}
+	return fixtureOf(t, rand.New(rand.NewPCG(seed, 7)), []int{40, 30, 20}, 120, 80)
 }
 
 // grad returns the explicit per-cell gradient of cell z over the output

@@ -22,10 +22,14 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, seed uint64) *fixture {
+	return fixtureOf(t, rand.New(rand.NewPCG(seed, 1)), []int{7, 6, 5}, 90, 60)
+}
+
+// fixtureOf draws n random cells over dims (values 1 + N(0,1)) and an MLP
+// (layers 12,16,8) from rng, the first nTrain cells training, the rest
+// validation.
+func fixtureOf(t *testing.T, rng *rand.Rand, dims []int, n, nTrain int) *fixture {
 	be := cpu.New()
-	rng := rand.New(rand.NewPCG(seed, 1))
-	dims := []int{7, 6, 5}
-	const n, nTrain = 90, 60
 	cells := make([]int32, n*3)
 	vals := make([]float64, n)
 	for k := range vals {
