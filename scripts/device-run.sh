@@ -36,6 +36,24 @@
 #           default run on movingmnist100); benchrun.txt, results/gpu-DATE*
 #           .{json,md} (copy them into bench/results/), summary.txt
 #
+#   PLAN=check  the 15-minute lease's correctness call (issue 36; at most
+#           DEADLINE s, default 400): the CPU reference run in the
+#           background while the GPU runs driver and conformance tests
+#           (TestGemmFamily, TestGemmTuned, TestTrainGraphs,
+#           TestSparseCapture among them), the same short `dainx augment`
+#           on CUDA eager and with graphs and tuning on
+#           (aug_<t>_cuda.json, aug_<t>_cuda-tuned.json against
+#           aug_<t>_cpu.json in compare.txt), `-dist mpi` on two ranks
+#           sharing the GPU with NCCL off and on (nccl.txt; needs the MPI
+#           of .mpi/mpi.tgz or mpiexec on PATH, and libnccl.so.2 from the
+#           image's nvidia-nccl wheel), then the sanitizers over the
+#           kernels no GPU has checked yet, each step cut to the time left
+#   PLAN=speed  the lease's speed call (at most DEADLINE s, default 220):
+#           `dainx tune` on the default model (tune.txt), then benchrun's
+#           GPU rows only (each precision's step with the 64×64 kernels
+#           and tuned, eager and graph-replayed, PyTorch at its best in
+#           PAIRED interleaved rounds, default 3)
+#
 # Every step has a time limit (STEP_TIMEOUT seconds, set per preset); a
 # failing step is recorded and the others still run; the exit status is
 # non-zero if any failed. A tool or file that is missing is a failure, not
@@ -81,14 +99,24 @@ status=0
 step() {
 	local name=$1 log=$2
 	shift 2
-	local t0=$SECONDS rc
+	local t0=$SECONDS rc limit=${STEP_TIMEOUT:-300}
+	# DEADLINE (seconds since the script started): no step runs past it.
+	if [ -n "${DEADLINE:-}" ]; then
+		local left=$((DEADLINE - SECONDS))
+		if [ $left -lt 10 ]; then
+			echo "FAIL  $name (not run: the call's $DEADLINE s were spent)" | tee -a "$summary"
+			status=1
+			return
+		fi
+		[ $left -lt "$limit" ] && limit=$left
+	fi
 	echo "== $name: $*" >>"$OUT/$log"
-	timeout "${STEP_TIMEOUT:-300}" "$@" >>"$OUT/$log" 2>&1
+	timeout "$limit" "$@" >>"$OUT/$log" 2>&1
 	rc=$?
 	if [ $rc -eq 0 ]; then
 		echo "ok    $name ($((SECONDS - t0)) s)" | tee -a "$summary"
 	else
-		[ $rc -eq 124 ] && echo "== $name: stopped after ${STEP_TIMEOUT:-300} s" >>"$OUT/$log"
+		[ $rc -eq 124 ] && echo "== $name: stopped after $limit s" >>"$OUT/$log"
 		echo "FAIL  $name (exit $rc, $((SECONDS - t0)) s; see $log)" | tee -a "$summary"
 		status=1
 	fi
@@ -248,13 +276,142 @@ plan3() {
 	grep -v '^|' "$OUT/benchrun.txt" | tail -n 40
 }
 
+# info writes info.txt: the device, the driver and the tools.
+info() {
+	local t
+	{
+		date -u
+		cat $dev/COMMIT 2>/dev/null
+		nvidia-smi
+		nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,memory.total --format=csv
+		echo "== ldconfig -p | grep libcuda"
+		ldconfig -p | grep -i libcuda
+		echo "== tools"
+		for t in python3 compute-sanitizer nvcc ncu mpiexec; do echo "$t: $(command -v $t || echo missing)"; done
+		python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))'
+		echo "libnccl: $(nccl_dir)"
+		nproc
+	} >"$OUT/info.txt" 2>&1
+}
+
+# nccl_dir prints the folder of libnccl.so.2 (the image's nvidia-nccl
+# wheel, else the linker's cache).
+nccl_dir() {
+	local d
+	d=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+	if [ -n "$d" ] && [ -e "$d/libnccl.so.2" ]; then echo "$d"; return; fi
+	d=$(ldconfig -p | sed -n 's/.*libnccl.so.2 .*=> //p' | head -n 1)
+	[ -n "$d" ] && dirname "$d"
+}
+
+# mpi_env sets PATH, LD_LIBRARY_PATH and DAINX_LIBMPI for the MPICH that
+# .mpi/mpi.tgz carries (Debian's mpich 4.0.2 with its libraries), when
+# there is no mpiexec on the machine.
+mpi_env() {
+	if [ -f .mpi/mpi.tgz ] && [ ! -x .mpi/bin/mpiexec ]; then
+		tar xzf .mpi/mpi.tgz || return 1
+	fi
+	if [ -x .mpi/bin/mpiexec ]; then
+		export PATH=$PWD/.mpi/bin:$PATH LD_LIBRARY_PATH=$PWD/.mpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+		export DAINX_LIBMPI=$PWD/.mpi/lib/libmpich.so.12
+	fi
+	command -v mpiexec >/dev/null
+}
+
+plancheck() {
+	DEADLINE=${DEADLINE:-400}
+	local t=${TENSOR:-foursquare_nyc} f args cpu_pid
+	f=$dev/data/$t.tsv.gz
+	[ -f "$f" ] || f=$dev/data/$t.tsv
+	info
+	need $dev/cuda_driver.test $dev/cuda.test $dev/dainx "$f" || return
+	# shellcheck disable=SC2206
+	args=(-input "$f" -seed "$SEED" ${EXTRA:--epochs 3})
+	# The CPU reference on half the cores, while the GPU works.
+	(
+		summary=$OUT/s_cpu.txt
+		: >"$summary"
+		STEP_TIMEOUT=300 step "augment $t cpu" augment_cpu.log env GOMAXPROCS=${CPU_THREADS:-8} \
+			$dev/dainx augment "${args[@]}" -backend cpu -output /tmp/aug_cpu.tsv -report "$OUT/aug_${t}_cpu.json"
+	) &
+	cpu_pid=$!
+	STEP_TIMEOUT=30 step driver driver.txt $dev/cuda_driver.test -test.v -test.count=1
+	STEP_TIMEOUT=150 step "conformance (every test, every precision)" conformance.txt $dev/cuda.test -test.v -test.count=1
+	if grep -q -- '--- SKIP: TestConformance' "$OUT/conformance.txt"; then
+		fail conformance "skipped: the CUDA backend saw no device"
+	fi
+	STEP_TIMEOUT=60 step "augment $t cuda" augment.log \
+		$dev/dainx augment "${args[@]}" -backend cuda -output /tmp/aug_cuda.tsv -report "$OUT/aug_${t}_cuda.json"
+	STEP_TIMEOUT=60 step "augment $t cuda-tuned (graphs, DAINX_GEMM_TUNE=time)" augment.log \
+		env DAINX_CUDA_GRAPHS=1 DAINX_GEMM_TUNE=time $dev/dainx augment "${args[@]}" -backend cuda \
+		-output /tmp/aug_cuda-tuned.tsv -report "$OUT/aug_${t}_cuda-tuned.json"
+	# NCCL: two ranks sharing the GPU, gradients through MPI, then NCCL.
+	if (mpi_env); then
+		(
+			mpi_env
+			nd=$(nccl_dir)
+			[ -n "$nd" ] && export LD_LIBRARY_PATH=$nd:$LD_LIBRARY_PATH
+			for n in off on; do
+				STEP_TIMEOUT=90 step "mpiexec -n 2 -dist mpi -nccl $n" nccl.txt mpiexec -n 2 \
+					$dev/dainx augment "${args[@]}" -backend cuda -dist mpi -nccl $n \
+					-output /tmp/nccl_$n.tsv -report "$OUT/nccl_$n.json"
+			done
+			{
+				echo "== cells: sha256 of the augmented tensors (-nccl off, on)"
+				sha256sum /tmp/nccl_off.tsv /tmp/nccl_on.tsv
+			} >>"$OUT/nccl.txt" 2>&1
+			exit $status
+		) || status=1
+	else
+		fail "mpiexec -n 2 -dist mpi" "no mpiexec: carry .mpi (mpi.tgz)"
+	fi
+	# The sanitizers over what no GPU has checked: the GEMM family, serial
+	# split-K, graph capture of the sparse path.
+	local san
+	san=$(sanitizer)
+	if [ -z "$san" ]; then
+		fail sanitizer "compute-sanitizer not on PATH, under /usr/local or /opt"
+	else
+		STEP_TIMEOUT=90 step "memcheck (GEMM family, serial split-K, capture)" memcheck.txt "$san" --tool memcheck --error-exitcode 3 \
+			$dev/cuda.test -test.v -test.run '^(TestGemmFamily|TestGemmTuned|TestSparseCapture|TestTrainGraphs)$' -test.short -test.count=1
+		STEP_TIMEOUT=60 step "synccheck (GEMM family, serial split-K)" synccheck.txt "$san" --tool synccheck --error-exitcode 3 \
+			$dev/cuda.test -test.v -test.run '^(TestGemmFamily|TestGemmTuned)$' -test.short -test.count=1
+		STEP_TIMEOUT=60 step "racecheck (sparse path)" racecheck.txt "$san" --tool racecheck --racecheck-report all --error-exitcode 3 \
+			$dev/cuda.test -test.v -test.run "$gemm_sparse" -test.short -test.count=1
+		STEP_TIMEOUT=120 step "racecheck (GEMM family)" racecheck.txt "$san" --tool racecheck --racecheck-report all --error-exitcode 3 \
+			$dev/cuda.test -test.v -test.run '^TestGemmFamily$' -test.short -test.count=1
+	fi
+	wait $cpu_pid
+	cat "$OUT/s_cpu.txt" >>"$summary"
+	grep -q '^FAIL' "$OUT/s_cpu.txt" && status=1
+	compare
+}
+
+planspeed() {
+	DEADLINE=${DEADLINE:-220}
+	need $dev/benchrun $dev/dainx || return
+	info
+	local commit
+	commit=$(cat $dev/COMMIT 2>/dev/null || echo unknown)
+	STEP_TIMEOUT=30 step "dainx tune (default model, every precision)" tune.txt bash -c \
+		"TIMEFORMAT='%R s wall'; for p in fp32 tf32 3xtf32; do time $dev/dainx tune -precision \$p || exit 1; done"
+	# shellcheck disable=SC2086
+	step "benchrun (GPU rows)" benchrun.txt env DAINX_DATA=$dev/data $dev/benchrun -dainx $dev/dainx \
+		-commit "$commit" -cpu=false -e2e=false -generic=false -paired "${PAIRED:-3}" -mintime 200ms \
+		-out "$OUT/results" ${BENCHFLAGS:-}
+	rm -f "$OUT/results/latest.json" "$OUT/results/latest.md"
+	grep -v '^|' "$OUT/benchrun.txt" | tail -n 60
+}
+
 case $PLAN in
+check) plancheck ;;
+speed) planspeed ;;
 1) plan1 ;;
 2) plan2 ;;
 3) plan3 ;;
 compare) compare ;;
 *)
-	echo "PLAN=$PLAN: want 1, 2 or 3 (scripts/device-run.sh -h)" >&2
+	echo "PLAN=$PLAN: want check, speed, 1, 2 or 3 (scripts/device-run.sh -h)" >&2
 	exit 2
 	;;
 esac
