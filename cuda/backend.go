@@ -99,6 +99,20 @@ func DeviceFromEnv() (int, error) {
 	return n, nil
 }
 
+// DeviceCount returns the number of CUDA devices the driver sees
+// (cuDeviceGetCount); an error when the driver cannot be loaded.
+func DeviceCount() (int, error) {
+	drv, err := driver.Load()
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %w", err)
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %w", err)
+	}
+	return n, nil
+}
+
 // NewWith loads the CUDA driver (see driver.Load for where it looks),
 // retains the primary context of device o.Device, the one the CUDA runtime
 // and libraries use, so that a host program can share it, and JIT-loads
@@ -462,7 +476,7 @@ func (be *Backend) retire(op string, p driver.DevicePtr) {
 // launch (the stream orders them) and grows like scratchBuf. 0 when the
 // allocation failed (the error is recorded). Context thread.
 func (be *Backend) serialBuf(tiles int, n int64) driver.DevicePtr {
-	if tiles <= be.serialSems && 4*int64(be.serialSems)+4*n <= be.serialLen {
+	if be.serialFits(tiles, n) {
 		return be.serialWS + driver.DevicePtr(4*be.serialSems)
 	}
 	if be.recording {
@@ -485,6 +499,12 @@ func (be *Backend) serialBuf(tiles int, n int64) driver.DevicePtr {
 	be.zero("serial split-K", p, sems)
 	be.serialWS, be.serialLen, be.serialSems = p, c, sems
 	return p + driver.DevicePtr(4*sems)
+}
+
+// serialFits reports whether the serial split-K workspace holds tiles
+// semaphores and a part of n floats without growing. Context thread.
+func (be *Backend) serialFits(tiles int, n int64) bool {
+	return tiles <= be.serialSems && 4*int64(be.serialSems)+4*n <= be.serialLen
 }
 
 // block is one allocation of device memory, shared by a buffer and its

@@ -162,6 +162,12 @@ func (be *Backend) gemm(op gemmtune.Op, m, n, k, parts, pcols int, part driver.D
 	}
 	if parts > 1 && be.serialSplit(v) {
 		gx, gy := (m+v.BM-1)/v.BM, (n+v.BN-1)/v.BN
+		if be.recording && !be.serialFits(gx*gy, int64(m)*int64(pcols)) {
+			// The workspace cannot grow during a capture (its address is
+			// recorded): run the split as parts and split_k_reduce, the
+			// same bits, into the caller's part buffer.
+			return false, be.launchVariant(v, op, m, n, parts, plain)
+		}
 		ws := be.serialBuf(gx*gy, int64(m)*int64(pcols))
 		if ws == 0 {
 			return true, nil // the error is recorded

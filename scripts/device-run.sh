@@ -403,7 +403,53 @@ planspeed() {
 	grep -v '^|' "$OUT/benchrun.txt" | tail -n 60
 }
 
+# planrecheck reruns what the first check of 2026-11-26 failed, after the
+# fixes: the tests of serial split-K under capture, the tuned run with
+# graphs (its CPU pair is the first check's report, compared here), the
+# two ranks on one GPU, and racecheck of the sparse path with more time.
+planrecheck() {
+	DEADLINE=${DEADLINE:-230}
+	local t=${TENSOR:-foursquare_nyc} f args
+	f=$dev/data/$t.tsv.gz
+	[ -f "$f" ] || f=$dev/data/$t.tsv
+	info
+	need $dev/cuda.test $dev/dainx "$f" || return
+	# shellcheck disable=SC2206
+	args=(-input "$f" -seed "$SEED" ${EXTRA:--epochs 3})
+	STEP_TIMEOUT=90 step "tests (serial split-K in a capture, tuned, graphs)" conformance.txt $dev/cuda.test -test.v -test.count=1 \
+		-test.run '^(TestCaptureSerialSplit|TestGemmTuned|TestTrainGraphs|TestSparseCapture)$'
+	STEP_TIMEOUT=60 step "augment $t cuda-tuned (graphs, DAINX_GEMM_TUNE=time)" augment.log \
+		env DAINX_CUDA_GRAPHS=1 DAINX_GEMM_TUNE=time $dev/dainx augment "${args[@]}" -backend cuda \
+		-output /tmp/aug_cuda-tuned.tsv -report "$OUT/aug_${t}_cuda-tuned.json"
+	if (mpi_env); then
+		(
+			mpi_env
+			nd=$(nccl_dir)
+			[ -n "$nd" ] && export LD_LIBRARY_PATH=$nd:$LD_LIBRARY_PATH
+			for n in off on; do
+				STEP_TIMEOUT=60 step "mpiexec -n 2 -dist mpi -nccl $n" nccl.txt mpiexec -n 2 \
+					$dev/dainx augment "${args[@]}" -backend cuda -dist mpi -nccl $n \
+					-output /tmp/nccl_$n.tsv -report "$OUT/nccl_$n.json"
+			done
+			{
+				echo "== cells: sha256 of the augmented tensors (-nccl off, on)"
+				sha256sum /tmp/nccl_off.tsv /tmp/nccl_on.tsv
+			} >>"$OUT/nccl.txt" 2>&1
+			exit $status
+		) || status=1
+	else
+		fail "mpiexec -n 2 -dist mpi" "no mpiexec: carry .mpi (mpi.tgz)"
+	fi
+	local san
+	san=$(sanitizer)
+	STEP_TIMEOUT=30 step "memcheck (serial split-K in a capture)" memcheck.txt "$san" --tool memcheck --error-exitcode 3 \
+		$dev/cuda.test -test.v -test.run '^TestCaptureSerialSplit$' -test.count=1
+	STEP_TIMEOUT=150 step "racecheck (sparse path)" racecheck.txt "$san" --tool racecheck --racecheck-report all --error-exitcode 3 \
+		$dev/cuda.test -test.v -test.run "$gemm_sparse" -test.short -test.count=1
+}
+
 case $PLAN in
+recheck) planrecheck ;;
 check) plancheck ;;
 speed) planspeed ;;
 1) plan1 ;;

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/dist"
 	"github.com/dainx/dainx/dist/mpi"
@@ -44,14 +45,28 @@ func openMPI() (*mpi.Comm, error) {
 }
 
 // openDistBackend opens the backend for this rank: with CUDA, device
-// -device + the node-local rank, so one GPU per rank on each node.
+// (-device + the node-local rank) modulo the node's GPUs, so one GPU per
+// rank on each node, and ranks take turns on the GPUs when a node runs
+// more ranks than it has.
 func openDistBackend(c *mpi.Comm, in *inputFlags, stderr io.Writer) (compute.Backend, error) {
 	f := *in
 	local, _ := c.LocalRank()
 	if f.Backend != "cpu" {
-		f.Device += local
+		f.Device = rankDevice(f.Device, local, cuda.DeviceCount)
 	}
 	return cli.Open(&f, stderr)
+}
+
+// rankDevice is the CUDA device ordinal of the rank of node-local index
+// local: (device + local) modulo the node's device count, or device +
+// local when count fails (no driver: the backend's own error, or -backend
+// auto's fall-back to the CPU, says why).
+func rankDevice(device, local int, count func() (int, error)) int {
+	n, err := count()
+	if err != nil || n < 1 {
+		return device + local
+	}
+	return (device + local) % n
 }
 
 // augmentDist is `dainx augment -dist mpi`: every rank reads its share of

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -674,6 +675,28 @@ func TestDistOutputIsInput(t *testing.T) {
 		}
 		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 			t.Errorf("-output %s: %d files in the directory, want the input alone", out, len(ents))
+		}
+	}
+}
+
+// TestRankDevice: ranks take the GPUs round-robin from -device, also when
+// a node runs more ranks than it has GPUs (the first GPU run of -dist mpi,
+// 2026-11-26: two ranks on one GPU failed with "device 1 of 1"); without a
+// driver the ordinal is -device + the local rank, for the backend to refuse.
+func TestRankDevice(t *testing.T) {
+	gpus := func(n int) func() (int, error) { return func() (int, error) { return n, nil } }
+	none := func() (int, error) { return 0, errors.New("no driver") }
+	for _, c := range []struct {
+		device, local int
+		count         func() (int, error)
+		want          int
+	}{
+		{0, 0, gpus(1), 0}, {0, 1, gpus(1), 0}, {0, 3, gpus(2), 1},
+		{1, 0, gpus(2), 1}, {1, 1, gpus(2), 0}, {0, 5, gpus(8), 5},
+		{0, 1, none, 1}, {2, 1, gpus(0), 3},
+	} {
+		if got := rankDevice(c.device, c.local, c.count); got != c.want {
+			t.Errorf("rankDevice(%d, %d) = %d, want %d", c.device, c.local, got, c.want)
 		}
 	}
 }
