@@ -199,7 +199,7 @@ func (ts *TrainStep) pass() {
 }
 
 // GraphStep is TrainStep replayed as one graph (compute.Capturer: CUDA
-// graphs), as nn.Train replays a step with TrainConfig.Graphs: the forward
+// graphs), as nn.Train replays a step by default (TrainConfig.Eager false): the forward
 // pass, MSE gradient, backward pass and Adam, which reads the step's two
 // constants from a buffer (compute.AdamStep.Scalars); each Run copies them
 // in from a table of graphSteps steps and launches the graph. After n Runs

@@ -24,3 +24,22 @@ func (be *Backend) OnStream(f func(stream uintptr) error) error {
 	}
 	return nil
 }
+
+// OnContext is OnStream for set-up calls a caller can recover from (NCCL's
+// communicator set-up, which falls back to host memory when it fails): an
+// error f returns is returned only, and the backend stays usable. A sticky
+// error from earlier work is returned without running f.
+func (be *Backend) OnContext(f func(stream uintptr) error) error {
+	var err error
+	be.do(func() {
+		if be.err != nil {
+			err = be.err
+			return
+		}
+		err = f(be.stream.Handle())
+	})
+	if err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	return nil
+}

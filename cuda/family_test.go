@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/dainx/dainx/compute"
@@ -152,8 +153,9 @@ func familyRun(t *testing.T, be *Backend, v gemmtune.Variant, op gemmtune.Op, ba
 // TestGemmTuned (issue 24): on a GPU, the Linear layers' forward and
 // backward passes with DAINX_GEMM_TUNE=model and =time give, bit for bit,
 // the outputs of the 64×64 kernels (=off), in every precision, on the
-// default model's shapes — whole and split over k, the splits serial
-// (kernels/splitk.cuh) in model and time mode — with dW accumulated
+// default model's shapes — whole and split over k, the splits as parts
+// and split_k_reduce, and serial (kernels/splitk.cuh) with
+// DAINX_GEMM_SERIAL=1, in model and time mode — with dW accumulated
 // (not repeatable: the model's choice) and overwritten (timed); and time
 // mode records a choice for every shape, timed or cached. Skipped without
 // a GPU.
@@ -164,12 +166,15 @@ func TestGemmTuned(t *testing.T) {
 	const batch = 1024
 	for _, prec := range []compute.Precision{compute.FP32, compute.TF32, compute.TF32x3} {
 		var want [][]float32
-		modes := []string{"off", "model", "time"}
+		// "serial": with DAINX_GEMM_SERIAL=1.
+		modes := []string{"off", "model", "model serial", "time", "time serial"}
 		if testing.Short() {
-			modes = modes[:2] // under the sanitizers: no timing
+			modes = modes[:3] // under the sanitizers: no timing
 		}
 		for _, mode := range modes {
-			t.Setenv(gemmtune.EnvMode, mode)
+			tuneMode, serial, _ := strings.Cut(mode, " ")
+			t.Setenv(gemmtune.EnvMode, tuneMode)
+			t.Setenv(EnvSerial, map[bool]string{true: "1", false: "0"}[serial == "serial"])
 			be, err := NewWith(Options{Precision: prec})
 			if err != nil {
 				t.Skipf("no CUDA device: %v", err)
@@ -202,15 +207,16 @@ func TestGemmTuned(t *testing.T) {
 				}
 			}
 			choices, _ := be.GEMMChoices()
-			// With the tuner on, every split GEMM on a tile body
-			// (all but simt_64x64) runs as serial split-K; off, none.
+			// With the tuner on and DAINX_GEMM_SERIAL=1, every split
+			// GEMM on a tile body (all but simt_64x64) runs as serial
+			// split-K; otherwise none.
 			for _, c := range choices {
-				want := mode != "off" && c.Shape.Parts > 1 && c.Variant != "simt_64x64"
+				want := tuneMode != "off" && serial == "serial" && c.Shape.Parts > 1 && c.Variant != "simt_64x64"
 				if c.Serial != want {
 					t.Errorf("%v, %s: %v on %s: serial split-K %v, want %v", prec, mode, c.Shape, c.Variant, c.Serial, want)
 				}
 			}
-			if mode == "time" {
+			if tuneMode == "time" {
 				for _, c := range choices {
 					if c.How != "timed" && c.How != "cached" && c.How != "model (not repeatable)" {
 						t.Errorf("%v, time: %v chosen by %q", prec, c.Shape, c.How)

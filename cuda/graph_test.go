@@ -124,7 +124,7 @@ func TestCapture(t *testing.T) {
 }
 
 // TestTrainGraphs trains the same MLP and CoSTCo on CUDA with graph replay
-// (TrainConfig.Graphs; Adam, dense or sparse, inside the graph) and eagerly,
+// (TrainConfig.Eager false, the default; Adam, dense or sparse, inside the graph) and eagerly,
 // with both embedding optimisers: the histories and the final parameters must be
 // bit-identical, with a partial last step, and with the backend's scratch
 // memory (which the steps' dW split over the batch of 500 uses) growing after
@@ -174,7 +174,7 @@ func TestTrainGraphs(t *testing.T) {
 			// splits over k into scratch memory larger than before.
 			grow := 1 << 14
 			res, err := nn.Train(context.Background(), m, train, val, nn.TrainConfig{
-				Epochs: 4, Batch: 500, Patience: 4, LR: 1e-2, Shuffle: rand.New(rand.NewPCG(5, 6)), Graphs: !eager, EmbeddingOptimizer: c.opt,
+				Epochs: 4, Batch: 500, Patience: 4, LR: 1e-2, Shuffle: rand.New(rand.NewPCG(5, 6)), Eager: eager, EmbeddingOptimizer: c.opt,
 				AfterEpoch: func(nn.Epoch) error {
 					grow *= 2
 					x, dy, dw := be.Alloc(grow*8), be.Alloc(grow*64), be.Alloc(64*8)

@@ -19,6 +19,7 @@ import (
 // without a GPU.
 func TestCaptureSerialSplit(t *testing.T) {
 	t.Setenv(gemmtune.EnvMode, "model")
+	t.Setenv(EnvSerial, "1")
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	be, err := NewWith(Options{Precision: compute.TF32})
 	if err != nil {

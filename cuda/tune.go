@@ -48,7 +48,19 @@ type gemmTuner struct {
 	ids    map[string]kernelID
 	opted  map[kernelID]bool // dynamic shared memory limit raised
 	spent  time.Duration     // timing
+	// serial: split GEMMs on a tile body run as serial split-K
+	// ($DAINX_GEMM_SERIAL=1 with the tuner on; see serialSplit).
+	serial bool
 }
+
+// EnvSerial names the environment variable that, set to 1 with
+// DAINX_GEMM_TUNE model or time, runs every split GEMM on a tile body as
+// serial split-K (kernels/splitk.cuh). Off by default: on an H200
+// (2026-11-26) the serial forms were 2.3–3.6× slower than the parts and
+// split_k_reduce on the default model's split shapes (the S blocks of a
+// tile wait for each other's turn), which made the tuned TF32 step 427 µs
+// against 315 µs with the 64×64 kernels.
+const EnvSerial = "DAINX_GEMM_SERIAL"
 
 // GEMMChoice is the variant the backend runs a GEMM shape on, and why.
 type GEMMChoice struct {
@@ -79,6 +91,7 @@ func newTuner(drv *driver.Driver, dev driver.Device, sms int) (*gemmTuner, error
 	for i, n := range kernelNames {
 		t.ids[n] = kernelID(i)
 	}
+	t.serial = os.Getenv(EnvSerial) == "1"
 	if t.mode == gemmtune.Off {
 		return t, nil
 	}
@@ -147,13 +160,13 @@ type gemmArgs func(a *driver.Args, part driver.DevicePtr, serial int32)
 // overwritten, not accumulated, and no input). part is the caller's
 // buffer for the parts (parts×m×pcols floats) when parts > 1.
 //
-// With the tuner on (DAINX_GEMM_TUNE model or time) and a variant that has
-// it (every tile body of linear_tc.cuh and linear_simt.cuh: all but
-// simt_64x64), a split GEMM is serial (kernels/splitk.cuh): one kernel
+// With the tuner on (DAINX_GEMM_TUNE model or time), DAINX_GEMM_SERIAL=1
+// and a variant that has it (every tile body of linear_tc.cuh and
+// linear_simt.cuh: all but simt_64x64), a split GEMM is serial (kernels/splitk.cuh): one kernel
 // that leaves the final output, with the bits the split and split_k_reduce
 // give; gemm then returns serial = true and the caller must not reduce.
-// Until a GPU run has verified it (issue 24), the tuner's default of off
-// keeps the split and split_k_reduce. Context thread.
+// Verified on an H200 (2026-11-26: bit for bit, and under memcheck and
+// synccheck) but slower there, so off unless asked for. Context thread.
 func (be *Backend) gemm(op gemmtune.Op, m, n, k, parts, pcols int, part driver.DevicePtr, repeatable bool, args gemmArgs) (serial bool, err error) {
 	plain := func(a *driver.Args) { args(a, part, 0) }
 	v, err := be.variant(op, m, n, k, parts, repeatable, plain)
@@ -177,9 +190,10 @@ func (be *Backend) gemm(op gemmtune.Op, m, n, k, parts, pcols int, part driver.D
 	return false, be.launchVariant(v, op, m, n, parts, plain)
 }
 
-// serialSplit reports whether a split GEMM on v is serial (see gemm).
+// serialSplit reports whether a split GEMM on v is serial (see gemm):
+// with the tuner on and $DAINX_GEMM_SERIAL=1.
 func (be *Backend) serialSplit(v gemmtune.Variant) bool {
-	return be.tune.mode != gemmtune.Off && v.Name != "simt_64x64"
+	return be.tune.mode != gemmtune.Off && be.tune.serial && v.Name != "simt_64x64"
 }
 
 // launchVariant launches v's kernel of op with its grid, block and dynamic

@@ -107,6 +107,10 @@ func OpenNCCL(c *mpi.Comm, be compute.Backend, on bool) (DeviceComm, string) {
 	}
 	n := &NCCL{}
 	why := loadNCCL(n, on)
+	if why == "" {
+		_, local := c.LocalRank()
+		why = shareGPUs(local, cuda.DeviceCount)
+	}
 	have := []int32{1}
 	if why != "" {
 		have[0] = 0
@@ -131,7 +135,9 @@ func OpenNCCL(c *mpi.Comm, be compute.Backend, on bool) (DeviceComm, string) {
 		return nil, "NCCL set-up failed on rank 0: " + why
 	}
 	c.Bcast(id, 0)
-	err := cb.OnStream(func(uintptr) error {
+	// A failed set-up leaves the backend usable (OnContext): the run goes
+	// on with gradients through host memory.
+	err := cb.OnContext(func(uintptr) error {
 		// ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
 		// int rank): the 128-byte struct is passed by value, which the
 		// x86-64 System V ABI puts on the stack (class MEMORY) while comm,
@@ -157,6 +163,18 @@ func OpenNCCL(c *mpi.Comm, be compute.Backend, on bool) (DeviceComm, string) {
 		return nil, why
 	}
 	return n, ""
+}
+
+// shareGPUs returns why NCCL cannot run when this node's ranks outnumber
+// its GPUs (NCCL refuses two ranks of one communicator on the same GPU:
+// ncclInvalidUsage, seen with two ranks on one H200, 2026-11-26), else "".
+// local is the number of ranks on this node.
+func shareGPUs(local int, count func() (int, error)) string {
+	n, err := count()
+	if err != nil || n < 1 || local <= n {
+		return ""
+	}
+	return fmt.Sprintf("%d ranks on this node share its %d GPU(s), and NCCL needs one GPU per rank", local, n)
 }
 
 // unsafeFromC converts an address a C function returned (memory Go does

@@ -28,3 +28,22 @@ func TestNCCLOffByDefault(t *testing.T) {
 		t.Errorf("$%s=1: opened %v, reason %q", NCCLEnv, opened, why)
 	}
 }
+
+// TestShareGPUs: NCCL is refused up front when a node runs more ranks than
+// it has GPUs, and allowed otherwise (or when the count is unknown: the
+// set-up itself then decides).
+func TestShareGPUs(t *testing.T) {
+	gpus := func(n int) func() (int, error) { return func() (int, error) { return n, nil } }
+	for _, c := range []struct {
+		local, gpus int
+		refused     bool
+	}{{1, 1, false}, {2, 1, true}, {2, 2, false}, {4, 8, false}, {9, 8, true}} {
+		why := shareGPUs(c.local, gpus(c.gpus))
+		if (why != "") != c.refused || (c.refused && !strings.Contains(why, "one GPU per rank")) {
+			t.Errorf("%d ranks, %d GPUs: %q, want refused %v", c.local, c.gpus, why, c.refused)
+		}
+	}
+	if why := shareGPUs(2, func() (int, error) { return 0, errors.New("no driver") }); why != "" {
+		t.Errorf("no driver: %q, want no refusal here", why)
+	}
+}

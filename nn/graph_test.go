@@ -77,7 +77,7 @@ func TestTrainGraphsPerShape(t *testing.T) {
 				t.Fatal(err)
 			}
 			train, val := m.NewSet(cells[:1200*3], vals[:1200]), m.NewSet(cells[1200*3:], vals[1200:])
-			cfg := TrainConfig{Epochs: 3, Batch: 128, Patience: 3, LR: 1e-2, EmbeddingOptimizer: opt, Order: KeyedOrder(1200, 5, 0), Graphs: graphs}
+			cfg := TrainConfig{Epochs: 3, Batch: 128, Patience: 3, LR: 1e-2, EmbeddingOptimizer: opt, Order: KeyedOrder(1200, 5, 0), Eager: !graphs}
 			if _, err := Train(context.Background(), m, train, val, cfg); err != nil {
 				t.Fatal(err)
 			}
@@ -103,5 +103,19 @@ func TestTrainGraphsPerShape(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: training with graph replay differs from eager training", opt)
 		}
+	}
+	// DAINX_CUDA_GRAPHS=0 turns the default replay off.
+	t.Setenv("DAINX_CUDA_GRAPHS", "0")
+	rb := &replayBackend{Backend: cpu.New()}
+	m, err := NewMLP(rb, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 256}, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := TrainConfig{Epochs: 1, Batch: 128, Patience: 1, LR: 1e-2, Order: KeyedOrder(1200, 5, 0)}
+	if _, err := Train(context.Background(), m, m.NewSet(cells[:1200*3], vals[:1200]), m.NewSet(cells[1200*3:], vals[1200:]), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if rb.captures != 0 {
+		t.Errorf("DAINX_CUDA_GRAPHS=0: %d graphs captured, want none", rb.captures)
 	}
 }

@@ -119,9 +119,9 @@ type TrainConfig struct {
 	// AfterEpoch, if not nil, runs after each epoch's validation pass with
 	// the model at that epoch's parameters Θ_k. An error stops training.
 	AfterEpoch func(Epoch) error
-	// Graphs turns on graph replay (also DAINX_CUDA_GRAPHS=1 in the
+	// Eager turns graph replay off (so does DAINX_CUDA_GRAPHS=0 in the
 	// environment). On a backend that implements compute.Capturer (CUDA),
-	// Train then records a whole step — forward pass, MSE gradient,
+	// Train by default records a whole step — forward pass, MSE gradient,
 	// backward pass and Adam (dense, or dense and sparse) — as a graph once
 	// per batch size (at most two: the full batch and the last, shorter
 	// one), reading fixed staging buffers; each step copies its cells and
@@ -129,9 +129,11 @@ type TrainConfig struct {
 	// whole epoch at its start) into them, launches the graph and copies out
 	// its squared error: a few driver calls per step instead of about one
 	// per kernel, results bit-identical to eager steps, and graph memory
-	// independent of the training set. It is off by default until a GPU run
-	// has checked it end to end (issue 13); other backends ignore it.
-	Graphs bool
+	// independent of the training set. On by default since its first GPU
+	// runs (H100 2026-11-24, H200 2026-11-26: bit-identical to eager
+	// training, the step 6–8% faster; bench/results/gpu-2026-11-26); other
+	// backends ignore it. Steps with hooks (Steps) always run eagerly.
+	Eager bool
 	// Resume, if not nil, continues the run whose state Save received
 	// after epoch Resume.Epoch instead of starting afresh: the parameters,
 	// Adam's moments and step, the best parameters, the cell order and the
@@ -381,7 +383,7 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	}
 	steps := (T + cfg.Batch - 1) / cfg.Batch
 	capturer, _ := be.(compute.Capturer)
-	if (!cfg.Graphs && os.Getenv("DAINX_CUDA_GRAPHS") != "1") || len(cfg.Steps) > 0 {
+	if cfg.Eager || os.Getenv("DAINX_CUDA_GRAPHS") == "0" || len(cfg.Steps) > 0 {
 		capturer = nil
 	}
 	for _, h := range cfg.Steps {

@@ -25,7 +25,7 @@ func augment(args []string, stdout, stderr io.Writer) int {
 	if dist.NCCLDefault() {
 		ncclDefault = "on"
 	}
-	nccl := fs.String("nccl", ncclDefault, "with -dist mpi and the CUDA backend, sum gradients on the GPUs with NCCL (libnccl.so.2): `on` or off; off (the default, unless $DAINX_NCCL=1) sends them through host memory and MPI. NCCL has not yet run on GPUs in dainx's tests")
+	nccl := fs.String("nccl", ncclDefault, "with -dist mpi and the CUDA backend, sum gradients on the GPUs with NCCL (libnccl.so.2): `on` or off; off (the default, unless $DAINX_NCCL=1) sends them through host memory and MPI. NCCL needs one GPU per rank (when a node runs more ranks than GPUs, or its set-up fails, gradients go through MPI); it has not yet been verified on GPUs")
 	cfg := &a.Config
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx augment [flags]
