@@ -99,6 +99,11 @@ type Training struct {
 	// cells by each method's own (predictor) and had no generator.
 	Values string            `json:"values"`
 	Oracle *tensor.Generator `json:"oracle,omitempty"`
+	// InfluenceEvery and InfluenceValSample: -influence in-run's k and
+	// validation sample (methods dain-in-run, dain-in-run-signed); records
+	// made before they existed used the defaults.
+	InfluenceEvery     int `json:"influence_every"`
+	InfluenceValSample int `json:"influence_val_sample"`
 }
 
 // TrainingOf returns the recorded form of c.
@@ -115,6 +120,7 @@ func TrainingOf(c dain.Config) Training {
 		BayesPriors: cmp.Or(c.BayesPriors, dain.BayesPriorsAuto),
 		FMRank:      c.FMRank, L2: c.L2,
 		Values: cmp.Or(c.Values, dain.ValuesPredictor), Oracle: c.Oracle,
+		InfluenceEvery: cmp.Or(c.InfluenceEvery, dain.DefaultInfluenceEvery), InfluenceValSample: cmp.Or(c.InfluenceValSample, dain.DefaultInfluenceValSample),
 	}
 }
 
@@ -140,6 +146,8 @@ var legacyDefaults = []struct {
 	{"fm_rank", func(t *Training) { t.FMRank = dain.DefaultFMRank }},
 	{"l2", func(t *Training) { t.L2 = 0 }},
 	{"values", func(t *Training) { t.Values = dain.ValuesPredictor }}, // each method's own, before -values
+	{"influence_every", func(t *Training) { t.InfluenceEvery = dain.DefaultInfluenceEvery }},
+	{"influence_val_sample", func(t *Training) { t.InfluenceValSample = dain.DefaultInfluenceValSample }},
 }
 
 // paperVariant sets every setting of legacyDefaults whose key has is
@@ -167,6 +175,8 @@ func (t Training) Effective(dims []int) Training {
 	t.FinalModel = cmp.Or(t.FinalModel, dain.FinalMLP)
 	t.BayesPriors = cmp.Or(t.BayesPriors, dain.BayesPriorsAuto)
 	t.Values = cmp.Or(t.Values, dain.ValuesPredictor)
+	t.InfluenceEvery = cmp.Or(t.InfluenceEvery, dain.DefaultInfluenceEvery)
+	t.InfluenceValSample = cmp.Or(t.InfluenceValSample, dain.DefaultInfluenceValSample)
 	if !t.config().UsesBayesFM() { // the bayes-fm settings do not matter
 		t.BayesRank, t.BayesSamples, t.BayesBurnIn, t.BayesPriors = 0, 0, 0, ""
 	}

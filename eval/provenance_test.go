@@ -68,6 +68,8 @@ func TestCompatibleNamesField(t *testing.T) {
 		want string
 	}{
 		{func(p *Provenance) { p.Base.CPSweeps++ }, "cp_sweeps"},
+		{func(p *Provenance) { p.Base.InfluenceEvery = 3 }, "influence_every"},
+		{func(p *Provenance) { p.Base.InfluenceValSample = 7 }, "influence_val_sample"},
 		{func(p *Provenance) { p.Base.InfluenceLayers = "all" }, "influence_layers"},
 		{func(p *Provenance) { p.Base.Layers = []int{9} }, "layers"},
 		{func(p *Provenance) { p.Ratios = []float64{0, 1} }, "ratios"},

@@ -256,3 +256,38 @@ func TestAugmentOutputFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalInRunFlags: eval takes -influence in-run's settings for the
+// methods dain-in-run and dain-in-run-signed and records them, so that a
+// resume with other values is refused.
+func TestEvalInRunFlags(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTSV(t, dir, "t.tsv", 600)
+	out := filepath.Join(dir, "out")
+	args := func(every string, extra ...string) []string {
+		a := append([]string{"eval", "-input", in, "-methods", "dain-in-run", "-ratios", "0,0.2", "-repeats", "1",
+			"-influence-every", every, "-influence-val-sample", "50", "-rank", "4", "-channels", "4", "-out", out}, tiny...)
+		return append(a, extra...)
+	}
+	if code, _, stderr := runCLI(args("3")...); code != exitOK {
+		t.Fatalf("eval: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "runs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Config struct {
+			Base struct {
+				Every  int `json:"influence_every"`
+				Sample int `json:"influence_val_sample"`
+			} `json:"base"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.Config.Base.Every != 3 || r.Config.Base.Sample != 50 {
+		t.Errorf("runs.json records influence_every %d, influence_val_sample %d (%v); want 3 and 50", r.Config.Base.Every, r.Config.Base.Sample, err)
+	}
+	if code, _, stderr := runCLI(args("4", "-repeats", "2", "-resume")...); code != exitFailure || !strings.Contains(stderr, "influence_every") {
+		t.Errorf("-resume with another -influence-every: exit %d, %q", code, stderr)
+	}
+}

@@ -39,6 +39,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&merge, "merge", "", "comma-separated eval output `directories` of the same tensor and configuration with other seeds (e.g. repeats run in batches) to merge into -out as one evaluation, training nothing")
 	fs.BoolVar(&diagnose, "diagnose", false, "instead of the evaluation, diagnose the split of -seed at the largest ratio: the entity-frequency profile of every method's new cells, and the value predictors' and every retrained model's test RMSE per frequency band; writes diagnose.json and diagnose.md into -out")
 	bindTraining(fs, &cfg, &in.Layers)
+	cli.BindInRun(fs, &cfg) // for the methods dain-in-run and dain-in-run-signed
 	var oracle string
 	cli.BindValues(fs, &cfg, &oracle)
 	var preset string

@@ -119,12 +119,18 @@ func BindMethod(fs *flag.FlagSet, c *dain.Config, method *string) {
 	fs.StringVar(&c.Predictor, "predictor", c.Predictor, "value `predictor` for new cells: "+dain.Help(dain.Predictors)+"; mlp reuses Θ")
 	fs.StringVar(&c.Influence, "influence", c.Influence, "cell importance `estimator`: "+dain.Help(dain.Influences))
 	fs.StringVar(&c.InfluenceLayers, "influence-layers", c.InfluenceLayers, "TracIn's `parameters`: "+dain.Help(dain.InfluenceLayers))
-	fs.IntVar(&c.InfluenceEvery, "influence-every", c.InfluenceEvery, "with -influence in-run, take its terms at every `k`-th training step of Θ (the steps t with (t−1) mod k = 0; 0 means the default)")
-	fs.IntVar(&c.InfluenceValSample, "influence-val-sample", c.InfluenceValSample, "with -influence in-run, the number of `cells` of the fixed validation sample (drawn by the seed) its validation gradient is taken over; every validation cell when there are no more (0 means the default)")
+	BindInRun(fs, c)
 	fs.StringVar(&c.Entity, "entity", c.Entity, "entity importance `aggregator`: "+dain.Help(dain.Entities))
 	fs.StringVar(&c.Sign, "sign", c.Sign, "cell score to importance: "+dain.Help(dain.Signs))
 	fs.Float64Var(&c.Temperature, "temperature", c.Temperature, "temperature `τ` on entity importance, drawn ∝ α^τ: 1 the paper's, 0 uniform, > 1 sharper (dain, degree, near-cells)")
 	fs.Float64Var(&c.Mix, "mix", c.Mix, "`share` of the uniform distribution mixed into entity importance, 0 to 1 (0 the paper's)")
+}
+
+// BindInRun registers the settings of -influence in-run (augment's
+// -influence, eval's methods dain-in-run and dain-in-run-signed).
+func BindInRun(fs *flag.FlagSet, c *dain.Config) {
+	fs.IntVar(&c.InfluenceEvery, "influence-every", c.InfluenceEvery, "with -influence in-run, take its terms at every `k`-th training step of Θ (the steps t with (t−1) mod k = 0; 0 means the default)")
+	fs.IntVar(&c.InfluenceValSample, "influence-val-sample", c.InfluenceValSample, "with -influence in-run, the number of `cells` of the fixed validation sample (drawn by the seed) its validation gradient is taken over; every validation cell when there are no more (0 means the default)")
 }
 
 // Augment holds every flag of `dainx augment`.
