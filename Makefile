@@ -68,7 +68,7 @@ test: vet fmt-check
 # mpiexec), e.g. MPIEXEC="mpiexec.openmpi --oversubscribe".
 MPIEXEC ?=
 test-mpi:
-	DAINX_TEST_MPI=1 DAINX_MPIEXEC="$(MPIEXEC)" $(GO) test -count=1 -run 'TestCollectives|TestRanks|TestDist' ./dist/... ./cmd/dainx/
+	DAINX_TEST_MPI=1 DAINX_MPIEXEC="$(MPIEXEC)" $(GO) test -count=1 -run 'TestCollectives|TestRanks|TestDist' ./mpi/... ./cluster/... ./cmd/dainx/
 
 test-short: vet
 	$(GO) test -count=1 -short $(PKGS)

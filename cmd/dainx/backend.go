@@ -1,8 +1,8 @@
 package main
 
 import (
+	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/compute"
-	"github.com/dainx/dainx/internal/cli"
 )
 
 // errUsage marks a bad command line (exit code 2).

@@ -11,15 +11,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/dain"
-	"github.com/dainx/dainx/dist"
-	"github.com/dainx/dainx/dist/mpi"
 	"github.com/dainx/dainx/eval"
-	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/demo"
+	"github.com/dainx/dainx/mpi"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -95,7 +95,7 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 		stdout = io.Discard
 	}
 	fail := func(err error) int {
-		if errors.Is(err, dist.ErrReported) || errors.Is(err, dain.ErrOtherProcess) {
+		if errors.Is(err, cluster.ErrReported) || errors.Is(err, dain.ErrOtherProcess) {
 			// The rank that failed prints why; this one waits for it
 			// to finish (or to abort the job).
 			c.Finalize()
@@ -127,7 +127,7 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 	defer tx.Abort()
 	sh, name, format, err := readShard(c, in)
 	if err != nil {
-		if errors.Is(err, dist.ErrReported) {
+		if errors.Is(err, cluster.ErrReported) {
 			c.Finalize()
 			return exitFailure
 		}
@@ -143,8 +143,8 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 		return fail(err)
 	}
 	defer be.Close()
-	cl := &dist.Cluster{C: c}
-	if dc, why := dist.OpenNCCL(c, be, nccl); dc != nil {
+	cl := &cluster.Cluster{C: c}
+	if dc, why := cluster.OpenNCCL(c, be, nccl); dc != nil {
 		cl.Device = dc
 	} else if why != "" && cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "dainx: gradients through host memory: %s\n", why)
@@ -232,7 +232,7 @@ func readShard(c *mpi.Comm, in *inputFlags) (*dain.Shard, string, tensor.Format,
 		}
 		return &dain.Shard{Cells: t.Subset(rows), First: lo, NNZ: t.NNZ()}, demoName, tensor.TSV, nil
 	}
-	sh, err := dist.ReadText(c, in.Input, tensor.ReadOptions{Format: format, IndexBase: in.IndexBase})
+	sh, err := cluster.ReadText(c, in.Input, tensor.ReadOptions{Format: format, IndexBase: in.IndexBase})
 	return sh, in.Input, format, err
 }
 

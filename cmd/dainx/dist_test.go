@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/dain"
-	"github.com/dainx/dainx/dist/mpi"
+	"github.com/dainx/dainx/mpi"
 	"github.com/dainx/dainx/tensor"
 )
 

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/eval"
-	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/outtx"
 )
 

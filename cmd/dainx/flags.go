@@ -11,8 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/compute"
-	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/demo"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tensor/table"

@@ -12,8 +12,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/foldin"
-	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tensor/table"

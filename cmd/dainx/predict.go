@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/compute"
-	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/nn"

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/dainx/dainx/internal/cli"
+	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tensor/table"

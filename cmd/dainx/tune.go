@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/cuda/gemmtune"
-	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/nn"
 )
 

@@ -9,8 +9,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/foldin"
-	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"

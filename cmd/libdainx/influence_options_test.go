@@ -4,7 +4,7 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/dainx/dainx/internal/cli"
+	"github.com/dainx/dainx/cmd/internal/cli"
 )
 
 // TestInfluenceOptions: the in-run and tracin-adam settings reach the

@@ -17,8 +17,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/dain"
-	"github.com/dainx/dainx/internal/cli"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dainx/dainx/internal/cli"
+	"github.com/dainx/dainx/cmd/internal/cli"
 )
 
 func TestBuildTensor(t *testing.T) {

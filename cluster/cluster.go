@@ -1,11 +1,11 @@
-// Package dist runs dainx spread over the processes of an MPI job
+// Package cluster runs dainx spread over the processes of an MPI job
 // (dainx augment -dist mpi): the MPI cluster the pipeline's collectives go
 // through (with NCCL for device buffers when $DAINX_NCCL=1 and libnccl.so.2
 // is present; off by default until a GPU run verifies it), and
 // the distributed reading of a tensor file, in which every rank reads its
 // own byte range and the ranks agree the order, the line numbers, the dims
 // and the duplicate cells.
-package dist
+package cluster
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain"
-	"github.com/dainx/dainx/dist/mpi"
+	"github.com/dainx/dainx/mpi"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )

@@ -1,4 +1,4 @@
-package dist
+package cluster
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/cuda"
-	"github.com/dainx/dainx/dist/mpi"
+	"github.com/dainx/dainx/mpi"
 )
 
 // NCCL, loaded at run time like MPI and the CUDA driver. The values below
