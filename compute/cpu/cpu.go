@@ -1,7 +1,9 @@
 // Package cpu implements compute.Backend in Go on the CPU, using every core.
 // The GEMMs of the Linear layers run on a BLIS-style blocked SGEMM
-// (internal/gemm) with a 6×16 AVX2/FMA micro-kernel in Go assembly, chosen at
-// run time when the CPU has AVX2 and FMA, and a pure-Go kernel otherwise;
+// (internal/gemm) with a 12×32 AVX-512F micro-kernel in Go assembly, chosen
+// at run time when the CPU has AVX-512F (path "avx512"), else a 6×16
+// AVX2/FMA one when it has AVX2 and FMA (path "avx2"), and a pure-Go kernel
+// otherwise;
 // bias, ReLU and the ReLU mask of the backward pass are fused into the GEMM's
 // epilogue. When a GEMM's left operand is mostly exact zeros (ReLU outputs,
 // ReLU-masked gradients, by a fixed sample) the avx2 path skips them with a
@@ -11,8 +13,11 @@
 // Adam and the other elementwise loops have AVX2 versions too, and
 // everything large is split over GOMAXPROCS goroutines. It needs no
 // cgo and no GPU, and it is what every machine without a GPU, CI included,
-// runs. NewWith forces a path (Options); GODEBUG=cpu.avx2=off hides AVX2
-// from the automatic choice.
+// runs. NewWith forces a path (Options); GODEBUG=cpu.avx512f=off hides
+// AVX-512 (every AVX-512 kernel, the GEMM's and the narrow layers') and
+// GODEBUG=cpu.avx2=off hides AVX2 from the automatic choice. The avx512
+// path is the avx2 path with the 12×32 GEMM kernel: the two give the same
+// bits (the kernels sum every element of C in the same order).
 //
 // Results are deterministic: the same inputs give bit-identical outputs on
 // every run, whatever the number of cores. Work is split only over outputs
@@ -40,7 +45,7 @@ import (
 // usable; call New or NewWith.
 type Backend struct {
 	kern    *gemm.Kernel
-	simd    bool // AVX2 elementwise loops
+	simd    bool // AVX2 elementwise loops and narrow tiles (avx2, avx512)
 	threads int  // 0: GOMAXPROCS at each call
 	sparse  gemm.SparseMode
 }
@@ -48,8 +53,9 @@ type Backend struct {
 // Options selects a code path of the CPU backend.
 type Options struct {
 	// Kernel names the code path: "" or "auto" for the fastest this CPU
-	// supports, "avx2" (AVX2/FMA assembly; an error on a CPU without
-	// both), "gonum" (gonum's pure-Go blas32 GEMM, every CPU; the
+	// supports, "avx512" (the avx2 path with the AVX-512F GEMM kernel; an
+	// error on a CPU without AVX-512F or with GODEBUG=cpu.avx512f=off),
+	// "avx2" (AVX2/FMA assembly; an error on a CPU without both), "gonum" (gonum's pure-Go blas32 GEMM, every CPU; the
 	// default without AVX2) or "generic" (our pure-Go 4×4 kernel in the
 	// same blocked loops as avx2, every CPU).
 	Kernel string
@@ -67,6 +73,9 @@ type Options struct {
 // Kernels returns the names of the code paths this CPU supports, the
 // default (fastest) first.
 func Kernels() []string {
+	if gemm.AVX512 != nil {
+		return []string{"avx512", "avx2", "gonum", "generic"}
+	}
 	if gemm.AVX2 != nil {
 		return []string{"avx2", "gonum", "generic"}
 	}
@@ -94,12 +103,15 @@ func NewWith(opt Options) (*Backend, error) {
 	}
 	k := gemm.ByName(name)
 	if k == nil {
-		if name == "avx2" {
+		switch name {
+		case "avx2":
 			return nil, fmt.Errorf("cpu: kernel avx2 needs a CPU with AVX2 and FMA; this one has not both (use gonum)")
+		case "avx512":
+			return nil, fmt.Errorf("cpu: kernel avx512 needs a CPU with AVX-512F, AVX2 and FMA (not hidden by GODEBUG); this one has not (use avx2 or gonum)")
 		}
-		return nil, fmt.Errorf("cpu: unknown kernel %q (want auto, avx2, gonum or generic)", opt.Kernel)
+		return nil, fmt.Errorf("cpu: unknown kernel %q (want auto, avx512, avx2, gonum or generic)", opt.Kernel)
 	}
-	be := &Backend{kern: k, simd: name == "avx2", threads: opt.Threads}
+	be := &Backend{kern: k, simd: name == "avx2" || name == "avx512", threads: opt.Threads}
 	switch opt.Sparse {
 	case "", "auto":
 		be.sparse = gemm.SparseAuto
@@ -113,9 +125,19 @@ func NewWith(opt Options) (*Backend, error) {
 	return be, nil
 }
 
-// Kernel returns the name of the backend's code path: "avx2", "gonum" or
-// "generic".
+// Kernel returns the name of the backend's code path: "avx512", "avx2",
+// "gonum" or "generic".
 func (be *Backend) Kernel() string { return be.kern.Name() }
+
+// GEMMKernel returns the GEMM micro-kernel of the backend's path with its
+// register tile, e.g. "avx512 12×32", "avx2 6×16", "generic 4×4" or
+// "gonum".
+func (be *Backend) GEMMKernel() string {
+	if sh := be.kern.Shape(); sh != "" {
+		return be.kern.Name() + " " + sh
+	}
+	return be.kern.Name()
+}
 
 // nthreads returns the number of goroutines an operation may use.
 func (be *Backend) nthreads() int {
@@ -130,12 +152,12 @@ var _ compute.Backend = (*Backend)(nil)
 // Name returns "cpu".
 func (*Backend) Name() string { return "cpu" }
 
-// Device describes the CPU path in words, e.g. "2 threads, avx2 6×16
-// sgemm".
+// Device describes the CPU path in words, e.g. "2 threads, avx512 12×32
+// sgemm, avx-512 narrow layers".
 func (be *Backend) Device() string {
-	shape := "4×4"
-	if be.kern.Name() == "avx2" {
-		shape = "6×16"
+	shape := be.kern.Shape()
+	if shape == "" {
+		shape = "blas32"
 	}
 	narrow := ""
 	if be.narrowKernels() && narrowAVX512 {

@@ -10,7 +10,7 @@ import (
 )
 
 // TestNarrowMatchesGEMM checks that the narrow layers' kernels (skinny.go,
-// sparserows.go) give the avx2 GEMM's results bit for bit, with their rows
+// sparserows.go) give the avx2 (and avx512) GEMM's results bit for bit, with their rows
 // split over 1 and 3 goroutines (split even when small), with the GEMM's
 // sparse-A path chosen by sample (which the sparse-row kernels follow) and
 // off.
@@ -28,7 +28,11 @@ func TestNarrowMatchesGEMM(t *testing.T) {
 		{5120, 3, 20, 0.5}, {1000, 20, 3, 0.5}, {257, 7, 1, 0.5}, {33, 16, 16, 0.5}, {300, 20, 20, 0.5},
 		{256, 400, 20, 0.15}, {259, 300, 20, 0.1}, {300, 64, 24, 0.1}, {7, 600, 17, 0.2}, {600, 520, 24, 0.1},
 	}
-	for _, kern := range []string{"avx2"} {
+	kerns := []string{"avx2"}
+	if gemm.AVX512 != nil {
+		kerns = append(kerns, "avx512")
+	}
+	for _, kern := range kerns {
 		for _, sparse := range []string{"auto", "off"} {
 			for _, s := range shapes {
 				for _, v := range []struct{ acc, maskX bool }{{false, true}, {true, true}, {false, false}} {

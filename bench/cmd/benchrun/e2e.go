@@ -22,8 +22,12 @@ type E2ERes struct {
 	Args []string `json:"args"`
 	// Backend and Precision are the run's -backend and -precision (absent
 	// in files from before they were recorded: cpu, and dainx's default).
-	Backend      string  `json:"backend,omitempty"`
-	Precision    string  `json:"precision,omitempty"`
+	Backend   string `json:"backend,omitempty"`
+	Precision string `json:"precision,omitempty"`
+	// Device is the report's device: for the CPU the threads and the
+	// kernels chosen (e.g. "2 threads, avx512 12×32 sgemm, avx-512
+	// narrow layers").
+	Device       string  `json:"device,omitempty"`
 	Seconds      float64 `json:"seconds"`
 	Wall         float64 `json:"wall_seconds"`
 	NTrain       int     `json:"n_train"`
@@ -115,6 +119,7 @@ func endToEnd(dainx, name string, args []string, o e2eOpts) E2ERes {
 		return res
 	}
 	var rep struct {
+		Device   string             `json:"device"`
 		NTrain   int                `json:"n_train"`
 		Batch    int                `json:"batch"`
 		Before   float64            `json:"rmse_before"`
@@ -129,6 +134,7 @@ func endToEnd(dainx, name string, args []string, o e2eOpts) E2ERes {
 		return res
 	}
 	res.Seconds, res.NTrain, res.RMSEBefore, res.RMSEAfter, res.Parts = rep.Seconds["total"], rep.NTrain, rep.Before, rep.After, rep.Seconds
+	res.Device = rep.Device
 	res.EpochsBefore = len(rep.EpochLog)
 	if len(rep.EpochLog) > 0 {
 		// The median epoch: the first pays for warm-up.
@@ -142,8 +148,8 @@ func endToEnd(dainx, name string, args []string, o e2eOpts) E2ERes {
 		steps := (rep.NTrain + rep.Batch - 1) / max(rep.Batch, 1)
 		res.SecPerStep = res.EpochSec / float64(steps)
 	}
-	logf("%s: %.1f s, epoch %.2f s (%.0f cells/s, %.1f ms per step incl. validation), max RSS %.0f MiB",
-		name, res.Seconds, res.EpochSec, res.CellsPerSec, res.SecPerStep*1e3, res.MaxRSSMiB)
+	logf("%s: %.1f s, epoch %.2f s (%.0f cells/s, %.1f ms per step incl. validation), max RSS %.0f MiB; %s",
+		name, res.Seconds, res.EpochSec, res.CellsPerSec, res.SecPerStep*1e3, res.MaxRSSMiB, res.Device)
 	return res
 }
 

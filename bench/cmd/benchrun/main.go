@@ -7,8 +7,12 @@
 // It records the machine (CPU model, cores, GPU if any), the date and the
 // git commit, then measures:
 //
-//   - the FMA peak of the CPU (a register-only loop of independent 8-wide
-//     FMAs on every core) and of one core, and the GEMM ceiling
+//   - the FMA peak of the CPU (a register-only loop of independent FMAs on
+//     every core) and of one core, in the widest vector ISA it has (16-wide
+//     AVX-512 FMAs where it has AVX-512F, else 8-wide AVX2 ones), with the
+//     AVX2 peak beside it; every "of peak" is of the widest ISA's. The GEMM
+//     kernel each CPU path ran (e.g. avx512 12×32) is recorded with its
+//     rows. Then the GEMM ceiling
 //     (independent single-threaded 1024³ products on every core at once),
 //     which bounds how fast the training step can be;
 //   - every backend operation at the default MLP's shapes (batch 1024), in
@@ -106,13 +110,27 @@ type Machine struct {
 // core's (by its own CPU time, so other processes do not lower it) times the
 // cores; Wall is what all cores reached together by the wall clock during
 // this run.
+//
+// Machine, PerCore and Wall are those of the widest vector ISA the CPU has
+// (ISA; absent in files from before it was recorded: avx2); AVX2 and AVX512
+// hold each ISA's own.
 type Peak struct {
-	Machine float64 `json:"gflops_machine"`
-	PerCore float64 `json:"gflops_per_core"`
-	Wall    float64 `json:"gflops_wall_all_cores"`
+	Machine float64  `json:"gflops_machine"`
+	PerCore float64  `json:"gflops_per_core"`
+	Wall    float64  `json:"gflops_wall_all_cores"`
+	ISA     string   `json:"isa,omitempty"`
+	AVX2    *ISAPeak `json:"avx2,omitempty"`
+	AVX512  *ISAPeak `json:"avx512,omitempty"`
 	// GEMM is cpu.GEMMCeiling: independent single-threaded 1024³
 	// products on every core at once, by the wall clock.
 	GEMM float64 `json:"gemm_ceiling_gflops,omitempty"`
+}
+
+// ISAPeak is the FMA peak of one vector ISA's loop, as in Peak.
+type ISAPeak struct {
+	Machine float64 `json:"gflops_machine"`
+	PerCore float64 `json:"gflops_per_core"`
+	Wall    float64 `json:"gflops_wall_all_cores"`
 }
 
 // OpRes is one micro-benchmark result.
@@ -129,7 +147,12 @@ type OpRes struct {
 type StepRes struct {
 	Backend string `json:"backend"`
 	// Precision is the CUDA backend's GEMM precision (absent on the CPU).
-	Precision     string  `json:"precision,omitempty"`
+	Precision string `json:"precision,omitempty"`
+	// GEMMKernel is the CPU path's GEMM micro-kernel and register tile,
+	// e.g. "avx512 12×32" or "avx2 6×16"; Device the backend's own
+	// description (threads, kernels).
+	GEMMKernel    string  `json:"gemm_kernel,omitempty"`
+	Device        string  `json:"device,omitempty"`
 	Layers        []int   `json:"layers"`
 	MsPerStep     float64 `json:"ms_per_step"`
 	CellsPerSec   float64 `json:"cells_per_s"`
@@ -279,7 +302,7 @@ func main() {
 var cpuNotes = []string{
 	"Rates are the best of 3 rounds; other processes on the machine lower them (see loadavg_at_start).",
 	"GFLOP/s count the dense work: 2·B·in·out per GEMM, 6·B·Σ in·out per training step (forward, dW, dx of every Linear layer). When a GEMM's left operand is at most 20% nonzeros (sampled) the CPU backend skips its exact zeros, which shows as a rate above the kernel's; at the default MLP's ~50% ReLU density it stays dense.",
-	"Fractions of peak are of the machine's FMA peak (per-core peak × cores); other processes on the machine lower the rates measured by the wall clock, not the peak.",
+	"Fractions of peak are of the machine's FMA peak (per-core peak × cores) in the widest vector ISA the CPU has (AVX-512 where present: 16-wide FMAs; else AVX2), not of the AVX2 peak shown beside it; other processes on the machine lower the rates measured by the wall clock, not the peak.",
 }
 
 // peerPython finds the python3 and the script for the peers and records
@@ -308,11 +331,23 @@ func peerPython(r *Results, python, script string) peerCmd {
 // microBench measures the peak, the ops, the training steps and the
 // peers into r.
 func microBench(r *Results, py peerCmd, cpuRows, generic, gpu bool, precs []compute.Precision, minTime time.Duration, rounds, gpuSteps int) {
-	pk := cpu.PeakGFLOPS(runtime.GOMAXPROCS(0), 2*time.Second)
-	r.Peak.PerCore, r.Peak.Wall = pk.PerCore, pk.Wall
-	r.Peak.Machine = pk.PerCore * float64(runtime.GOMAXPROCS(0))
-	logf("FMA peak: %.1f GFLOP/s per core, %.1f for the machine (%d cores); %.1f reached on all cores by the wall clock",
-		r.Peak.PerCore, r.Peak.Machine, runtime.GOMAXPROCS(0), r.Peak.Wall)
+	procs := runtime.GOMAXPROCS(0)
+	pk := cpu.PeakGFLOPS(procs, 2*time.Second)
+	r.Peak.PerCore, r.Peak.Wall, r.Peak.ISA = pk.PerCore, pk.Wall, pk.ISA
+	r.Peak.Machine = pk.PerCore * float64(procs)
+	isa := func(rt cpu.Rate) *ISAPeak {
+		if rt.PerCore <= 0 {
+			return nil
+		}
+		return &ISAPeak{Machine: rt.PerCore * float64(procs), PerCore: rt.PerCore, Wall: rt.Wall}
+	}
+	r.Peak.AVX2, r.Peak.AVX512 = isa(pk.AVX2), isa(pk.AVX512)
+	logf("FMA peak (%s): %.1f GFLOP/s per core, %.1f for the machine (%d cores); %.1f reached on all cores by the wall clock",
+		r.Peak.ISA, r.Peak.PerCore, r.Peak.Machine, procs, r.Peak.Wall)
+	if r.Peak.AVX2 != nil && r.Peak.ISA != "avx2" {
+		logf("FMA peak (avx2): %.1f GFLOP/s per core, %.1f for the machine; %.1f on all cores by the wall clock",
+			r.Peak.AVX2.PerCore, r.Peak.AVX2.Machine, r.Peak.AVX2.Wall)
+	}
 	r.Peak.GEMM = cpu.GEMMCeiling(runtime.GOMAXPROCS(0), 1024, 3*time.Second)
 	logf("GEMM ceiling: %.1f GFLOP/s (independent 1024³ products on all %d cores); the training step at that rate: %.1f ms",
 		r.Peak.GEMM, runtime.GOMAXPROCS(0), stepFlops()/r.Peak.GEMM/1e6)
@@ -360,6 +395,10 @@ func microBench(r *Results, py peerCmd, cpuRows, generic, gpu bool, precs []comp
 		if b.name == "cuda" {
 			s.Precision = compute.FP32.String()
 		}
+		if c, ok := b.be.(*cpu.Backend); ok {
+			s.GEMMKernel = c.GEMMKernel()
+			logf("%-12s GEMM kernel %s (%s)", b.name, s.GEMMKernel, s.Device)
+		}
 		r.Steps = append(r.Steps, s)
 		b.be.Close()
 	}
@@ -395,7 +434,7 @@ func stepAndTracIn(name string, be compute.Backend, peak float64, minTime time.D
 	tp := bench.NewTracInPass(ts)
 	defer tp.Free()
 	tsec := measure(tp.Run, be, minTime)
-	s := StepRes{Backend: name, Layers: layers, MsPerStep: sec * 1e3, CellsPerSec: bench.Batch / sec,
+	s := StepRes{Backend: name, Device: be.Device(), Layers: layers, MsPerStep: sec * 1e3, CellsPerSec: bench.Batch / sec,
 		GFLOPS: ts.Flops / sec / 1e9, TracInMcellsS: bench.Batch / tsec / 1e6, TracInSecPerM: tsec * 1e6 / bench.Batch}
 	if peak > 0 {
 		s.OfPeak = s.GFLOPS / peak

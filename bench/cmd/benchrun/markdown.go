@@ -15,8 +15,19 @@ func markdown(r *Results) string {
 	p("- CPU: %s, %d cores (GOMAXPROCS %d), %s GiB; load average at start %s\n", r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.MemoryGiB, r.Machine.Load)
 	p("- GPU: %s\n- %s\n", r.Machine.GPU, r.Machine.Go)
 	if r.Peak.Machine > 0 {
-		p("- FMA peak (fp32, measured with a register-only FMA loop): **%.1f GFLOP/s** for the machine (%.1f per core by thread CPU time × %d); %.1f reached on all cores by the wall clock during this run\n",
-			r.Peak.Machine, r.Peak.PerCore, r.Machine.GOMAXPROCS, r.Peak.Wall)
+		isa := r.Peak.ISA
+		if isa == "" {
+			isa = "avx2"
+		}
+		p("- FMA peak (fp32, measured with a register-only FMA loop in %s, the widest vector ISA measured; every \"of peak\" is of it): **%.1f GFLOP/s** for the machine (%.1f per core by thread CPU time × %d); %.1f reached on all cores by the wall clock during this run\n",
+			isaWords(isa), r.Peak.Machine, r.Peak.PerCore, r.Machine.GOMAXPROCS, r.Peak.Wall)
+		if a := r.Peak.AVX2; a != nil && isa != "avx2" {
+			p("- FMA peak in %s: %.1f GFLOP/s for the machine (%.1f per core); %.1f on all cores by the wall clock\n",
+				isaWords("avx2"), a.Machine, a.PerCore, a.Wall)
+		}
+	}
+	if ks := gemmKernels(r); ks != "" {
+		p("- GEMM kernels: %s\n", ks)
 	}
 	if r.Peak.GEMM > 0 {
 		p("- GEMM ceiling (independent single-threaded 1024³ products on all %d cores at once, by the wall clock): **%.1f GFLOP/s**, %s of the FMA peak; the default training step's %.2f GFLOP at that rate would take %.1f ms\n",
@@ -52,6 +63,29 @@ func markdown(r *Results) string {
 }
 
 type printer func(format string, a ...any)
+
+// isaWords names a vector ISA's FMA loop.
+func isaWords(isa string) string {
+	switch isa {
+	case "avx512":
+		return "AVX-512 (16-wide)"
+	case "avx2":
+		return "AVX2 (8-wide)"
+	}
+	return isa
+}
+
+// gemmKernels lists the GEMM kernel of each CPU row, e.g. "cpu-avx512:
+// avx512 12×32; cpu-avx2: avx2 6×16".
+func gemmKernels(r *Results) string {
+	var ks []string
+	for _, s := range r.Steps {
+		if s.GEMMKernel != "" {
+			ks = append(ks, s.Backend+": "+s.GEMMKernel)
+		}
+	}
+	return strings.Join(ks, "; ")
+}
 
 func trainingStep(p printer, r *Results) {
 	p("## Training step, default MLP (150, 1024, 1024, 128, 1), batch 1024\n\n")
@@ -239,6 +273,15 @@ func endToEndSection(p printer, r *Results) {
 		}
 		p("| %s `%s` | %s | %.1f | %s | %d | %.2f | %.0f | %.3f | %.0f | %.4f → %.4f |\n", e.Name, strings.Join(e.Args, " "), be, e.Seconds, strings.Join(cells, " | "),
 			e.EpochsBefore, e.EpochSec, e.CellsPerSec, e.SecPerStep, e.MaxRSSMiB, e.RMSEBefore, e.RMSEAfter)
+	}
+	var devs []string
+	for _, e := range r.E2E {
+		if e.Device != "" && !slices.Contains(devs, e.Device) {
+			devs = append(devs, e.Device)
+		}
+	}
+	if len(devs) > 0 {
+		p("\nDevice (threads and kernels) of the runs: %s\n", strings.Join(devs, "; "))
 	}
 }
 

@@ -13,9 +13,10 @@
 // registers, after the last k block, so C is read and written once per k
 // block.
 //
-// Kernels: a 6×16 AVX2/FMA micro-kernel in Go assembly on amd64 CPUs that
-// have both features, and a 4×4 pure-Go kernel everywhere. Best returns the
-// fastest one the CPU supports.
+// Kernels: a 12×32 AVX-512F micro-kernel in Go assembly on amd64 CPUs that
+// have AVX-512F (see AVX512), a 6×16 AVX2/FMA one on those that have both
+// features, and a 4×4 pure-Go kernel everywhere. Best returns the fastest
+// one the CPU supports.
 //
 // # Determinism
 //
@@ -67,10 +68,45 @@ type Kernel struct {
 	// whole, if not nil, computes the entire product and epilogue in place
 	// of the blocked loops (m, n, k > 0).
 	whole func(threads int, p *Params)
+	// microcols, if not nil, runs micro over ntiles full tiles across the
+	// columns (B panels kc·NR apart, C, mask and bias NR columns apart)
+	// in one call.
+	microcols func(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm, ntiles int)
+	// mc and nc, if not 0, replace mcBlock and ncBlock for this kernel
+	// (mc a multiple of MR, nc of NR).
+	mc, nc int
+	// rowsOuter makes the macro-kernel run the row tiles in the outer loop
+	// and the column panels in the inner one (the A micro-panel stays in
+	// L1, the B block in L2) instead of the other way round.
+	rowsOuter bool
 }
 
-// Name returns the kernel's name: "avx2", "gonum" or "generic".
+// blockMC and blockNC return the kernel's mc and nc block sizes.
+func (k *Kernel) blockMC() int {
+	if k.mc > 0 {
+		return k.mc
+	}
+	return mcBlock
+}
+
+func (k *Kernel) blockNC() int {
+	if k.nc > 0 {
+		return k.nc
+	}
+	return ncBlock
+}
+
+// Name returns the kernel's name: "avx512", "avx2", "gonum" or "generic".
 func (k *Kernel) Name() string { return k.name }
+
+// Shape returns the kernel's register tile, e.g. "12×32", or "" for gonum
+// (which has its own).
+func (k *Kernel) Shape() string {
+	if k.mr == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d×%d", k.mr, k.nr)
+}
 
 // Blocking parameters (BLIS's MC, KC, NC), tuned for 32 KiB L1 and 512 KiB
 // L2 per core: a 6×256 A and a 16×256 B micro-panel (22 KiB) fit L1, a
@@ -152,7 +188,7 @@ func (k *Kernel) workspace(threads, kc, nc int) *workspace {
 		if nb := kc * roundUp(nc, k.nr); cap(w.bt[t]) < nb {
 			w.bt[t] = aligned(nb)
 		}
-		if na := mcBlock * kc; cap(w.a[t]) < na {
+		if na := k.blockMC() * kc; cap(w.a[t]) < na {
 			w.a[t] = aligned(na)
 		}
 		if cap(w.tile[t]) < k.mr*k.nr {
@@ -242,7 +278,7 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 			units, size = npan, k.nr
 		}
 		threads = min(threads, units)
-		ws := k.workspace(threads, kc, min(n, ncBlock))
+		ws := k.workspace(threads, kc, min(n, k.blockNC()))
 		defer wsPool.Put(ws)
 		parallel(threads, func(t int) {
 			lo, hi := t*units/threads*size, (t+1)*units/threads*size
@@ -257,7 +293,7 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 	// Rows split over the threads, sharing each packed k block of B
 	// (packed by all threads between two barriers).
 	threads = max(1, min(threads, tiles))
-	nc := min(n, ncBlock)
+	nc := min(n, k.blockNC())
 	ws := k.workspace(threads, kc, nc)
 	defer wsPool.Put(ws)
 	for jc := 0; jc < n; jc += nc {
@@ -275,8 +311,8 @@ func (k *Kernel) Sgemm(threads int, p *Params) {
 			})
 			parallel(threads, func(t int) {
 				lo, hi := t*tiles/threads*k.mr, min(m, (t+1)*tiles/threads*k.mr)
-				for ic := lo; ic < hi; ic += mcBlock {
-					mb := min(mcBlock, hi-ic)
+				for ic := lo; ic < hi; ic += k.blockMC() {
+					mb := min(k.blockMC(), hi-ic)
 					k.packA(ws.a[t], p, ic, mb, pc, kb)
 					k.macro(ws.b, ws, t, p, ic, mb, jc, nb, kb, flags)
 				}
@@ -301,8 +337,8 @@ var splitCols, splitRows = true, true
 // thread.
 func (k *Kernel) serial(ws *workspace, t int, p *Params, ilo, ihi, jlo, jhi, kc int) {
 	kk := p.K
-	for jc := jlo; jc < jhi; jc += ncBlock {
-		nb := min(ncBlock, jhi-jc)
+	for jc := jlo; jc < jhi; jc += k.blockNC() {
+		nb := min(k.blockNC(), jhi-jc)
 		panels := (nb + k.nr - 1) / k.nr
 		for pc := 0; pc < kk; pc += kc {
 			kb := min(kc, kk-pc)
@@ -312,8 +348,8 @@ func (k *Kernel) serial(ws *workspace, t int, p *Params, ilo, ihi, jlo, jhi, kc 
 				j0 := jc + q*k.nr
 				packPanel(pb[q*kb*k.nr:][:kb*k.nr], p, pc, kb, j0, min(k.nr, jhi-j0), k.nr)
 			}
-			for ic := ilo; ic < ihi; ic += mcBlock {
-				mb := min(mcBlock, ihi-ic)
+			for ic := ilo; ic < ihi; ic += k.blockMC() {
+				mb := min(k.blockMC(), ihi-ic)
 				k.packA(ws.a[t], p, ic, mb, pc, kb)
 				k.macro(pb, ws, t, p, ic, mb, jc, nb, kb, flags)
 			}
@@ -354,6 +390,10 @@ func (p *Params) blockFlags(notFirst, last bool) int {
 // macro runs the micro-kernel over one packed mb×kb block of A and the
 // packed kb×nb block of B.
 func (k *Kernel) macro(pb []float32, ws *workspace, t int, p *Params, ic, mb, jc, nb, kb, flags int) {
+	if k.rowsOuter {
+		k.macroRows(pb, ws, t, p, ic, mb, jc, nb, kb, flags)
+		return
+	}
 	mr, nr := k.mr, k.nr
 	pa, tile := ws.a[t], ws.tile[t]
 	for jr := 0; jr < nb; jr += nr {
@@ -381,6 +421,53 @@ func (k *Kernel) macro(pb []float32, ws *workspace, t int, p *Params, ic, mb, jc
 			i := ic + ir
 			if rows == mr && cols == nr {
 				var mask []float32
+				if flags&flagMask != 0 {
+					mask = p.Mask[i*p.LDMask+j:]
+				}
+				k.micro(kb, ap, bp, p.C[i*p.LDC+j:], p.LDC, flags, bias, mask, p.LDMask)
+				continue
+			}
+			k.micro(kb, ap, bp, tile, nr, 0, nil, nil, 0)
+			edge(p, tile, nr, i, j, rows, cols, flags)
+		}
+	}
+}
+
+// macroRows is macro with the row tiles in the outer loop: each packed A
+// micro-panel runs across all the B micro-panels of the block (its full
+// ones in one microcols call), so it stays in L1 while B streams from L2.
+// Each tile of C is computed by the same micro-kernel call as in macro.
+func (k *Kernel) macroRows(pb []float32, ws *workspace, t int, p *Params, ic, mb, jc, nb, kb, flags int) {
+	mr, nr := k.mr, k.nr
+	pa, tile := ws.a[t], ws.tile[t]
+	full := nb / nr
+	for ir := 0; ir < mb; ir += mr {
+		rows := min(mr, mb-ir)
+		ap := pa[ir*kb:][:kb*mr]
+		i := ic + ir
+		jr := 0
+		if rows == mr && full > 0 && k.microcols != nil {
+			var bias, mask []float32
+			if flags&flagBias != 0 {
+				bias = p.Bias[jc : jc+full*nr]
+			}
+			if flags&flagMask != 0 {
+				mask = p.Mask[i*p.LDMask+jc:]
+				_ = mask[(mr-1)*p.LDMask+full*nr-1]
+			}
+			_ = p.C[(i+mr-1)*p.LDC+jc+full*nr-1]
+			k.microcols(kb, ap, pb[:full*kb*nr], p.C[i*p.LDC+jc:], p.LDC, flags, bias, mask, p.LDMask, full)
+			jr = full * nr
+		}
+		for ; jr < nb; jr += nr {
+			cols := min(nr, nb-jr)
+			bp := pb[jr*kb:][:kb*nr]
+			j := jc + jr
+			if rows == mr && cols == nr {
+				var bias, mask []float32
+				if flags&flagBias != 0 {
+					bias = p.Bias[j:]
+				}
 				if flags&flagMask != 0 {
 					mask = p.Mask[i*p.LDMask+j:]
 				}
@@ -446,7 +533,7 @@ func (k *Kernel) emptyK(p *Params) {
 func (k *Kernel) packA(dst []float32, p *Params, i0, mb, p0, kb int) {
 	mr := k.mr
 	ir := 0
-	if full := mb / mr; p.TransA && mr == 6 && full > 0 && kb > 0 && packATrans(dst, p.A[p0*p.LDA+i0:], p.LDA, kb, full) {
+	if full := mb / mr; p.TransA && full > 0 && kb > 0 && packATrans(dst, p.A[p0*p.LDA+i0:], p.LDA, kb, full, mr) {
 		ir = full * mr
 	}
 	for ; ir < mb; ir += mr {
@@ -504,6 +591,7 @@ func transpose(d []float32, ldd int, s []float32, lds, rows, kb int) {
 func packPanel(d []float32, p *Params, p0, kb, j0, cols, nr int) {
 	switch {
 	case !p.TransB && cols == 16 && nr == 16 && kb > 0 && copyRows16(d, p.B[p0*p.LDB+j0:], p.LDB, kb):
+	case !p.TransB && cols == 32 && nr == 32 && kb > 0 && copyRows32(d, p.B[p0*p.LDB+j0:], p.LDB, kb):
 	case !p.TransB:
 		for q := 0; q < kb; q++ {
 			dq := d[q*nr:][:nr]

@@ -8,14 +8,19 @@ import (
 	"testing"
 )
 
-// kernels returns the kernels to test; the AVX2 one is skipped with a
-// message when the CPU lacks the features.
+// kernels returns the kernels to test; the AVX2 and AVX-512 ones are
+// skipped with a message when the CPU lacks the features.
 func kernels(t *testing.T) []*Kernel {
 	ks := []*Kernel{Generic, Gonum}
 	if AVX2 != nil {
 		ks = append(ks, AVX2)
 	} else {
 		t.Log("CPU lacks AVX2/FMA: avx2 kernel not tested")
+	}
+	if AVX512 != nil {
+		ks = append(ks, AVX512)
+	} else {
+		t.Log("CPU lacks AVX-512F (or GODEBUG=cpu.avx512f=off): avx512 kernel not tested")
 	}
 	return ks
 }

@@ -15,6 +15,7 @@ func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		AVX2 = &Kernel{name: "avx2", mr: 6, nr: 16, micro: micro6x16, micron: micro6x16n, sprows: sprowsAVX2}
 	}
+	initAVX512()
 }
 
 func micro6x16(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm int) {
@@ -53,21 +54,34 @@ func trans8(d *float32, ldd int, s *float32, lds int, nq int)
 func trans6(d *float32, ldd int, s *float32, lds int, nq int)
 
 // transposeAsm does the part of transpose it can with AVX2: rows in groups
-// of 8 (or exactly 6), whole blocks of 8 columns. It returns the number of
-// leading columns q done for every row.
+// of 8, then a last group of exactly 6 or 4 rows, whole blocks of 8
+// columns. It returns the number of leading columns q done for every row.
 func transposeAsm(d []float32, ldd int, s []float32, lds, rows, kb int) int {
 	nq := kb / 8
-	if AVX2 == nil || nq == 0 || (rows%8 != 0 && rows != 6) {
+	if AVX2 == nil || nq == 0 {
+		return 0
+	}
+	switch rows % 8 {
+	case 0:
+	case 6:
+	case 4:
+		if AVX512 == nil { // trans4 serves the 12-row panels of the AVX-512 kernel
+			return 0
+		}
+	default:
 		return 0
 	}
 	_ = d[(nq*8-1)*ldd+rows-1]
 	_ = s[(rows-1)*lds+nq*8-1]
-	if rows == 6 {
-		trans6(&d[0], ldd, &s[0], lds, nq)
-		return nq * 8
-	}
-	for r := 0; r < rows; r += 8 {
+	r := 0
+	for ; r+8 <= rows; r += 8 {
 		trans8(&d[r], ldd, &s[r*lds], lds, nq)
+	}
+	switch rows - r {
+	case 6:
+		trans6(&d[r], ldd, &s[r*lds], lds, nq)
+	case 4:
+		trans4(&d[r], ldd, &s[r*lds], lds, nq)
 	}
 	return nq * 8
 }
@@ -75,16 +89,24 @@ func transposeAsm(d []float32, ldd int, s []float32, lds, rows, kb int) int {
 //go:noescape
 func copy6(d, s *float32, lds, kb int)
 
-// packATrans packs npan full 6-row micro-panels of a transposed A: for
-// q < kb and panel t < npan, d[t·6·kb + q·6 + r] = s[q·lds + t·6 + r]. It
-// works in blocks of 16 q, so the 16 source rows stay in L1 while every
-// panel takes its 6 columns. It reports false where there is no assembly.
-func packATrans(d, s []float32, lds, kb, npan int) bool {
-	_, _ = d[npan*6*kb-1], s[(kb-1)*lds+npan*6-1]
+// packATrans packs npan full mr-row micro-panels (mr = 6 or 12) of a
+// transposed A: for q < kb and panel t < npan, d[t·mr·kb + q·mr + r] =
+// s[q·lds + t·mr + r]. It works in blocks of 16 q, so the 16 source rows
+// stay in L1 while every panel takes its mr columns. It reports false (doing
+// nothing) where there is no assembly for mr.
+func packATrans(d, s []float32, lds, kb, npan, mr int) bool {
+	if mr != 6 && (mr != 12 || AVX512 == nil) {
+		return false
+	}
+	_, _ = d[npan*mr*kb-1], s[(kb-1)*lds+npan*mr-1]
 	for q0 := 0; q0 < kb; q0 += 16 {
 		nq := min(16, kb-q0)
 		for t := 0; t < npan; t++ {
-			copy6(&d[t*6*kb+q0*6], &s[q0*lds+t*6], lds, nq)
+			if mr == 6 {
+				copy6(&d[t*6*kb+q0*6], &s[q0*lds+t*6], lds, nq)
+			} else {
+				copy12(&d[t*12*kb+q0*12], &s[q0*lds+t*12], lds, nq)
+			}
 		}
 	}
 	return true
@@ -98,6 +120,17 @@ func copy16(d, s *float32, lds, kb int)
 func copyRows16(d, s []float32, lds, kb int) bool {
 	_, _ = d[kb*16-1], s[(kb-1)*lds+15]
 	copy16(&d[0], &s[0], lds, kb)
+	return true
+}
+
+// copyRows32 sets d[q·32+c] = s[q·lds+c] for q < kb, c < 32; it reports
+// false (doing nothing) where there is no assembly.
+func copyRows32(d, s []float32, lds, kb int) bool {
+	if AVX512 == nil {
+		return false
+	}
+	_, _ = d[kb*32-1], s[(kb-1)*lds+31]
+	copy32(&d[0], &s[0], lds, kb)
 	return true
 }
 
