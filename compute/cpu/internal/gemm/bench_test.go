@@ -23,6 +23,51 @@ func BenchmarkPeak(b *testing.B) {
 	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
+// BenchmarkPeak512 times the register-only AVX-512 FMA loop on every core
+// at once.
+func BenchmarkPeak512(b *testing.B) {
+	if AVX512 == nil {
+		b.Skip("no AVX-512F")
+	}
+	threads := runtime.GOMAXPROCS(0)
+	const iters = 1 << 20
+	var flops float64
+	for i := 0; i < b.N; i++ {
+		parallel(threads, func(int) { FMAPeak512(iters) })
+		flops += float64(threads) * iters * peak512FlopsPerIter
+	}
+	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkAVX512Blocking times the AVX-512 kernel's macro-kernel orders
+// and B block widths on the step's 1024³ products, to choose them.
+func BenchmarkAVX512Blocking(b *testing.B) {
+	if AVX512 == nil {
+		b.Skip("no AVX-512F")
+	}
+	defer func(rows bool, nc int) { AVX512.rowsOuter, AVX512.nc = rows, nc }(AVX512.rowsOuter, AVX512.nc)
+	rng := rand.New(rand.NewPCG(1, 1))
+	const n = 1024
+	for _, s := range []struct {
+		name   string
+		ta, tb bool
+	}{{"fwd", false, true}, {"dw", true, false}, {"dx", false, false}} {
+		p := &Params{TransA: s.ta, TransB: s.tb, M: n, N: n, K: n, A: randSlice(rng, n*n), LDA: n,
+			B: randSlice(rng, n*n), LDB: n, C: make([]float32, n*n), LDC: n, Sparse: SparseNever}
+		for _, rows := range []bool{true, false} {
+			for _, nc := range []int{256, 512, 1024, ncBlock} {
+				b.Run(fmt.Sprintf("%s/rowsOuter=%v/nc=%d", s.name, rows, nc), func(b *testing.B) {
+					AVX512.rowsOuter, AVX512.nc = rows, nc
+					for i := 0; i < b.N; i++ {
+						AVX512.Sgemm(runtime.GOMAXPROCS(0), p)
+					}
+					b.ReportMetric(2*float64(n*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
 func BenchmarkSgemm(b *testing.B) {
 	type shape struct {
 		name    string
@@ -44,7 +89,7 @@ func BenchmarkSgemm(b *testing.B) {
 		{"dx-1024x1024x1024", false, false, 1024, 1024, 1024},
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, kern := range []*Kernel{AVX2, Gonum, Generic} {
+	for _, kern := range []*Kernel{AVX512, AVX2, Gonum, Generic} {
 		if kern == nil {
 			continue
 		}

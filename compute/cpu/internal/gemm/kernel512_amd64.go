@@ -30,7 +30,7 @@ var AVX512 *Kernel
 // initAVX512 sets AVX512; it runs from the package's init after AVX2 is set.
 func initAVX512() {
 	if AVX2 != nil && cpu.X86.HasAVX512F {
-		AVX512 = &Kernel{name: "avx512", mr: 12, nr: 32, micro: micro12x32, microcols: micro12x32cols,
+		AVX512 = &Kernel{name: "avx512", mr: 12, nr: 32, micro: micro12x32, micron: micro12x32n, microcols: micro12x32cols,
 			sprows: sprowsAVX2, mc: mcBlock, nc: blockNC512(l2Bytes()), rowsOuter: true}
 	}
 }
@@ -50,6 +50,21 @@ func micro12x32(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32,
 		mp = unsafe.SliceData(mask)
 	}
 	kern12x32n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, 1, 0, 0, 0, 0, 0)
+}
+
+// micro12x32n runs the micro-kernel over ntiles full tiles down the rows:
+// A micro-panels 12·kc apart, C and the mask 12 rows apart, one B
+// micro-panel and bias (macro's order, when rowsOuter is off). The callers
+// guarantee the lengths as for micro12x32, for the last tile.
+func micro12x32n(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm, ntiles int) {
+	var bp, mp *float32
+	if flags&flagBias != 0 {
+		bp = unsafe.SliceData(bias)
+	}
+	if flags&flagMask != 0 {
+		mp = unsafe.SliceData(mask)
+	}
+	kern12x32n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, ntiles, 12*kc, 0, 12*ldc, 12*ldm, 0)
 }
 
 // micro12x32cols runs the micro-kernel over ntiles full tiles across the

@@ -85,6 +85,21 @@ func smallBlocks(t *testing.T) {
 	t.Cleanup(func() { AVX512.nc = nc })
 }
 
+// bothOrders runs f with the AVX-512 kernel's macro-kernel in both orders:
+// row tiles outer (its default) and column panels outer (as the AVX2
+// kernel's).
+func bothOrders(f func(order string)) {
+	defer func(v bool) { AVX512.rowsOuter = v }(AVX512.rowsOuter)
+	for _, rows := range []bool{true, false} {
+		AVX512.rowsOuter = rows
+		order := "rows-outer"
+		if !rows {
+			order = "cols-outer"
+		}
+		f(order)
+	}
+}
+
 // TestAVX512Reference checks the 12×32 AVX-512 kernel against the float64
 // reference on shapes512, each with every thread count from 1 to 3, with
 // the tolerance derived for a float32 sum of k+2 terms (4·√(k+2)·u times
@@ -99,37 +114,39 @@ func TestAVX512Reference(t *testing.T) {
 	defer func(v int) { minThreadMACs = v }(minThreadMACs)
 	minThreadMACs = 1
 	rng := rand.New(rand.NewPCG(512, 1))
-	for _, sh := range shapes512 {
-		for rep := 0; rep < 6; rep++ {
-			m, n, k := sh[0], sh[1], sh[2]
-			p, c0 := randParams(rng, m, n, k)
-			want, mag := refGemm(p, c0)
-			var first []float32
-			for threads := 1; threads <= 3; threads++ {
-				p.C = slices.Clone(c0)
-				AVX512.Sgemm(threads, p)
-				for i := 0; i < m; i++ {
-					for j := 0; j < n; j++ {
-						got, w := float64(p.C[i*p.LDC+j]), want[i*n+j]
-						tol := 4 * math.Sqrt(float64(k+2)) * 0x1p-24 * (mag[i*n+j] + math.Abs(w))
-						if math.Abs(got-w) > tol || math.IsNaN(got) {
-							t.Fatalf("%s threads=%d: C[%d,%d] = %v, want %v (tol %.3g)", desc(p), threads, i, j, got, w, tol)
+	bothOrders(func(order string) {
+		for _, sh := range shapes512 {
+			for rep := 0; rep < 3; rep++ {
+				m, n, k := sh[0], sh[1], sh[2]
+				p, c0 := randParams(rng, m, n, k)
+				want, mag := refGemm(p, c0)
+				var first []float32
+				for threads := 1; threads <= 3; threads++ {
+					p.C = slices.Clone(c0)
+					AVX512.Sgemm(threads, p)
+					for i := 0; i < m; i++ {
+						for j := 0; j < n; j++ {
+							got, w := float64(p.C[i*p.LDC+j]), want[i*n+j]
+							tol := 4 * math.Sqrt(float64(k+2)) * 0x1p-24 * (mag[i*n+j] + math.Abs(w))
+							if math.Abs(got-w) > tol || math.IsNaN(got) {
+								t.Fatalf("%s %s threads=%d: C[%d,%d] = %v, want %v (tol %.3g)", order, desc(p), threads, i, j, got, w, tol)
+							}
+						}
+						for j := n; i < m-1 && j < p.LDC; j++ {
+							if math.Float32bits(p.C[i*p.LDC+j]) != math.Float32bits(c0[i*p.LDC+j]) {
+								t.Fatalf("%s: padding C[%d,%d] written", desc(p), i, j)
+							}
 						}
 					}
-					for j := n; i < m-1 && j < p.LDC; j++ {
-						if math.Float32bits(p.C[i*p.LDC+j]) != math.Float32bits(c0[i*p.LDC+j]) {
-							t.Fatalf("%s: padding C[%d,%d] written", desc(p), i, j)
-						}
+					if first == nil {
+						first = p.C
+					} else if !sameBits(first, p.C) {
+						t.Fatalf("%s %s: threads=%d gives different bits from threads=1", order, desc(p), threads)
 					}
-				}
-				if first == nil {
-					first = p.C
-				} else if !sameBits(first, p.C) {
-					t.Fatalf("%s: threads=%d gives different bits from threads=1", desc(p), threads)
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestAVX512SameBitsAsAVX2 checks what the AVX512 kernel's documentation
@@ -142,41 +159,43 @@ func TestAVX512SameBitsAsAVX2(t *testing.T) {
 	}
 	smallBlocks(t)
 	rng := rand.New(rand.NewPCG(512, 2))
-	check := func(p *Params, c0 []float32) {
-		t.Helper()
-		p.C = slices.Clone(c0)
-		AVX2.Sgemm(2, p)
-		ref := p.C
-		for run := 0; run < 2; run++ {
+	bothOrders(func(order string) {
+		check := func(p *Params, c0 []float32) {
+			t.Helper()
 			p.C = slices.Clone(c0)
-			AVX512.Sgemm(1+run, p)
-			if !sameBits(ref, p.C) {
-				for i := range ref {
-					if math.Float32bits(ref[i]) != math.Float32bits(p.C[i]) {
-						t.Fatalf("%s run %d: C[%d] = %v on avx512, %v on avx2", desc(p), run, i, p.C[i], ref[i])
+			AVX2.Sgemm(2, p)
+			ref := p.C
+			for run := 0; run < 2; run++ {
+				p.C = slices.Clone(c0)
+				AVX512.Sgemm(1+run, p)
+				if !sameBits(ref, p.C) {
+					for i := range ref {
+						if math.Float32bits(ref[i]) != math.Float32bits(p.C[i]) {
+							t.Fatalf("%s %s run %d: C[%d] = %v on avx512, %v on avx2", order, desc(p), run, i, p.C[i], ref[i])
+						}
 					}
 				}
 			}
 		}
-	}
-	for _, sh := range shapes512 {
-		for rep := 0; rep < 4; rep++ {
-			p, c0 := randParams(rng, sh[0], sh[1], sh[2])
-			check(p, c0)
+		for _, sh := range shapes512 {
+			for rep := 0; rep < 4; rep++ {
+				p, c0 := randParams(rng, sh[0], sh[1], sh[2])
+				check(p, c0)
+			}
 		}
-	}
-	// The training step's three GEMMs on a 150→200 layer, batch 97.
-	batch, in, out := 97, 150, 200
-	x, w, dy := randSlice(rng, batch*in), randSlice(rng, out*in), randSlice(rng, batch*out)
-	for i := range x {
-		x[i] = max(x[i], 0)
-	}
-	check(&Params{TransB: true, M: batch, N: out, K: in, A: x, LDA: in, B: w, LDB: in, LDC: out,
-		Epilogue: Epilogue{Bias: randSlice(rng, out), ReLU: true}}, make([]float32, batch*out))
-	check(&Params{TransA: true, M: out, N: in, K: batch, A: dy, LDA: out, B: x, LDB: in, LDC: in, Accumulate: true},
-		randSlice(rng, out*in))
-	check(&Params{M: batch, N: in, K: out, A: dy, LDA: out, B: w, LDB: in, LDC: in,
-		Epilogue: Epilogue{Mask: x, LDMask: in}}, make([]float32, batch*in))
+		// The training step's three GEMMs on a 150→200 layer, batch 97.
+		batch, in, out := 97, 150, 200
+		x, w, dy := randSlice(rng, batch*in), randSlice(rng, out*in), randSlice(rng, batch*out)
+		for i := range x {
+			x[i] = max(x[i], 0)
+		}
+		check(&Params{TransB: true, M: batch, N: out, K: in, A: x, LDA: in, B: w, LDB: in, LDC: out,
+			Epilogue: Epilogue{Bias: randSlice(rng, out), ReLU: true}}, make([]float32, batch*out))
+		check(&Params{TransA: true, M: out, N: in, K: batch, A: dy, LDA: out, B: x, LDB: in, LDC: in, Accumulate: true},
+			randSlice(rng, out*in))
+		check(&Params{M: batch, N: in, K: out, A: dy, LDA: out, B: w, LDB: in, LDC: in,
+			Epilogue: Epilogue{Mask: x, LDMask: in}}, make([]float32, batch*in))
+	})
 }
 
 // TestAVX512Blocks checks the AVX-512 kernel's cache blocking: nc from the
