@@ -72,6 +72,9 @@ type Kernel struct {
 	// columns (B panels kc·NR apart, C, mask and bias NR columns apart)
 	// in one call.
 	microcols func(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm, ntiles int)
+	// microedge, if not nil, is micro on a tile of MR rows and cols < NR
+	// columns, written straight to C (instead of through the edge tile).
+	microedge func(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm, cols int)
 	// mc and nc, if not 0, replace mcBlock and ncBlock for this kernel
 	// (mc a multiple of MR, nc of NR).
 	mc, nc int
@@ -427,6 +430,10 @@ func (k *Kernel) macro(pb []float32, ws *workspace, t int, p *Params, ic, mb, jc
 				k.micro(kb, ap, bp, p.C[i*p.LDC+j:], p.LDC, flags, bias, mask, p.LDMask)
 				continue
 			}
+			if rows == mr && k.microedge != nil {
+				k.edgeCols(p, ap, bp, i, j, cols, kb, flags)
+				continue
+			}
 			k.micro(kb, ap, bp, tile, nr, 0, nil, nil, 0)
 			edge(p, tile, nr, i, j, rows, cols, flags)
 		}
@@ -474,10 +481,29 @@ func (k *Kernel) macroRows(pb []float32, ws *workspace, t int, p *Params, ic, mb
 				k.micro(kb, ap, bp, p.C[i*p.LDC+j:], p.LDC, flags, bias, mask, p.LDMask)
 				continue
 			}
+			if rows == mr && k.microedge != nil {
+				k.edgeCols(p, ap, bp, i, j, cols, kb, flags)
+				continue
+			}
 			k.micro(kb, ap, bp, tile, nr, 0, nil, nil, 0)
 			edge(p, tile, nr, i, j, rows, cols, flags)
 		}
 	}
+}
+
+// edgeCols runs microedge on the tile of MR rows and cols < NR columns of C
+// at (i, j).
+func (k *Kernel) edgeCols(p *Params, ap, bp []float32, i, j, cols, kb, flags int) {
+	var bias, mask []float32
+	if flags&flagBias != 0 {
+		bias = p.Bias[j : j+cols]
+	}
+	if flags&flagMask != 0 {
+		mask = p.Mask[i*p.LDMask+j:]
+		_ = mask[(k.mr-1)*p.LDMask+cols-1]
+	}
+	_ = p.C[(i+k.mr-1)*p.LDC+j+cols-1]
+	k.microedge(kb, ap, bp, p.C[i*p.LDC+j:], p.LDC, flags, bias, mask, p.LDMask, cols)
 }
 
 // edge applies the epilogue of a partial tile computed into tile (stride

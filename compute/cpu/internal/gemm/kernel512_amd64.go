@@ -30,13 +30,13 @@ var AVX512 *Kernel
 // initAVX512 sets AVX512; it runs from the package's init after AVX2 is set.
 func initAVX512() {
 	if AVX2 != nil && cpu.X86.HasAVX512F {
-		AVX512 = &Kernel{name: "avx512", mr: 12, nr: 32, micro: micro12x32, micron: micro12x32n, microcols: micro12x32cols,
+		AVX512 = &Kernel{name: "avx512", mr: 12, nr: 32, micro: micro12x32, micron: micro12x32n, microcols: micro12x32cols, microedge: micro12x32edge,
 			sprows: sprowsAVX2, mc: mcBlock, nc: blockNC512(l2Bytes()), rowsOuter: true}
 	}
 }
 
 //go:noescape
-func kern12x32n(kc int, a, b, c *float32, ldc, flags int, bias, mask *float32, ldm, ntiles, as, bs, cs, ms, bis int)
+func kern12x32n(kc int, a, b, c *float32, ldc, flags int, bias, mask *float32, ldm, ntiles, as, bs, cs, ms, bis int, cmask uint32)
 
 // micro12x32 is the 12×32 micro-kernel on one tile. The callers guarantee
 // the lengths: a holds kc·12, b kc·32 values, c reaches 11·ldc+32, bias 32
@@ -49,7 +49,23 @@ func micro12x32(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32,
 	if flags&flagMask != 0 {
 		mp = unsafe.SliceData(mask)
 	}
-	kern12x32n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, 1, 0, 0, 0, 0, 0)
+	kern12x32n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, 1, 0, 0, 0, 0, 0, 0xffffffff)
+}
+
+// micro12x32edge is micro12x32 on a tile of 12 rows and cols < 32 columns
+// of C (the B micro-panel zero past cols): only those columns of C, the
+// bias and the mask are read and written. The callers guarantee the
+// lengths: c reaches 11·ldc+cols, bias cols and mask 11·ldm+cols when
+// their flags are set.
+func micro12x32edge(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32, ldm, cols int) {
+	var bp, mp *float32
+	if flags&flagBias != 0 {
+		bp = unsafe.SliceData(bias)
+	}
+	if flags&flagMask != 0 {
+		mp = unsafe.SliceData(mask)
+	}
+	kern12x32n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, 1, 0, 0, 0, 0, 0, uint32(1)<<cols-1)
 }
 
 // micro12x32n runs the micro-kernel over ntiles full tiles down the rows:
@@ -64,7 +80,7 @@ func micro12x32n(kc int, a, b, c []float32, ldc, flags int, bias, mask []float32
 	if flags&flagMask != 0 {
 		mp = unsafe.SliceData(mask)
 	}
-	kern12x32n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, ntiles, 12*kc, 0, 12*ldc, 12*ldm, 0)
+	kern12x32n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, ntiles, 12*kc, 0, 12*ldc, 12*ldm, 0, 0xffffffff)
 }
 
 // micro12x32cols runs the micro-kernel over ntiles full tiles across the
@@ -80,7 +96,7 @@ func micro12x32cols(kc int, a, b, c []float32, ldc, flags int, bias, mask []floa
 	if flags&flagMask != 0 {
 		mp, ms = unsafe.SliceData(mask), 32
 	}
-	kern12x32n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, ntiles, 0, 32*kc, 32, ms, bis)
+	kern12x32n(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, flags, bp, mp, ldm, ntiles, 0, 32*kc, 32, ms, bis, 0xffffffff)
 }
 
 //go:noescape

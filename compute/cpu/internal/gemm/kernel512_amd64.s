@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// func kern12x32n(kc int, a, b, c *float32, ldc, flags int, bias, mask *float32, ldm, ntiles, as, bs, cs, ms, bis int)
+// func kern12x32n(kc int, a, b, c *float32, ldc, flags int, bias, mask *float32, ldm, ntiles, as, bs, cs, ms, bis int, cmask uint32)
 // The 12×32 micro-kernel over ntiles ≥ 1 full tiles. Tile t reads the A
 // micro-panel at a + t·as (kc columns of 12 values) and the B micro-panel at
 // b + t·bs (kc rows of 32 values), sums the 12×32 products over k in
@@ -11,10 +11,13 @@
 // the tile already in C, 2 add bias[j] (bias + t·bis) to column j, 4 ReLU,
 // 8 zero where the mask (at mask + t·ms, stride ldm) is not > 0. Steps are
 // in floats: down the rows as = 12·kc, cs = 12·ldc, ms = 12·ldm, bs = bis =
-// 0; across the columns bs = 32·kc, cs = ms = bis = 32, as = 0.
+// 0; across the columns bs = 32·kc, cs = ms = bis = 32, as = 0. Only the
+// columns j whose bit j is set in cmask are read from C, the bias and the
+// mask and written to C (all ones for a full tile; the low bits for the
+// last columns' tile, the rest of the B micro-panel being zeros).
 // Registers: Z0–Z23 the tile (row r in Z2r, Z2r+1), Z24–Z25 a row of B,
 // Z26–Z27 broadcasts of A, Z28–Z31 the epilogue.
-TEXT ·kern12x32n(SB), NOSPLIT, $48-120
+TEXT ·kern12x32n(SB), NOSPLIT, $48-124
 	MOVQ a+8(FP), AX
 	MOVQ AX, ta-8(SP)
 	MOVQ b+16(FP), AX
@@ -493,43 +496,47 @@ k512epilogue:
 	ADDQ R8, R10
 	LEAQ (R10)(R8*2), R11
 	ADDQ R8, R11
+	MOVL cmask+120(FP), CX
+	KMOVW CX, K2
+	SHRL $16, CX
+	KMOVW CX, K3
 	MOVQ flags+40(FP), AX
 
 	// flags&1: add the tile already in C.
 	TESTQ $1, AX
 	JZ k512noacc
-	VADDPS (DX), Z0, Z0
-	VADDPS 64(DX), Z1, Z1
-	VADDPS (DX)(R8*1), Z2, Z2
-	VADDPS 64(DX)(R8*1), Z3, Z3
-	VADDPS (DX)(R8*2), Z4, Z4
-	VADDPS 64(DX)(R8*2), Z5, Z5
-	VADDPS (R9), Z6, Z6
-	VADDPS 64(R9), Z7, Z7
-	VADDPS (R9)(R8*1), Z8, Z8
-	VADDPS 64(R9)(R8*1), Z9, Z9
-	VADDPS (R9)(R8*2), Z10, Z10
-	VADDPS 64(R9)(R8*2), Z11, Z11
-	VADDPS (R10), Z12, Z12
-	VADDPS 64(R10), Z13, Z13
-	VADDPS (R10)(R8*1), Z14, Z14
-	VADDPS 64(R10)(R8*1), Z15, Z15
-	VADDPS (R10)(R8*2), Z16, Z16
-	VADDPS 64(R10)(R8*2), Z17, Z17
-	VADDPS (R11), Z18, Z18
-	VADDPS 64(R11), Z19, Z19
-	VADDPS (R11)(R8*1), Z20, Z20
-	VADDPS 64(R11)(R8*1), Z21, Z21
-	VADDPS (R11)(R8*2), Z22, Z22
-	VADDPS 64(R11)(R8*2), Z23, Z23
+	VADDPS (DX), Z0, K2, Z0
+	VADDPS 64(DX), Z1, K3, Z1
+	VADDPS (DX)(R8*1), Z2, K2, Z2
+	VADDPS 64(DX)(R8*1), Z3, K3, Z3
+	VADDPS (DX)(R8*2), Z4, K2, Z4
+	VADDPS 64(DX)(R8*2), Z5, K3, Z5
+	VADDPS (R9), Z6, K2, Z6
+	VADDPS 64(R9), Z7, K3, Z7
+	VADDPS (R9)(R8*1), Z8, K2, Z8
+	VADDPS 64(R9)(R8*1), Z9, K3, Z9
+	VADDPS (R9)(R8*2), Z10, K2, Z10
+	VADDPS 64(R9)(R8*2), Z11, K3, Z11
+	VADDPS (R10), Z12, K2, Z12
+	VADDPS 64(R10), Z13, K3, Z13
+	VADDPS (R10)(R8*1), Z14, K2, Z14
+	VADDPS 64(R10)(R8*1), Z15, K3, Z15
+	VADDPS (R10)(R8*2), Z16, K2, Z16
+	VADDPS 64(R10)(R8*2), Z17, K3, Z17
+	VADDPS (R11), Z18, K2, Z18
+	VADDPS 64(R11), Z19, K3, Z19
+	VADDPS (R11)(R8*1), Z20, K2, Z20
+	VADDPS 64(R11)(R8*1), Z21, K3, Z21
+	VADDPS (R11)(R8*2), Z22, K2, Z22
+	VADDPS 64(R11)(R8*2), Z23, K3, Z23
 
 k512noacc:
 	// flags&2: add bias[j] to column j.
 	TESTQ $2, AX
 	JZ k512nobias
 	MOVQ tbias-40(SP), BX
-	VMOVUPS (BX), Z28
-	VMOVUPS 64(BX), Z29
+	VMOVUPS.Z (BX), K2, Z28
+	VMOVUPS.Z 64(BX), K3, Z29
 	VADDPS Z28, Z0, Z0
 	VADDPS Z29, Z1, Z1
 	VADDPS Z28, Z2, Z2
@@ -600,104 +607,104 @@ k512norelu:
 	ADDQ R12, SI
 	LEAQ (SI)(R12*2), DI
 	ADDQ R12, DI
-	VMOVUPS (BX), Z30
+	VMOVUPS.Z (BX), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z0, K1, Z0
-	VMOVUPS 64(BX), Z30
+	VMOVUPS.Z 64(BX), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z1, K1, Z1
-	VMOVUPS (BX)(R12*1), Z30
+	VMOVUPS.Z (BX)(R12*1), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z2, K1, Z2
-	VMOVUPS 64(BX)(R12*1), Z30
+	VMOVUPS.Z 64(BX)(R12*1), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z3, K1, Z3
-	VMOVUPS (BX)(R12*2), Z30
+	VMOVUPS.Z (BX)(R12*2), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z4, K1, Z4
-	VMOVUPS 64(BX)(R12*2), Z30
+	VMOVUPS.Z 64(BX)(R12*2), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z5, K1, Z5
-	VMOVUPS (R13), Z30
+	VMOVUPS.Z (R13), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z6, K1, Z6
-	VMOVUPS 64(R13), Z30
+	VMOVUPS.Z 64(R13), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z7, K1, Z7
-	VMOVUPS (R13)(R12*1), Z30
+	VMOVUPS.Z (R13)(R12*1), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z8, K1, Z8
-	VMOVUPS 64(R13)(R12*1), Z30
+	VMOVUPS.Z 64(R13)(R12*1), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z9, K1, Z9
-	VMOVUPS (R13)(R12*2), Z30
+	VMOVUPS.Z (R13)(R12*2), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z10, K1, Z10
-	VMOVUPS 64(R13)(R12*2), Z30
+	VMOVUPS.Z 64(R13)(R12*2), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z11, K1, Z11
-	VMOVUPS (SI), Z30
+	VMOVUPS.Z (SI), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z12, K1, Z12
-	VMOVUPS 64(SI), Z30
+	VMOVUPS.Z 64(SI), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z13, K1, Z13
-	VMOVUPS (SI)(R12*1), Z30
+	VMOVUPS.Z (SI)(R12*1), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z14, K1, Z14
-	VMOVUPS 64(SI)(R12*1), Z30
+	VMOVUPS.Z 64(SI)(R12*1), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z15, K1, Z15
-	VMOVUPS (SI)(R12*2), Z30
+	VMOVUPS.Z (SI)(R12*2), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z16, K1, Z16
-	VMOVUPS 64(SI)(R12*2), Z30
+	VMOVUPS.Z 64(SI)(R12*2), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z17, K1, Z17
-	VMOVUPS (DI), Z30
+	VMOVUPS.Z (DI), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z18, K1, Z18
-	VMOVUPS 64(DI), Z30
+	VMOVUPS.Z 64(DI), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z19, K1, Z19
-	VMOVUPS (DI)(R12*1), Z30
+	VMOVUPS.Z (DI)(R12*1), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z20, K1, Z20
-	VMOVUPS 64(DI)(R12*1), Z30
+	VMOVUPS.Z 64(DI)(R12*1), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z21, K1, Z21
-	VMOVUPS (DI)(R12*2), Z30
+	VMOVUPS.Z (DI)(R12*2), K2, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z22, K1, Z22
-	VMOVUPS 64(DI)(R12*2), Z30
+	VMOVUPS.Z 64(DI)(R12*2), K3, Z30
 	VCMPPS $0x1e, Z31, Z30, K1
 	VMOVUPS.Z Z23, K1, Z23
 
 k512store:
-	VMOVUPS Z0, (DX)
-	VMOVUPS Z1, 64(DX)
-	VMOVUPS Z2, (DX)(R8*1)
-	VMOVUPS Z3, 64(DX)(R8*1)
-	VMOVUPS Z4, (DX)(R8*2)
-	VMOVUPS Z5, 64(DX)(R8*2)
-	VMOVUPS Z6, (R9)
-	VMOVUPS Z7, 64(R9)
-	VMOVUPS Z8, (R9)(R8*1)
-	VMOVUPS Z9, 64(R9)(R8*1)
-	VMOVUPS Z10, (R9)(R8*2)
-	VMOVUPS Z11, 64(R9)(R8*2)
-	VMOVUPS Z12, (R10)
-	VMOVUPS Z13, 64(R10)
-	VMOVUPS Z14, (R10)(R8*1)
-	VMOVUPS Z15, 64(R10)(R8*1)
-	VMOVUPS Z16, (R10)(R8*2)
-	VMOVUPS Z17, 64(R10)(R8*2)
-	VMOVUPS Z18, (R11)
-	VMOVUPS Z19, 64(R11)
-	VMOVUPS Z20, (R11)(R8*1)
-	VMOVUPS Z21, 64(R11)(R8*1)
-	VMOVUPS Z22, (R11)(R8*2)
-	VMOVUPS Z23, 64(R11)(R8*2)
+	VMOVUPS Z0, K2, (DX)
+	VMOVUPS Z1, K3, 64(DX)
+	VMOVUPS Z2, K2, (DX)(R8*1)
+	VMOVUPS Z3, K3, 64(DX)(R8*1)
+	VMOVUPS Z4, K2, (DX)(R8*2)
+	VMOVUPS Z5, K3, 64(DX)(R8*2)
+	VMOVUPS Z6, K2, (R9)
+	VMOVUPS Z7, K3, 64(R9)
+	VMOVUPS Z8, K2, (R9)(R8*1)
+	VMOVUPS Z9, K3, 64(R9)(R8*1)
+	VMOVUPS Z10, K2, (R9)(R8*2)
+	VMOVUPS Z11, K3, 64(R9)(R8*2)
+	VMOVUPS Z12, K2, (R10)
+	VMOVUPS Z13, K3, 64(R10)
+	VMOVUPS Z14, K2, (R10)(R8*1)
+	VMOVUPS Z15, K3, 64(R10)(R8*1)
+	VMOVUPS Z16, K2, (R10)(R8*2)
+	VMOVUPS Z17, K3, 64(R10)(R8*2)
+	VMOVUPS Z18, K2, (R11)
+	VMOVUPS Z19, K3, 64(R11)
+	VMOVUPS Z20, K2, (R11)(R8*1)
+	VMOVUPS Z21, K3, 64(R11)(R8*1)
+	VMOVUPS Z22, K2, (R11)(R8*2)
+	VMOVUPS Z23, K3, 64(R11)(R8*2)
 
 	// Next tile.
 	MOVQ as+80(FP), AX
