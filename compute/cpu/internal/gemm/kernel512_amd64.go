@@ -13,8 +13,8 @@ import (
 // Its register tile is chosen from the 32 ZMM registers: 12 rows × 2 ZMM
 // of C (24 accumulators), one row of the packed B micro-panel in 2 ZMM and
 // the A values broadcast into 2 more, so each k step does 24 FMAs for 14
-// loads (12 broadcasts, 2 vector loads), within the two load ports of the
-// FMA units' rate. As in BLIS's kernels for Skylake-SP (Van Zee & van de
+// loads (12 broadcasts, 2 vector loads): two load ports issue the loads in
+// less time than two FMA units take for the FMAs. As in BLIS's kernels for Skylake-SP (Van Zee & van de
 // Geijn, 2015; the 32×12 sgemm kernel there is the transpose of this one),
 // the broadcast operand's micro-panel (12×kc, 12 KiB) is the one that stays
 // in L1: the macro-kernel runs the tiles of a row of A micro-panels across
