@@ -72,6 +72,16 @@ type Options struct {
 	// Precision is how the Linear layers' GEMMs multiply (compute.FP32,
 	// the zero value, is exact float32).
 	Precision compute.Precision
+	// GemmTune is how each GEMM shape's kernel variant is chosen:
+	// GemmTuneOff, GemmTuneModel or GemmTuneTime; GemmTuneEnv, the zero
+	// value, takes $DAINX_GEMM_TUNE (off when unset).
+	GemmTune GemmTune
+	// SerialSplitK, with the tuner on (model or time), runs every split
+	// GEMM on a tile body as serial split-K (kernels/splitk.cuh) instead of
+	// the parts and split_k_reduce: SerialSplitKOn or SerialSplitKOff (the
+	// faster, measured on an H200); SerialSplitKEnv, the zero value, takes
+	// $DAINX_GEMM_SERIAL=1 as on.
+	SerialSplitK SerialSplitK
 }
 
 // New is NewWith with the device ordinal of $DAINX_DEVICE (0 when unset)
@@ -129,6 +139,10 @@ func NewWith(o Options) (*Backend, error) {
 	default:
 		return nil, fmt.Errorf("cuda: unknown precision %v", o.Precision)
 	}
+	mode, serial, err := o.tuning()
+	if err != nil {
+		return nil, err
+	}
 	drv, err := driver.Load()
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
@@ -157,7 +171,7 @@ func NewWith(o Options) (*Backend, error) {
 	if o.Precision != compute.FP32 {
 		desc += ", " + o.Precision.String()
 	}
-	tune, err := newTuner(drv, dev, sms)
+	tune, err := newTuner(drv, dev, sms, mode, serial)
 	if err != nil {
 		return nil, err
 	}

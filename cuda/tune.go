@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"time"
@@ -20,7 +19,8 @@ import (
 // for fp32, tensor-core tiles for TF32 and 3xTF32; docs/gpu-tuning.md)
 // that the tuner chose for its shape and split, at its first use:
 //
-//   - DAINX_GEMM_TUNE=off: the 64×64 kernels of before tuning;
+//   - off (Options.GemmTune; dainx -gemm-tune, whose default is
+//     $DAINX_GEMM_TUNE): the 64×64 kernels of before tuning;
 //   - model: the analytic model's first choice (gemmtune.Rank);
 //   - time: the model's three best that fit, timed on the device (a
 //     warm-up, then the median of five launches between CUDA events) on
@@ -34,8 +34,8 @@ import (
 // The variants of a class give the same bits (the emulator checks it in CI
 // and TestGemmFamily on a GPU), and the split is fixed by the shape and the
 // SM count, so the choice changes the speed only. Until a GPU run has
-// verified the family (TestGemmFamily, TestGemmTuned), an unset
-// DAINX_GEMM_TUNE means off.
+// verified the family (TestGemmFamily, TestGemmTuned), the default (an
+// unset DAINX_GEMM_TUNE) is off.
 
 // gemmTuner is a backend's choice of variants. Context thread.
 type gemmTuner struct {
@@ -49,13 +49,14 @@ type gemmTuner struct {
 	opted  map[kernelID]bool // dynamic shared memory limit raised
 	spent  time.Duration     // timing
 	// serial: split GEMMs on a tile body run as serial split-K
-	// ($DAINX_GEMM_SERIAL=1 with the tuner on; see serialSplit).
+	// (Options.SerialSplitK with the tuner on; see serialSplit).
 	serial bool
 }
 
-// EnvSerial names the environment variable that, set to 1 with
-// DAINX_GEMM_TUNE model or time, runs every split GEMM on a tile body as
-// serial split-K (kernels/splitk.cuh). Off by default: on an H200
+// EnvSerial names the environment variable whose 1 is the default of
+// Options.SerialSplitK (SerialSplitKEnv): with the tuner on (model or
+// time), every split GEMM on a tile body runs as serial split-K
+// (kernels/splitk.cuh). Off by default: on an H200
 // (2026-11-26) the serial forms were 2.3–3.6× slower than the parts and
 // split_k_reduce on the default model's split shapes (the S blocks of a
 // tile wait for each other's turn), which made the tuned TF32 step 427 µs
@@ -76,22 +77,14 @@ type GEMMChoice struct {
 	Serial bool
 }
 
-// newTuner reads the tuning mode and the device's properties. A
-// DAINX_GEMM_TUNE that is not off, model or time is an error; an
-// unreadable cache file is not (tuning runs again).
-func newTuner(drv *driver.Driver, dev driver.Device, sms int) (*gemmTuner, error) {
-	t := &gemmTuner{mode: gemmtune.Off, chosen: map[gemmtune.Shape]GEMMChoice{}, ids: map[string]kernelID{}, opted: map[kernelID]bool{}}
-	if v := os.Getenv(gemmtune.EnvMode); v != "" {
-		m, err := gemmtune.ParseMode(v)
-		if err != nil {
-			return nil, fmt.Errorf("cuda: %w", err)
-		}
-		t.mode = m
-	}
+// newTuner makes the tuner of mode (Options.GemmTune) and serial
+// (Options.SerialSplitK) and reads the device's properties. An unreadable
+// cache file is not an error (tuning runs again).
+func newTuner(drv *driver.Driver, dev driver.Device, sms int, mode gemmtune.Mode, serial bool) (*gemmTuner, error) {
+	t := &gemmTuner{mode: mode, serial: serial, chosen: map[gemmtune.Shape]GEMMChoice{}, ids: map[string]kernelID{}, opted: map[kernelID]bool{}}
 	for i, n := range kernelNames {
 		t.ids[n] = kernelID(i)
 	}
-	t.serial = os.Getenv(EnvSerial) == "1"
 	if t.mode == gemmtune.Off {
 		return t, nil
 	}

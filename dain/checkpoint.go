@@ -144,7 +144,7 @@ var flagNames = map[string]string{
 	"Split": "-split", "FinalModel": "-final-model", "BayesRank": "-bayes-rank", "BayesSamples": "-bayes-samples",
 	"BayesBurnIn": "-bayes-burnin", "BayesPriors": "-bayes-priors", "FMRank": "-fm-rank", "L2": "-l2",
 	"InfluenceEvery": "-influence-every", "InfluenceValSample": "-influence-val-sample",
-	"Values": "-values", "Oracle": "-oracle",
+	"Values": "-values", "Oracle": "-oracle", "Graphs": "-graphs", "Exchange": "-exchange",
 }
 
 // configFields lists every setting of c (every field but Progress, OnEpoch
@@ -299,17 +299,21 @@ var ckLegacy = map[string]string{
 	"-bayes-burnin":        "0",
 	"-bayes-priors":        BayesPriorsMode, // one group per mode, before -bayes-priors
 	"-fm-rank":             strconv.Itoa(DefaultFMRank),
-	"-l2":                  "0",             // no L2 penalty before -l2
-	"-values":              ValuesPredictor, // each method's own values before -values
-	"-oracle":              "none",          // no generator before -oracle
+	"-l2":                  "0",                  // no L2 penalty before -l2
+	"-values":              ValuesPredictor,      // each method's own values before -values
+	"-oracle":              "none",               // no generator before -oracle
+	"-graphs":              string(GraphsOn),     // before -graphs ($DAINX_CUDA_GRAPHS, not recorded)
+	"-exchange":            string(ExchangeAuto), // before -exchange ($DAINX_EXCHANGE, not recorded)
 }
 
 // effective returns the value of setting name that a run resolves value
 // to: an automatic embedding optimizer the one it picks for each model
 // on this input ("adam", or "mlp X, costco Y" when they differ), the empty
 // split keyed, no -layers the default layers of the input's order, and
-// -shard-tables off in a run of one process (which ignores it), and the
-// bayes-fm settings nothing in a run that uses no bayes-fm.
+// -shard-tables off in a run of one process (which ignores it), the
+// bayes-fm settings nothing in a run that uses no bayes-fm, -graphs
+// nothing (replay changes no bit) and -exchange nothing in a run of one
+// process.
 func (c *checkpointer) effective(name, value string) string {
 	if strings.HasPrefix(name, "-bayes-") && !c.cfg.UsesBayesFM() {
 		return "" // the bayes-fm settings do not matter to this run
@@ -326,6 +330,15 @@ func (c *checkpointer) effective(name, value string) string {
 		}
 	}
 	switch name {
+	case "-graphs":
+		return "" // replayed steps give the eager steps' bits: either resumes the other
+	case "-exchange":
+		if c.ranks == 0 {
+			return "" // one process exchanges nothing
+		}
+		if value == "" {
+			return string(ExchangeAuto)
+		}
 	case "-embedding-optimizer":
 		if value != "" && value != nn.Auto {
 			return value

@@ -63,6 +63,16 @@ type Config struct {
 	// to 0.6: it reproduces results of those versions). "" means
 	// SplitKeyed. The two give different random splits for one seed.
 	Split string
+	// Graphs says whether training replays each step as a graph on a
+	// backend that records them (CUDA: nn.TrainConfig.Eager is its
+	// opposite): GraphsOn ("" too, the default) or GraphsOff. The results
+	// are the same bit for bit; only the time differs.
+	Graphs Graphs
+	// Exchange says how a run spread over processes (RunDist) sums the
+	// embedding gradients of a table it does not shard: ExchangeAuto (""
+	// too: by the table's size against the rows a step touches),
+	// ExchangeDense or ExchangeSparse. One-process runs ignore it.
+	Exchange Exchange
 
 	// The variant of each step, by name; stages.go lists the names.
 	Method          string  // how cells are made: a Methods name (dain, duplication, …)
@@ -198,6 +208,7 @@ func DefaultConfig() Config {
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
 		FinalModel: FinalMLP, FMRank: DefaultFMRank, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto,
 		InfluenceEvery: DefaultInfluenceEvery, InfluenceValSample: DefaultInfluenceValSample,
+		Graphs: GraphsOn, Exchange: ExchangeAuto,
 	}
 }
 
@@ -329,6 +340,9 @@ func (c *Config) Validate() error {
 	if sp := c.Split; sp != "" && sp != SplitLegacy && sp != SplitKeyed {
 		return fmt.Errorf("split %q: want %s or %s", sp, SplitLegacy, SplitKeyed)
 	}
+	if err := c.checkSettings(); err != nil {
+		return err
+	}
 	if st := c.ShardTables; st != "" && st != "auto" && st != "on" && st != "off" {
 		return fmt.Errorf("shard-tables %q: want auto, on or off", st)
 	}
@@ -440,6 +454,13 @@ type Report struct {
 	EmbeddingOptimizer  string            `json:"embedding_optimizer"`
 	EmbeddingOptimizers map[string]string `json:"embedding_optimizers"`
 	Split               string            `json:"split"` // legacy or keyed (Config.Split)
+	// Graphs is Config.Graphs (on or off): whether training replayed its
+	// steps as graphs on a backend that records them (CUDA; the others
+	// ignore it).
+	Graphs string `json:"graphs"`
+	// GemmTune is how the CUDA backend chose its GEMM kernels (off, model
+	// or time: dainx -gemm-tune); absent on the CPU.
+	GemmTune string `json:"gemm_tune,omitempty"`
 	// SplitFingerprint identifies which cells the split put in each part
 	// (splitPrint): equal for every number of processes of the same run.
 	SplitFingerprint string     `json:"split_fingerprint"`
@@ -539,22 +560,9 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 			return nil, err
 		}
 	}
-	rep := Report{
-		Dims: append([]int(nil), t.Dims...), NNZ: t.NNZ(), Backend: be.Name(), Device: be.Device(),
-		Seed: cfg.Seed, Ratio: cfg.Ratio, Layers: cfg.Layers, Epochs: cfg.Epochs, Batch: cfg.Batch,
-		Patience: cfg.Patience, LR: cfg.LR, TestFrac: cfg.TestFrac, ValFrac: cfg.ValFrac,
-		Method: cfg.Method, Model: cfg.Model, Predictor: cfg.Predictor, Influence: cfg.Influence,
-		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity, FinalModel: cfg.finalModel(), Values: cfg.values(),
-		NTrain: e.Train.NNZ(), NVal: e.Val.NNZ(), NTest: e.Test.NNZ(),
-	}
-	if cfg.Influence == "in-run" {
-		rep.InfluenceEvery, rep.InfluenceValSample = cfg.influenceEvery(), min(cfg.influenceValSample(), rep.NVal)
-	}
-	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, rep.NTrain, rep.NVal, rep.NTest, be.Name(), be.Device())
-	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(t.Dims, e.logf)
-	rep.Split = cfg.split()
-	rep.SplitFingerprint = e.splitPrint.String()
-	rep.NoTest = rep.NTest == 0
+	counts := [3]int{e.Train.NNZ(), e.Val.NNZ(), e.Test.NNZ()}
+	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, counts[0], counts[1], counts[2], be.Name(), be.Device())
+	rep := cfg.newReport(be, t.Dims, t.NNZ(), counts, e.splitPrint, e.logf)
 	if err := cfg.checkKeep(); err != nil {
 		return nil, err
 	}

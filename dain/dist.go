@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"time"
 
@@ -225,23 +224,16 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	if nTrain == 0 || nVal == 0 || nTest == 0 {
 		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", sh.NNZ, nTrain, nVal, nTest)
 	}
-	rep := Report{
-		Dims: append([]int(nil), dims...), NNZ: sh.NNZ, Backend: be.Name(), Device: be.Device(),
-		Seed: cfg.Seed, Ratio: cfg.Ratio, Layers: cfg.Layers, Epochs: cfg.Epochs, Batch: cfg.Batch,
-		Patience: cfg.Patience, LR: cfg.LR, TestFrac: cfg.TestFrac, ValFrac: cfg.ValFrac,
-		Method: cfg.Method, Model: cfg.Model, Predictor: cfg.Predictor, Influence: cfg.Influence,
-		InfLayers: cfg.InfluenceLayers, Entity: cfg.Entity, FinalModel: cfg.finalModel(),
-		NTrain: nTrain, NVal: nVal, NTest: nTest,
-	}
 	dr := &DistReport{Ranks: size, Library: cl.Describe()}
 	if o, ok := cl.(interface{ Oversubscribed() bool }); ok && o.Oversubscribed() {
 		dr.Oversubscribed = true
 		logf("dainx: more ranks on this node than cores: waits yield the core instead of polling; times are not a dedicated node's")
 	}
 	logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s); %d ranks (%s)", sh.NNZ, dims, nTrain, nVal, nTest, be.Name(), be.Device(), size, dr.Library)
-	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = cfg.embeddingOptimizerSetting(), cfg.EmbeddingOptimizers(dims, logf)
-	rep.Split = cfg.split()
-	rep.SplitFingerprint = sp.String()
+	rep := cfg.newReport(be, dims, sh.NNZ, counts, sp, logf)
+	// A distributed run's report has never named the values' source
+	// (always the predictor's here: DistSupported).
+	rep.Values = ""
 	var commBefore time.Duration
 	mse := func(m *nn.Net, s *nn.Set, n int) (float64, error) {
 		sum := []float64{0}
@@ -262,10 +254,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	for _, d := range dims {
 		rows += d
 	}
-	dr.Exchange = nn.ChooseExchange(rows, cfg.Batch, len(dims))
-	if v := os.Getenv("DAINX_EXCHANGE"); v == "dense" || v == "sparse" {
-		dr.Exchange = v // chosen by the user
-	}
+	dr.Exchange = cfg.exchange(rows, cfg.Batch, len(dims))
 	shardMLP, optMLP, why, err := cfg.shardPlan("mlp", dims, size)
 	if err != nil {
 		return nil, err
@@ -396,7 +385,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 		frees = append(frees, theta.Free)
 		trainSet, valSet, testSet = theta.NewSet(train.Idx, train.Val), theta.NewSet(val.Idx, val.Val), theta.NewSet(test.Idx, test.Val)
 		frees = append(frees, trainSet.Free, valSet.Free, testSet.Free)
-		tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Order: cfg.order(streamShuffle, nTrain)}
+		tc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Order: cfg.order(streamShuffle, nTrain), Eager: cfg.graphs() == GraphsOff}
 		var pcg *rand.PCG
 		tc.Shuffle, pcg = rngPCG(cfg.Seed, streamShuffle)
 		tc.EmbeddingOptimizer = optMLP
@@ -578,14 +567,11 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 				ctr, cva, cte := cc.NewSet(train.Idx, train.Val), cc.NewSet(val.Idx, val.Val), cc.NewSet(test.Idx, test.Val)
 				frees = append(frees, ctr.Free, cva.Free, cte.Free)
 				logf("training Θc (costco, %d parameters)", cc.NumParams())
-				ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Order: cfg.order(streamShuffleCoSTCo, nTrain)}
+				ctc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.CoSTCoBatch, Patience: cfg.Patience, LR: cfg.CoSTCoLR, Order: cfg.order(streamShuffleCoSTCo, nTrain), Eager: cfg.graphs() == GraphsOff}
 				var cpcg *rand.PCG
 				ctc.Shuffle, cpcg = rngPCG(cfg.Seed, streamShuffleCoSTCo)
 				ctc.EmbeddingOptimizer = optCC
-				cex := nn.ChooseExchange(rows, cfg.CoSTCoBatch, len(dims))
-				if v := os.Getenv("DAINX_EXCHANGE"); v == "dense" || v == "sparse" {
-					cex = v
-				}
+				cex := cfg.exchange(rows, cfg.CoSTCoBatch, len(dims))
 				cstage := stageName("costco", nil)
 				ctc.AfterEpoch = func(ep nn.Epoch) error { return dck.at(cstage, ep.N, "trained") }
 				t1 := t0
@@ -645,7 +631,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	defer val2.Free()
 	defer test2.Free()
 	owned := []nn.Span{{Global: trFirst, Local: 0, N: train.NNZ()}, {Global: nTrain + augFirst, Local: train.NNZ(), N: aug.NNZ()}}
-	atc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Order: cfg.order(streamShuffleAfter, nTrain+rep.NAug)}
+	atc := nn.TrainConfig{Epochs: cfg.Epochs, Batch: cfg.Batch, Patience: cfg.Patience, LR: cfg.LR, Order: cfg.order(streamShuffleAfter, nTrain+rep.NAug), Eager: cfg.graphs() == GraphsOff}
 	var apcg *rand.PCG
 	atc.Shuffle, apcg = rngPCG(cfg.Seed, streamShuffleAfter)
 	atc.EmbeddingOptimizer = optMLP

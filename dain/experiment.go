@@ -319,7 +319,7 @@ func (e *Experiment) mlpConfig() nn.Config {
 // newNet builds a fresh model of the given kind.
 func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig, error) {
 	c := e.cfg
-	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR, L2: c.L2}
+	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR, L2: c.L2, Eager: c.graphs() == GraphsOff}
 	tc.EmbeddingOptimizer, _ = c.EmbeddingOptimizerFor(kind, e.x.Dims)
 	switch kind {
 	case "mlp":

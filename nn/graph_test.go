@@ -104,18 +104,22 @@ func TestTrainGraphsPerShape(t *testing.T) {
 			t.Errorf("%s: training with graph replay differs from eager training", opt)
 		}
 	}
-	// DAINX_CUDA_GRAPHS=0 turns the default replay off.
+	// Eager turns the default replay off; the environment does not (nn
+	// reads none: DAINX_CUDA_GRAPHS is the default of dainx's -graphs
+	// flag, read where the flags are).
 	t.Setenv("DAINX_CUDA_GRAPHS", "0")
-	rb := &replayBackend{Backend: cpu.New()}
-	m, err := NewMLP(rb, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 256}, rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := TrainConfig{Epochs: 1, Batch: 128, Patience: 1, LR: 1e-2, Order: KeyedOrder(1200, 5, 0)}
-	if _, err := Train(context.Background(), m, m.NewSet(cells[:1200*3], vals[:1200]), m.NewSet(cells[1200*3:], vals[1200:]), cfg); err != nil {
-		t.Fatal(err)
-	}
-	if rb.captures != 0 {
-		t.Errorf("DAINX_CUDA_GRAPHS=0: %d graphs captured, want none", rb.captures)
+	for _, eager := range []bool{true, false} {
+		rb := &replayBackend{Backend: cpu.New()}
+		m, err := NewMLP(rb, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 256}, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := TrainConfig{Epochs: 1, Batch: 128, Patience: 1, LR: 1e-2, Order: KeyedOrder(1200, 5, 0), Eager: eager}
+		if _, err := Train(context.Background(), m, m.NewSet(cells[:1200*3], vals[:1200]), m.NewSet(cells[1200*3:], vals[1200:]), cfg); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 0, false: 2}[eager]; rb.captures != want {
+			t.Errorf("Eager %v (DAINX_CUDA_GRAPHS=0 in the environment): %d graphs captured, want %d", eager, rb.captures, want)
+		}
 	}
 }

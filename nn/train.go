@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"time"
 
 	"github.com/dainx/dainx/compute"
@@ -119,7 +118,8 @@ type TrainConfig struct {
 	// AfterEpoch, if not nil, runs after each epoch's validation pass with
 	// the model at that epoch's parameters Θ_k. An error stops training.
 	AfterEpoch func(Epoch) error
-	// Eager turns graph replay off (so does DAINX_CUDA_GRAPHS=0 in the
+	// Eager turns graph replay off (dain.Config.Graphs "off", the flag
+	// -graphs off, whose default $DAINX_CUDA_GRAPHS=0 sets; nn reads no
 	// environment). On a backend that implements compute.Capturer (CUDA),
 	// Train by default records a whole step — forward pass, MSE gradient,
 	// backward pass and Adam (dense, or dense and sparse) — as a graph once
@@ -383,7 +383,7 @@ func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Resul
 	}
 	steps := (T + cfg.Batch - 1) / cfg.Batch
 	capturer, _ := be.(compute.Capturer)
-	if cfg.Eager || os.Getenv("DAINX_CUDA_GRAPHS") == "0" || len(cfg.Steps) > 0 {
+	if cfg.Eager || len(cfg.Steps) > 0 {
 		capturer = nil
 	}
 	for _, h := range cfg.Steps {

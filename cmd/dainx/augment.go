@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/cmd/internal/cli"
+	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -21,6 +23,7 @@ func augment(args []string, stdout, stderr io.Writer) int {
 	ck := bindCheckpoint(fs)
 	distMode := fs.String("dist", "", distHelp)
 	shardTables := fs.String("shard-tables", "auto", "with -dist mpi, shard each model's embedding table by row over the ranks (each row on one rank, with its Adam moments; a step fetches its rows from their owners and sends their gradients back): `on`, off, or auto (on with more than one rank when a table holds at least 64 MiB); a sharded table trains with sparse-adam")
+	exchangeEnv := bindExchange(fs, &a.Config.Exchange)
 	ncclDefault := "off"
 	if cluster.NCCLDefault() {
 		ncclDefault = "on"
@@ -79,6 +82,9 @@ Flags:
 	if err := checkDist(*distMode); err != nil {
 		return exitFor("augment", err, nil, stderr)
 	}
+	if err := exchangeEnv(fs, *distMode == "mpi"); err != nil {
+		return exitFor("augment", err, nil, stderr)
+	}
 	cfg.ShardTables = *shardTables
 	if st := *shardTables; st != "auto" && st != "on" && st != "off" {
 		return exitFor("augment", fmt.Errorf("%w: -shard-tables %q: want auto, on or off", errUsage, st), nil, stderr)
@@ -98,6 +104,30 @@ Flags:
 		return augmentDist(ctx, a, ck, *nccl == "on", stdout, stderr)
 	}
 	return exitFor("augment", runAugment(ctx, a, ck, stdout, stderr), ctx, stderr)
+}
+
+// exchangeEnvVar is the environment variable that sets the default of
+// augment's -exchange.
+const exchangeEnvVar = "DAINX_EXCHANGE"
+
+// bindExchange registers -exchange on fs, bound to x, with its default
+// from $DAINX_EXCHANGE (auto when unset). It returns the check to run
+// once the flags are parsed: a bad value of the variable, when -exchange
+// is not given, is a usage error naming both, for a run with -dist mpi
+// (the only one that reads the setting).
+func bindExchange(fs *flag.FlagSet, x *dain.Exchange) func(fs *flag.FlagSet, dist bool) error {
+	*x = dain.ExchangeAuto
+	env := os.Getenv(exchangeEnvVar)
+	bad := env != "" && x.Set(env) != nil
+	fs.Var(x, "exchange", "with -dist mpi, how the ranks sum the gradients of an embedding table that is not sharded: `auto` (the whole table's when it is within 4× the rows a step touches, else only the touched rows), dense (the whole table's gradient, an all-reduce) or sparse (only the rows a step touched); the report's dist.exchange says which Θ used; $DAINX_EXCHANGE sets the default")
+	return func(fs *flag.FlagSet, dist bool) error {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "exchange" })
+		if bad && !given && dist {
+			return fmt.Errorf("%w: $%s=%q, the default of -exchange: want auto, dense or sparse", errUsage, exchangeEnvVar, env)
+		}
+		return nil
+	}
 }
 
 func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, stdout, stderr io.Writer) error {

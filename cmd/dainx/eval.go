@@ -20,7 +20,7 @@ import (
 )
 
 func evalCmd(args []string, stdout, stderr io.Writer) int {
-	cfg := dain.DefaultConfig()
+	cfg := cli.DefaultConfig()
 	var in inputFlags
 	var methods, ratios, out, summarize, merge, baselines string
 	var repeats int

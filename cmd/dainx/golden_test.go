@@ -168,8 +168,9 @@ func TestGoldenAugment(t *testing.T) {
 				t.Errorf("the report's outputs are %q, final model %q, want [%s] and mlp (%v)", rep.Outputs, rep.FinalModel, out, err)
 			}
 			// "values" and "diagnostics" (issue 35) came after them too:
-			// the diagnostics are tested in package dain.
-			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device", "improved", "embedding_optimizer", "embedding_optimizers", "split", "split_fingerprint", "val_rmse_before", "val_rmse_after", "version", "outputs", "final_model", "preset", "values", "diagnostics"))
+			// the diagnostics are tested in package dain. So did "graphs"
+			// (issue 32; TestGraphsFlag).
+			checkGolden(t, filepath.Join("augment", g.name+".json"), canonical(t, []byte(stdout), "seconds", "device", "improved", "embedding_optimizer", "embedding_optimizers", "split", "split_fingerprint", "val_rmse_before", "val_rmse_after", "version", "outputs", "final_model", "preset", "values", "diagnostics", "graphs"))
 			cells, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)

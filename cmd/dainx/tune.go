@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -41,10 +40,10 @@ func tune(args []string, stdout, stderr io.Writer) int {
 
 Chooses, for every GEMM of one training step (forward, dx and dw of each
 layer), a member of the GEMM kernel family (docs/gpu-tuning.md). On a GPU it
-runs one training step with DAINX_GEMM_TUNE=time, which times the analytic
+runs one training step with -gemm-tune time, which times the analytic
 model's top choices and fills the tuning cache
-(os.UserCacheDir()/dainx/gemm-tune.json) that training with
-DAINX_GEMM_TUNE=time then reads, and prints the choices; with
+(os.UserCacheDir()/dainx/gemm-tune.json) that training with -gemm-tune
+time (or DAINX_GEMM_TUNE=time) then reads, and prints the choices; with
 -model-only it prints the model's ranking for recorded device properties
 and needs no GPU. Without a GPU and without -model-only it fails.
 
@@ -102,11 +101,10 @@ func knownDevices() []string {
 }
 
 // tuneOnGPU runs one training step of the MLP (forward, backward) on the
-// CUDA backend with DAINX_GEMM_TUNE=time, which times the model's top
+// CUDA backend with -gemm-tune time (cuda.GemmTuneTime), which times the model's top
 // choices for every GEMM shape and fills the cache, and prints the choices.
 func tuneOnGPU(layers []int, batch, ordinal int, prec compute.Precision, stdout, stderr io.Writer) int {
-	os.Setenv(gemmtune.EnvMode, "time")
-	be, err := newCUDA(ordinal, prec)
+	be, err := cli.NewCUDA(cuda.Options{Device: ordinal, Precision: prec, GemmTune: cuda.GemmTuneTime, SerialSplitK: cuda.SerialSplitKFromEnv()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dainx tune: no GPU to tune on: %v\n(dainx tune -model-only -device h100 prints the model's ranking without one)\n", err)
 		return exitFailure

@@ -78,6 +78,11 @@ typedef struct dainx_result dainx_result;
  * a driver and device exist, else the CPU); "output" and "report" also
  * write the new cells and the report to files ("format" and "index-base"
  * then apply to "output", whose format is otherwise chosen by extension).
+ * The defaults the command takes from the environment are the library's
+ * too: "graphs" ("on" or "off": replay each training step as a CUDA graph;
+ * off when DAINX_CUDA_GRAPHS=0, else on) and "gemm-tune" ("off", "model" or
+ * "time": how the CUDA backend picks its GEMM kernels; DAINX_GEMM_TUNE,
+ * else off); the report records "graphs" (and "gemm_tune" on CUDA).
  *
  * On success returns 0 and sets *out to a new result: the n_aug new cells
  * (same order as the input) with their predicted values, and the JSON

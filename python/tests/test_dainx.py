@@ -109,6 +109,21 @@ class Dainx(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, "every part must be non-empty"):
             dainx.augment(idx[:2], val[:2], **SMALL)
 
+    def test_training_settings(self):
+        # graphs and gemm_tune are the flags -graphs and -gemm-tune (issue
+        # 32): the same defaults ($DAINX_CUDA_GRAPHS=0 makes graphs off),
+        # graphs in the report, bad values a ValueError naming the option.
+        idx, val = self.idx[:600], self.val[:600]
+        default = "off" if os.environ.get("DAINX_CUDA_GRAPHS") == "0" else "on"
+        _, _, report = dainx.augment(idx, val, **dict(SMALL, ratio=0.1))
+        self.assertEqual(report["graphs"], default)
+        _, _, report = dainx.augment(idx, val, **dict(SMALL, ratio=0.1, graphs="off", gemm_tune="off"))
+        self.assertEqual(report["graphs"], "off")
+        for opts, want in [(dict(graphs="maybe"), "want on or off"), (dict(gemm_tune="fast"), "gemm-tune")]:
+            with self.subTest(str(opts)):
+                with self.assertRaisesRegex(ValueError, re.escape(want)):
+                    dainx.augment(idx, val, **dict(SMALL, **opts))
+
     def test_threads(self):
         results = [None, None]
 

@@ -9,6 +9,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/cuda"
+	"github.com/dainx/dainx/cuda/gemmtune"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/nn"
@@ -66,6 +68,9 @@ type Input struct {
 	// Table holds -index, -value and -ids (BindTable): -input is then a
 	// table of IDs.
 	Table Table
+	// GemmTune is -gemm-tune (off, model or time); "" (an Input made
+	// without the flags) means $DAINX_GEMM_TUNE, else off.
+	GemmTune string
 }
 
 // BindInput registers the input, backend and progress flags.
@@ -80,7 +85,34 @@ func BindInput(fs *flag.FlagSet, f *Input) {
 	}
 	fs.IntVar(&f.Device, "device", dev, "CUDA device `ordinal` (default $DAINX_DEVICE, else 0); dainx shares the device's primary context")
 	fs.StringVar(&f.Precision, "precision", "fp32", "GEMM `precision` of the CUDA backend: fp32 (exact float32), tf32 (tensor cores, 10-bit mantissa products) or 3xtf32 (tensor cores, split operands, about fp32 accuracy)")
+	BindGemmTune(fs, &f.GemmTune)
 	fs.BoolVar(&f.Quiet, "quiet", false, "no progress on standard error")
+}
+
+// BindGemmTune registers -gemm-tune, whose default is $DAINX_GEMM_TUNE,
+// else off (a bad value of the variable is refused when the backend is
+// opened, unless the flag is given).
+func BindGemmTune(fs *flag.FlagSet, v *string) {
+	*v = cmp.Or(os.Getenv(gemmtune.EnvMode), "off")
+	fs.StringVar(v, "gemm-tune", *v, "how the CUDA backend chooses each GEMM shape's kernel: `off` (the 64×64 kernels), model (the analytic model's first choice) or time (the model's best few timed on the GPU at first use, the winner cached in the user's cache directory; dainx tune fills the cache); the same results, only the speed differs (docs/gpu-tuning.md); $DAINX_GEMM_TUNE sets the default")
+}
+
+// GraphsDefault is the default of -graphs: off when $DAINX_CUDA_GRAPHS is
+// 0, else on.
+func GraphsDefault() dain.Graphs {
+	if os.Getenv("DAINX_CUDA_GRAPHS") == "0" {
+		return dain.GraphsOff
+	}
+	return dain.GraphsOn
+}
+
+// DefaultConfig is dain.DefaultConfig with the defaults the environment
+// sets (GraphsDefault): the configuration every command that trains
+// starts from, read once, before its flags are registered.
+func DefaultConfig() dain.Config {
+	c := dain.DefaultConfig()
+	c.Graphs = GraphsDefault()
+	return c
 }
 
 // BindTraining registers the flags of the models' training and the split.
@@ -105,6 +137,7 @@ func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
 	fs.IntVar(&c.BayesSamples, "bayes-samples", c.BayesSamples, "with -final-model bayes-fm, its Gibbs `sweeps`, burn-in included")
 	fs.StringVar(&c.BayesPriors, "bayes-priors", c.BayesPriors, "with bayes-fm, its prior `groups`: mode (a mean and precision per mode, as libFM with -meta), shared (one for every mode, libFM without -meta) or auto (both chains, the one of lower validation RMSE kept: twice the time)")
 	fs.IntVar(&c.BayesBurnIn, "bayes-burnin", c.BayesBurnIn, "with -final-model bayes-fm, the first `sweeps` not averaged (0 averages all, as libFM)")
+	fs.Var(&c.Graphs, "graphs", "replay each training step as a CUDA graph (one per batch size) instead of launching its kernels one by one: `on` or off; the same results bit for bit, faster steps on a GPU; the CPU ignores it; $DAINX_CUDA_GRAPHS=0 makes off the default")
 	fs.StringVar(&c.EmbeddingOptimizer, "embedding-optimizer", c.EmbeddingOptimizer, "embedding tables' `optimizer`: adam (dense Adam over every row each step, the paper's), sparse-adam (Adam on the rows a step touched: a step's cost does not grow with the number of entities) or auto (adam while a dense step over the table costs less than the step's other work, else sparse-adam; says which on standard error and in the report)")
 }
 
@@ -148,7 +181,7 @@ type Augment struct {
 // NewAugment returns the defaults of `dainx augment` and registers its
 // flags on fs, bound to the returned value.
 func NewAugment(fs *flag.FlagSet) *Augment {
-	a := &Augment{Config: dain.DefaultConfig()}
+	a := &Augment{Config: DefaultConfig()}
 	BindInput(fs, &a.In)
 	fs.StringVar(&a.Output, "output", "", "write the augmented cells only to this `file`, in the format its extension names (.tsv, .tns, .bin, before any .gz) or else the input's, in the input's index base unless -index-base says otherwise (gzip if it ends in .gz); written to a temporary file and renamed, never half-written")
 	fs.StringVar(&a.Report, "report", "", "also write the JSON report to this `file` (it always goes to standard output)")
@@ -285,42 +318,68 @@ func CheckLayers(c *dain.Config, order int) error {
 	return nil
 }
 
-// NewCUDA opens the CUDA backend on device dev with GEMM precision prec. It
-// returns an error, never a nil *cuda.Backend in a non-nil interface, when
-// no driver or device is usable.
-func NewCUDA(dev int, prec compute.Precision) (compute.Backend, error) {
-	be, err := cuda.NewWith(cuda.Options{Device: dev, Precision: prec})
+// NewCUDA opens the CUDA backend with options o. It returns an error,
+// never a nil *cuda.Backend in a non-nil interface, when no driver or
+// device is usable.
+func NewCUDA(o cuda.Options) (compute.Backend, error) {
+	be, err := cuda.NewWith(o)
 	if err != nil {
 		return nil, err
 	}
 	return be, nil
 }
 
-// OpenBackend returns the backend that -backend name, -device and
-// -precision say and, when the choice was automatic, a sentence saying why
-// it was made. Each call opens a backend of its own; the caller closes it.
-func OpenBackend(name string, device int, precision string) (compute.Backend, string, error) {
-	prec, err := compute.ParsePrecision(precision)
+// CUDAOptions returns the options of the CUDA backend that f's -device,
+// -precision and -gemm-tune say, with serial split-K as
+// $DAINX_GEMM_SERIAL=1 asks: every setting explicit, so that the backend
+// reads no environment. A bad value is a usage error naming its flag.
+func CUDAOptions(f *Input) (cuda.Options, error) {
+	prec, err := compute.ParsePrecision(f.Precision)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: -%v", ErrUsage, err)
+		return cuda.Options{}, fmt.Errorf("%w: -%v", ErrUsage, err)
 	}
-	if device < 0 {
-		return nil, "", fmt.Errorf("%w: -device %d: want a device ordinal (0, 1, …)", ErrUsage, device)
+	if f.Device < 0 {
+		return cuda.Options{}, fmt.Errorf("%w: -device %d: want a device ordinal (0, 1, …)", ErrUsage, f.Device)
 	}
-	switch name {
+	var tune cuda.GemmTune
+	if f.GemmTune == "" {
+		if tune, err = cuda.GemmTuneFromEnv(); err != nil {
+			return cuda.Options{}, fmt.Errorf("%w: %v (or give -gemm-tune)", ErrUsage, strings.TrimPrefix(err.Error(), "cuda: "))
+		}
+	} else if tune, err = cuda.ParseGemmTune(f.GemmTune); err != nil {
+		why := ""
+		if f.GemmTune == os.Getenv(gemmtune.EnvMode) {
+			why = " ($" + gemmtune.EnvMode + ", its default)"
+		}
+		return cuda.Options{}, fmt.Errorf("%w: -gemm-tune %q%s: want off, model or time", ErrUsage, f.GemmTune, why)
+	}
+	return cuda.Options{Device: f.Device, Precision: prec, GemmTune: tune, SerialSplitK: cuda.SerialSplitKFromEnv()}, nil
+}
+
+// OpenBackend returns the backend that f's -backend, -device, -precision
+// and -gemm-tune say and, when the choice was automatic, a sentence
+// saying why it was made. Each call opens a backend of its own; the
+// caller closes it.
+func OpenBackend(f *Input) (compute.Backend, string, error) {
+	o, err := CUDAOptions(f)
+	if err != nil {
+		return nil, "", err
+	}
+	prec := o.Precision
+	switch f.Backend {
 	case "cpu":
 		if prec != compute.FP32 {
 			return nil, "", fmt.Errorf("%w: -precision %s is for -backend cuda (tensor cores); the CPU backend multiplies in fp32", ErrUsage, prec)
 		}
 		return cpu.New(), "", nil
 	case "cuda":
-		be, err := NewCUDA(device, prec)
+		be, err := NewCUDA(o)
 		if err != nil {
 			return nil, "", fmt.Errorf("-backend cuda: %w", err)
 		}
 		return be, "", nil
 	case "auto":
-		be, err := NewCUDA(device, prec)
+		be, err := NewCUDA(o)
 		if err == nil {
 			return be, "chosen automatically: " + be.Device(), nil
 		}
@@ -331,7 +390,7 @@ func OpenBackend(name string, device int, precision string) (compute.Backend, st
 		}
 		return cb, why, nil
 	default:
-		return nil, "", fmt.Errorf("%w: -backend %q: want auto, cpu or cuda", ErrUsage, name)
+		return nil, "", fmt.Errorf("%w: -backend %q: want auto, cpu or cuda", ErrUsage, f.Backend)
 	}
 }
 
@@ -349,7 +408,7 @@ func shortCUDAError(err error) string {
 // Open opens the backend f names and, unless f.Quiet, says on stderr which
 // was chosen when the choice was automatic.
 func Open(f *Input, stderr io.Writer) (compute.Backend, error) {
-	be, why, err := OpenBackend(f.Backend, f.Device, f.Precision)
+	be, why, err := OpenBackend(f)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,8 @@ type FoldIn struct {
 	Backend, Precision string
 	Device             int
 	Quiet              bool
+	// GemmTune is -gemm-tune, as every command's (BindGemmTune).
+	GemmTune string
 }
 
 // NewFoldIn returns the defaults of `dainx fold-in` (foldin.DefaultConfig)
@@ -61,6 +63,7 @@ func NewFoldIn(fs *flag.FlagSet, model bool) *FoldIn {
 	}
 	fs.IntVar(&f.Device, "device", dev, "CUDA device `ordinal` (default $DAINX_DEVICE, else 0)")
 	fs.StringVar(&f.Precision, "precision", "fp32", "GEMM `precision` of the CUDA backend: fp32, tf32 or 3xtf32")
+	BindGemmTune(fs, &f.GemmTune)
 	fs.BoolVar(&f.Quiet, "quiet", false, "no progress on standard error")
 	return f
 }
