@@ -153,8 +153,8 @@ type gemmArgs func(a *driver.Args, part driver.DevicePtr, serial int32)
 // overwritten, not accumulated, and no input). part is the caller's
 // buffer for the parts (parts×m×pcols floats) when parts > 1.
 //
-// With the tuner on (DAINX_GEMM_TUNE model or time), DAINX_GEMM_SERIAL=1
-// and a variant that has it (every tile body of linear_tc.cuh and
+// With the tuner on (Options.GemmTune model or time), serial split-K on
+// (Options.SerialSplitK) and a variant that has it (every tile body of linear_tc.cuh and
 // linear_simt.cuh: all but simt_64x64), a split GEMM is serial (kernels/splitk.cuh): one kernel
 // that leaves the final output, with the bits the split and split_k_reduce
 // give; gemm then returns serial = true and the caller must not reduce.
@@ -184,7 +184,7 @@ func (be *Backend) gemm(op gemmtune.Op, m, n, k, parts, pcols int, part driver.D
 }
 
 // serialSplit reports whether a split GEMM on v is serial (see gemm):
-// with the tuner on and $DAINX_GEMM_SERIAL=1.
+// with the tuner on and serial split-K on (Options.SerialSplitK).
 func (be *Backend) serialSplit(v gemmtune.Variant) bool {
 	return be.tune.mode != gemmtune.Off && be.tune.serial && v.Name != "simt_64x64"
 }
@@ -335,7 +335,7 @@ func (be *Backend) timeVariants(ranked []gemmtune.Estimate, op gemmtune.Op, m, n
 }
 
 // GEMMChoices returns the variant every GEMM shape met so far runs on, in
-// order of first use, and the time spent timing variants (DAINX_GEMM_TUNE,
+// order of first use, and the time spent timing variants (-gemm-tune,
 // `dainx tune`, `make bench`).
 func (be *Backend) GEMMChoices() ([]GEMMChoice, time.Duration) {
 	var out []GEMMChoice
