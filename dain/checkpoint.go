@@ -134,24 +134,11 @@ func fingerprint(x *tensor.COO, name string) ckInput {
 	return ckInput{Name: name, Cells: x.NNZ(), Dims: append([]int(nil), x.Dims...), SHA256: hex.EncodeToString(h.Sum(nil))}
 }
 
-// flagNames are the flags of `dainx augment` that set Config's fields.
-var flagNames = map[string]string{
-	"Ratio": "-ratio", "Seed": "-seed", "Layers": "-layers", "Epochs": "-epochs", "Batch": "-batch",
-	"Patience": "-patience", "LR": "-lr", "TestFrac": "-test-frac", "ValFrac": "-val-frac",
-	"Method": "-method", "Model": "-model", "Predictor": "-predictor", "Influence": "-influence",
-	"InfluenceLayers": "-influence-layers", "Entity": "-entity", "Rank": "-rank", "Channels": "-channels",
-	"CoSTCoLR": "-costco-lr", "CoSTCoBatch": "-costco-batch", "EmbeddingOptimizer": "-embedding-optimizer",
-	"Split": "-split", "FinalModel": "-final-model", "BayesRank": "-bayes-rank", "BayesSamples": "-bayes-samples",
-	"BayesBurnIn": "-bayes-burnin", "BayesPriors": "-bayes-priors", "FMRank": "-fm-rank", "L2": "-l2",
-	"InfluenceEvery": "-influence-every", "InfluenceValSample": "-influence-val-sample",
-	"Values": "-values", "Oracle": "-oracle", "Graphs": "-graphs", "Exchange": "-exchange",
-}
-
 // configFields lists every setting of c (every field but Progress, OnEpoch
-// and Keep,
-// which change what a run reports, not what it computes, so a
-// field added to Config is covered without a change here), by the flag of
-// `dainx augment` that sets it or else by its Go name, and the backend.
+// and Keep, which change what a run reports, not what it computes, so a
+// field added to Config is covered without a change here), by its
+// Setting.CkName (the flag of `dainx augment` that sets it, or else its
+// Go name), and the backend.
 // Values are formatted exactly (floats in their shortest round-tripping
 // form).
 func configFields(c Config, backend string) []ckField {
@@ -163,23 +150,10 @@ func configFields(c Config, backend string) []ckField {
 			continue
 		}
 		name := f.Name
-		if n, ok := flagNames[name]; ok {
-			name = n
+		if s, ok := settingOf(f.Name); ok {
+			name = s.CkName()
 		}
-		var val string
-		switch x.Kind() {
-		case reflect.Float32, reflect.Float64:
-			val = strconv.FormatFloat(x.Float(), 'g', -1, 64)
-		case reflect.Slice:
-			parts := make([]string, x.Len())
-			for k := range parts {
-				parts[k] = fmt.Sprint(x.Index(k).Interface())
-			}
-			val = strings.Join(parts, ",")
-		default:
-			val = fmt.Sprint(x.Interface())
-		}
-		out = append(out, ckField{name, val})
+		out = append(out, ckField{name, formatSetting(x)})
 	}
 	return append(out, ckField{"-backend", backend})
 }
@@ -282,34 +256,45 @@ func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func
 	return c, nil
 }
 
-// ckLegacy are the settings that a checkpoint file may lack because the
-// dainx that wrote it predates them, by their name in ckHeader.Config, each
-// with the value every run of that dainx had: a file without one reads as
-// made with that value (not with today's default).
-var ckLegacy = map[string]string{
-	"-embedding-optimizer": nn.Adam,     // dense Adam, before -embedding-optimizer
-	"-split":               SplitLegacy, // the permutation split, before 0.7
-	"ShardTables":          "off",       // no sharding before -shard-tables
-	"Sign":                 "abs",       // before the study variants
-	"Temperature":          "1",
-	"Mix":                  "0",
-	"-final-model":         FinalMLP, // before -final-model, Θ′ was an MLP
-	"-bayes-rank":          strconv.Itoa(DefaultBayesRank),
-	"-bayes-samples":       strconv.Itoa(DefaultBayesSamples),
-	"-bayes-burnin":        "0",
-	"-bayes-priors":        BayesPriorsMode, // one group per mode, before -bayes-priors
-	"-fm-rank":             strconv.Itoa(DefaultFMRank),
-	"-l2":                  "0",                  // no L2 penalty before -l2
-	"-values":              ValuesPredictor,      // each method's own values before -values
-	"-oracle":              "none",               // no generator before -oracle
-	"-graphs":              string(GraphsOn),     // before -graphs ($DAINX_CUDA_GRAPHS, not recorded)
-	"-exchange":            string(ExchangeAuto), // before -exchange ($DAINX_EXCHANGE, not recorded)
+// ckLegacy returns the value that every run of a dainx that predates
+// setting name (its name in ckHeader.Config) had, and false for a setting
+// every checkpoint records: a file without it reads as made with that
+// value (not with today's default). Settings' Legacy gives it.
+func ckLegacy(name string) (string, bool) {
+	if s, ok := settingOfCk(name); ok {
+		if v, ok := s.LegacyValue(); ok {
+			return formatSetting(reflect.ValueOf(v)), true
+		}
+	}
+	return "", false
+}
+
+// settingOfCk returns the entry of Settings named name in a checkpoint's
+// header.
+func settingOfCk(name string) (Setting, bool) {
+	for _, s := range Settings() {
+		if s.CkName() == name {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+// settingOf returns the entry of Settings of Config's field field.
+func settingOf(field string) (Setting, bool) {
+	for _, s := range Settings() {
+		if s.Field == field {
+			return s, true
+		}
+	}
+	return Setting{}, false
 }
 
 // effective returns the value of setting name that a run resolves value
 // to: an automatic embedding optimizer the one it picks for each model
-// on this input ("adam", or "mlp X, costco Y" when they differ), the empty
-// split keyed, no -layers the default layers of the input's order, and
+// on this input ("adam", or "mlp X, costco Y" when they differ), a zero
+// value its Setting's Unset (the empty split keyed, …), no -layers the
+// default layers of the input's order, and
 // -shard-tables off in a run of one process (which ignores it), the
 // bayes-fm settings nothing in a run that uses no bayes-fm, -graphs
 // nothing (replay changes no bit) and -exchange nothing in a run of one
@@ -325,9 +310,6 @@ func (c *checkpointer) effective(name, value string) string {
 		if c.cfg.Influence != "in-run" {
 			return "" // in-run's settings do not matter to this run
 		}
-		if value == "0" {
-			return map[string]string{"-influence-every": strconv.Itoa(DefaultInfluenceEvery), "-influence-val-sample": strconv.Itoa(DefaultInfluenceValSample)}[name]
-		}
 	}
 	switch name {
 	case "-graphs":
@@ -335,9 +317,6 @@ func (c *checkpointer) effective(name, value string) string {
 	case "-exchange":
 		if c.ranks == 0 {
 			return "" // one process exchanges nothing
-		}
-		if value == "" {
-			return string(ExchangeAuto)
 		}
 	case "-embedding-optimizer":
 		if value != "" && value != nn.Auto {
@@ -355,22 +334,6 @@ func (c *checkpointer) effective(name, value string) string {
 			parts[i] = k + " " + m[k]
 		}
 		return strings.Join(parts, ", ")
-	case "-split":
-		if value == "" {
-			return SplitKeyed
-		}
-	case "-final-model":
-		if value == "" {
-			return FinalMLP
-		}
-	case "-bayes-priors":
-		if value == "" {
-			return BayesPriorsAuto
-		}
-	case "-values":
-		if value == "" {
-			return ValuesPredictor
-		}
 	case "-layers":
 		if value == "" { // the default layers of the input's order
 			parts := []string{}
@@ -383,9 +346,9 @@ func (c *checkpointer) effective(name, value string) string {
 		if c.ranks == 0 {
 			return "off"
 		}
-		if value == "" {
-			return "auto"
-		}
+	}
+	if s, ok := settingOfCk(name); ok && s.Unset != nil && value == formatSetting(reflect.Zero(s.Type())) {
+		return formatSetting(s.as(s.Unset)) // the zero value stands for Unset
 	}
 	return value
 }
@@ -410,7 +373,7 @@ func (c *checkpointer) compatible(h ckHeader, path string) error {
 		v, ok := saved[f.Name]
 		note := ""
 		if !ok {
-			if v, ok = ckLegacy[f.Name]; ok {
+			if v, ok = ckLegacy(f.Name); ok {
 				note = fmt.Sprintf(" (not recorded: dainx %s predates the setting and always ran so)", h.Dainx)
 			}
 		}

@@ -146,6 +146,110 @@ type Config struct {
 	Keep Keep
 }
 
+// settings is Settings' table, one entry per setting of Config (see
+// Setting), in the order eval's provenance records them; those it does
+// not record last. A setting added to Config adds its entry here.
+func settings() []Setting {
+	return []Setting{
+		// -ratio, -layers and -method are registered by hand: eval has
+		// -ratios instead, -layers sets a cli.IntList, -method a name that
+		// cli.ApplyMethod turns into settings.
+		{Field: "Ratio", Flag: "ratio", Key: "ratio", Report: "ratio"},
+		{Field: "Seed", Flag: "seed", Bind: "training", Key: "seed", Report: "seed",
+			Help: "random `seed` for the split, initialisation, shuffling and sampling"},
+		{Field: "Layers", Flag: "layers", Key: "layers", Report: "layers"},
+		{Field: "Epochs", Flag: "epochs", Bind: "training", Key: "epochs", Report: "epochs",
+			Help: "maximum training `epochs` per model"},
+		{Field: "Batch", Flag: "batch", Bind: "training", Key: "batch", Report: "batch",
+			Help: "MLP training batch `size` in cells"},
+		{Field: "Patience", Flag: "patience", Bind: "training", Key: "patience", Report: "patience",
+			Help: "early-stopping patience in `epochs` without a better validation MSE"},
+		{Field: "LR", Flag: "lr", Bind: "training", Key: "lr", Report: "lr",
+			Help: "MLP Adam learning `rate`, also TracIn's step size η"},
+		{Field: "TestFrac", Flag: "test-frac", Bind: "training", Key: "test_frac", Report: "test_frac",
+			Help: "`fraction` of all cells held out for test"},
+		{Field: "ValFrac", Flag: "val-frac", Bind: "training", Key: "val_frac", Report: "val_frac",
+			Help: "`fraction` of the remaining cells used for validation"},
+		// EvalBatch, CPLambda and CPSweeps have no flag: checkpoints name
+		// them by their Go names.
+		{Field: "EvalBatch", Key: "eval_batch"},
+		{Field: "Method", Flag: "method", Key: "method", Report: "method"},
+		{Field: "Model", Flag: "model", Bind: "method", Key: "model", Report: "model",
+			Help: "embedding `model` Θ whose influence ranks cells: " + Help(Models)},
+		{Field: "Predictor", Flag: "predictor", Bind: "method", Key: "predictor", Report: "predictor",
+			Help: "value `predictor` for new cells: " + Help(Predictors) + "; mlp reuses Θ"},
+		{Field: "Influence", Flag: "influence", Bind: "method", Key: "influence", Report: "influence",
+			Help: "cell importance `estimator`: " + Help(Influences)},
+		{Field: "InfluenceLayers", Flag: "influence-layers", Bind: "method", Key: "influence_layers", Report: "influence_layers",
+			Help: "TracIn's `parameters`: " + Help(InfluenceLayers)},
+		{Field: "Entity", Flag: "entity", Bind: "method", Key: "entity", Report: "entity",
+			Help: "entity importance `aggregator`: " + Help(Entities)},
+		// Sign, Temperature and Mix: abs, 1 and 0 before the study
+		// variants; checkpoints name them by their Go names, as before
+		// their flags.
+		{Field: "Sign", Flag: "sign", Bind: "method", Ck: "Sign", Key: "sign", Legacy: "abs",
+			Help: "cell score to importance: " + Help(Signs)},
+		{Field: "Temperature", Flag: "temperature", Bind: "method", Ck: "Temperature", Key: "temperature", Legacy: 1.0,
+			Help: "temperature `τ` on entity importance, drawn ∝ α^τ: 1 the paper's, 0 uniform, > 1 sharper (dain, degree, near-cells)"},
+		{Field: "Mix", Flag: "mix", Bind: "method", Ck: "Mix", Key: "mix", Legacy: 0.0,
+			Help: "`share` of the uniform distribution mixed into entity importance, 0 to 1 (0 the paper's)"},
+		{Field: "Rank", Flag: "rank", Bind: "training", Key: "rank",
+			Help: "CoSTCo embedding `rank` R"},
+		{Field: "Channels", Flag: "channels", Bind: "training", Key: "channels",
+			Help: "CoSTCo convolution `channels` C"},
+		{Field: "CoSTCoLR", Flag: "costco-lr", Bind: "training", Key: "costco_lr",
+			Help: "CoSTCo Adam learning `rate`"},
+		{Field: "CoSTCoBatch", Flag: "costco-batch", Bind: "training", Key: "costco_batch",
+			Help: "CoSTCo training batch `size`"},
+		{Field: "CPLambda", Key: "cp_lambda"},
+		{Field: "CPSweeps", Key: "cp_sweeps"},
+		// Dense Adam before -embedding-optimizer.
+		{Field: "EmbeddingOptimizer", Flag: "embedding-optimizer", Bind: "training", Key: "embedding_optimizer", Legacy: nn.Adam,
+			Help: "embedding tables' `optimizer`: adam (dense Adam over every row each step, the paper's), sparse-adam (Adam on the rows a step touched: a step's cost does not grow with the number of entities) or auto (adam while a dense step over the table costs less than the step's other work, else sparse-adam; says which on standard error and in the report)"},
+		// The permutation split before 0.7.
+		{Field: "Split", Flag: "split", Bind: "training", Key: "split", Report: "split", Unset: SplitKeyed, Legacy: SplitLegacy,
+			Help: "how cells are `split` and ordered: keyed (each cell's part and its place in every epoch's order computed from the seed: the same for any number of MPI ranks, and no rank holds an array of every cell) or legacy (one random permutation of every cell, and each epoch's order shuffled from the last: reproduces dainx 0.6 and earlier); the two give different random splits for one seed"},
+		// Θ′ an MLP before -final-model (and bayes-fm's defaults, with one
+		// prior group per mode, before its settings).
+		{Field: "FinalModel", Flag: "final-model", Bind: "training", Key: "final_model", Report: "final_model", Unset: FinalMLP, Legacy: FinalMLP,
+			Help: "`model` Θ′ trained on train ∪ the new cells, whose test RMSE the run reports: " + Help(FinalModels) + "; with bayes-fm, rmse_before is bayes-fm's on train alone"},
+		{Field: "BayesRank", Flag: "bayes-rank", Bind: "training", Key: "bayes_rank", Legacy: DefaultBayesRank,
+			Help: "with -final-model bayes-fm, its `rank` K (factors per entity)"},
+		{Field: "BayesSamples", Flag: "bayes-samples", Bind: "training", Key: "bayes_samples", Legacy: DefaultBayesSamples,
+			Help: "with -final-model bayes-fm, its Gibbs `sweeps`, burn-in included"},
+		{Field: "BayesBurnIn", Flag: "bayes-burnin", Bind: "training", Key: "bayes_burnin", Legacy: 0,
+			Help: "with -final-model bayes-fm, the first `sweeps` not averaged (0 averages all, as libFM)"},
+		{Field: "BayesPriors", Flag: "bayes-priors", Bind: "training", Key: "bayes_priors", Unset: BayesPriorsAuto, Legacy: BayesPriorsMode,
+			Help: "with bayes-fm, its prior `groups`: mode (a mean and precision per mode, as libFM with -meta), shared (one for every mode, libFM without -meta) or auto (both chains, the one of lower validation RMSE kept: twice the time)"},
+		// The default fm rank, and no L2 penalty, before -fm-rank and -l2.
+		{Field: "FMRank", Flag: "fm-rank", Bind: "training", Key: "fm_rank", Legacy: DefaultFMRank,
+			Help: "the fm model's `rank` K (factors per entity; its embedding width is K+1, the last column the entity's bias), as -model, -predictor or -final-model"},
+		{Field: "L2", Flag: "l2", Bind: "training", Key: "l2", Legacy: 0.0,
+			Help: "L2 penalty `λ` of every Adam-trained model (mlp, costco, fm, hybrid): each step uses g + λ·θ for the parameters it updates (with sparse Adam the batch's rows); 0 is none, the paper's"},
+		// Each method's own values, and no generator, before -values and
+		// -oracle (a file name, registered by hand; recorded only when
+		// there is one).
+		{Field: "Values", Flag: "values", Bind: "values", Key: "values", Report: "values", Unset: ValuesPredictor, Legacy: ValuesPredictor,
+			Help: "`source` of the new cells' values: " + Help(ValueSources)},
+		{Field: "Oracle", Flag: "oracle", Key: "oracle", OmitEmpty: true, Legacy: (*tensor.Generator)(nil)},
+		// In-run's defaults before its settings.
+		{Field: "InfluenceEvery", Flag: "influence-every", Bind: "in-run", Key: "influence_every", Unset: DefaultInfluenceEvery, Legacy: DefaultInfluenceEvery,
+			Help: "with -influence in-run, take its terms at every `k`-th training step of Θ (the steps t with (t−1) mod k = 0; 0 means the default)"},
+		{Field: "InfluenceValSample", Flag: "influence-val-sample", Bind: "in-run", Key: "influence_val_sample", Unset: DefaultInfluenceValSample, Legacy: DefaultInfluenceValSample,
+			Help: "with -influence in-run, the number of `cells` of the fixed validation sample (drawn by the seed) its validation gradient is taken over; every validation cell when there are no more (0 means the default)"},
+		// Not recorded by eval (a run of one process ignores them).
+		// No sharding before -shard-tables, which dainx augment registers
+		// (with -dist); checkpoints name it by its Go name.
+		{Field: "ShardTables", Flag: "shard-tables", Ck: "ShardTables", Unset: "auto", Legacy: "off"},
+		// Graph replay and auto exchange before -graphs and -exchange
+		// ($DAINX_CUDA_GRAPHS and $DAINX_EXCHANGE, not recorded); -exchange
+		// is registered by dainx augment (with -dist).
+		{Field: "Graphs", Flag: "graphs", Bind: "training", Report: "graphs", Unset: GraphsOn, Legacy: GraphsOn,
+			Help: "replay each training step as a CUDA graph (one per batch size) instead of launching its kernels one by one: `on` or off; the same results bit for bit, faster steps on a GPU; the CPU ignores it; $DAINX_CUDA_GRAPHS=0 makes off the default"},
+		{Field: "Exchange", Flag: "exchange", Unset: ExchangeAuto, Legacy: ExchangeAuto},
+	}
+}
+
 // Keep names what Run returns (in Result) or hands over beside the report.
 // The zero value keeps nothing more. Run (and RunCheckpointed) return an
 // error if something asked for cannot be given: scores or importance of a

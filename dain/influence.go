@@ -170,10 +170,3 @@ func (a *sharedGrad) Checkpoint(best bool) error {
 	a.be.Copy(a.LastLayer.ValGradSum(), a.g)
 	return a.LastLayer.Checkpoint(best)
 }
-
-func init() {
-	// A checkpoint of a dainx before in-run has no in-run settings (see
-	// ckLegacy; effective resolves 0 to the defaults).
-	ckLegacy["-influence-every"] = "0"
-	ckLegacy["-influence-val-sample"] = "0"
-}

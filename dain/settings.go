@@ -2,6 +2,10 @@ package dain
 
 import (
 	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
@@ -79,6 +83,31 @@ func (c *Config) exchange(rows, batch, order int) string {
 	return nn.ChooseExchange(rows, batch, order)
 }
 
+// reportSettings sets each field of rep that a setting names
+// (Setting.Report, the field's JSON key) to c's value of the setting, its
+// Unset in the stead of the zero value.
+func (c *Config) reportSettings(rep *Report) {
+	r := reflect.ValueOf(rep).Elem()
+	for _, s := range Settings() {
+		if s.Report == "" {
+			continue
+		}
+		f := r.FieldByIndex(reportField(s.Report))
+		f.Set(reflect.ValueOf(s.Resolved(*c)).Convert(f.Type()))
+	}
+}
+
+// reportField returns the index of Report's field of JSON key key.
+func reportField(key string) []int {
+	t := reflect.TypeFor[Report]()
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == key {
+			return t.Field(i).Index
+		}
+	}
+	panic("dain: Settings names no Report field of key " + key)
+}
+
 // checkSettings reports a Graphs or Exchange value that is not one of
 // theirs (a Config made in Go; the flags refuse them when parsed).
 func (c *Config) checkSettings() error {
@@ -101,13 +130,9 @@ func (c *Config) checkSettings() error {
 func (c *Config) newReport(be compute.Backend, dims []int, nnz int, counts [3]int, sp splitPrint, logf func(string, ...any)) Report {
 	rep := Report{
 		Dims: append([]int(nil), dims...), NNZ: nnz, Backend: be.Name(), Device: be.Device(),
-		Seed: c.Seed, Ratio: c.Ratio, Layers: c.Layers, Epochs: c.Epochs, Batch: c.Batch,
-		Patience: c.Patience, LR: c.LR, TestFrac: c.TestFrac, ValFrac: c.ValFrac,
-		Method: c.Method, Model: c.Model, Predictor: c.Predictor, Influence: c.Influence,
-		InfLayers: c.InfluenceLayers, Entity: c.Entity, FinalModel: c.finalModel(), Values: c.values(),
 		NTrain: counts[0], NVal: counts[1], NTest: counts[2],
-		Graphs: string(c.graphs()),
 	}
+	c.reportSettings(&rep)
 	if c.Influence == "in-run" {
 		rep.InfluenceEvery, rep.InfluenceValSample = c.influenceEvery(), min(c.influenceValSample(), rep.NVal)
 	}
@@ -115,8 +140,146 @@ func (c *Config) newReport(be compute.Backend, dims []int, nnz int, counts [3]in
 		rep.GemmTune = t.GemmTune()
 	}
 	rep.EmbeddingOptimizer, rep.EmbeddingOptimizers = c.embeddingOptimizerSetting(), c.EmbeddingOptimizers(dims, logf)
-	rep.Split = c.split()
 	rep.SplitFingerprint = sp.String()
 	rep.NoTest = rep.NTest == 0
 	return rep
 }
+
+// Setting describes one setting of Config once, for every place that
+// names it: the flag that sets it (cmd/internal/cli registers the flags
+// of the settings whose Bind it names, with Help), its name in a
+// checkpoint's header, its key in eval's provenance (runs.json's "base")
+// and in the report, what its zero value stands for, and the value runs
+// had before it existed. Settings lists them; a setting added to Config
+// adds its entry there, and the flag, the checkpoint, the provenance and
+// the report follow from it.
+type Setting struct {
+	// Field is the name of the Config field.
+	Field string
+	// Flag is its flag of dainx augment (and the libdainx option, the
+	// Python keyword), without the dash; "" when it has none.
+	Flag string
+	// Bind is the group of flags whose cmd/internal/cli function
+	// registers Flag, with Help as its usage and the field's value as
+	// its default (BindTraining, BindMethod, BindInRun, BindValues); ""
+	// when the flag is registered by hand (it sets another variable, or
+	// its default differs by command).
+	Bind, Help string
+	// Ck is its name in a checkpoint's header when that is not the flag
+	// ("-" and Flag): settings checkpointed before they had a flag keep
+	// their Go name there. "" means "-"+Flag, or Field without a flag.
+	Ck string
+	// Key is its key in eval's provenance ("" when not recorded), and
+	// OmitEmpty leaves it out there when it is the zero value.
+	Key       string
+	OmitEmpty bool
+	// Report is the key of the Report field that newReport fills with its
+	// value (with Unset resolved); "" when the report records it by hand
+	// or not at all.
+	Report string
+	// Unset is the value the field's zero value stands for ("" keyed for
+	// Split): what the provenance records and the checkpoint and the
+	// provenance compare in its stead. nil: the zero value is a value.
+	Unset any
+	// Legacy is the value every run had before the setting existed: a
+	// checkpoint or provenance record that lacks the setting reads as
+	// made with it. nil when every record has the setting.
+	Legacy any
+}
+
+// CkName returns s's name in a checkpoint's header.
+func (s Setting) CkName() string {
+	switch {
+	case s.Ck != "":
+		return s.Ck
+	case s.Flag != "":
+		return "-" + s.Flag
+	}
+	return s.Field
+}
+
+// Type returns the type of s's Config field.
+func (s Setting) Type() reflect.Type {
+	f, ok := reflect.TypeFor[Config]().FieldByName(s.Field)
+	if !ok {
+		panic("dain: Settings names no Config field " + s.Field)
+	}
+	return f.Type
+}
+
+// Of returns c's field of s, settable.
+func (s Setting) Of(c *Config) reflect.Value {
+	v := reflect.ValueOf(c).Elem().FieldByName(s.Field)
+	if !v.IsValid() {
+		panic("dain: Settings names no Config field " + s.Field)
+	}
+	return v
+}
+
+// as returns x (Unset, Legacy) as a value of s's field's type.
+func (s Setting) as(x any) reflect.Value {
+	t := s.Type()
+	if x == nil {
+		return reflect.Zero(t)
+	}
+	return reflect.ValueOf(x).Convert(t)
+}
+
+// Resolved returns c's value of s with Unset in the stead of the zero
+// value, as the field's type.
+func (s Setting) Resolved(c Config) any {
+	v := s.Of(&c)
+	if s.Unset != nil && v.IsZero() {
+		return s.as(s.Unset).Interface()
+	}
+	return v.Interface()
+}
+
+// Resolve returns x (a value of s's field's type, or nil for none) with
+// Unset in the stead of the zero value.
+func (s Setting) Resolve(x any) any {
+	if s.Unset != nil && (x == nil || reflect.ValueOf(x).IsZero()) {
+		return s.as(s.Unset).Interface()
+	}
+	return x
+}
+
+// LegacyValue returns Legacy as a value of s's field's type, and false
+// when s has none.
+func (s Setting) LegacyValue() (any, bool) {
+	if s.Legacy == nil {
+		return nil, false
+	}
+	return s.as(s.Legacy).Interface(), true
+}
+
+// SettingByKey returns the setting that eval's provenance records as key.
+func SettingByKey(key string) (Setting, bool) {
+	for _, s := range Settings() {
+		if s.Key == key && key != "" {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+// formatSetting formats a setting's value v as a checkpoint's header
+// records it: floats in their shortest round-tripping form, lists
+// comma-separated.
+func formatSetting(x reflect.Value) string {
+	switch x.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return strconv.FormatFloat(x.Float(), 'g', -1, 64)
+	case reflect.Slice:
+		parts := make([]string, x.Len())
+		for k := range parts {
+			parts[k] = fmt.Sprint(x.Index(k).Interface())
+		}
+		return strings.Join(parts, ",")
+	}
+	return fmt.Sprint(x.Interface())
+}
+
+// Settings returns every setting of Config, in the order eval's
+// provenance records them (the settings it does not record last).
+var Settings = sync.OnceValue(settings)

@@ -1,9 +1,9 @@
 package eval
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -52,8 +52,12 @@ type Provenance struct {
 	Legacy []string `json:"-"`
 }
 
-// Training is the recorded training configuration: dain.Config without its
-// progress writer. Every field takes part in Compatible.
+// Training is the recorded training configuration: every setting of
+// dain.Settings that has a Key (dain.Config without its progress writer
+// and callbacks), in that order. Every setting but the seed takes part in
+// Compatible. TrainingOf, the legacy values of a record that lacks a
+// setting, Effective and Compatible follow dain.Settings, so a setting
+// added there needs no change here.
 type Training struct {
 	Ratio           float64 `json:"ratio"`
 	Seed            uint64  `json:"seed"`
@@ -104,61 +108,136 @@ type Training struct {
 	// made before they existed used the defaults.
 	InfluenceEvery     int `json:"influence_every"`
 	InfluenceValSample int `json:"influence_val_sample"`
+
+	// More holds the recorded settings (dain.Settings with a Key) that
+	// have no field above, by key: the settings added since (a field above
+	// is a key runs.json had by then). They are written after the fields,
+	// in the order of dain.Settings.
+	More map[string]any `json:"-"`
 }
 
-// TrainingOf returns the recorded form of c.
+// TrainingOf returns the recorded form of c: each setting's value, its
+// Unset in the stead of the zero value.
 func TrainingOf(c dain.Config) Training {
-	return Training{
-		Ratio: c.Ratio, Seed: c.Seed, Layers: c.Layers, Epochs: c.Epochs, Batch: c.Batch,
-		Patience: c.Patience, LR: c.LR, TestFrac: c.TestFrac, ValFrac: c.ValFrac, EvalBatch: c.EvalBatch,
-		Method: c.Method, Model: c.Model, Predictor: c.Predictor, Influence: c.Influence,
-		InfluenceLayers: c.InfluenceLayers, Entity: c.Entity, Rank: c.Rank, Channels: c.Channels,
-		CoSTCoLR: c.CoSTCoLR, CoSTCoBatch: c.CoSTCoBatch, CPLambda: c.CPLambda, CPSweeps: c.CPSweeps,
-		Sign: c.Sign, Temperature: c.Temperature, Mix: c.Mix, EmbeddingOptimizer: c.EmbeddingOptimizer,
-		Split:      cmp.Or(c.Split, dain.SplitKeyed),
-		FinalModel: c.FinalModelName(), BayesRank: c.BayesRank, BayesSamples: c.BayesSamples, BayesBurnIn: c.BayesBurnIn,
-		BayesPriors: cmp.Or(c.BayesPriors, dain.BayesPriorsAuto),
-		FMRank:      c.FMRank, L2: c.L2,
-		Values: cmp.Or(c.Values, dain.ValuesPredictor), Oracle: c.Oracle,
-		InfluenceEvery: cmp.Or(c.InfluenceEvery, dain.DefaultInfluenceEvery), InfluenceValSample: cmp.Or(c.InfluenceValSample, dain.DefaultInfluenceValSample),
+	var t Training
+	for _, s := range dain.Settings() {
+		if s.Key != "" {
+			t.set(s.Key, s.Resolved(c))
+		}
 	}
+	return t
 }
 
-// legacyDefaults are the training settings added after the first records,
-// by JSON key, each with the value that every dainx before it used: a
-// record without the key was made with that value (and reads so), whatever
-// the default is now. A setting added to Training later belongs here with
-// the value runs had before it existed.
-var legacyDefaults = []struct {
-	key string
-	set func(*Training)
-}{
-	{"sign", func(t *Training) { t.Sign = "abs" }},
-	{"temperature", func(t *Training) { t.Temperature = 1 }},
-	{"mix", func(t *Training) { t.Mix = 0 }},
-	{"embedding_optimizer", func(t *Training) { t.EmbeddingOptimizer = nn.Adam }}, // dense Adam, before -embedding-optimizer
-	{"split", func(t *Training) { t.Split = dain.SplitLegacy }},                   // the permutation split, before 0.7
-	{"final_model", func(t *Training) { t.FinalModel = dain.FinalMLP }},           // Θ′ an MLP, before -final-model
-	{"bayes_rank", func(t *Training) { t.BayesRank = dain.DefaultBayesRank }},
-	{"bayes_samples", func(t *Training) { t.BayesSamples = dain.DefaultBayesSamples }},
-	{"bayes_burnin", func(t *Training) { t.BayesBurnIn = 0 }},
-	{"bayes_priors", func(t *Training) { t.BayesPriors = dain.BayesPriorsMode }},
-	{"fm_rank", func(t *Training) { t.FMRank = dain.DefaultFMRank }},
-	{"l2", func(t *Training) { t.L2 = 0 }},
-	{"values", func(t *Training) { t.Values = dain.ValuesPredictor }}, // each method's own, before -values
-	{"influence_every", func(t *Training) { t.InfluenceEvery = dain.DefaultInfluenceEvery }},
-	{"influence_val_sample", func(t *Training) { t.InfluenceValSample = dain.DefaultInfluenceValSample }},
+// trainingField returns the index of Training's field of JSON key key, or
+// -1 when key is not a field (a setting in More).
+var trainingField = func() func(string) int {
+	at := map[string]int{}
+	t := reflect.TypeFor[Training]()
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "-" {
+			at[name] = i
+		}
+	}
+	return func(key string) int {
+		if i, ok := at[key]; ok {
+			return i
+		}
+		return -1
+	}
+}()
+
+// set sets t's setting key to v (a value of the dain.Config field's type).
+func (t *Training) set(key string, v any) {
+	if i := trainingField(key); i >= 0 {
+		f := reflect.ValueOf(t).Elem().Field(i)
+		if v == nil {
+			f.SetZero()
+		} else {
+			f.Set(reflect.ValueOf(v))
+		}
+		return
+	}
+	if t.More == nil {
+		t.More = map[string]any{}
+	}
+	t.More[key] = v
 }
 
-// paperVariant sets every setting of legacyDefaults whose key has is
-// false to its legacy value, and returns those keys.
+// get returns t's setting key; nil for a setting in More that t lacks.
+func (t Training) get(key string) any {
+	if i := trainingField(key); i >= 0 {
+		return reflect.ValueOf(t).Field(i).Interface()
+	}
+	return t.More[key]
+}
+
+// MarshalJSON writes t's fields, then the settings of t.More in the order
+// of dain.Settings.
+func (t Training) MarshalJSON() ([]byte, error) {
+	type plain Training // without this method
+	b, err := json.Marshal(plain(t))
+	if err != nil || len(t.More) == 0 {
+		return b, err
+	}
+	b = b[:len(b)-1] // the closing brace
+	for _, s := range dain.Settings() {
+		v, ok := t.More[s.Key]
+		if !ok || s.Key == "" || trainingField(s.Key) >= 0 || (s.OmitEmpty && (v == nil || reflect.ValueOf(v).IsZero())) {
+			continue
+		}
+		k, _ := json.Marshal(s.Key)
+		x, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("training setting %s: %w", s.Key, err)
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, k...), ':'), x...)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads t's fields and the settings of More it records,
+// each as its dain.Config field's type; it leaves a setting b lacks as it
+// was (a legacy value paperVariant set).
+func (t *Training) UnmarshalJSON(b []byte) error {
+	type plain Training // without this method
+	if err := json.Unmarshal(b, (*plain)(t)); err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
+	for _, s := range dain.Settings() {
+		raw, ok := keys[s.Key]
+		if !ok || s.Key == "" || trainingField(s.Key) >= 0 {
+			continue
+		}
+		v := reflect.New(s.Type())
+		if err := json.Unmarshal(raw, v.Interface()); err != nil {
+			return fmt.Errorf("training setting %s: %w", s.Key, err)
+		}
+		t.set(s.Key, v.Elem().Interface())
+	}
+	return nil
+}
+
+// paperVariant sets every setting with a legacy value (dain.Setting's
+// Legacy: the value every dainx before it used) whose key has is false to
+// that value, and returns those keys: a record without the key was made
+// with that value (and reads so), whatever the default is now. A setting
+// left out of a record when empty (OmitEmpty) is never legacy.
 func paperVariant(t *Training, has func(key string) bool) []string {
 	var legacy []string
-	for _, d := range legacyDefaults {
-		if !has(d.key) {
-			d.set(t)
-			legacy = append(legacy, d.key)
+	for _, s := range dain.Settings() {
+		v, ok := s.LegacyValue()
+		if s.Key == "" || s.OmitEmpty || !ok || has(s.Key) {
+			continue
 		}
+		t.set(s.Key, v)
+		legacy = append(legacy, s.Key)
 	}
 	return legacy
 }
@@ -168,15 +247,16 @@ func paperVariant(t *Training, has func(key string) bool) []string {
 // embedding optimizer (auto or empty: nn.ChooseEmbeddingOptimizer's
 // choice for the MLP and for CoSTCo; "adam" when both take adam, else
 // "mlp X, costco Y"), the split (empty: keyed) and the layers (none:
-// nn.DefaultLayers of the tensor's order). Two configurations with the
-// same Effective train alike.
+// nn.DefaultLayers of the tensor's order), and every zero value whose
+// setting has an Unset that (the empty split keyed, …). Two
+// configurations with the same Effective train alike.
 func (t Training) Effective(dims []int) Training {
-	t.Split = cmp.Or(t.Split, dain.SplitKeyed)
-	t.FinalModel = cmp.Or(t.FinalModel, dain.FinalMLP)
-	t.BayesPriors = cmp.Or(t.BayesPriors, dain.BayesPriorsAuto)
-	t.Values = cmp.Or(t.Values, dain.ValuesPredictor)
-	t.InfluenceEvery = cmp.Or(t.InfluenceEvery, dain.DefaultInfluenceEvery)
-	t.InfluenceValSample = cmp.Or(t.InfluenceValSample, dain.DefaultInfluenceValSample)
+	t.More = maps.Clone(t.More)
+	for _, s := range dain.Settings() {
+		if s.Key != "" && s.Unset != nil {
+			t.set(s.Key, s.Resolve(t.get(s.Key)))
+		}
+	}
 	if !t.config().UsesBayesFM() { // the bayes-fm settings do not matter
 		t.BayesRank, t.BayesSamples, t.BayesBurnIn, t.BayesPriors = 0, 0, 0, ""
 	}
@@ -200,9 +280,10 @@ func (t Training) Effective(dims []int) Training {
 // config is the dain.Config that t records (no progress, no callbacks).
 func (t Training) config() dain.Config {
 	c := dain.Config{}
-	a, b := reflect.ValueOf(t), reflect.ValueOf(&c).Elem()
-	for i := 0; i < a.NumField(); i++ {
-		b.FieldByName(a.Type().Field(i).Name).Set(a.Field(i))
+	for _, s := range dain.Settings() {
+		if v := t.get(s.Key); s.Key != "" && v != nil {
+			s.Of(&c).Set(reflect.ValueOf(v))
+		}
 	}
 	return c
 }
@@ -215,21 +296,19 @@ func (t Training) config() dain.Config {
 // "-flag value".
 func (p Provenance) Adopt(c *dain.Config, given func(flag string) bool) []string {
 	var out []string
-	a, b := reflect.ValueOf(p.Base), reflect.ValueOf(c).Elem()
 	for _, key := range p.Legacy {
-		flag := "-" + strings.ReplaceAll(key, "_", "-")
+		s, ok := dain.SettingByKey(key)
+		if !ok || s.Flag == "" {
+			continue
+		}
+		flag := "-" + s.Flag
 		if given(flag) {
 			continue
 		}
-		for i := 0; i < a.NumField(); i++ {
-			f := a.Type().Field(i)
-			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != key {
-				continue
-			}
-			if dst := b.FieldByName(f.Name); dst.IsValid() && !reflect.DeepEqual(dst.Interface(), a.Field(i).Interface()) {
-				dst.Set(a.Field(i))
-				out = append(out, fmt.Sprintf("%s %v", flag, a.Field(i)))
-			}
+		v := p.Base.get(key)
+		if dst := s.Of(c); !reflect.DeepEqual(dst.Interface(), v) {
+			dst.Set(reflect.ValueOf(v))
+			out = append(out, fmt.Sprintf("%s %v", flag, v))
 		}
 	}
 	return out
@@ -331,15 +410,13 @@ func (p Provenance) Compatible(q Provenance, sameSeed bool) error {
 	if sameSeed && p.Base.Seed != q.Base.Seed {
 		return fmt.Errorf("different -seed (%v, %v)", p.Base.Seed, q.Base.Seed)
 	}
-	a, b := reflect.ValueOf(p.Base.Effective(p.Dims)), reflect.ValueOf(q.Base.Effective(q.Dims))
-	for i := 0; i < a.NumField(); i++ {
-		f := a.Type().Field(i)
-		if f.Name == "Seed" {
+	a, b := p.Base.Effective(p.Dims), q.Base.Effective(q.Dims)
+	for _, s := range dain.Settings() {
+		if s.Key == "" || s.Field == "Seed" {
 			continue
 		}
-		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			return fmt.Errorf("different training configuration: %s %v, %v", name, a.Field(i), b.Field(i))
+		if x, y := a.get(s.Key), b.get(s.Key); !reflect.DeepEqual(x, y) {
+			return fmt.Errorf("different training configuration: %s %v, %v", s.Key, x, y)
 		}
 	}
 	return nil

@@ -117,28 +117,35 @@ func DefaultConfig() dain.Config {
 
 // BindTraining registers the flags of the models' training and the split.
 func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
-	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random `seed` for the split, initialisation, shuffling and sampling")
 	fs.Var(layers, "layers", "MLP layer `widths`: N·E (N modes × embedding width E) then the hidden widths, comma-separated; default N·50,1024,1024,128")
-	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "maximum training `epochs` per model")
-	fs.IntVar(&c.Batch, "batch", c.Batch, "MLP training batch `size` in cells")
-	fs.Float64Var(&c.LR, "lr", c.LR, "MLP Adam learning `rate`, also TracIn's step size η")
-	fs.IntVar(&c.Patience, "patience", c.Patience, "early-stopping patience in `epochs` without a better validation MSE")
-	fs.Float64Var(&c.TestFrac, "test-frac", c.TestFrac, "`fraction` of all cells held out for test")
-	fs.Float64Var(&c.ValFrac, "val-frac", c.ValFrac, "`fraction` of the remaining cells used for validation")
-	fs.IntVar(&c.Rank, "rank", c.Rank, "CoSTCo embedding `rank` R")
-	fs.IntVar(&c.Channels, "channels", c.Channels, "CoSTCo convolution `channels` C")
-	fs.Float64Var(&c.CoSTCoLR, "costco-lr", c.CoSTCoLR, "CoSTCo Adam learning `rate`")
-	fs.IntVar(&c.CoSTCoBatch, "costco-batch", c.CoSTCoBatch, "CoSTCo training batch `size`")
-	fs.StringVar(&c.Split, "split", c.Split, "how cells are `split` and ordered: keyed (each cell's part and its place in every epoch's order computed from the seed: the same for any number of MPI ranks, and no rank holds an array of every cell) or legacy (one random permutation of every cell, and each epoch's order shuffled from the last: reproduces dainx 0.6 and earlier); the two give different random splits for one seed")
-	fs.StringVar(&c.FinalModel, "final-model", c.FinalModel, "`model` Θ′ trained on train ∪ the new cells, whose test RMSE the run reports: "+dain.Help(dain.FinalModels)+"; with bayes-fm, rmse_before is bayes-fm's on train alone")
-	fs.IntVar(&c.FMRank, "fm-rank", c.FMRank, "the fm model's `rank` K (factors per entity; its embedding width is K+1, the last column the entity's bias), as -model, -predictor or -final-model")
-	fs.Float64Var(&c.L2, "l2", c.L2, "L2 penalty `λ` of every Adam-trained model (mlp, costco, fm, hybrid): each step uses g + λ·θ for the parameters it updates (with sparse Adam the batch's rows); 0 is none, the paper's")
-	fs.IntVar(&c.BayesRank, "bayes-rank", c.BayesRank, "with -final-model bayes-fm, its `rank` K (factors per entity)")
-	fs.IntVar(&c.BayesSamples, "bayes-samples", c.BayesSamples, "with -final-model bayes-fm, its Gibbs `sweeps`, burn-in included")
-	fs.StringVar(&c.BayesPriors, "bayes-priors", c.BayesPriors, "with bayes-fm, its prior `groups`: mode (a mean and precision per mode, as libFM with -meta), shared (one for every mode, libFM without -meta) or auto (both chains, the one of lower validation RMSE kept: twice the time)")
-	fs.IntVar(&c.BayesBurnIn, "bayes-burnin", c.BayesBurnIn, "with -final-model bayes-fm, the first `sweeps` not averaged (0 averages all, as libFM)")
-	fs.Var(&c.Graphs, "graphs", "replay each training step as a CUDA graph (one per batch size) instead of launching its kernels one by one: `on` or off; the same results bit for bit, faster steps on a GPU; the CPU ignores it; $DAINX_CUDA_GRAPHS=0 makes off the default")
-	fs.StringVar(&c.EmbeddingOptimizer, "embedding-optimizer", c.EmbeddingOptimizer, "embedding tables' `optimizer`: adam (dense Adam over every row each step, the paper's), sparse-adam (Adam on the rows a step touched: a step's cost does not grow with the number of entities) or auto (adam while a dense step over the table costs less than the step's other work, else sparse-adam; says which on standard error and in the report)")
+	BindSettings(fs, c, "training")
+}
+
+// BindSettings registers the flag of every setting of dain.Settings
+// whose Bind is group, bound to its field of c, with c's value as its
+// default and the setting's Help.
+func BindSettings(fs *flag.FlagSet, c *dain.Config, group string) {
+	for _, s := range dain.Settings() {
+		if s.Bind != group {
+			continue
+		}
+		switch p := s.Of(c).Addr().Interface().(type) {
+		case flag.Value:
+			fs.Var(p, s.Flag, s.Help)
+		case *string:
+			fs.StringVar(p, s.Flag, *p, s.Help)
+		case *int:
+			fs.IntVar(p, s.Flag, *p, s.Help)
+		case *uint64:
+			fs.Uint64Var(p, s.Flag, *p, s.Help)
+		case *float64:
+			fs.Float64Var(p, s.Flag, *p, s.Help)
+		case *bool:
+			fs.BoolVar(p, s.Flag, *p, s.Help)
+		default:
+			panic(fmt.Sprintf("cli: setting %s: no flag for a %T", s.Field, p))
+		}
+	}
 }
 
 // BindMethod registers the flags that choose how cells are made; their
@@ -148,22 +155,14 @@ func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
 // c's settings once the command line is parsed.
 func BindMethod(fs *flag.FlagSet, c *dain.Config, method *string) {
 	fs.StringVar(method, "method", *method, methodHelp())
-	fs.StringVar(&c.Model, "model", c.Model, "embedding `model` Θ whose influence ranks cells: "+dain.Help(dain.Models))
-	fs.StringVar(&c.Predictor, "predictor", c.Predictor, "value `predictor` for new cells: "+dain.Help(dain.Predictors)+"; mlp reuses Θ")
-	fs.StringVar(&c.Influence, "influence", c.Influence, "cell importance `estimator`: "+dain.Help(dain.Influences))
-	fs.StringVar(&c.InfluenceLayers, "influence-layers", c.InfluenceLayers, "TracIn's `parameters`: "+dain.Help(dain.InfluenceLayers))
+	BindSettings(fs, c, "method")
 	BindInRun(fs, c)
-	fs.StringVar(&c.Entity, "entity", c.Entity, "entity importance `aggregator`: "+dain.Help(dain.Entities))
-	fs.StringVar(&c.Sign, "sign", c.Sign, "cell score to importance: "+dain.Help(dain.Signs))
-	fs.Float64Var(&c.Temperature, "temperature", c.Temperature, "temperature `τ` on entity importance, drawn ∝ α^τ: 1 the paper's, 0 uniform, > 1 sharper (dain, degree, near-cells)")
-	fs.Float64Var(&c.Mix, "mix", c.Mix, "`share` of the uniform distribution mixed into entity importance, 0 to 1 (0 the paper's)")
 }
 
 // BindInRun registers the settings of -influence in-run (augment's
 // -influence, eval's methods dain-in-run and dain-in-run-signed).
 func BindInRun(fs *flag.FlagSet, c *dain.Config) {
-	fs.IntVar(&c.InfluenceEvery, "influence-every", c.InfluenceEvery, "with -influence in-run, take its terms at every `k`-th training step of Θ (the steps t with (t−1) mod k = 0; 0 means the default)")
-	fs.IntVar(&c.InfluenceValSample, "influence-val-sample", c.InfluenceValSample, "with -influence in-run, the number of `cells` of the fixed validation sample (drawn by the seed) its validation gradient is taken over; every validation cell when there are no more (0 means the default)")
+	BindSettings(fs, c, "in-run")
 }
 
 // Augment holds every flag of `dainx augment`.

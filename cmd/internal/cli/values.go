@@ -15,7 +15,7 @@ func BindValues(fs *flag.FlagSet, c *dain.Config, oracle *string) {
 	if c.Values == "" {
 		c.Values = dain.ValuesPredictor
 	}
-	fs.StringVar(&c.Values, "values", c.Values, "`source` of the new cells' values: "+dain.Help(dain.ValueSources))
+	BindSettings(fs, c, "values")
 	fs.StringVar(oracle, "oracle", *oracle, "the generator `file` of the input tensor, which dainx synth -generator-out wrote with it, for -values oracle")
 }
 
