@@ -178,8 +178,9 @@ type Setting struct {
 	// or not at all.
 	Report string
 	// Unset is the value the field's zero value stands for ("" keyed for
-	// Split): what the provenance records and the checkpoint and the
-	// provenance compare in its stead. nil: the zero value is a value.
+	// Split): what the provenance and the report record, and what the
+	// checkpoint and the provenance compare, in its stead. nil: the zero
+	// value is a value of its own.
 	Unset any
 	// Legacy is the value every run had before the setting existed: a
 	// checkpoint or provenance record that lacks the setting reads as
@@ -263,7 +264,7 @@ func SettingByKey(key string) (Setting, bool) {
 	return Setting{}, false
 }
 
-// formatSetting formats a setting's value v as a checkpoint's header
+// formatSetting formats a setting's value x as a checkpoint's header
 // records it: floats in their shortest round-tripping form, lists
 // comma-separated.
 func formatSetting(x reflect.Value) string {
@@ -280,6 +281,8 @@ func formatSetting(x reflect.Value) string {
 	return fmt.Sprint(x.Interface())
 }
 
-// Settings returns every setting of Config, in the order eval's
-// provenance records them (the settings it does not record last).
+// Settings returns every setting of Config (the table settings() in
+// dain.go), in the order eval's provenance records them (the settings it
+// does not record last). It is a variable only so that a test can add a
+// setting; programs never change it.
 var Settings = sync.OnceValue(settings)

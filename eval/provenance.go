@@ -48,7 +48,8 @@ type Provenance struct {
 	Seconds    float64  `json:"seconds"`
 	// Legacy lists the training settings (by JSON key) that the record
 	// lacked because the dainx that wrote it predates them; Base holds
-	// for each the value that dainx used (legacyDefaults). Not written.
+	// for each the value that dainx used (dain.Setting's Legacy). Not
+	// written.
 	Legacy []string `json:"-"`
 }
 
