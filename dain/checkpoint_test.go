@@ -145,10 +145,16 @@ func TestCheckpointBaselines(t *testing.T) {
 		{func(c *dain.Config) { c.EmbeddingOptimizer = "sparse-adam" }, "theta-mlp.tracin-last"},
 		{func(c *dain.Config) { c.EmbeddingOptimizer = "sparse-adam" }, "theta-costco"},
 		{func(c *dain.Config) { c.EmbeddingOptimizer = "sparse-adam" }, "retrain"},
+		// A final model other than the MLP trains twice in step 5: on
+		// train alone (rmse_before, its own stage) and on train ∪ the
+		// new cells; neither may resume the other's state.
+		{func(c *dain.Config) { c.FinalModel = "fm" }, "final-alone"},
+		{func(c *dain.Config) { c.FinalModel = "fm" }, "retrain"},
+		{func(c *dain.Config) { c.FinalModel = "hybrid" }, "retrain"},
 	} {
 		c := ckConfig()
 		v.set(&c)
-		t.Run(v.stage+"-"+c.Method+"-"+c.Predictor+"-"+c.EmbeddingOptimizer, func(t *testing.T) {
+		t.Run(v.stage+"-"+c.Method+"-"+c.Predictor+"-"+c.EmbeddingOptimizer+"-"+c.FinalModel, func(t *testing.T) {
 			want, err := dain.Run(context.Background(), x, c, cpu.New())
 			if err != nil {
 				t.Fatal(err)

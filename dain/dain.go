@@ -767,7 +767,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		// rmse_before: the final model on train alone, so that improved
 		// compares one model with and without the new cells.
 		e.logf("step 5: %s on the %d training cells alone", cfg.finalModel(), rep.NTrain)
-		rmse0, res0, _, err := e.Downstream(ctx, &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}, "Θ′ without augmentation")
+		rmse0, res0, _, err := e.downstreamAt(ctx, &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}, "Θ′ without augmentation", "final-alone")
 		if err != nil {
 			return nil, err
 		}

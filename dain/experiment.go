@@ -571,6 +571,14 @@ func (e *Experiment) observedSet(extra int) *tensor.CellSet {
 // its training result and its wall time. Every call starts from the same
 // initialisation (the seed's), so runs on one split differ only by aug.
 func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label string) (float64, nn.Result, float64, error) {
+	return e.downstreamAt(ctx, aug, label, "retrain")
+}
+
+// downstreamAt is Downstream with its checkpoint stage named: "retrain" for
+// Θ′ on train ∪ aug, another name for a final model trained beside it (on
+// train alone, for rmse_before), so that the two never resume each other's
+// state.
+func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, stage string) (float64, nn.Result, float64, error) {
 	c, err := e.resolve(ctx, e.cfg)
 	if err != nil {
 		return 0, nn.Result{}, 0, err
@@ -600,7 +608,6 @@ func (e *Experiment) Downstream(ctx context.Context, aug *tensor.COO, label stri
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
 	tc.Order = e.cfg.order(streamShuffleAfter, both.Len())
-	const stage = "retrain"
 	tc.AfterEpoch = func(ep nn.Epoch) error {
 		if err := e.ck.at(stage, ep.N, "trained"); err != nil {
 			return err
