@@ -318,6 +318,31 @@ mpi_env() {
 	command -v mpiexec >/dev/null
 }
 
+# nccl_pair runs `dainx augment -dist mpi` on two ranks sharing the GPU
+# with -nccl off, then on (args as the caller set them; STEP_TIMEOUT per
+# run), and records the augmented cells' hashes in nccl.txt.
+nccl_pair() {
+	if ! (mpi_env); then
+		fail "mpiexec -n 2 -dist mpi" "no mpiexec: carry .mpi (mpi.tgz)"
+		return
+	fi
+	(
+		mpi_env
+		nd=$(nccl_dir)
+		[ -n "$nd" ] && export LD_LIBRARY_PATH=$nd:$LD_LIBRARY_PATH
+		for n in off on; do
+			step "mpiexec -n 2 -dist mpi -nccl $n" nccl.txt mpiexec -n 2 \
+				$dev/dainx augment "${args[@]}" -backend cuda -dist mpi -nccl $n \
+				-output /tmp/nccl_$n.tsv -report "$OUT/nccl_$n.json"
+		done
+		{
+			echo "== cells: sha256 of the augmented tensors (-nccl off, on)"
+			sha256sum /tmp/nccl_off.tsv /tmp/nccl_on.tsv
+		} >>"$OUT/nccl.txt" 2>&1
+		exit $status
+	) || status=1
+}
+
 plancheck() {
 	DEADLINE=${DEADLINE:-400}
 	local t=${TENSOR:-foursquare_nyc} f args cpu_pid
@@ -346,25 +371,7 @@ plancheck() {
 		env DAINX_CUDA_GRAPHS=1 DAINX_GEMM_TUNE=time $dev/dainx augment "${args[@]}" -backend cuda \
 		-output /tmp/aug_cuda-tuned.tsv -report "$OUT/aug_${t}_cuda-tuned.json"
 	# NCCL: two ranks sharing the GPU, gradients through MPI, then NCCL.
-	if (mpi_env); then
-		(
-			mpi_env
-			nd=$(nccl_dir)
-			[ -n "$nd" ] && export LD_LIBRARY_PATH=$nd:$LD_LIBRARY_PATH
-			for n in off on; do
-				STEP_TIMEOUT=90 step "mpiexec -n 2 -dist mpi -nccl $n" nccl.txt mpiexec -n 2 \
-					$dev/dainx augment "${args[@]}" -backend cuda -dist mpi -nccl $n \
-					-output /tmp/nccl_$n.tsv -report "$OUT/nccl_$n.json"
-			done
-			{
-				echo "== cells: sha256 of the augmented tensors (-nccl off, on)"
-				sha256sum /tmp/nccl_off.tsv /tmp/nccl_on.tsv
-			} >>"$OUT/nccl.txt" 2>&1
-			exit $status
-		) || status=1
-	else
-		fail "mpiexec -n 2 -dist mpi" "no mpiexec: carry .mpi (mpi.tgz)"
-	fi
+	STEP_TIMEOUT=90 nccl_pair
 	# The sanitizers over what no GPU has checked: the GEMM family, serial
 	# split-K, graph capture of the sparse path.
 	local san
@@ -421,25 +428,7 @@ planrecheck() {
 	STEP_TIMEOUT=60 step "augment $t cuda-tuned (graphs, DAINX_GEMM_TUNE=time)" augment.log \
 		env DAINX_CUDA_GRAPHS=1 DAINX_GEMM_TUNE=time $dev/dainx augment "${args[@]}" -backend cuda \
 		-output /tmp/aug_cuda-tuned.tsv -report "$OUT/aug_${t}_cuda-tuned.json"
-	if (mpi_env); then
-		(
-			mpi_env
-			nd=$(nccl_dir)
-			[ -n "$nd" ] && export LD_LIBRARY_PATH=$nd:$LD_LIBRARY_PATH
-			for n in off on; do
-				STEP_TIMEOUT=60 step "mpiexec -n 2 -dist mpi -nccl $n" nccl.txt mpiexec -n 2 \
-					$dev/dainx augment "${args[@]}" -backend cuda -dist mpi -nccl $n \
-					-output /tmp/nccl_$n.tsv -report "$OUT/nccl_$n.json"
-			done
-			{
-				echo "== cells: sha256 of the augmented tensors (-nccl off, on)"
-				sha256sum /tmp/nccl_off.tsv /tmp/nccl_on.tsv
-			} >>"$OUT/nccl.txt" 2>&1
-			exit $status
-		) || status=1
-	else
-		fail "mpiexec -n 2 -dist mpi" "no mpiexec: carry .mpi (mpi.tgz)"
-	fi
+	STEP_TIMEOUT=60 nccl_pair
 	local san
 	san=$(sanitizer)
 	STEP_TIMEOUT=30 step "memcheck (serial split-K in a capture)" memcheck.txt "$san" --tool memcheck --error-exitcode 3 \
