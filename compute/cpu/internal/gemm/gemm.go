@@ -419,23 +419,7 @@ func (k *Kernel) macro(pb []float32, ws *workspace, t int, p *Params, ic, mb, jc
 			ir = full * mr
 		}
 		for ; ir < mb; ir += mr {
-			rows := min(mr, mb-ir)
-			ap := pa[ir*kb:][:kb*mr]
-			i := ic + ir
-			if rows == mr && cols == nr {
-				var mask []float32
-				if flags&flagMask != 0 {
-					mask = p.Mask[i*p.LDMask+j:]
-				}
-				k.micro(kb, ap, bp, p.C[i*p.LDC+j:], p.LDC, flags, bias, mask, p.LDMask)
-				continue
-			}
-			if rows == mr && k.microedge != nil {
-				k.edgeCols(p, ap, bp, i, j, cols, kb, flags)
-				continue
-			}
-			k.micro(kb, ap, bp, tile, nr, 0, nil, nil, 0)
-			edge(p, tile, nr, i, j, rows, cols, flags)
+			k.tileAt(p, pa[ir*kb:][:kb*mr], bp, tile, ic+ir, j, min(mr, mb-ir), cols, kb, flags)
 		}
 	}
 }
@@ -467,28 +451,35 @@ func (k *Kernel) macroRows(pb []float32, ws *workspace, t int, p *Params, ic, mb
 			jr = full * nr
 		}
 		for ; jr < nb; jr += nr {
-			cols := min(nr, nb-jr)
-			bp := pb[jr*kb:][:kb*nr]
-			j := jc + jr
-			if rows == mr && cols == nr {
-				var bias, mask []float32
-				if flags&flagBias != 0 {
-					bias = p.Bias[j:]
-				}
-				if flags&flagMask != 0 {
-					mask = p.Mask[i*p.LDMask+j:]
-				}
-				k.micro(kb, ap, bp, p.C[i*p.LDC+j:], p.LDC, flags, bias, mask, p.LDMask)
-				continue
-			}
-			if rows == mr && k.microedge != nil {
-				k.edgeCols(p, ap, bp, i, j, cols, kb, flags)
-				continue
-			}
-			k.micro(kb, ap, bp, tile, nr, 0, nil, nil, 0)
-			edge(p, tile, nr, i, j, rows, cols, flags)
+			k.tileAt(p, ap, pb[jr*kb:][:kb*nr], tile, i, jc+jr, rows, min(nr, nb-jr), kb, flags)
 		}
 	}
+}
+
+// tileAt computes the rows×cols tile of C at (i, j) from the packed A
+// micro-panel ap and B micro-panel bp: a full tile straight into C with
+// the epilogue, a tile of MR rows and fewer columns by microedge where the
+// kernel has it, any other edge tile into the scratch tile and then into C
+// by edge. macro and macroRows call it in their different orders; each
+// tile gets the same micro-kernel call either way.
+func (k *Kernel) tileAt(p *Params, ap, bp, tile []float32, i, j, rows, cols, kb, flags int) {
+	if rows == k.mr && cols == k.nr {
+		var bias, mask []float32
+		if flags&flagBias != 0 {
+			bias = p.Bias[j:]
+		}
+		if flags&flagMask != 0 {
+			mask = p.Mask[i*p.LDMask+j:]
+		}
+		k.micro(kb, ap, bp, p.C[i*p.LDC+j:], p.LDC, flags, bias, mask, p.LDMask)
+		return
+	}
+	if rows == k.mr && k.microedge != nil {
+		k.edgeCols(p, ap, bp, i, j, cols, kb, flags)
+		return
+	}
+	k.micro(kb, ap, bp, tile, k.nr, 0, nil, nil, 0)
+	edge(p, tile, k.nr, i, j, rows, cols, flags)
 }
 
 // edgeCols runs microedge on the tile of MR rows and cols < NR columns of C
