@@ -78,15 +78,22 @@ func BindInput(fs *flag.FlagSet, f *Input) {
 	fs.StringVar(&f.Input, "input", "", "input tensor `file`: DAIN TSV (0-based indices, tab-separated, then the value), FROSTT .tns (1-based, # comments) or SPLATT .bin; with -index, a table (CSV, TSV or Parquet) of IDs; gzip is detected by content. Empty: the embedded demo tensor (DAIN's synthetic_10K)")
 	fs.StringVar(&f.Format, "format", "", "input `format`: tsv, tns or bin (SPLATT binary), or with -index csv, tsv or parquet; empty: by extension after any .gz (.tns is tns, .bin is bin, anything else tsv; with -index .csv, .tsv, .parquet)")
 	fs.IntVar(&f.IndexBase, "index-base", -1, "index `base` of the input and output files (0 or 1); -1: the format's own (tsv 0, tns 1)")
-	fs.StringVar(&f.Backend, "backend", "auto", "compute `backend`: auto (CUDA if a driver and device exist, else CPU), cpu or cuda")
+	BindBackend(fs, &f.Backend, &f.Device, &f.Precision, &f.GemmTune, &f.Quiet)
+}
+
+// BindBackend registers the flags that open the backend (-backend,
+// -device, -precision, -gemm-tune) and -quiet, for every command that
+// trains or predicts.
+func BindBackend(fs *flag.FlagSet, backend *string, device *int, precision, gemmTune *string, quiet *bool) {
+	fs.StringVar(backend, "backend", "auto", "compute `backend`: auto (CUDA if a driver and device exist, else CPU), cpu or cuda")
 	dev, err := cuda.DeviceFromEnv()
 	if err != nil {
 		dev = -1 // reported by OpenBackend as a bad -device
 	}
-	fs.IntVar(&f.Device, "device", dev, "CUDA device `ordinal` (default $DAINX_DEVICE, else 0); dainx shares the device's primary context")
-	fs.StringVar(&f.Precision, "precision", "fp32", "GEMM `precision` of the CUDA backend: fp32 (exact float32), tf32 (tensor cores, 10-bit mantissa products) or 3xtf32 (tensor cores, split operands, about fp32 accuracy)")
-	BindGemmTune(fs, &f.GemmTune)
-	fs.BoolVar(&f.Quiet, "quiet", false, "no progress on standard error")
+	fs.IntVar(device, "device", dev, "CUDA device `ordinal` (default $DAINX_DEVICE, else 0); dainx shares the device's primary context")
+	fs.StringVar(precision, "precision", "fp32", "GEMM `precision` of the CUDA backend: fp32 (exact float32), tf32 (tensor cores, 10-bit mantissa products) or 3xtf32 (tensor cores, split operands, about fp32 accuracy)")
+	BindGemmTune(fs, gemmTune)
+	fs.BoolVar(quiet, "quiet", false, "no progress on standard error")
 }
 
 // BindGemmTune registers -gemm-tune, whose default is $DAINX_GEMM_TUNE,

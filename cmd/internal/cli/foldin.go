@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/dainx/dainx/compute"
-	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/foldin"
 	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/model"
@@ -56,15 +55,7 @@ func NewFoldIn(fs *flag.FlagSet, model bool) *FoldIn {
 	fs.Float64Var(&c.L2, "l2", c.L2, "L2 penalty `λ` of the trained rows (each step uses g + λ·θ for the rows it updates); 0 is none")
 	fs.Float64Var(&c.ValFrac, "val-frac", c.ValFrac, "`share` of the cells held out for validation and early stopping, 0 ≤ share < 1 (a cell is trained on instead when its new entity would keep no training cell); 0: no validation, every epoch runs")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random `seed` for the new rows' initialisation, the validation share and the order of the cells")
-	fs.StringVar(&f.Backend, "backend", "auto", "compute `backend`: auto (CUDA if a driver and device exist, else CPU), cpu or cuda")
-	dev, err := cuda.DeviceFromEnv()
-	if err != nil {
-		dev = -1 // reported by OpenBackend as a bad -device
-	}
-	fs.IntVar(&f.Device, "device", dev, "CUDA device `ordinal` (default $DAINX_DEVICE, else 0)")
-	fs.StringVar(&f.Precision, "precision", "fp32", "GEMM `precision` of the CUDA backend: fp32, tf32 or 3xtf32")
-	BindGemmTune(fs, &f.GemmTune)
-	fs.BoolVar(&f.Quiet, "quiet", false, "no progress on standard error")
+	BindBackend(fs, &f.Backend, &f.Device, &f.Precision, &f.GemmTune, &f.Quiet)
 	return f
 }
 
