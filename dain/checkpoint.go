@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dainx/dainx/checkpoint"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
@@ -412,10 +413,10 @@ func (c *checkpointer) write(kind, stage string, body func(w *ckWriter)) error {
 	h := c.head
 	h.Kind, h.Stage = kind, stage
 	err := tensor.AtomicWrite(c.path(kind, stage), func(f io.Writer) error {
-		w := newCkWriter(f)
-		w.gob("header", h)
+		w := checkpoint.NewWriter(f)
+		w.Gob("header", h)
 		body(w)
-		return w.close()
+		return w.Close()
 	})
 	if err != nil {
 		return fmt.Errorf("dain: writing the checkpoint: %w", err)
@@ -502,14 +503,14 @@ func (f *fitting) resume(tc *nn.TrainConfig, logf func(string, ...any), since fu
 			return bad(fmt.Sprintf("%d TracIn accumulators saved, %d here", len(r.TracInK), len(f.accs)))
 		}
 		st := &nn.TrainState{Epoch: r.Epoch, Step: r.Step, Result: r.Result,
-			Params: file.f32s["params"], AdamM: file.f32s["adam_m"], AdamV: file.f32s["adam_v"], Best: file.f32s["best"], Perm: file.i32s["perm"],
-			Shard: file.f32s["shard"], ShardM: file.f32s["shard_adam_m"], ShardV: file.f32s["shard_adam_v"], ShardBest: file.f32s["shard_best"]}
+			Params: file.F32["params"], AdamM: file.F32["adam_m"], AdamV: file.F32["adam_v"], Best: file.F32["best"], Perm: file.I32["perm"],
+			Shard: file.F32["shard"], ShardM: file.F32["shard_adam_m"], ShardV: file.F32["shard_adam_v"], ShardBest: file.F32["shard_best"]}
 		tc.Resume = st
 		if err := f.shuffle.UnmarshalBinary(r.Shuffle); err != nil {
 			return bad("shuffle state: " + err.Error())
 		}
 		for i, a := range f.accs {
-			s := tracin.State{K: r.TracInK[i], Run: file.f32s[fmt.Sprintf("tracin_run_%d", i)], Best: file.f32s[fmt.Sprintf("tracin_best_%d", i)]}
+			s := tracin.State{K: r.TracInK[i], Run: file.F32[fmt.Sprintf("tracin_run_%d", i)], Best: file.F32[fmt.Sprintf("tracin_best_%d", i)]}
 			if err := a.Restore(s); err != nil {
 				return bad(err.Error())
 			}
@@ -533,21 +534,21 @@ func (f *fitting) resume(tc *nn.TrainConfig, logf func(string, ...any), since fu
 			r.TracInK[i] = states[i].K
 		}
 		err = f.c.write(kindTrain, f.stage, func(w *ckWriter) {
-			w.gob("train", r)
-			w.f32("params", st.Params)
-			w.f32("adam_m", st.AdamM)
-			w.f32("adam_v", st.AdamV)
-			w.f32("best", st.Best)
-			w.i32("perm", st.Perm)
+			w.Gob("train", r)
+			w.F32("params", st.Params)
+			w.F32("adam_m", st.AdamM)
+			w.F32("adam_v", st.AdamV)
+			w.F32("best", st.Best)
+			w.I32("perm", st.Perm)
 			if st.Shard != nil { // this process's rows of a sharded table
-				w.f32("shard", st.Shard)
-				w.f32("shard_adam_m", st.ShardM)
-				w.f32("shard_adam_v", st.ShardV)
-				w.f32("shard_best", st.ShardBest)
+				w.F32("shard", st.Shard)
+				w.F32("shard_adam_m", st.ShardM)
+				w.F32("shard_adam_v", st.ShardV)
+				w.F32("shard_best", st.ShardBest)
 			}
 			for i, s := range states {
-				w.f32(fmt.Sprintf("tracin_run_%d", i), s.Run)
-				w.f32(fmt.Sprintf("tracin_best_%d", i), s.Best)
+				w.F32(fmt.Sprintf("tracin_run_%d", i), s.Run)
+				w.F32(fmt.Sprintf("tracin_best_%d", i), s.Best)
 			}
 		})
 		if err != nil {
@@ -602,13 +603,13 @@ func (c *checkpointer) writeModel(stage string, t *trained, seconds float64, tra
 		r.TracInK[i] = states[i].K
 	}
 	return c.write(kindModel, stage, func(w *ckWriter) {
-		w.gob("model", r)
-		w.f32("params", params)
+		w.Gob("model", r)
+		w.F32("params", params)
 		if shard != nil {
-			w.f32("shard", shard)
+			w.F32("shard", shard)
 		}
 		for i, s := range states {
-			w.f32(fmt.Sprintf("tracin_%d", i), s.Best)
+			w.F32(fmt.Sprintf("tracin_%d", i), s.Best)
 		}
 	})
 }
@@ -629,7 +630,7 @@ func (c *checkpointer) loadModel(stage string, t *trained) (float64, []float64, 
 	if err := file.decode("model", &r); err != nil {
 		return 0, nil, false, fmt.Errorf("dain: -resume: %s: %w", path, err)
 	}
-	params, shard := file.f32s["params"], file.f32s["shard"]
+	params, shard := file.F32["params"], file.F32["shard"]
 	wantShard := 0
 	if sr := t.net.ShardRows(); sr != nil {
 		wantShard = sr.Len()
@@ -642,7 +643,7 @@ func (c *checkpointer) loadModel(stage string, t *trained) (float64, []float64, 
 		t.net.Backend().Upload(t.net.ShardRows(), shard)
 	}
 	for i, a := range t.accs {
-		s := file.f32s[fmt.Sprintf("tracin_%d", i)]
+		s := file.F32[fmt.Sprintf("tracin_%d", i)]
 		if err := a.Restore(tracin.State{K: r.TracInK[i], Run: s, Best: s}); err != nil {
 			return 0, nil, false, fmt.Errorf("dain: -resume: %s: %w", path, err)
 		}
@@ -672,9 +673,9 @@ func (c *checkpointer) saveAugmented(r augRecord, aug *tensor.COO) error {
 		return nil
 	}
 	if err := c.write(kindAugmented, "", func(w *ckWriter) {
-		w.gob("augmented", r)
-		w.i32("idx", aug.Idx)
-		w.f64("val", aug.Val)
+		w.Gob("augmented", r)
+		w.I32("idx", aug.Idx)
+		w.F64("val", aug.Val)
 	}); err != nil {
 		return err
 	}
@@ -695,7 +696,7 @@ func (c *checkpointer) loadAugmented() (*augRecord, *tensor.COO, error) {
 	if err := file.decode("augmented", &r); err != nil {
 		return nil, nil, fmt.Errorf("dain: -resume: %s: %w", path, err)
 	}
-	aug := &tensor.COO{Dims: r.Dims, Idx: file.i32s["idx"], Val: file.f64s["val"]}
+	aug := &tensor.COO{Dims: r.Dims, Idx: file.I32["idx"], Val: file.F64["val"]}
 	if err := checkAugmented(&r, aug, c.head.Input.Dims); err != nil {
 		return nil, nil, fmt.Errorf("dain: -resume: %s: %w: %v", path, errNotCheckpoint, err)
 	}

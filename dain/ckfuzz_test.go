@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dainx/dainx/checkpoint"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -24,13 +25,13 @@ func ckSample(t testing.TB, x *tensor.COO, tweak func(*augRecord, *tensor.COO)) 
 	}
 	h := ckHeader{Dainx: "test", Kind: kindAugmented, Config: []ckField{{"-ratio", "0.5"}}, Input: fingerprint(x, "x.tsv"), Backend: "cpu"}
 	var b bytes.Buffer
-	w := newCkWriter(&b)
-	w.gob("header", h)
-	w.gob("augmented", r)
-	w.i32("idx", aug.Idx)
-	w.f64("val", aug.Val)
-	w.f32("params", []float32{1, 2, 3})
-	if err := w.close(); err != nil {
+	w := checkpoint.NewWriter(&b)
+	w.Gob("header", h)
+	w.Gob("augmented", r)
+	w.I32("idx", aug.Idx)
+	w.F64("val", aug.Val)
+	w.F32("params", []float32{1, 2, 3})
+	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -50,7 +51,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)/2])
 	f.Add(good[:20])
-	f.Add([]byte(ckMagic + "\x01\x00\x00\x00"))
+	f.Add([]byte(checkpoint.Magic + "\x01\x00\x00\x00"))
 	f.Add(ckSample(f, x, func(r *augRecord, a *tensor.COO) { r.NAug = 1 << 40 }))
 	f.Add(ckSample(f, x, func(r *augRecord, a *tensor.COO) { a.Idx[0] = 99 }))
 	c := &checkpointer{dir: "ck", head: ckHeader{Config: []ckField{{"-ratio", "0.5"}}, Input: fingerprint(x, "x.tsv")}}
@@ -77,16 +78,16 @@ func fuzzCk(t *testing.T, c *checkpointer, x *tensor.COO, b []byte) {
 			return
 		}
 		n := 0
-		for _, v := range file.f32s {
+		for _, v := range file.F32 {
 			n += 4 * len(v)
 		}
-		for _, v := range file.i32s {
+		for _, v := range file.I32 {
 			n += 4 * len(v)
 		}
-		for _, v := range file.f64s {
+		for _, v := range file.F64 {
 			n += 8 * len(v)
 		}
-		for _, v := range file.gobs {
+		for _, v := range file.Gob {
 			n += len(v)
 		}
 		if n > len(b) {
@@ -99,7 +100,7 @@ func fuzzCk(t *testing.T, c *checkpointer, x *tensor.COO, b []byte) {
 		file.decode("model", &mr)
 		var r augRecord
 		if file.decode("augmented", &r) == nil {
-			aug := &tensor.COO{Dims: r.Dims, Idx: file.i32s["idx"], Val: file.f64s["val"]}
+			aug := &tensor.COO{Dims: r.Dims, Idx: file.I32["idx"], Val: file.F64["val"]}
 			if checkAugmented(&r, aug, x.Dims) == nil && len(aug.Val) > 0 {
 				if err := aug.Validate(); err != nil {
 					t.Fatalf("augmented cells accepted, but %v", err)
