@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/cluster/mpijob"
 	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
@@ -95,7 +95,7 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 		stdout = io.Discard
 	}
 	fail := func(err error) int {
-		if errors.Is(err, cluster.ErrReported) || errors.Is(err, dain.ErrOtherProcess) {
+		if errors.Is(err, mpijob.ErrReported) || errors.Is(err, dain.ErrOtherProcess) {
 			// The rank that failed prints why; this one waits for it
 			// to finish (or to abort the job).
 			c.Finalize()
@@ -127,7 +127,7 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 	defer tx.Abort()
 	sh, name, format, err := readShard(c, in)
 	if err != nil {
-		if errors.Is(err, cluster.ErrReported) {
+		if errors.Is(err, mpijob.ErrReported) {
 			c.Finalize()
 			return exitFailure
 		}
@@ -143,8 +143,8 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 		return fail(err)
 	}
 	defer be.Close()
-	cl := &cluster.Cluster{C: c}
-	if dc, why := cluster.OpenNCCL(c, be, nccl); dc != nil {
+	cl := &mpijob.Cluster{C: c}
+	if dc, why := mpijob.OpenNCCL(c, be, nccl); dc != nil {
 		cl.Device = dc
 	} else if why != "" && cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "dainx: gradients through host memory: %s\n", why)
@@ -232,7 +232,7 @@ func readShard(c *mpi.Comm, in *inputFlags) (*dain.Shard, string, tensor.Format,
 		}
 		return &dain.Shard{Cells: t.Subset(rows), First: lo, NNZ: t.NNZ()}, demoName, tensor.TSV, nil
 	}
-	sh, err := cluster.ReadText(c, in.Input, tensor.ReadOptions{Format: format, IndexBase: in.IndexBase})
+	sh, err := mpijob.ReadText(c, in.Input, tensor.ReadOptions{Format: format, IndexBase: in.IndexBase})
 	return sh, in.Input, format, err
 }
 
