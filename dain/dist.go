@@ -18,7 +18,7 @@ import (
 
 // This file is DAIN spread over processes (dainx augment -dist mpi): every
 // process holds a share of the observed cells and a replica of each model;
-// training is data parallel (nn.TrainDist), TracIn scores each process's
+// training is data parallel (nn.Train with TrainConfig.Dist), TracIn scores each process's
 // own training cells, entity importance and the validation gradient sums
 // are reduced, and sampling draws each round's candidates split over the
 // processes and judges them by their owners in hash-partitioned cell sets
@@ -290,7 +290,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 	// of global size n (local cells numbered by owned).
 	fit := func(label string, m *nn.Net, tc nn.TrainConfig, set, valSet *nn.Set, n int, owned []nn.Span, exchange string) (nn.Result, error) {
 		if m.Sharded() {
-			exchange = "" // TrainDist's own exchange of a sharded table
+			exchange = "" // nn.Train's own exchange of a sharded table
 		}
 		epochs := tc.Epochs
 		after := tc.AfterEpoch
@@ -303,7 +303,8 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			logEpoch(&cfg, label, ep, epochs, time.Since(start))
 			return nil
 		}
-		res, err := nn.TrainDist(ctx, m, set, valSet, tc, nn.DistConfig{Cluster: cl, Global: n, Owned: owned, ValGlobal: nVal, Exchange: exchange, Comm: &commBefore})
+		tc.Dist = &nn.DistConfig{Cluster: cl, Global: n, Owned: owned, ValGlobal: nVal, Exchange: exchange, Comm: &commBefore}
+		res, err := nn.Train(ctx, m, set, valSet, tc)
 		if err != nil {
 			var div *nn.DivergenceError
 			if errors.As(err, &div) {

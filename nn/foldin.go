@@ -102,21 +102,7 @@ func TrainRows(ctx context.Context, m *Net, train, val *Set, trainable func(row 
 	be, order, E := m.be, m.Order(), m.width
 	hasVal := val != nil && val.Len() > 0
 
-	// The trainable rows the training cells touch: the only rows a step
-	// can change, and those the best epoch's copy holds.
-	isTrain := map[int32]bool{}
-	var touched []int32
-	for _, r := range train.rows {
-		if _, seen := isTrain[r]; seen {
-			continue
-		}
-		ok := trainable(r)
-		isTrain[r] = ok
-		if ok {
-			touched = append(touched, r)
-		}
-	}
-	slices.Sort(touched)
+	isTrain, touched := trainableRows(train, trainable)
 	if len(touched) == 0 {
 		return res, fmt.Errorf("nn: no training cell touches a trainable row")
 	}
@@ -128,18 +114,18 @@ func TrainRows(ctx context.Context, m *Net, train, val *Set, trainable func(row 
 	K := cfg.Batch * order
 	steps := (T + cfg.Batch - 1) / cfg.Batch
 	bRows, bVals, delta, sq := be.AllocI32(K), be.Alloc(cfg.Batch), be.Alloc(cfg.Batch), be.Alloc(steps)
-	uRows, uStarts, uPerm, uCount := be.AllocI32(K), be.AllocI32(K+1), be.AllocI32(K), be.AllocI32(1)
-	grad := be.Alloc(K * E)
+	up := newRowUpdate(be, K, E, isTrain)
+	defer up.free()
 	touchedBuf := be.AllocI32(len(touched))
 	be.UploadI32(touchedBuf, touched)
 	var best compute.F32 // the best epoch's touched rows (len(touched)×E), once a later epoch changes them
 	defer func() {
-		for _, b := range []compute.F32{adamM, adamV, bVals, delta, sq, grad, best} {
+		for _, b := range []compute.F32{adamM, adamV, bVals, delta, sq, best} {
 			if b != nil {
 				b.Free()
 			}
 		}
-		for _, b := range []compute.I32{bRows, uRows, uStarts, uPerm, uCount, touchedBuf} {
+		for _, b := range []compute.I32{bRows, touchedBuf} {
 			b.Free()
 		}
 	}()
@@ -157,13 +143,6 @@ func TrainRows(ctx context.Context, m *Net, train, val *Set, trainable func(row 
 		perm[i] = int32(i)
 	}
 	hostRows, hostVals := make([]int32, K), make([]float32, cfg.Batch)
-	// The compact rows of a step, built on the host from its cells (as
-	// DistinctRows orders them: by row, then position), trainable ones
-	// only.
-	type pos struct{ row, k int32 }
-	var ps []pos
-	hRows, hStarts, hPerm := make([]int32, K), make([]int32, K+1), make([]int32, K)
-	hCount := make([]int32, 1)
 	sqHost := make([]float32, steps)
 	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, L2: cfg.L2}
 	res.BestValMSE = math.Inf(1)
@@ -193,39 +172,7 @@ func TrainRows(ctx context.Context, m *Net, train, val *Set, trainable func(row 
 			m.ForwardMSE(rows, y, d, sq.Slice(s, 1), float32(2/float64(b)))
 			m.BackwardInput(rows, d)
 			adam.T++
-			ps = ps[:0]
-			for i, r := range hostRows[:b*order] {
-				if isTrain[r] {
-					ps = append(ps, pos{r, int32(i)})
-				}
-			}
-			if len(ps) == 0 {
-				continue
-			}
-			slices.SortFunc(ps, func(a, c pos) int {
-				if a.row != c.row {
-					return int(a.row) - int(c.row)
-				}
-				return int(a.k) - int(c.k)
-			})
-			u := 0
-			for j, p := range ps {
-				if j == 0 || p.row != ps[j-1].row {
-					hRows[u], hStarts[u] = p.row, int32(j)
-					u++
-				}
-				hPerm[j] = p.k
-			}
-			hStarts[u] = int32(len(ps))
-			hCount[0] = int32(u)
-			kb := b * order
-			be.UploadI32(uRows.Slice(0, u), hRows[:u])
-			be.UploadI32(uStarts.Slice(0, u+1), hStarts[:u+1])
-			be.UploadI32(uPerm.Slice(0, len(ps)), hPerm[:len(ps)])
-			be.UploadI32(uCount, hCount)
-			g := grad.Slice(0, kb*E)
-			be.CompactRows(g, m.DAct(0, b), uStarts.Slice(0, kb+1), uPerm.Slice(0, kb), uCount, order, E, m.layout)
-			be.SparseAdam(m.table, g, adamM, adamV, uRows.Slice(0, kb), uCount, E, adam)
+			up.step(m, hostRows[:b*order], b, adamM, adamV, adam)
 		}
 		if err := be.Download(sqHost, sq); err != nil {
 			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
@@ -266,19 +213,119 @@ func TrainRows(ctx context.Context, m *Net, train, val *Set, trainable func(row 
 		}
 	}
 	if !bestIsCurrent && best != nil {
-		host := make([]float32, len(touched)*E)
-		if err := be.Download(host, best); err != nil {
+		if err := m.restoreRows(best, touched); err != nil {
 			return res, err
-		}
-		// Back into the table run by run of consecutive rows.
-		for i := 0; i < len(touched); {
-			j := i + 1
-			for j < len(touched) && touched[j] == touched[j-1]+1 {
-				j++
-			}
-			be.Upload(m.table.Slice(int(touched[i])*E, (j-i)*E), host[i*E:j*E])
-			i = j
 		}
 	}
 	return res, be.Sync()
+}
+
+// trainableRows returns, for each distinct global row of train, whether
+// trainable says yes (asked once a row), and the rows it says yes to in
+// increasing order: the only rows TrainRows's steps can change, and those
+// the best epoch's copy holds.
+func trainableRows(train *Set, trainable func(row int32) bool) (map[int32]bool, []int32) {
+	isTrain := map[int32]bool{}
+	var touched []int32
+	for _, r := range train.rows {
+		if _, seen := isTrain[r]; seen {
+			continue
+		}
+		ok := trainable(r)
+		isTrain[r] = ok
+		if ok {
+			touched = append(touched, r)
+		}
+	}
+	slices.Sort(touched)
+	return isTrain, touched
+}
+
+// restoreRows writes best (len(rows)×E values, rows' in order) back into
+// the table's rows rows (increasing), run by run of consecutive rows.
+func (m *Net) restoreRows(best compute.F32, rows []int32) error {
+	E := m.width
+	host := make([]float32, len(rows)*E)
+	if err := m.be.Download(host, best); err != nil {
+		return err
+	}
+	for i := 0; i < len(rows); {
+		j := i + 1
+		for j < len(rows) && rows[j] == rows[j-1]+1 {
+			j++
+		}
+		m.be.Upload(m.table.Slice(int(rows[i])*E, (j-i)*E), host[i*E:j*E])
+		i = j
+	}
+	return nil
+}
+
+// rowUpdate is TrainRows's update of a step: the compact gradient rows of
+// the trainable rows the step's cells touched, built on the host (as
+// DistinctRows orders them: by row, then position), and SparseAdam over
+// them. Its buffers hold a batch of K = Batch·N row positions of width E.
+type rowUpdate struct {
+	isTrain                       map[int32]bool
+	ps                            []rowPos
+	hRows, hStarts, hPerm, hCount []int32
+	uRows, uStarts, uPerm, uCount compute.I32
+	grad                          compute.F32
+}
+
+// rowPos is a row a batch position k names.
+type rowPos struct{ row, k int32 }
+
+func newRowUpdate(be compute.Backend, K, E int, isTrain map[int32]bool) *rowUpdate {
+	return &rowUpdate{isTrain: isTrain,
+		hRows: make([]int32, K), hStarts: make([]int32, K+1), hPerm: make([]int32, K), hCount: make([]int32, 1),
+		uRows: be.AllocI32(K), uStarts: be.AllocI32(K + 1), uPerm: be.AllocI32(K), uCount: be.AllocI32(1),
+		grad: be.Alloc(K * E)}
+}
+
+func (u *rowUpdate) free() {
+	for _, b := range []compute.I32{u.uRows, u.uStarts, u.uPerm, u.uCount} {
+		b.Free()
+	}
+	u.grad.Free()
+}
+
+// step applies SparseAdam step adam (moments adamM, adamV, laid out like
+// the table) to the trainable rows of the b cells whose global rows
+// hostRows (b×N) holds, from the gradient of m's last BackwardInput.
+func (u *rowUpdate) step(m *Net, hostRows []int32, b int, adamM, adamV compute.F32, adam compute.AdamStep) {
+	be, order, E := m.be, m.Order(), m.width
+	u.ps = u.ps[:0]
+	for i, r := range hostRows {
+		if u.isTrain[r] {
+			u.ps = append(u.ps, rowPos{r, int32(i)})
+		}
+	}
+	ps := u.ps
+	if len(ps) == 0 {
+		return
+	}
+	slices.SortFunc(ps, func(a, c rowPos) int {
+		if a.row != c.row {
+			return int(a.row) - int(c.row)
+		}
+		return int(a.k) - int(c.k)
+	})
+	n := 0
+	for j, p := range ps {
+		if j == 0 || p.row != ps[j-1].row {
+			u.hRows[n], u.hStarts[n] = p.row, int32(j)
+			n++
+		}
+		u.hPerm[j] = p.k
+	}
+	u.hStarts[n] = int32(len(ps))
+	u.hCount[0] = int32(n)
+	kb := b * order
+	be.UploadI32(u.uRows.Slice(0, n), u.hRows[:n])
+	be.UploadI32(u.uStarts.Slice(0, n+1), u.hStarts[:n+1])
+	be.UploadI32(u.uPerm.Slice(0, len(ps)), u.hPerm[:len(ps)])
+	be.UploadI32(u.uCount, u.hCount)
+	g := u.grad.Slice(0, kb*E)
+	be.CompactRows(g, m.DAct(0, b), u.uStarts.Slice(0, kb+1), u.uPerm.Slice(0, kb), u.uCount, order, E, m.layout)
+	be.SparseAdam(m.table, g, adamM, adamV, u.uRows.Slice(0, kb), u.uCount, E, adam)
 }

@@ -656,7 +656,7 @@ func (m *Net) Hidden(batch int) compute.F32 { return m.Act(len(m.layers)-1, batc
 // training step uses BackwardSparse instead.
 func (m *Net) Backward(rows compute.I32, delta compute.F32, accumulate bool) {
 	if m.sh != nil {
-		panic("nn: Backward on a sharded table (TrainDist trains it with BackwardSparse)")
+		panic("nn: Backward on a sharded table (Train trains it with BackwardSparse)")
 	}
 	batch := m.backwardLayers("Backward", rows, delta, accumulate)
 	if !accumulate {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
 )
 
@@ -47,54 +49,54 @@ func TestKeyedOrder(t *testing.T) {
 	}
 }
 
-// TestTrainDistKeyedOrder: on one process TrainDist with a keyed order
-// (each process placing its own cells) gives the parameters Train gives
-// with the same order, bit for bit, for both embedding optimisers; and the
-// keyed order is not the identity (training with it differs from
-// training in file order).
-func TestTrainDistKeyedOrder(t *testing.T) {
+// TestDistKeyedOrder: Train on a cluster of one process (Dist) with a
+// keyed order (each process placing its own cells) gives the parameters
+// and Adam moments Train without Dist gives with the same order, bit for
+// bit, for both embedding optimisers; and the keyed order is not the
+// identity (training with it differs from training in file order).
+func TestDistKeyedOrder(t *testing.T) {
 	dims := []int{20, 15, 10}
 	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 1500)
 	for _, opt := range []string{Adam, SparseAdam} {
-		run := func(dist bool, order func(int) EpochOrder) []float32 {
+		run := func(dist bool, order func(int) EpochOrder) ([]float32, []float32) {
 			be := cpu.New()
 			m, err := NewMLP(be, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 256}, rand.New(rand.NewPCG(1, 2)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			train, val := m.NewSet(cells[:1200*3], vals[:1200]), m.NewSet(cells[1200*3:], vals[1200:])
-			cfg := TrainConfig{Epochs: 3, Batch: 100, Patience: 3, LR: 1e-2, EmbeddingOptimizer: opt, Order: order}
+			var st AdamState
+			cfg := TrainConfig{Epochs: 3, Batch: 100, Patience: 3, LR: 1e-2, EmbeddingOptimizer: opt, Order: order, Adam: &st}
 			if dist {
-				_, err = TrainDist(context.Background(), m, train, val, cfg, DistConfig{Cluster: oneProcess{}, Global: 1200, Owned: []Span{{0, 0, 1200}}, ValGlobal: 300})
-			} else {
-				_, err = Train(context.Background(), m, train, val, cfg)
+				cfg.Dist = &DistConfig{Cluster: oneProcess{}, Global: 1200, Owned: []Span{{0, 0, 1200}}, ValGlobal: 300}
 			}
-			if err != nil {
+			if _, err = Train(context.Background(), m, train, val, cfg); err != nil {
 				t.Fatal(err)
 			}
-			p := make([]float32, m.Params().Len())
-			if err := be.Download(p, m.Params()); err != nil {
-				t.Fatal(err)
+			if st.Step.T != 36 {
+				t.Errorf("%s, dist %v: Adam's state after step %d, want 36", opt, dist, st.Step.T)
 			}
-			return p
+			return download(t, be, m.Params()), download(t, be, st.V)
 		}
 		keyed := KeyedOrder(1200, 5, 0)
-		one, dist := run(false, keyed), run(true, keyed)
-		if !slices.Equal(one, dist) {
-			t.Errorf("%s: TrainDist on one process differs from Train with the same keyed order", opt)
+		one, oneV := run(false, keyed)
+		dist, distV := run(true, keyed)
+		if !slices.Equal(one, dist) || !slices.Equal(oneV, distV) {
+			t.Errorf("%s: Train on a cluster of one process differs from Train with the same keyed order", opt)
 		}
-		if slices.Equal(one, run(false, nil)) {
+		if file, _ := run(false, nil); slices.Equal(one, file) {
 			t.Errorf("%s: training in the keyed order equals training in file order", opt)
 		}
 	}
 }
 
-// TestTrainDistResume: TrainDist saving after every epoch, stopped after
-// epoch 2 and resumed from that state in a fresh model, ends with the
-// uninterrupted run's parameters and result, bit for bit, for both
-// embedding optimisers; a run that had stopped resumes to its end at once;
-// and checkpointing without a keyed order is refused.
-func TestTrainDistResume(t *testing.T) {
+// TestDistResume: Train on a cluster (Dist) saving after every epoch,
+// stopped after epoch 2 and resumed from that state in a fresh model, ends
+// with the uninterrupted run's parameters and result, bit for bit, for
+// both embedding optimisers; a run that had stopped resumes to its end at
+// once; and checkpointing without a keyed order and step hooks are
+// refused.
+func TestDistResume(t *testing.T) {
 	dims := []int{20, 15, 10}
 	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 1500)
 	dc := DistConfig{Cluster: oneProcess{}, Global: 1200, Owned: []Span{{0, 0, 1200}}, ValGlobal: 300}
@@ -114,8 +116,8 @@ func TestTrainDistResume(t *testing.T) {
 						return context.Canceled
 					}
 					return nil
-				}}
-			res, err := TrainDist(context.Background(), m, train, val, cfg, dc)
+				}, Dist: &dc}
+			res, err := Train(context.Background(), m, train, val, cfg)
 			p := make([]float32, m.Params().Len())
 			if derr := be.Download(p, m.Params()); derr != nil {
 				t.Fatal(derr)
@@ -148,8 +150,67 @@ func TestTrainDistResume(t *testing.T) {
 	be := cpu.New()
 	m, _ := NewMLP(be, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 256}, rand.New(rand.NewPCG(1, 2)))
 	train, val := m.NewSet(cells[:1200*3], vals[:1200]), m.NewSet(cells[1200*3:], vals[1200:])
-	cfg := TrainConfig{Epochs: 1, Batch: 100, Patience: 1, LR: 1e-2, Save: func(*TrainState) error { return nil }}
-	if _, err := TrainDist(context.Background(), m, train, val, cfg, dc); err == nil {
-		t.Error("TrainDist saved its state without a keyed order")
+	cfg := TrainConfig{Epochs: 1, Batch: 100, Patience: 1, LR: 1e-2, Save: func(*TrainState) error { return nil }, Dist: &dc}
+	if _, err := Train(context.Background(), m, train, val, cfg); err == nil {
+		t.Error("a data-parallel Train saved its state without a keyed order")
+	}
+	cfg = TrainConfig{Epochs: 1, Batch: 100, Patience: 1, LR: 1e-2, Steps: []StepHook{&hookLog{be: be, m: m, train: train, every: 1}}, Dist: &dc}
+	if _, err := Train(context.Background(), m, train, val, cfg); err == nil || !strings.Contains(err.Error(), "step hooks") {
+		t.Errorf("a data-parallel Train with step hooks: %v", err)
+	}
+}
+
+// TestDistStaged: Train on a cluster of 2 processes with uneven shares
+// leaves the same parameters, bit for bit, on a device backend (each
+// process's ordered cells staged and uploaded in chunks smaller than its
+// share) as with the CPU's per-step batches, for the legacy shuffle and a
+// keyed order and for the dense and sparse exchanges; and both processes
+// hold the same replica.
+func TestDistStaged(t *testing.T) {
+	defer func(n int) { stageCells = n }(stageCells)
+	stageCells = 77
+	dims := []int{20, 15, 10}
+	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 1500)
+	const T, V, cut, vcut = 1200, 300, 1000, 200
+	for _, keyed := range []bool{false, true} {
+		for _, ex := range []string{"dense", "sparse"} {
+			run := func(be func() compute.Backend) [2][]float32 {
+				var out [2][]float32
+				onRanks(2, func(r memRank) {
+					b := be()
+					m, err := NewMLP(b, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 64}, rand.New(rand.NewPCG(1, 2)))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer m.Free()
+					lo, hi, vlo, vhi := 0, cut, 0, vcut
+					if r.rank == 1 {
+						lo, hi, vlo, vhi = cut, T, vcut, V
+					}
+					train := m.NewSet(cells[lo*3:hi*3], vals[lo:hi])
+					val := m.NewSet(cells[(T+vlo)*3:(T+vhi)*3], vals[T+vlo:T+vhi])
+					cfg := TrainConfig{Epochs: 3, Batch: 50, Patience: 3, LR: 1e-2, Shuffle: rand.New(rand.NewPCG(5, 6)),
+						Dist: &DistConfig{Cluster: r, Global: T, Owned: []Span{{lo, 0, hi - lo}}, ValGlobal: V, Exchange: ex}}
+					if keyed {
+						cfg.Order = KeyedOrder(T, 5, 0)
+					}
+					if _, err := Train(context.Background(), m, train, val, cfg); err != nil {
+						t.Error(err)
+						return
+					}
+					out[r.rank] = download(t, b, m.Params())
+				})
+				return out
+			}
+			host := run(func() compute.Backend { return cpu.New() })
+			staged := run(func() compute.Backend { return deviceOnly{cpu.New()} })
+			if !slices.Equal(host[0], host[1]) || !slices.Equal(staged[0], staged[1]) {
+				t.Errorf("keyed %v, %s exchange: the processes' replicas differ", keyed, ex)
+			}
+			if !slices.Equal(host[0], staged[0]) {
+				t.Errorf("keyed %v, %s exchange: the staged upload's parameters differ from the per-step batches'", keyed, ex)
+			}
+		}
 	}
 }

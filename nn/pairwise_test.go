@@ -223,8 +223,8 @@ func TestPairwiseTrains(t *testing.T) {
 // parameter decayed, rows the batch did not touch included) and for
 // SparseAdam (rows the batch did not touch keep their values and moments
 // exactly), on the MLP, the FM and the hybrid; λ = 0 is the same formula
-// without the decay. TrainDist on one process gives Train's parameters
-// bit for bit with λ > 0, and λ changes them.
+// without the decay. Train on a cluster of one process (Dist) gives
+// Train's parameters bit for bit with λ > 0, and λ changes them.
 func TestL2Step(t *testing.T) {
 	dims := []int{8, 6, 5}
 	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 60)
@@ -294,27 +294,24 @@ func TestL2Step(t *testing.T) {
 		}
 	}
 
-	// TrainDist takes the same steps.
+	// Train on a cluster of one process takes the same steps.
 	for _, opt := range []string{Adam, SparseAdam} {
 		run := func(dist bool, l2 float64) []float32 {
 			be := cpu.New()
 			m := newKind(t, be, KindHybrid, dims, 16, rand.New(rand.NewPCG(1, 2)))
 			train, val := m.NewSet(cells[:48*3], vals[:48]), m.NewSet(cells[48*3:], vals[48:])
 			cfg := TrainConfig{Epochs: 3, Batch: 16, Patience: 3, LR: lr, L2: l2, EmbeddingOptimizer: opt, Order: KeyedOrder(48, 5, 0)}
-			var err error
 			if dist {
-				_, err = TrainDist(context.Background(), m, train, val, cfg, DistConfig{Cluster: oneProcess{}, Global: 48, Owned: []Span{{0, 0, 48}}, ValGlobal: 12})
-			} else {
-				_, err = Train(context.Background(), m, train, val, cfg)
+				cfg.Dist = &DistConfig{Cluster: oneProcess{}, Global: 48, Owned: []Span{{0, 0, 48}}, ValGlobal: 12}
 			}
-			if err != nil {
+			if _, err := Train(context.Background(), m, train, val, cfg); err != nil {
 				t.Fatal(err)
 			}
 			return download(t, be, m.Params())
 		}
 		one := run(false, 0.05)
 		if !slices.Equal(one, run(true, 0.05)) {
-			t.Errorf("%s: TrainDist with L2 differs from Train", opt)
+			t.Errorf("%s: Train on a cluster with L2 differs from Train", opt)
 		}
 		if slices.Equal(one, run(false, 0)) {
 			t.Errorf("%s: L2 0.05 trains to the parameters of L2 0", opt)
@@ -330,8 +327,9 @@ func TestL2Step(t *testing.T) {
 		if _, err := Train(context.Background(), m, train, val, cfg); err == nil || !strings.Contains(err.Error(), "l2") {
 			t.Errorf("Train with L2 %g: %v", l2, err)
 		}
-		if _, err := TrainDist(context.Background(), m, train, val, cfg, DistConfig{Cluster: oneProcess{}, Global: 8, Owned: []Span{{0, 0, 8}}, ValGlobal: 52}); err == nil || !strings.Contains(err.Error(), "l2") {
-			t.Errorf("TrainDist with L2 %g: %v", l2, err)
+		cfg.Dist = &DistConfig{Cluster: oneProcess{}, Global: 8, Owned: []Span{{0, 0, 8}}, ValGlobal: 52}
+		if _, err := Train(context.Background(), m, train, val, cfg); err == nil || !strings.Contains(err.Error(), "l2") {
+			t.Errorf("Train on a cluster with L2 %g: %v", l2, err)
 		}
 	}
 }
@@ -370,8 +368,9 @@ func TestShardedPairwise(t *testing.T) {
 				vlo, vhi := r.rank*V/P, (r.rank+1)*V/P
 				train := m.NewSet(cells[lo*3:hi*3], vals[lo:hi])
 				val := m.NewSet(cells[(T+vlo)*3:(T+vhi)*3], vals[T+vlo:T+vhi])
-				tc := TrainConfig{Epochs: 3, Batch: 50, Patience: 3, LR: 1e-2, L2: 1e-2, EmbeddingOptimizer: SparseAdam, Order: KeyedOrder(T, 5, 0)}
-				o.res, o.err = TrainDist(context.Background(), m, train, val, tc, DistConfig{Cluster: r, Global: T, Owned: []Span{{lo, 0, hi - lo}}, ValGlobal: V})
+				tc := TrainConfig{Epochs: 3, Batch: 50, Patience: 3, LR: 1e-2, L2: 1e-2, EmbeddingOptimizer: SparseAdam, Order: KeyedOrder(T, 5, 0),
+					Dist: &DistConfig{Cluster: r, Global: T, Owned: []Span{{lo, 0, hi - lo}}, ValGlobal: V}}
+				o.res, o.err = Train(context.Background(), m, train, val, tc)
 				if o.err != nil {
 					return
 				}

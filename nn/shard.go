@@ -14,11 +14,11 @@ import (
 // table is sharded holds, in place of the table, a cache of the rows of
 // one batch (Capacity × N rows): every Forward first fetches the distinct
 // rows its cells name from their owners (one exchange of row ids and one
-// of rows, both Alltoallv) and gathers from the cache. TrainDist sends
+// of rows, both Alltoallv) and gathers from the cache. Train (Dist) sends
 // each step's compact row gradients back to the owners (one Alltoallv, in
 // the order of the fetch), and each owner adds the processes'
 // contributions to a row in process order and applies SparseAdam to its
-// rows: the sum TrainDist forms when the table is replicated, so the
+// rows: the sum Train forms when the table is replicated, so the
 // parameters are those of a replicated sparse-adam run bit for bit, for
 // every number of processes.
 //
@@ -67,7 +67,7 @@ type tableShard struct {
 	rank, size int
 	rows       int         // R, the whole table's rows
 	own        compute.F32 // OwnedRows × E: rows rank, rank+P, …
-	// Training state (TrainDist): Adam's moments and the best epoch's
+	// Training state (Train with Dist): Adam's moments and the best epoch's
 	// rows, OwnedRows × E each; nil outside a training.
 	adamM, adamV, best compute.F32
 
@@ -192,7 +192,7 @@ func (s *tableShard) free() {
 }
 
 // training allocates Adam's moments (zero) and the best copy of the
-// owned rows, for TrainDist.
+// owned rows, for Train with Dist.
 func (s *tableShard) training(be compute.Backend) {
 	n := s.own.Len()
 	s.adamM, s.adamV, s.best = be.Alloc(n), be.Alloc(n), be.Alloc(n) // zeroed

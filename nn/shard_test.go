@@ -132,8 +132,8 @@ func onRanks(p int, f func(r memRank)) {
 	wg.Wait()
 }
 
-// shardRun is what one process of a sharded or replicated TrainDist
-// leaves: the Linear layers, the table rows it holds (keyed by global
+// shardRun is what one process of a sharded or replicated data-parallel
+// Train leaves: the Linear layers, the table rows it holds (keyed by global
 // row), its predictions of its validation cells, the result and the
 // saved states.
 type shardRun struct {
@@ -176,14 +176,15 @@ func (o *shardRun) collect(m *Net, val *Set, sharded bool, p, rank int) {
 	o.mse, o.err = m.Evaluate(val)
 }
 
-// TestShardedTable: TrainDist with the table sharded by row over 1, 2 and
-// 3 processes (uneven shares, so some processes have steps and
+// TestShardedTable: Train on a cluster with the table sharded by row over
+// 1, 2 and 3 processes (uneven shares, so some processes have steps and
 // validation batches without cells) leaves, bit for bit, the parameters,
 // result, validation MSE and predictions of the same run with the table
 // replicated; the processes' rows together are the replicated table;
 // stopped after epoch 2 and resumed from every process's saved state it
 // ends as the uninterrupted run; and a sharded table refuses dense Adam,
-// Train and a training over another number of processes.
+// Train on one process, a training over another number of processes and
+// the export of its Adam state.
 func TestShardedTable(t *testing.T) {
 	dims := []int{20, 15, 10}
 	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 1500)
@@ -227,7 +228,8 @@ func TestShardedTable(t *testing.T) {
 				if resume != nil {
 					tc.Resume = resume[r.rank]
 				}
-				o.res, o.err = TrainDist(context.Background(), m, train, val, tc, DistConfig{Cluster: r, Global: T, Owned: []Span{{lo, 0, hi - lo}}, ValGlobal: V})
+				tc.Dist = &DistConfig{Cluster: r, Global: T, Owned: []Span{{lo, 0, hi - lo}}, ValGlobal: V}
+				o.res, o.err = Train(context.Background(), m, train, val, tc)
 				if o.err != nil {
 					return
 				}
@@ -286,16 +288,23 @@ func TestShardedTable(t *testing.T) {
 			return
 		}
 		train, val := m.NewSet(cells[:30], vals[:10]), m.NewSet(cells[30:60], vals[10:20])
-		tc := TrainConfig{Epochs: 1, Batch: 5, Patience: 1, LR: 1e-2, EmbeddingOptimizer: Adam}
-		if _, err := TrainDist(context.Background(), m, train, val, tc, DistConfig{Cluster: r, Global: 20, Owned: []Span{{r.rank * 10, 0, 10}}, ValGlobal: 20}); err == nil {
+		dc := &DistConfig{Cluster: r, Global: 20, Owned: []Span{{r.rank * 10, 0, 10}}, ValGlobal: 20}
+		tc := TrainConfig{Epochs: 1, Batch: 5, Patience: 1, LR: 1e-2, EmbeddingOptimizer: Adam, Dist: dc}
+		if _, err := Train(context.Background(), m, train, val, tc); err == nil {
 			t.Error("a sharded table trained with dense Adam")
 		}
 		tc.EmbeddingOptimizer = SparseAdam
+		tc.Adam = &AdamState{}
 		if _, err := Train(context.Background(), m, train, val, tc); err == nil {
-			t.Error("Train trained a sharded table")
+			t.Error("a sharded table's training exported its Adam state")
+		}
+		tc.Adam, tc.Dist = nil, nil
+		if _, err := Train(context.Background(), m, train, val, tc); err == nil {
+			t.Error("Train on one process trained a sharded table")
 		}
 		if r.rank == 0 {
-			if _, err := TrainDist(context.Background(), m, train, val, tc, DistConfig{Cluster: oneProcess{}, Global: 10, Owned: []Span{{0, 0, 10}}, ValGlobal: 10}); err == nil {
+			tc.Dist = &DistConfig{Cluster: oneProcess{}, Global: 10, Owned: []Span{{0, 0, 10}}, ValGlobal: 10}
+			if _, err := Train(context.Background(), m, train, val, tc); err == nil {
 				t.Error("a table sharded over 2 processes trained on 1")
 			}
 		}

@@ -108,8 +108,8 @@ type TrainConfig struct {
 	// Order, if not nil, gives each epoch's order of the training cells
 	// instead (Shuffle is then not used): epoch k's step s takes the cells
 	// at positions [s·Batch, (s+1)·Batch) of Order(k). A keyed order
-	// (KeyedOrder) is computed, not stored, so TrainDist places each
-	// process's own cells without the order of all of them.
+	// (KeyedOrder) is computed, not stored, so a data-parallel Train (Dist)
+	// places each process's own cells without the order of all of them.
 	Order func(epoch int) EpochOrder
 	// ValGradSum, if not nil (D+1 elements), receives at each epoch's
 	// validation pass G = Σ_{z∈val} ∇_{W_out,b_out} ℓ(Θ_k, z) with
@@ -152,12 +152,19 @@ type TrainConfig struct {
 	Save func(*TrainState) error
 	// Adam, if not nil, is kept pointing at the run's Adam state (see
 	// AdamState): what TracIn with Adam's preconditioner reads at each
-	// checkpoint.
+	// checkpoint. With Dist, this process's replica's (the same on every
+	// process); Train refuses it when the table is sharded, whose moments
+	// its rows' owners hold.
 	Adam *AdamState
 	// Steps, if not empty, observe the training steps (see StepHook): the
 	// in-run influence estimator. A run with step hooks takes no graph
-	// replay (Graphs is ignored).
+	// replay (Graphs is ignored). Train refuses them with Dist.
 	Steps []StepHook
+	// Dist, if not nil, spreads the training over the processes of a
+	// cluster (data parallelism; see Train and DistConfig): this process
+	// holds the training cells Dist.Owned numbers. nil is one process
+	// holding every cell.
+	Dist *DistConfig
 }
 
 // The embedding optimisers of TrainConfig.EmbeddingOptimizer.
@@ -346,7 +353,7 @@ func checkTrainConfig(m *Net, cfg TrainConfig) error {
 // meanStepMSE is an epoch's training MSE: the mean over its steps of each
 // step's batch-mean MSE, sq holding each step's sum of squared errors
 // over batches of batch of the T cells (the last one shorter).
-func meanStepMSE(sq []float32, batch, T int) float64 {
+func meanStepMSE[F float32 | float64](sq []F, batch, T int) float64 {
 	var mse float64
 	for s, v := range sq {
 		mse += float64(v) / float64(min((s+1)*batch, T)-s*batch)
@@ -362,303 +369,514 @@ func meanStepMSE(sq []float32, batch, T int) float64 {
 // *DivergenceError, before AfterEpoch and Save see that epoch, if an
 // epoch's training or validation MSE is not finite or leaves the bounds
 // of SaneMSEFactor and GrowthFactor.
+//
+// With cfg.Dist nil, Train runs on this process alone, on all of train
+// and val (both non-empty). With cfg.Dist set it runs on the processes of
+// cfg.Dist.Cluster (data parallelism), every process calling it with the
+// same model initialisation, configuration and shuffle seed, its own
+// share of the training cells (train, numbered by Dist.Owned) and of the
+// validation cells (val, possibly empty): each step's global batch, the
+// one a single process would take from the same order, is divided among
+// the processes by who holds each cell, the gradients are summed over the
+// processes (Dist.Exchange) and every process takes the same optimiser
+// step, so the replicas stay identical; only the summation order of the
+// gradients differs from one process's. The training and validation MSEs
+// are then the global ones, ValGradSum is summed over the processes, and
+// the result, the parameters left in m and every error are the same on
+// every process. Resume and Save then need a keyed order (Order), whose
+// saved state holds no cell order (Perm empty); graph replay does not
+// apply (Eager is ignored) and step hooks (Steps) are refused. A model
+// whose table is sharded (Config.Shard) trains only this way, with
+// SparseAdam, on the processes it is sharded over.
 func Train(ctx context.Context, m *Net, train, val *Set, cfg TrainConfig) (Result, error) {
-	var res Result
-	if err := checkTrainConfig(m, cfg); err != nil {
-		return res, err
+	if err := checkTrain(m, train, val, cfg); err != nil {
+		return Result{}, err
 	}
-	if m.sh != nil {
-		return res, fmt.Errorf("nn: a model whose table is sharded trains only with TrainDist")
+	t := &trainer{ctx: ctx, m: m, be: m.be, train: train, val: val, cfg: cfg, d: cfg.Dist}
+	defer t.free()
+	if err := t.setup(); err != nil {
+		return t.res, err
+	}
+	return t.run()
+}
+
+// checkTrain checks Train's arguments (see Train and checkDist).
+func checkTrain(m *Net, train, val *Set, cfg TrainConfig) error {
+	if err := checkTrainConfig(m, cfg); err != nil {
+		return err
 	}
 	if err := CheckEmbeddingOptimizer(cfg.EmbeddingOptimizer); err != nil {
-		return res, fmt.Errorf("nn: %w", err)
-	}
-	sparse := cfg.EmbeddingOptimizer == SparseAdam
-	if train.Len() == 0 || val.Len() == 0 {
-		return res, fmt.Errorf("nn: %d training and %d validation cells; both must be non-empty", train.Len(), val.Len())
-	}
-	be, order, T := m.be, m.Order(), train.Len()
-	if T > math.MaxInt32 {
-		return res, fmt.Errorf("nn: %d training cells; at most %d can be trained on", T, math.MaxInt32)
-	}
-	steps := (T + cfg.Batch - 1) / cfg.Batch
-	capturer, _ := be.(compute.Capturer)
-	if cfg.Eager || len(cfg.Steps) > 0 {
-		capturer = nil
+		return fmt.Errorf("nn: %w", err)
 	}
 	for _, h := range cfg.Steps {
 		if h.Every() < 1 {
-			return res, fmt.Errorf("nn: a step hook every %d steps; want ≥ 1", h.Every())
+			return fmt.Errorf("nn: a step hook every %d steps; want ≥ 1", h.Every())
 		}
 	}
-	// The shuffled training cells. On a backend whose buffers are host
-	// memory (the CPU) each step gathers its batch into one batch-sized
-	// buffer, so no shuffled copy of the set is held. Elsewhere the
-	// shuffled set lives on the device (a captured step reads a fixed
-	// slice of it), uploaded each epoch through a host buffer of at most
-	// stageCells cells.
-	hb, _ := be.(compute.HostBuffers)
-	perStep := hb != nil && capturer == nil
-	var shufRows compute.I32
-	var shufVals compute.F32
-	var hostRows []int32
-	var hostVals []float32
-	if perStep {
-		hostRows, hostVals = make([]int32, cfg.Batch*order), make([]float32, cfg.Batch)
-		shufRows, shufVals = hb.WrapI32(hostRows), hb.WrapF32(hostVals)
-	} else {
-		shufRows, shufVals = be.AllocI32(T*order), be.Alloc(T)
-		c := min(T, stageCells)
-		hostRows, hostVals = make([]int32, c*order), make([]float32, c)
+	if cfg.Dist != nil {
+		return checkDist(m, train, cfg)
 	}
-	adamM, adamV := be.Alloc(m.params.Len()), be.Alloc(m.params.Len())
-	delta, sq := be.Alloc(m.capacity), be.Alloc(steps)
+	if m.sh != nil {
+		return fmt.Errorf("nn: a model whose table is sharded trains only on a cluster (TrainConfig.Dist)")
+	}
+	if train.Len() == 0 || val.Len() == 0 {
+		return fmt.Errorf("nn: %d training and %d validation cells; both must be non-empty", train.Len(), val.Len())
+	}
+	if train.Len() > math.MaxInt32 {
+		return fmt.Errorf("nn: %d training cells; at most %d can be trained on", train.Len(), math.MaxInt32)
+	}
+	return nil
+}
+
+// trainer is one run of Train: its buffers and its state between steps
+// and epochs. On one process (d nil) the local cells are all T training
+// cells and every exchange is nothing; on a cluster ex sums what the
+// processes computed.
+type trainer struct {
+	ctx        context.Context
+	m          *Net
+	be         compute.Backend
+	train, val *Set
+	cfg        TrainConfig
+	d          *DistConfig // nil: one process
+
+	order, T, steps int     // T: the training cells of all processes
+	sparse          bool    // the table takes SparseAdam
+	ms              float64 // the mean squared training value, for divergence
+
+	// The local cells in the epoch's order. On a backend whose buffers are
+	// host memory (the CPU; perStep) each step gathers its cells into one
+	// batch-sized host buffer that is the backend's buffer itself, so no
+	// ordered copy of the set is held. Elsewhere the ordered set lives on
+	// the device (a captured step reads a fixed slice of it), uploaded each
+	// epoch through host buffers of at most stageCells cells.
+	hb           compute.HostBuffers
+	perStep      bool
+	hostRows     []int32
+	hostVals     []float32
+	shufRows     compute.I32
+	shufVals     compute.F32
+	perm         []int32     // T cells: one process's order, or a cluster's shuffled (legacy) order of all cells
+	ord          []int32     // the local cells (numbers in train) in the epoch's order: perm itself on one process
+	stepLo       []int       // steps+1: step s takes ord[stepLo[s]:stepLo[s+1]]
+	cellsDev     compute.I32 // perm on the device, for the step hooks of a device backend
+	adamM, adamV compute.F32 // Adam's moments, laid out like Net.Params
+	delta, sq    compute.F32 // a batch's output gradient; each step's squared error
+	sqHost       []float32
+	adam         compute.AdamStep // the last step's
+	shTraining   bool             // the sharded table's training buffers are allocated
+
 	// The best epoch's parameters. While the best epoch is the last one
 	// trained (bestIsCurrent), they are m.params themselves: best is
 	// allocated and copied to only when a later epoch is about to change
 	// them, so a run whose last epoch is its best (every one-epoch run)
-	// neither holds nor writes a second copy of the tables.
-	var best compute.F32
-	bestIsCurrent := false
-	keepBest := func() {
-		if best == nil {
-			best = be.Alloc(m.params.Len())
-		}
-		be.Copy(best, m.params)
-		bestIsCurrent = false
+	// neither holds nor writes a second copy of the tables. A sharded
+	// table's best rows are copied when the epoch is best, with best.
+	best          compute.F32
+	bestIsCurrent bool
+
+	// Graph replay (one process on a compute.Capturer): one graph per
+	// batch size (the full batch and the last, shorter one), each reading
+	// fixed staging buffers into which every step first copies its cells,
+	// and writing its squared error to a fixed element copied to the
+	// step's after the replay. So the graphs' memory and capture time do
+	// not grow with the training set. The graph holds the step's Adam
+	// too, reading the step's constants from stAdam
+	// (compute.AdamStep.Scalars), which each step fills from the epoch's
+	// table of them.
+	capturer                        compute.Capturer
+	graphs                          map[int]compute.Graph
+	stRows                          compute.I32
+	stVals, stSq, stAdam, adamTable compute.F32
+	hostAdam                        []float32
+
+	ex    *exchange // a cluster's exchanges; nil on one process
+	res   Result
+	first int // the first epoch to train
+}
+
+// setup allocates the run's buffers, resumes cfg.Resume and sets the
+// first epoch.
+func (t *trainer) setup() error {
+	m, be, cfg := t.m, t.be, t.cfg
+	t.order, t.sparse = m.Order(), cfg.EmbeddingOptimizer == SparseAdam
+	L := t.train.Len()
+	t.T = L
+	if t.d != nil {
+		t.T = t.d.Global
 	}
-	defer func() {
-		for _, b := range []compute.F32{shufVals, adamM, adamV, best, delta, sq} {
-			if b != nil {
-				b.Free()
-			}
-		}
-		shufRows.Free()
-	}()
-	perm := bigmem.Make[int32](T)
-	for i := range perm {
-		perm[i] = int32(i)
+	t.steps = (t.T + cfg.Batch - 1) / cfg.Batch
+	t.capturer, _ = be.(compute.Capturer)
+	if cfg.Eager || len(cfg.Steps) > 0 || t.d != nil {
+		t.capturer = nil
 	}
-	// gather copies the cells perm[lo:hi] into the host buffers.
-	gather := func(lo, hi int) {
-		for i, p := range perm[lo:hi] {
-			copy(hostRows[i*order:(i+1)*order], train.rows[int(p)*order:(int(p)+1)*order])
-			hostVals[i] = train.vals[p]
-		}
+	t.hb, _ = be.(compute.HostBuffers)
+	t.perStep = t.hb != nil && t.capturer == nil
+	if t.perStep {
+		t.hostRows, t.hostVals = make([]int32, cfg.Batch*t.order), make([]float32, cfg.Batch)
+		t.shufRows, t.shufVals = t.hb.WrapI32(t.hostRows), t.hb.WrapF32(t.hostVals)
+	} else {
+		t.shufRows, t.shufVals = be.AllocI32(max(L, 1)*t.order), be.Alloc(max(L, 1))
+		c := min(L, stageCells)
+		t.hostRows, t.hostVals = make([]int32, c*t.order), make([]float32, c)
 	}
-	sqHost := make([]float32, steps)
-	// pass queues the forward pass, the MSE gradient (its squared error
-	// into sqOut) and the backward pass of the b cells rows, y.
-	pass := func(rows compute.I32, y, sqOut compute.F32, b int) {
-		d := delta.Slice(0, b)
-		m.ForwardMSE(rows, y, d, sqOut, float32(2/float64(b)))
-		if sparse {
-			m.BackwardSparse(rows, d)
-		} else {
-			m.Backward(rows, d, false)
-		}
+	t.adamM, t.adamV = be.Alloc(m.params.Len()), be.Alloc(m.params.Len())
+	if t.d != nil && m.sh != nil {
+		m.sh.training(be)
+		t.shTraining = true
 	}
-	// step queues the pass of step s, which reads cells [lo, hi) of the
-	// shuffled set.
-	step := func(s int) {
-		lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
-		if perStep {
-			gather(lo, hi)
-			pass(shufRows.Slice(0, (hi-lo)*order), shufVals.Slice(0, hi-lo), sq.Slice(s, 1), hi-lo)
-			return
-		}
-		pass(shufRows.Slice(lo*order, (hi-lo)*order), shufVals.Slice(lo, hi-lo), sq.Slice(s, 1), hi-lo)
-	}
-	// Graph replay: one graph per batch size (the full batch and the last,
-	// shorter one), each reading fixed staging buffers into which every
-	// step first copies its cells, and writing its squared error to a
-	// fixed element copied to the step's after the replay. So the graphs'
-	// memory and capture time do not grow with the training set.
-	// The graph holds the step's Adam too, reading the step's constants
-	// from stAdam (compute.AdamStep.Scalars), which each step fills from
-	// the epoch's table of them.
-	graphs := map[int]compute.Graph{}
-	var stRows compute.I32
-	var stVals, stSq, stAdam, adamTable compute.F32
-	var hostAdam []float32
-	adam := compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, L2: cfg.L2}
+	t.delta, t.sq = be.Alloc(m.capacity), be.Alloc(t.steps)
+	t.sqHost = make([]float32, t.steps)
+	t.setupOrder()
+	t.adam = compute.AdamStep{LR: cfg.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, L2: cfg.L2}
 	if cfg.Adam != nil {
-		*cfg.Adam = AdamState{M: adamM, V: adamV, Step: adam}
+		*cfg.Adam = AdamState{M: t.adamM, V: t.adamV, Step: t.adam}
 	}
-	// The training cells' numbers in each epoch's order, for the step
-	// hooks: perm itself on a backend whose buffers are host memory, else
-	// a device copy uploaded every epoch.
-	var cellsDev compute.I32
-	if len(cfg.Steps) > 0 && !perStep {
-		cellsDev = be.AllocI32(T)
-		defer cellsDev.Free()
+	if len(cfg.Steps) > 0 && !t.perStep {
+		t.cellsDev = be.AllocI32(t.T)
 	}
-	if capturer != nil {
-		stRows, stVals, stSq = be.AllocI32(cfg.Batch*order), be.Alloc(cfg.Batch), be.Alloc(1)
-		stAdam, adamTable, hostAdam = be.Alloc(2), be.Alloc(2*steps), make([]float32, 2*steps)
-		defer func() {
-			for _, g := range graphs {
-				g.Free()
-			}
-			stRows.Free()
-			for _, b := range []compute.F32{stVals, stSq, stAdam, adamTable} {
-				b.Free()
-			}
-		}()
-		pass(stRows, stVals, stSq, min(cfg.Batch, T)) // sizes the backend's scratch memory before any capture
+	if t.capturer != nil {
+		t.graphs = map[int]compute.Graph{}
+		t.stRows, t.stVals, t.stSq = be.AllocI32(cfg.Batch*t.order), be.Alloc(cfg.Batch), be.Alloc(1)
+		t.stAdam, t.adamTable, t.hostAdam = be.Alloc(2), be.Alloc(2*t.steps), make([]float32, 2*t.steps)
+		b := min(cfg.Batch, t.T)
+		t.pass(t.stRows, t.stVals, t.stSq, b, b) // sizes the backend's scratch memory before any capture
 	}
-	// captured is what a graph of a step of b cells holds.
-	captured := func(b int) {
-		pass(stRows.Slice(0, b*order), stVals.Slice(0, b), stSq, b)
-		a := adam
-		a.T, a.Scalars = 1, stAdam
-		m.adamStep(sparse, adamM, adamV, a)
+	if t.d != nil {
+		t.ex = newExchange(t)
+		t.ms = t.ex.meanSquare()
+	} else {
+		t.ms = t.train.MeanSquare()
 	}
-	res.BestValMSE = math.Inf(1)
-	first := 1
+	t.res.BestValMSE = math.Inf(1)
+	t.first = 1
 	if r := cfg.Resume; r != nil {
-		best = be.Alloc(m.params.Len())
-		if err := resume(m, r, T, perm, adamM, adamV, best); err != nil {
-			return res, err
+		t.best = be.Alloc(m.params.Len())
+		perm := t.savedPerm()
+		if err := resume(m, r, len(perm), perm, t.adamM, t.adamV, t.best); err != nil {
+			return err
 		}
-		adam.T, res, first = r.continued(cfg)
+		t.adam.T, t.res, t.first = r.continued(cfg)
 		if cfg.Adam != nil {
-			cfg.Adam.Step = adam
+			cfg.Adam.Step = t.adam
 		}
 	}
-	ms := train.MeanSquare()
-	for k := first; k <= cfg.Epochs; k++ {
+	return nil
+}
+
+// setupOrder allocates the cell order: on one process perm, the identity
+// to begin with, is the order and every step s takes positions
+// [s·Batch, (s+1)·Batch); on a cluster ord holds the local cells and
+// perm, only for the legacy shuffle, all T.
+func (t *trainer) setupOrder() {
+	t.stepLo = make([]int, t.steps+1)
+	if t.d == nil || t.cfg.Order == nil {
+		t.perm = bigmem.Make[int32](t.T)
+		for i := range t.perm {
+			t.perm[i] = int32(i)
+		}
+	}
+	if t.d != nil {
+		t.ord = make([]int32, t.train.Len())
+		return
+	}
+	t.ord = t.perm
+	for s := range t.stepLo {
+		t.stepLo[s] = min(s*t.cfg.Batch, t.T)
+	}
+}
+
+// savedPerm is the cell order a saved state holds: one process's perm;
+// none on a cluster, whose order is keyed.
+func (t *trainer) savedPerm() []int32 {
+	if t.d != nil {
+		return nil
+	}
+	return t.perm
+}
+
+// free releases what the run allocated.
+func (t *trainer) free() {
+	for _, g := range t.graphs {
+		g.Free()
+	}
+	for _, b := range []compute.F32{t.shufVals, t.adamM, t.adamV, t.best, t.delta, t.sq, t.stVals, t.stSq, t.stAdam, t.adamTable} {
+		if b != nil {
+			b.Free()
+		}
+	}
+	for _, b := range []compute.I32{t.shufRows, t.cellsDev, t.stRows} {
+		if b != nil {
+			b.Free()
+		}
+	}
+	if t.ex != nil {
+		t.ex.free()
+	}
+	if t.shTraining {
+		t.m.sh.freeTraining()
+	}
+}
+
+// run trains epochs first… until Epochs or Patience stops it.
+func (t *trainer) run() (Result, error) {
+	for k := t.first; k <= t.cfg.Epochs; k++ {
 		start := time.Now()
-		switch {
-		case cfg.Order != nil:
-			o := cfg.Order(k)
-			for p := range perm {
-				perm[p] = int32(o.Cell(p))
-			}
-		case cfg.Shuffle != nil:
-			cfg.Shuffle.Shuffle(T, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		t.epochOrder(k)
+		if t.bestIsCurrent {
+			t.keepBest()
 		}
-		if bestIsCurrent {
-			keepBest()
-		}
-		if !perStep {
-			for lo := 0; lo < T; lo += len(hostVals) {
-				hi := min(lo+len(hostVals), T)
-				gather(lo, hi)
-				be.UploadI32(shufRows.Slice(lo*order, (hi-lo)*order), hostRows[:(hi-lo)*order])
-				be.Upload(shufVals.Slice(lo, hi-lo), hostVals[:hi-lo])
+		t.stage()
+		for s := 0; s < t.steps; s++ {
+			if err := t.ctx.Err(); err != nil {
+				return t.res, err
 			}
-			if cellsDev != nil {
-				be.UploadI32(cellsDev, perm)
+			if err := t.step(k, s); err != nil {
+				return t.res, err
 			}
 		}
-		if capturer != nil {
-			for s := range steps {
-				a := adam
-				a.T += s + 1
-				c := compute.AdamScalars(a)
-				copy(hostAdam[2*s:], c[:])
-			}
-			be.Upload(adamTable, hostAdam)
+		if t.cfg.Adam != nil {
+			t.cfg.Adam.Step = t.adam
 		}
-		for s := 0; s < steps; s++ {
-			if err := ctx.Err(); err != nil {
-				return res, err
-			}
-			adam.T++
-			if capturer == nil {
-				hooked := hooksAt(cfg.Steps, adam.T)
-				for _, h := range hooked {
-					h.Before(adam.T)
-				}
-				step(s)
-				m.adamStep(sparse, adamM, adamV, adam)
-				if cfg.Adam != nil {
-					cfg.Adam.Step = adam
-				}
-				if len(hooked) > 0 {
-					lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
-					b := StepBatch{N: hi - lo, Delta: delta.Slice(0, hi-lo), Scale: float32(2 / float64(hi-lo))}
-					if perStep {
-						b.Rows, b.Cells = shufRows.Slice(0, b.N*order), hb.WrapI32(perm[lo:hi])
-					} else {
-						b.Rows, b.Cells = shufRows.Slice(lo*order, b.N*order), cellsDev.Slice(lo, b.N)
-					}
-					for _, h := range hooked {
-						h.After(adam.T, b)
-					}
-				}
-			} else {
-				lo, hi := s*cfg.Batch, min((s+1)*cfg.Batch, T)
-				b := hi - lo
-				be.CopyI32(stRows.Slice(0, b*order), shufRows.Slice(lo*order, b*order))
-				be.Copy(stVals.Slice(0, b), shufVals.Slice(lo, b))
-				be.Copy(stAdam, adamTable.Slice(2*s, 2))
-				g := graphs[b]
-				if g == nil {
-					var err error
-					if g, err = capturer.Capture(func() { captured(b) }); err != nil {
-						return res, fmt.Errorf("nn: capture of a step of %d cells: %w", b, err)
-					}
-					graphs[b] = g
-				}
-				g.Launch()
-				be.Copy(sq.Slice(s, 1), stSq)
-			}
-		}
-		if cfg.Adam != nil {
-			cfg.Adam.Step = adam
-		}
-		if err := be.Download(sqHost, sq); err != nil {
-			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
-		}
-		ep := Epoch{N: k}
-		ep.TrainMSE = meanStepMSE(sqHost, cfg.Batch, T)
-		var err error
-		if ep.ValMSE, err = m.evaluate(val, cfg.ValGradSum); err != nil {
-			return res, fmt.Errorf("nn: epoch %d: %w", k, err)
-		}
-		if k == 1 {
-			err = divergence(ep, ep, ms)
-		} else {
-			err = divergence(ep, res.Epochs[0], ms)
-		}
+		stop, err := t.endEpoch(k, start)
 		if err != nil {
-			return res, err
+			return t.res, err
 		}
-		if ep.ValMSE < res.BestValMSE {
-			ep.Best = true
-			res.BestEpoch, res.BestValMSE = k, ep.ValMSE
-			bestIsCurrent = true
-		}
-		ep.Seconds = time.Since(start).Seconds()
-		res.Epochs = append(res.Epochs, ep)
-		if cfg.AfterEpoch != nil {
-			if err := cfg.AfterEpoch(ep); err != nil {
-				return res, err
-			}
-		}
-		if cfg.Save != nil {
-			bestNow := best
-			if bestIsCurrent || best == nil {
-				bestNow = m.params
-			}
-			st, err := state(m, k, adam.T, perm, adamM, adamV, bestNow, res)
-			if err != nil {
-				return res, err
-			}
-			if err := cfg.Save(st); err != nil {
-				return res, err
-			}
-		}
-		if k-res.BestEpoch >= cfg.Patience {
+		if stop {
 			break
 		}
 	}
-	if !bestIsCurrent && best != nil {
-		be.Copy(m.params, best)
+	if !t.bestIsCurrent && t.best != nil {
+		t.be.Copy(t.m.params, t.best)
 	}
-	return res, be.Sync()
+	if sh := t.m.sh; sh != nil {
+		t.be.Copy(sh.own, sh.best)
+	}
+	return t.res, t.be.Sync()
+}
+
+// epochOrder sets epoch k's order of the local cells (ord) and each
+// step's share of it (stepLo): on one process Order(k)'s cells, or
+// Shuffle's shuffle of the previous epoch's order; on a cluster see
+// distOrder.
+func (t *trainer) epochOrder(k int) {
+	if t.d != nil {
+		t.distOrder(k)
+		return
+	}
+	switch {
+	case t.cfg.Order != nil:
+		o := t.cfg.Order(k)
+		for p := range t.perm {
+			t.perm[p] = int32(o.Cell(p))
+		}
+	case t.cfg.Shuffle != nil:
+		t.cfg.Shuffle.Shuffle(t.T, func(i, j int) { t.perm[i], t.perm[j] = t.perm[j], t.perm[i] })
+	}
+}
+
+// gather copies the local cells cells into the host buffers from their
+// start.
+func (t *trainer) gather(cells []int32) {
+	order := t.order
+	for i, c := range cells {
+		copy(t.hostRows[i*order:(i+1)*order], t.train.rows[int(c)*order:(int(c)+1)*order])
+		t.hostVals[i] = t.train.vals[c]
+	}
+}
+
+// stage uploads the epoch's ordered cells (and for the step hooks their
+// numbers) to the device, and for graph replay the epoch's Adam
+// constants; nothing when each step gathers its own (perStep).
+func (t *trainer) stage() {
+	if t.perStep {
+		return
+	}
+	be, order, n := t.be, t.order, len(t.ord)
+	for lo := 0; lo < n; lo += len(t.hostVals) {
+		hi := min(lo+len(t.hostVals), n)
+		t.gather(t.ord[lo:hi])
+		be.UploadI32(t.shufRows.Slice(lo*order, (hi-lo)*order), t.hostRows[:(hi-lo)*order])
+		be.Upload(t.shufVals.Slice(lo, hi-lo), t.hostVals[:hi-lo])
+	}
+	if t.cellsDev != nil {
+		be.UploadI32(t.cellsDev, t.perm)
+	}
+	if t.capturer != nil {
+		for s := range t.steps {
+			a := t.adam
+			a.T += s + 1
+			c := compute.AdamScalars(a)
+			copy(t.hostAdam[2*s:], c[:])
+		}
+		be.Upload(t.adamTable, t.hostAdam)
+	}
+}
+
+// pass queues the forward pass, the MSE gradient (its squared error into
+// sqOut) and the backward pass of the b cells rows, y of a global batch
+// of gb cells (the loss is the global batch's mean).
+func (t *trainer) pass(rows compute.I32, y, sqOut compute.F32, b, gb int) {
+	d := t.delta.Slice(0, b)
+	t.m.ForwardMSE(rows, y, d, sqOut, float32(2/float64(gb)))
+	if t.sparse {
+		t.m.BackwardSparse(rows, d)
+	} else {
+		t.m.Backward(rows, d, false)
+	}
+}
+
+// step takes step s of epoch k: its hooks' Before, its pass, the
+// exchange, the optimiser step and its hooks' After; or the replay of its
+// graph.
+func (t *trainer) step(k, s int) error {
+	if t.capturer != nil {
+		return t.replay(s)
+	}
+	cfg, order := t.cfg, t.order
+	t.adam.T++
+	hooked := hooksAt(cfg.Steps, t.adam.T)
+	for _, h := range hooked {
+		h.Before(t.adam.T)
+	}
+	lo, hi := t.stepLo[s], t.stepLo[s+1]
+	at := lo // the step's first cell in the ordered buffers
+	if t.perStep {
+		t.gather(t.ord[lo:hi])
+		at = 0
+	}
+	if hi > lo {
+		gb := min((s+1)*cfg.Batch, t.T) - s*cfg.Batch
+		t.pass(t.shufRows.Slice(at*order, (hi-lo)*order), t.shufVals.Slice(at, hi-lo), t.sq.Slice(s, 1), hi-lo, gb)
+	} else {
+		t.ex.idle(s)
+	}
+	if t.ex != nil {
+		if err := t.ex.step(hi > lo, t.ord[lo:hi]); err != nil {
+			return fmt.Errorf("nn: epoch %d: %w", k, err)
+		}
+	} else {
+		t.m.adamStep(t.sparse, t.adamM, t.adamV, t.adam)
+	}
+	if cfg.Adam != nil {
+		cfg.Adam.Step = t.adam
+	}
+	if len(hooked) > 0 {
+		b := StepBatch{N: hi - lo, Delta: t.delta.Slice(0, hi-lo), Scale: float32(2 / float64(hi-lo))}
+		b.Rows = t.shufRows.Slice(at*order, b.N*order)
+		if t.perStep {
+			b.Cells = t.hb.WrapI32(t.perm[lo:hi])
+		} else {
+			b.Cells = t.cellsDev.Slice(lo, b.N)
+		}
+		for _, h := range hooked {
+			h.After(t.adam.T, b)
+		}
+	}
+	return nil
+}
+
+// replay takes step s by its graph, capturing the graph of its batch
+// size first if there is none.
+func (t *trainer) replay(s int) error {
+	be, order := t.be, t.order
+	t.adam.T++
+	lo, hi := t.stepLo[s], t.stepLo[s+1]
+	b := hi - lo
+	be.CopyI32(t.stRows.Slice(0, b*order), t.shufRows.Slice(lo*order, b*order))
+	be.Copy(t.stVals.Slice(0, b), t.shufVals.Slice(lo, b))
+	be.Copy(t.stAdam, t.adamTable.Slice(2*s, 2))
+	g := t.graphs[b]
+	if g == nil {
+		var err error
+		if g, err = t.capturer.Capture(func() { t.captured(b) }); err != nil {
+			return fmt.Errorf("nn: capture of a step of %d cells: %w", b, err)
+		}
+		t.graphs[b] = g
+	}
+	g.Launch()
+	be.Copy(t.sq.Slice(s, 1), t.stSq)
+	return nil
+}
+
+// captured is what a graph of a step of b cells holds.
+func (t *trainer) captured(b int) {
+	t.pass(t.stRows.Slice(0, b*t.order), t.stVals.Slice(0, b), t.stSq, b, b)
+	a := t.adam
+	a.T, a.Scalars = 1, t.stAdam
+	t.m.adamStep(t.sparse, t.adamM, t.adamV, a)
+}
+
+// keepBest copies the parameters (a sharded table's rows too) to best,
+// allocating it the first time.
+func (t *trainer) keepBest() {
+	if t.best == nil {
+		t.best = t.be.Alloc(t.m.params.Len())
+	}
+	t.be.Copy(t.best, t.m.params)
+	if sh := t.m.sh; sh != nil {
+		t.be.Copy(sh.best, sh.own)
+	}
+	t.bestIsCurrent = false
+}
+
+// endEpoch ends epoch k, begun at start: its training and validation
+// MSE, the divergence check, the best epoch, AfterEpoch and Save. It
+// returns whether Patience stops the run.
+func (t *trainer) endEpoch(k int, start time.Time) (bool, error) {
+	m, cfg := t.m, t.cfg
+	if err := t.be.Download(t.sqHost, t.sq); err != nil {
+		return false, fmt.Errorf("nn: epoch %d: %w", k, err)
+	}
+	ep := Epoch{N: k}
+	var err error
+	if t.ex != nil {
+		ep.TrainMSE, ep.ValMSE, err = t.ex.epochMSE(k)
+	} else {
+		ep.TrainMSE = meanStepMSE(t.sqHost, cfg.Batch, t.T)
+		if ep.ValMSE, err = m.evaluate(t.val, cfg.ValGradSum); err != nil {
+			err = fmt.Errorf("nn: epoch %d: %w", k, err)
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	first := ep
+	if k > 1 {
+		first = t.res.Epochs[0]
+	}
+	if err := divergence(ep, first, t.ms); err != nil {
+		return false, err
+	}
+	if ep.ValMSE < t.res.BestValMSE {
+		ep.Best = true
+		t.res.BestEpoch, t.res.BestValMSE = k, ep.ValMSE
+		t.bestIsCurrent = true
+		if m.sh != nil {
+			t.keepBest() // the sharded rows' best copy is not lazy
+		}
+	}
+	ep.Seconds = time.Since(start).Seconds()
+	t.res.Epochs = append(t.res.Epochs, ep)
+	if cfg.AfterEpoch != nil {
+		if err := cfg.AfterEpoch(ep); err != nil {
+			return false, err
+		}
+	}
+	if cfg.Save != nil {
+		bestNow := t.best
+		if t.bestIsCurrent || t.best == nil {
+			bestNow = m.params
+		}
+		st, err := state(m, k, t.adam.T, t.savedPerm(), t.adamM, t.adamV, bestNow, t.res)
+		if err != nil {
+			return false, err
+		}
+		if err := cfg.Save(st); err != nil {
+			return false, err
+		}
+	}
+	return k-t.res.BestEpoch >= cfg.Patience, nil
 }
 
 // hooksAt returns the hooks that observe step t.
@@ -736,7 +954,7 @@ func (r *TrainState) continued(cfg TrainConfig) (step int, res Result, first int
 
 // resume restores the state r into the model and Train's buffers, after
 // checking that it fits them. perm (T cells) receives the saved order; a
-// keyed order saves none (TrainDist: T = 0, perm nil).
+// data-parallel run's keyed order saves none (T = 0, perm nil).
 func resume(m *Net, r *TrainState, T int, perm []int32, adamM, adamV, best compute.F32) error {
 	n := m.params.Len()
 	if len(r.Params) != n || len(r.AdamM) != n || len(r.AdamV) != n || len(r.Best) != n || len(r.Perm) != T {
