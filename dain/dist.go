@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
@@ -27,28 +28,6 @@ import (
 // shuffles and the sampling's draws are those of Run with the same seed on
 // one process; only the order in which gradients and importances are summed
 // differs.
-
-// Cluster is what RunDist needs from the processes (package dist
-// implements it over MPI).
-type Cluster interface {
-	nn.Cluster
-	Rank() int
-	// SumI64 sums x over the processes, in place.
-	SumI64(x []int64)
-	// AlltoallI32 sends send[…counts[0]] to process 0, the next counts[1]
-	// to process 1, …, and returns what every process sent this one, in
-	// process order.
-	AlltoallI32(send []int32, counts []int32) []int32
-	// AlltoallvI32 and AlltoallvF32 are nn.ShardComm's.
-	AlltoallvI32(dst, send, counts, recvCounts []int32) []int32
-	AlltoallvF32(dst, send []float32, sendCounts, recvCounts []int32) []float32
-	// GatherF64 returns every process's x concatenated in process order.
-	GatherF64(x []float64) []float64
-	// CommSeconds returns the wall time spent communicating so far.
-	CommSeconds() float64
-	// Describe names the library and the device exchange, for the report.
-	Describe() string
-}
 
 // Shard is one process's share of a tensor's observed cells: cells
 // First … First+Cells.NNZ()−1 (in file order) of the tensor's NNZ. Its
@@ -133,7 +112,7 @@ func DistSupported(cfg Config) error {
 // the split only: once its parts are made it replaces sh.Cells by a tensor
 // of the same dims without cells, so that the shard's cells can be freed
 // (the caller must not need them afterwards).
-func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.Backend) (*Result, error) {
+func RunDist(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend) (*Result, error) {
 	return runDist(ctx, cl, sh, cfg, be, nil)
 }
 
@@ -146,11 +125,11 @@ func RunDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 // saved, to the uninterrupted run's result (bit for bit on the CPU).
 // ck.Dir must be one directory seen by every process (a shared file
 // system across nodes). It needs the keyed split.
-func RunDistCheckpointed(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
+func RunDistCheckpointed(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
 	return runDist(ctx, cl, sh, cfg, be, &ck)
 }
 
-func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint) (*Result, error) {
+func runDist(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint) (*Result, error) {
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -543,7 +522,7 @@ func runDist(ctx context.Context, cl Cluster, sh *Shard, cfg Config, be compute.
 			}
 			recv = nil
 			cl.SumI64(support)
-			cells, first, s, err := dev.CellsShared(owned, int(support[0]), nAug, sampling.Options{Key: key}, sampling.Shared{Rank: rank, Size: size, Alltoall: cl.AlltoallI32, Sum: cl.SumI64})
+			cells, first, s, err := dev.CellsShared(owned, int(support[0]), nAug, sampling.Options{Key: key}, cl)
 			if err != nil {
 				return nil, fmt.Errorf("dain: %w", err)
 			}

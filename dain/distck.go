@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
@@ -30,7 +31,7 @@ import (
 //     is removed only after every process has written it.
 type distCheckpoint struct {
 	c        *checkpointer
-	cl       Cluster
+	cl       cluster.Cluster
 	rank, np int
 }
 
@@ -39,7 +40,7 @@ type distCheckpoint struct {
 // shard holds this process's, as openCheckpoint does for one process; it
 // refuses a checkpoint made with another number of processes. Every
 // process gets an error if any does.
-func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl Cluster, shard *tensor.COO, nnz int, logf func(string, ...any)) (*distCheckpoint, error) {
+func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl cluster.Cluster, shard *tensor.COO, nnz int, logf func(string, ...any)) (*distCheckpoint, error) {
 	rank, np := cl.Rank(), cl.Size()
 	d := &distCheckpoint{cl: cl, rank: rank, np: np}
 	if cfg.split() != SplitKeyed {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 )
 
@@ -17,28 +18,6 @@ import (
 // process then takes the same Adam step, so the replicas stay identical.
 // Only the summation order of the gradients differs from one process's.
 
-// Cluster is what Train needs from the processes it runs on with
-// TrainConfig.Dist (package dist implements it over MPI, or NCCL for
-// device buffers).
-type Cluster interface {
-	// Size returns the number of processes.
-	Size() int
-	// SumF32 and SumF64 replace x on every process by the element-wise
-	// sum over the processes (the same result on every one).
-	SumF32(x []float32)
-	SumF64(x []float64)
-	// GatherF32 and GatherI32 return every process's x concatenated in
-	// process order.
-	GatherF32(x []float32) []float32
-	GatherI32(x []int32) []int32
-}
-
-// DeviceSummer is a Cluster that can also sum a backend buffer in place on
-// the device (NCCL); Train then sums the dense gradients there.
-type DeviceSummer interface {
-	SumDevice(be compute.Backend, x compute.F32) (bool, error)
-}
-
 // Span is a run of consecutive cells of a local Set that are consecutive
 // cells of the global training set.
 type Span struct {
@@ -47,7 +26,7 @@ type Span struct {
 
 // DistConfig describes a data-parallel training (TrainConfig.Dist).
 type DistConfig struct {
-	Cluster Cluster
+	Cluster cluster.Cluster
 	// Global is the number of training cells over all processes; Owned
 	// maps the local Set's cells to their global numbers (the order Train
 	// would see them in on one process).
@@ -154,7 +133,7 @@ func (d *DistConfig) local(p int) int {
 // its buffers.
 type exchange struct {
 	t          *trainer
-	cl         Cluster
+	cl         cluster.Cluster
 	sparse     bool // the table's gradient is exchanged sparsely
 	sparseAdam bool
 	sharded    bool
@@ -163,7 +142,7 @@ type exchange struct {
 	// part after the table (sparse).
 	dense     compute.F32
 	denseHost []float32
-	ds        DeviceSummer
+	ds        cluster.DeviceSummer
 
 	// Sparse exchange buffers: this step's distinct table rows, their
 	// gradient rows gathered on the device, and the negation that clears
@@ -206,7 +185,7 @@ func newExchange(t *trainer) *exchange {
 		x.rowBuf, x.gradBuf = be.AllocI32(cfg.Batch*t.order), be.Alloc(cfg.Batch*t.order*m.width)
 	}
 	x.denseHost = make([]float32, x.dense.Len())
-	x.ds, _ = x.cl.(DeviceSummer)
+	x.ds, _ = x.cl.(cluster.DeviceSummer)
 	if x.sparseAdam {
 		x.unionCntBuf = be.AllocI32(1)
 	}

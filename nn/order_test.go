@@ -2,6 +2,8 @@ package nn
 
 import (
 	"context"
+	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/cluster/clustertest"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -10,15 +12,6 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
 )
-
-// oneProcess is the Cluster of a single process.
-type oneProcess struct{}
-
-func (oneProcess) Size() int                       { return 1 }
-func (oneProcess) SumF32([]float32)                {}
-func (oneProcess) SumF64([]float64)                {}
-func (oneProcess) GatherF32(x []float32) []float32 { return slices.Clone(x) }
-func (oneProcess) GatherI32(x []int32) []int32     { return slices.Clone(x) }
 
 // TestKeyedOrder: each epoch's keyed order is a permutation whose Cell
 // and Position are inverse, epochs differ, and the same seed gives the
@@ -68,7 +61,7 @@ func TestDistKeyedOrder(t *testing.T) {
 			var st AdamState
 			cfg := TrainConfig{Epochs: 3, Batch: 100, Patience: 3, LR: 1e-2, EmbeddingOptimizer: opt, Order: order, Adam: &st}
 			if dist {
-				cfg.Dist = &DistConfig{Cluster: oneProcess{}, Global: 1200, Owned: []Span{{0, 0, 1200}}, ValGlobal: 300}
+				cfg.Dist = &DistConfig{Cluster: cluster.Local{}, Global: 1200, Owned: []Span{{0, 0, 1200}}, ValGlobal: 300}
 			}
 			if _, err = Train(context.Background(), m, train, val, cfg); err != nil {
 				t.Fatal(err)
@@ -99,7 +92,7 @@ func TestDistKeyedOrder(t *testing.T) {
 func TestDistResume(t *testing.T) {
 	dims := []int{20, 15, 10}
 	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 1500)
-	dc := DistConfig{Cluster: oneProcess{}, Global: 1200, Owned: []Span{{0, 0, 1200}}, ValGlobal: 300}
+	dc := DistConfig{Cluster: cluster.Local{}, Global: 1200, Owned: []Span{{0, 0, 1200}}, ValGlobal: 300}
 	for _, opt := range []string{Adam, SparseAdam} {
 		run := func(resume *TrainState, stopAt int) ([]float32, Result, []*TrainState, error) {
 			be := cpu.New()
@@ -176,7 +169,7 @@ func TestDistStaged(t *testing.T) {
 		for _, ex := range []string{"dense", "sparse"} {
 			run := func(be func() compute.Backend) [2][]float32 {
 				var out [2][]float32
-				onRanks(2, func(r memRank) {
+				clustertest.Run(2, func(r clustertest.Rank) {
 					b := be()
 					m, err := NewMLP(b, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 64}, rand.New(rand.NewPCG(1, 2)))
 					if err != nil {
@@ -185,7 +178,7 @@ func TestDistStaged(t *testing.T) {
 					}
 					defer m.Free()
 					lo, hi, vlo, vhi := 0, cut, 0, vcut
-					if r.rank == 1 {
+					if r.Rank() == 1 {
 						lo, hi, vlo, vhi = cut, T, vcut, V
 					}
 					train := m.NewSet(cells[lo*3:hi*3], vals[lo:hi])
@@ -199,7 +192,7 @@ func TestDistStaged(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					out[r.rank] = download(t, b, m.Params())
+					out[r.Rank()] = download(t, b, m.Params())
 				})
 				return out
 			}

@@ -2,6 +2,8 @@ package nn
 
 import (
 	"context"
+	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/cluster/clustertest"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -302,7 +304,7 @@ func TestL2Step(t *testing.T) {
 			train, val := m.NewSet(cells[:48*3], vals[:48]), m.NewSet(cells[48*3:], vals[48:])
 			cfg := TrainConfig{Epochs: 3, Batch: 16, Patience: 3, LR: lr, L2: l2, EmbeddingOptimizer: opt, Order: KeyedOrder(48, 5, 0)}
 			if dist {
-				cfg.Dist = &DistConfig{Cluster: oneProcess{}, Global: 48, Owned: []Span{{0, 0, 48}}, ValGlobal: 12}
+				cfg.Dist = &DistConfig{Cluster: cluster.Local{}, Global: 48, Owned: []Span{{0, 0, 48}}, ValGlobal: 12}
 			}
 			if _, err := Train(context.Background(), m, train, val, cfg); err != nil {
 				t.Fatal(err)
@@ -327,7 +329,7 @@ func TestL2Step(t *testing.T) {
 		if _, err := Train(context.Background(), m, train, val, cfg); err == nil || !strings.Contains(err.Error(), "l2") {
 			t.Errorf("Train with L2 %g: %v", l2, err)
 		}
-		cfg.Dist = &DistConfig{Cluster: oneProcess{}, Global: 8, Owned: []Span{{0, 0, 8}}, ValGlobal: 52}
+		cfg.Dist = &DistConfig{Cluster: cluster.Local{}, Global: 8, Owned: []Span{{0, 0, 8}}, ValGlobal: 52}
 		if _, err := Train(context.Background(), m, train, val, cfg); err == nil || !strings.Contains(err.Error(), "l2") {
 			t.Errorf("Train on a cluster with L2 %g: %v", l2, err)
 		}
@@ -346,8 +348,8 @@ func TestShardedPairwise(t *testing.T) {
 	for _, kind := range []string{KindFM, KindHybrid} {
 		run := func(sharded bool) []shardRun {
 			out := make([]shardRun, P)
-			onRanks(P, func(r memRank) {
-				o := &out[r.rank]
+			clustertest.Run(P, func(r clustertest.Rank) {
+				o := &out[r.Rank()]
 				be := cpu.New()
 				var m *Net
 				var sh *Sharding
@@ -364,8 +366,8 @@ func TestShardedPairwise(t *testing.T) {
 					return
 				}
 				defer m.Free()
-				lo, hi := r.rank*T/P, (r.rank+1)*T/P
-				vlo, vhi := r.rank*V/P, (r.rank+1)*V/P
+				lo, hi := r.Rank()*T/P, (r.Rank()+1)*T/P
+				vlo, vhi := r.Rank()*V/P, (r.Rank()+1)*V/P
 				train := m.NewSet(cells[lo*3:hi*3], vals[lo:hi])
 				val := m.NewSet(cells[(T+vlo)*3:(T+vhi)*3], vals[T+vlo:T+vhi])
 				tc := TrainConfig{Epochs: 3, Batch: 50, Patience: 3, LR: 1e-2, L2: 1e-2, EmbeddingOptimizer: SparseAdam, Order: KeyedOrder(T, 5, 0),
@@ -374,7 +376,7 @@ func TestShardedPairwise(t *testing.T) {
 				if o.err != nil {
 					return
 				}
-				o.collect(m, val, sharded, P, r.rank)
+				o.collect(m, val, sharded, P, r.Rank())
 			})
 			return out
 		}

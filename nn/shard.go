@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 )
 
@@ -26,29 +27,10 @@ import (
 // Forward calls in every pass over their cells (a process with fewer
 // batches takes part with Skip), which Batches agrees on.
 
-// ShardComm is what a sharded table needs from the processes (package
-// dist implements it over MPI).
-type ShardComm interface {
-	// Rank and Size are this process's number and the number of
-	// processes.
-	Rank() int
-	Size() int
-	// AlltoallvI32 sends send[…counts[0]] to process 0, the next
-	// counts[1] to process 1, …, and returns what every process sent this
-	// one, in process order, in dst (grown only when too short), with the
-	// count from each in recvCounts (one per process).
-	AlltoallvI32(dst, send []int32, counts, recvCounts []int32) []int32
-	// AlltoallvF32 is the same exchange when recvCounts already holds
-	// what each process sends this one.
-	AlltoallvF32(dst, send []float32, sendCounts, recvCounts []int32) []float32
-	// GatherI32 returns every process's x concatenated in process order.
-	GatherI32(x []int32) []int32
-}
-
 // Sharding asks for a model whose embedding table is sharded by row over
-// the processes of Comm (see ShardComm); nil keeps the whole table.
+// the processes of Comm (a cluster.Cluster); nil keeps the whole table.
 type Sharding struct {
-	Comm ShardComm
+	Comm cluster.Cluster
 }
 
 // OwnedRows returns the number of rows of a table of R rows that process
@@ -63,7 +45,7 @@ func OwnedRows(r, rank, p int) int {
 // tableShard is one process's rows of a sharded table and the state of
 // the latest fetch.
 type tableShard struct {
-	comm       ShardComm
+	comm       cluster.Cluster
 	rank, size int
 	rows       int         // R, the whole table's rows
 	own        compute.F32 // OwnedRows × E: rows rank, rank+P, …

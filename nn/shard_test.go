@@ -3,134 +3,14 @@ package nn
 import (
 	"context"
 	"fmt"
+	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/cluster/clustertest"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/dainx/dainx/compute/cpu"
 )
-
-// memGroup is P processes in one test: goroutines that meet at every
-// collective (a cyclic barrier), each depositing its part and reading
-// everyone's.
-type memGroup struct {
-	n             int
-	mu            sync.Mutex
-	cond          *sync.Cond
-	arrived, gen  int
-	slots, posted []any
-}
-
-func newMemGroup(n int) *memGroup {
-	g := &memGroup{n: n, slots: make([]any, n)}
-	g.cond = sync.NewCond(&g.mu)
-	return g
-}
-
-func (g *memGroup) barrier() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	gen := g.gen
-	if g.arrived++; g.arrived == g.n {
-		g.arrived, g.gen = 0, g.gen+1
-		g.posted = slices.Clone(g.slots)
-		g.cond.Broadcast()
-		return
-	}
-	for gen == g.gen {
-		g.cond.Wait()
-	}
-}
-
-// memRank is one process of a memGroup: an nn.Cluster and a ShardComm.
-type memRank struct {
-	g    *memGroup
-	rank int
-}
-
-// exchange deposits x and returns every process's deposit in rank order.
-func (r memRank) exchange(x any) []any {
-	r.g.mu.Lock()
-	r.g.slots[r.rank] = x
-	r.g.mu.Unlock()
-	r.g.barrier()
-	out := r.g.posted
-	r.g.barrier() // nobody deposits the next part before all have read
-	return out
-}
-
-func (r memRank) Rank() int { return r.rank }
-func (r memRank) Size() int { return r.g.n }
-
-func memSum[T float32 | float64](r memRank, x []T) {
-	all := r.exchange(slices.Clone(x))
-	clear(x)
-	for _, a := range all {
-		for i, v := range a.([]T) {
-			x[i] += v
-		}
-	}
-}
-
-func memGather[T any](r memRank, x []T) []T {
-	var out []T
-	for _, a := range r.exchange(slices.Clone(x)) {
-		out = append(out, a.([]T)...)
-	}
-	return out
-}
-
-type a2a[T any] struct {
-	send   []T
-	counts []int32
-}
-
-func memAlltoallv[T any](r memRank, send []T, counts []int32) ([]T, []int32) {
-	var out []T
-	got := make([]int32, r.g.n)
-	for q, a := range r.exchange(a2a[T]{slices.Clone(send), slices.Clone(counts)}) {
-		m := a.(a2a[T])
-		off := int32(0)
-		for _, c := range m.counts[:r.rank] {
-			off += c
-		}
-		out = append(out, m.send[off:off+m.counts[r.rank]]...)
-		got[q] = m.counts[r.rank]
-	}
-	return out, got
-}
-
-func (r memRank) SumF32(x []float32)              { memSum(r, x) }
-func (r memRank) SumF64(x []float64)              { memSum(r, x) }
-func (r memRank) GatherF32(x []float32) []float32 { return memGather(r, x) }
-func (r memRank) GatherI32(x []int32) []int32     { return memGather(r, x) }
-func (r memRank) AlltoallvI32(dst, s, c, got []int32) []int32 {
-	out, n := memAlltoallv(r, s, c)
-	copy(got, n)
-	return append(dst[:0], out...)
-}
-func (r memRank) AlltoallvF32(dst, s []float32, c, want []int32) []float32 {
-	out, got := memAlltoallv(r, s, c)
-	if !slices.Equal(got, want) {
-		panic(fmt.Sprintf("process %d: expected counts %v, received %v", r.rank, want, got))
-	}
-	return append(dst[:0], out...)
-}
-
-// onRanks runs f on p processes of one memGroup and waits for them.
-func onRanks(p int, f func(r memRank)) {
-	g := newMemGroup(p)
-	var wg sync.WaitGroup
-	for i := 0; i < p; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			f(memRank{g, i})
-		}(i)
-	}
-	wg.Wait()
-}
 
 // shardRun is what one process of a sharded or replicated data-parallel
 // Train leaves: the Linear layers, the table rows it holds (keyed by global
@@ -201,8 +81,8 @@ func TestShardedTable(t *testing.T) {
 		tb, vb := cut(T), cut(V)
 		run := func(sharded bool, resume []*TrainState, stopAt int) []shardRun {
 			out := make([]shardRun, p)
-			onRanks(p, func(r memRank) {
-				o := &out[r.rank]
+			clustertest.Run(p, func(r clustertest.Rank) {
+				o := &out[r.Rank()]
 				be := cpu.New()
 				cfg := Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 64}
 				if sharded {
@@ -214,7 +94,7 @@ func TestShardedTable(t *testing.T) {
 					return
 				}
 				defer m.Free()
-				lo, hi, vlo, vhi := tb[r.rank], tb[r.rank+1], vb[r.rank], vb[r.rank+1]
+				lo, hi, vlo, vhi := tb[r.Rank()], tb[r.Rank()+1], vb[r.Rank()], vb[r.Rank()+1]
 				train := m.NewSet(cells[lo*3:hi*3], vals[lo:hi])
 				val := m.NewSet(cells[(T+vlo)*3:(T+vhi)*3], vals[T+vlo:T+vhi])
 				tc := TrainConfig{Epochs: 4, Batch: 50, Patience: 4, LR: 1e-2, EmbeddingOptimizer: SparseAdam, Order: KeyedOrder(T, 5, 0),
@@ -226,14 +106,14 @@ func TestShardedTable(t *testing.T) {
 						return nil
 					}}
 				if resume != nil {
-					tc.Resume = resume[r.rank]
+					tc.Resume = resume[r.Rank()]
 				}
 				tc.Dist = &DistConfig{Cluster: r, Global: T, Owned: []Span{{lo, 0, hi - lo}}, ValGlobal: V}
 				o.res, o.err = Train(context.Background(), m, train, val, tc)
 				if o.err != nil {
 					return
 				}
-				o.collect(m, val, sharded, p, r.rank)
+				o.collect(m, val, sharded, p, r.Rank())
 			})
 			return out
 		}
@@ -280,7 +160,7 @@ func TestShardedTable(t *testing.T) {
 	}
 
 	// Refusals.
-	onRanks(2, func(r memRank) {
+	clustertest.Run(2, func(r clustertest.Rank) {
 		be := cpu.New()
 		m, err := NewMLP(be, Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 64, Shard: &Sharding{Comm: r}}, rand.New(rand.NewPCG(1, 2)))
 		if err != nil {
@@ -288,7 +168,7 @@ func TestShardedTable(t *testing.T) {
 			return
 		}
 		train, val := m.NewSet(cells[:30], vals[:10]), m.NewSet(cells[30:60], vals[10:20])
-		dc := &DistConfig{Cluster: r, Global: 20, Owned: []Span{{r.rank * 10, 0, 10}}, ValGlobal: 20}
+		dc := &DistConfig{Cluster: r, Global: 20, Owned: []Span{{r.Rank() * 10, 0, 10}}, ValGlobal: 20}
 		tc := TrainConfig{Epochs: 1, Batch: 5, Patience: 1, LR: 1e-2, EmbeddingOptimizer: Adam, Dist: dc}
 		if _, err := Train(context.Background(), m, train, val, tc); err == nil {
 			t.Error("a sharded table trained with dense Adam")
@@ -302,8 +182,8 @@ func TestShardedTable(t *testing.T) {
 		if _, err := Train(context.Background(), m, train, val, tc); err == nil {
 			t.Error("Train on one process trained a sharded table")
 		}
-		if r.rank == 0 {
-			tc.Dist = &DistConfig{Cluster: oneProcess{}, Global: 10, Owned: []Span{{0, 0, 10}}, ValGlobal: 10}
+		if r.Rank() == 0 {
+			tc.Dist = &DistConfig{Cluster: cluster.Local{}, Global: 10, Owned: []Span{{0, 0, 10}}, ValGlobal: 10}
 			if _, err := Train(context.Background(), m, train, val, tc); err == nil {
 				t.Error("a table sharded over 2 processes trained on 1")
 			}

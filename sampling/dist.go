@@ -3,6 +3,7 @@ package sampling
 import (
 	"fmt"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -35,17 +36,6 @@ func (t *Tables) Reachable(cell []int32) bool { return t.reachable(cell) }
 // Πₙ |{i : pₙ(i) > 0}|, as a float64.
 func (t *Tables) SupportSize() float64 { return t.supportSize() }
 
-// Shared is what CellsShared needs from the processes.
-type Shared struct {
-	Rank, Size int
-	// Alltoall sends send[:counts[0]] to process 0, the next counts[1] to
-	// process 1, …, and returns what every process sent this one, in
-	// process order.
-	Alltoall func(send []int32, counts []int32) []int32
-	// Sum replaces x on every process by its element-wise sum over them.
-	Sum func(x []int64)
-}
-
 // Candidate verdicts.
 const (
 	verdictObserved = 1
@@ -53,8 +43,9 @@ const (
 	verdictNew      = 3
 )
 
-// CellsShared is Cells for process sh.Rank of sh.Size: owned holds the
-// observed cells this process owns (those with Owner = sh.Rank, every
+// CellsShared is Cells for process cl.Rank() of the cl.Size() processes of
+// a cluster (cluster.Local for one process): owned holds the
+// observed cells this process owns (those with Owner = cl.Rank(), every
 // process's together being all of them) and inSupport the number of
 // distinct observed cells over all processes whose entities all have
 // positive weight. It returns this process's share of the n new cells:
@@ -65,7 +56,7 @@ const (
 // process whose range of counters they fall in and judged by their owner,
 // and the accepted cells are finally sent to the process whose share holds
 // their place.
-func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Options, sh Shared) (mine []int32, first int, st Stats, err error) {
+func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Options, cl cluster.Cluster) (mine []int32, first int, st Stats, err error) {
 	order := t.Order()
 	if n < 0 {
 		panic(fmt.Sprintf("sampling: CellsShared(n = %d)", n))
@@ -85,13 +76,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 	if n == 0 {
 		return []int32{}, 0, st, nil
 	}
-	rank, size := sh.Rank, max(sh.Size, 1)
-	if size == 1 && sh.Alltoall == nil {
-		sh.Alltoall = func(send, _ []int32) []int32 { return send }
-	}
-	if size == 1 && sh.Sum == nil {
-		sh.Sum = func([]int64) {}
-	}
+	rank, size := cl.Rank(), cl.Size()
 	dims := make([]int, order)
 	for i, a := range t.host {
 		dims[i] = len(a.Thresh)
@@ -136,7 +121,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 			copy(send[next[o]+1:], host[j*order:(j+1)*order])
 			next[o] += int32(1 + order)
 		}
-		recv := sh.Alltoall(send, counts)
+		recv := cl.AlltoallI32(send, counts)
 		// Verdicts in increasing index, which is the order received (the
 		// senders' ranges increase with their rank), sent back to each
 		// candidate's drawing process.
@@ -155,7 +140,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 			}
 			back[drawer(int(e[0]), m, size)]++
 		}
-		got := sh.Alltoall(verdicts, back)
+		got := cl.AlltoallI32(verdicts, back)
 		// got holds, owner by owner, the verdicts on this process's
 		// candidates in the order they were sent.
 		v := make([]int32, k)
@@ -175,7 +160,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 			}
 		}
 		tally[rank] = int64(nNew)
-		sh.Sum(tally)
+		cl.SumI64(tally)
 		before := accepted
 		for r := range rank {
 			before += int(tally[r])
@@ -199,7 +184,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 					}
 				}
 			}
-			sh.Sum(cut)
+			cl.SumI64(cut)
 		} else {
 			cut[0] = int64(m)
 		}
@@ -222,7 +207,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 				panic(fmt.Sprintf("sampling: no verdict on candidate %d", st.Draws+lo+j))
 			}
 		}
-		sh.Sum(c)
+		cl.SumI64(c)
 		st.Draws += int(cut[0])
 		st.Observed += int(c[0])
 		st.Duplicate += int(c[1])
@@ -241,7 +226,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 		next[r] += int32(1 + order)
 	}
 	kept = nil
-	recv := sh.Alltoall(send, counts)
+	recv := cl.AlltoallI32(send, counts)
 	first = rank * n / size
 	mine = make([]int32, ((rank+1)*n/size-first)*order)
 	for j := 0; j < len(recv); j += 1 + order {

@@ -24,7 +24,7 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
-// Cluster is dain.Cluster (and nn.Cluster) over an MPI communicator.
+// Cluster is cluster.Cluster over an MPI communicator.
 type Cluster struct {
 	C *mpi.Comm
 	// Device, if not nil, sums device buffers (NCCL); the dense gradients
@@ -39,7 +39,6 @@ type DeviceComm interface {
 }
 
 var _ cluster.Cluster = (*Cluster)(nil)
-var _ dain.Cluster = (*Cluster)(nil)
 
 func (c *Cluster) Size() int            { return c.C.Size() }
 func (c *Cluster) Rank() int            { return c.C.Rank() }
@@ -67,7 +66,7 @@ func (c *Cluster) AlltoallI32(send []int32, counts []int32) []int32 {
 }
 
 // SumDevice sums x over the ranks on the device when a DeviceComm is set
-// (nn.DeviceSummer).
+// (cluster.DeviceSummer).
 func (c *Cluster) SumDevice(be compute.Backend, x compute.F32) (bool, error) {
 	if c.Device == nil {
 		return false, nil
