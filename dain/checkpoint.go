@@ -570,6 +570,13 @@ type modelRecord struct {
 
 // saveModel records the finished model t of stage (its TracIn passes'
 // scores and wall times included) and drops the stage's training state.
+// fit is fitting.resume of stage (see stageCheckpoint).
+func (c *checkpointer) fit(tc *nn.TrainConfig, stage, label string, shuffle *rand.PCG, accs []tracin.Accumulator, secs []float64, logf func(string, ...any), since func() float64) (float64, error) {
+	f := &fitting{c: c, stage: stage, label: label, shuffle: shuffle, accs: accs, secs: secs}
+	err := f.resume(tc, logf, since)
+	return f.prior, err
+}
+
 func (c *checkpointer) saveModel(stage string, t *trained, seconds float64, tracinSecs []float64) error {
 	if c == nil {
 		return nil

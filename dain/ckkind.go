@@ -16,7 +16,7 @@ import (
 )
 
 // A checkpoint directory knows the kind of run that wrote it: one process
-// (RunCheckpointed) or P processes of an MPI job (RunDistCheckpointed),
+// (RunCheckpointed) or P processes of an MPI job (RunOnCheckpointed),
 // each only resumable by a run of the same kind. The kind is recorded in
 // Checkpoint.Dir/manifest.json, written before any other file of the
 // checkpoint:

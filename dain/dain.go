@@ -23,6 +23,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
@@ -45,7 +46,7 @@ type Config struct {
 	// touched) or nn.Auto (chosen per model by
 	// nn.ChooseEmbeddingOptimizer; "" means Auto).
 	EmbeddingOptimizer string
-	// ShardTables says whether a run spread over processes (RunDist)
+	// ShardTables says whether a run spread over processes (RunOn)
 	// shards a model's embedding table by row over them (each row on one
 	// process, nn.Sharding): "on", "off", or "auto" ("" too): on when the
 	// run has more than one process and the table holds at least
@@ -68,7 +69,7 @@ type Config struct {
 	// opposite): GraphsOn ("" too, the default) or GraphsOff. The results
 	// are the same bit for bit; only the time differs.
 	Graphs Graphs
-	// Exchange says how a run spread over processes (RunDist) sums the
+	// Exchange says how a run spread over processes (RunOn) sums the
 	// embedding gradients of a table it does not shard: ExchangeAuto (""
 	// too: by the table's size against the rows a step touches),
 	// ExchangeDense or ExchangeSparse. One-process runs ignore it.
@@ -571,7 +572,7 @@ type Report struct {
 	Seconds          Seconds    `json:"seconds"`
 	HistoryBefore    []EpochLog `json:"history_before"`
 	HistoryAfter     []EpochLog `json:"history_after"`
-	// Dist describes a run spread over processes (RunDist); nil otherwise.
+	// Dist describes a run spread over processes (RunOn); nil otherwise.
 	Dist *DistReport `json:"dist,omitempty"`
 	// Version is dainx's version and commit, set by the program that
 	// ran it (dainx augment, libdainx); empty when not set.
@@ -634,7 +635,7 @@ type Result struct {
 // returns ctx's error when cancelled, an error for a configuration that
 // cannot work with t, and the backend's error if the device failed.
 func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*Result, error) {
-	return run(ctx, t, cfg, be, nil)
+	return run(ctx, cluster.Local{}, &Shard{Cells: t, NNZ: t.NNZ()}, cfg, be, nil, false)
 }
 
 // RunCheckpointed is Run saving its state in ck.Dir after every epoch
@@ -647,104 +648,71 @@ func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*R
 // (ErrCheckpointExists), or if the checkpoint there was made with another
 // configuration or input, naming the first difference.
 func RunCheckpointed(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
-	return run(ctx, t, cfg, be, &ck)
+	return run(ctx, cluster.Local{}, &Shard{Cells: t, NNZ: t.NNZ()}, cfg, be, &ck, false)
 }
 
-func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck *Checkpoint) (*Result, error) {
+// RunOn is Run on the processes of cl (spread.go), each calling it with its
+// shard of the tensor and the same configuration on its own backend; Run
+// is RunOn on cluster.Local. Every process returns the same report (with
+// Report.Dist, the per-rank times), or the same error, and its share of
+// the augmented cells: of Run's N_aug new cells (Report.NAug), Result.Aug
+// holds cells Rank·N_aug/Size to (Rank+1)·N_aug/Size − 1 with their
+// values, so the processes' shares in rank order are the whole (written
+// together by tensor.WriteFileParallel). On one process the cells, values
+// and RMSEs are Run's, bit for bit; on several, the split, the
+// initialisations, the shuffles and the sampling's draws are those of Run
+// with the same seed and only the order in which gradients and importances
+// are summed differs. Every method runs on one process; on several,
+// spreadSupported names those that do not yet. Progress goes to
+// cfg.Progress (give it to one process). Like Run, RunOn keeps the split
+// only: once its parts are made it replaces sh.Cells by a tensor of the
+// same dims without cells, so that the shard's cells can be freed (the
+// caller must not need them afterwards).
+func RunOn(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend) (*Result, error) {
+	return run(ctx, cl, sh, cfg, be, nil, true)
+}
+
+// RunOnCheckpointed is RunOn made restartable as RunCheckpointed makes
+// Run: after every epoch of every training stage each process saves its
+// state in a directory of its own under ck.Dir (rank-R-of-P), rank 0
+// writes the manifest, and an epoch counts as saved once every process has
+// saved it, so a run killed at any moment on any process continues, with
+// ck.Resume and as many processes, from the last epoch every process
+// saved, to the uninterrupted run's result (bit for bit on the CPU).
+// ck.Dir must be one directory seen by every process (a shared file
+// system across nodes). It needs the keyed split.
+func RunOnCheckpointed(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
+	return run(ctx, cl, sh, cfg, be, &ck, true)
+}
+
+// run is DAIN on the processes of cl (one for Run), this one holding sh;
+// dist: started by RunOn (the report's Dist, per-rank checkpoints).
+func run(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint, dist bool) (*Result, error) {
 	start := time.Now()
-	e, err := NewExperiment(t, cfg, be)
+	e, rep, err := begin(cl, sh, cfg, be, ck, dist, start)
+	if e != nil {
+		defer e.Close()
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer e.Close()
-	e.single = true
 	cfg = e.cfg
-	if ck != nil {
-		if e.ck, err = openCheckpoint(ck, e, t); err != nil {
-			return nil, err
-		}
-	}
-	counts := [3]int{e.Train.NNZ(), e.Val.NNZ(), e.Test.NNZ()}
-	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)", t.NNZ(), t.Dims, counts[0], counts[1], counts[2], be.Name(), be.Device())
-	rep := cfg.newReport(be, t.Dims, t.NNZ(), counts, e.splitPrint, e.logf)
-	if err := cfg.checkKeep(); err != nil {
-		return nil, err
-	}
 	out := &Result{}
 	if cfg.Keep.Split {
 		out.Split = &Split{Train: e.Train, Val: e.Val, Test: e.Test}
 	}
 	e.keep = &kept{want: cfg.Keep, train: e.Train}
-	// From here on the run uses the split only: t's cells are collected
-	// once the caller drops t too (dainx augment does), so that a large
-	// tensor is not held twice.
-	t = nil
 	runtime.GC()
 
 	nAug, err := AugCount(cfg.Ratio, rep.NTrain)
 	if err != nil {
 		return nil, err
 	}
-	saved, aug, err := e.ck.loadAugmented()
+	aug, saved, err := e.steps14(ctx, &rep, nAug)
 	if err != nil {
 		return nil, err
 	}
-	if saved != nil {
-		if k := cfg.Keep; k.Scores || k.Importance || (k.Model != nil && k.AllModels) {
-			return nil, fmt.Errorf("dain: the cell scores, entity importance and models Θ and Θ_p come from steps 1–4, which finished before the interruption and are not in the checkpoint: run again without resuming to have them")
-		}
-		// Steps 1–4 finished before the interruption.
-		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = saved.RMSEBefore, saved.BestEpoch, saved.HistoryBefore
-		rep.ValRMSEBefore = bestValRMSE(saved.HistoryBefore, saved.BestEpoch)
-		st := saved.Stats
-		rep.NAug = aug.NNZ()
-		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
-		rep.Seconds = saved.Seconds
-		rep.Diagnostics = saved.Diagnostics
-		e.logf("steps 1–4 finished before the interruption (checkpoint): test RMSE %.6f before augmentation, %d new cells", rep.RMSEBefore, rep.NAug)
-		// auto chooses again as it did: the same split and seeds.
-		if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
-			return nil, err
-		}
-		e.cfg = cfg
-		rep.FinalModel, rep.Predictor = cfg.finalModel(), cfg.Predictor
-	} else {
-		// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
-		mlp, err := e.model(ctx, Embedding{"mlp"})
-		if err != nil {
-			return nil, err
-		}
-		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, history(mlp.res)
-		rep.ValRMSEBefore = math.Sqrt(mlp.res.BestValMSE)
-		if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
-			return nil, err
-		}
-		e.cfg = cfg
-		rep.FinalModel, rep.Predictor = cfg.finalModel(), cfg.Predictor
-		if nAug > 0 {
-			e.logf("step 4: %s, %d new cells", cfg.Method, nAug)
-		}
-		var st AugStats
-		aug, st, err = e.Augment(ctx, cfg, nAug)
-		if err != nil {
-			return nil, err
-		}
-		rep.NAug = aug.NNZ()
-		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
-		rep.Diagnostics = e.ImportanceDiagnostics(cfg, aug)
-		sh := e.SharedSeconds(cfg)
-		rep.Seconds.Train, rep.Seconds.Influence, rep.Seconds.Entity = sh.Train, sh.Influence, sh.Entity
-		if sh.Train == 0 {
-			rep.Seconds.Train = e.models.seconds(Embedding{"mlp"}) // the baselines' rmse_before model
-		}
-		rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
-		err = e.ck.saveAugmented(augRecord{RMSEBefore: rep.RMSEBefore, BestEpoch: rep.BestEpoch, HistoryBefore: rep.HistoryBefore,
-			NAug: rep.NAug, Stats: st, Seconds: rep.Seconds, Dims: aug.Dims, Diagnostics: rep.Diagnostics}, aug)
-		if err != nil {
-			return nil, err
-		}
-	}
-
+	cfg = e.cfg
 	if saved == nil {
 		if err := e.keepModels(cfg); err != nil {
 			return nil, err
@@ -754,6 +722,181 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 	if k := cfg.Keep.Model; k != nil {
 		e.onRetrained = func(m *nn.Net) error { return k("theta-prime", m) }
 	}
+	if err := e.step5(ctx, &rep, aug, nAug); err != nil {
+		return nil, err
+	}
+	rep.Seconds.Total = time.Since(start).Seconds()
+	if d := e.sp.dist; d != nil {
+		d.mark(cl) // retrain
+		rep.Dist = d.finish(cl, e.logf)
+		for _, kind := range rep.Dist.ShardedTables {
+			rep.EmbeddingOptimizers[kind] = nn.SparseAdam
+		}
+	}
+	on := "test"
+	if rep.NoTest {
+		on = "validation (no test set)"
+	}
+	e.logf("%s RMSE %.6f → %.6f after %d augmented cells (%.1fs)", on, rep.RMSEBefore, rep.RMSEAfter, rep.NAug, rep.Seconds.Total)
+	if !rep.Improved {
+		e.logf("the augmentation did not lower the %s RMSE: %.6f after it, %.6f before (%+.2f%%); the augmented cells did not help this model on this split", on, rep.RMSEAfter, rep.RMSEBefore, 100*(rep.RMSEAfter/rep.RMSEBefore-1))
+	}
+	out.Report, out.Aug = rep, aug
+	return out, nil
+}
+
+// begin is step 0 of run: the checks, the split of sh into the
+// experiment's parts, the checkpoint and the report. From here on the run
+// uses the split only: sh's cells are dropped, and collected once the
+// caller drops them too (dainx augment does), so that a large tensor is
+// not held twice. On error the experiment, if not nil, must be closed.
+func begin(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint, dist bool, start time.Time) (*Experiment, Report, error) {
+	if dist {
+		if err := cfg.Validate(); err != nil {
+			return nil, Report{}, err
+		}
+		if cfg.TestFrac == 0 {
+			return nil, Report{}, fmt.Errorf("dain: test fraction 0 (the production mode) runs in one process only, for now")
+		}
+		if k := cfg.Keep; k.Split || k.Scores || k.Importance || k.Model != nil {
+			return nil, Report{}, fmt.Errorf("dain: a distributed run keeps no split, scores, importance or models (Config.Keep), for now")
+		}
+	}
+	e, err := newExperimentOn(cl, sh, cfg, be)
+	if err != nil {
+		return nil, Report{}, err
+	}
+	e.single = true
+	cfg = e.cfg
+	if ck != nil {
+		if dist {
+			e.ck, err = openDistCheckpoint(ck, cfg, be, cl, sh.Cells, sh.NNZ, e.logf)
+		} else {
+			e.ck, err = openCheckpoint(ck, e, sh.Cells)
+		}
+		if err != nil {
+			return e, Report{}, err
+		}
+	}
+	dims := e.x.Dims
+	sh.Cells = &tensor.COO{Dims: dims} // the parts hold the cells now
+	c := e.sp.counts
+	var ranks string
+	if dist {
+		d := &distRun{lastWall: start, lastComm: cl.CommSeconds(), rep: DistReport{Ranks: cl.Size(), Library: cl.Describe()}}
+		e.sp.dist = d
+		if o, ok := cl.(interface{ Oversubscribed() bool }); ok && o.Oversubscribed() {
+			d.rep.Oversubscribed = true
+			e.logf("dainx: more ranks on this node than cores: waits yield the core instead of polling; times are not a dedicated node's")
+		}
+		rows := 0
+		for _, d := range dims {
+			rows += d
+		}
+		d.rep.Exchange = cfg.exchange(rows, cfg.Batch, len(dims))
+		ranks = fmt.Sprintf("; %d ranks (%s)", cl.Size(), d.rep.Library)
+	}
+	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)%s", sh.NNZ, dims, c[0], c[1], c[2], be.Name(), be.Device(), ranks)
+	rep := cfg.newReport(be, dims, sh.NNZ, c, e.splitPrint, e.logf)
+	if err := cfg.checkKeep(); err != nil {
+		return e, rep, err
+	}
+	e.sp.dist.mark(cl) // split
+	return e, rep, nil
+}
+
+// steps14 is steps 1–4 of run (or their record in the checkpoint): Θ,
+// rmse_before, the final model's choice and the nAug new cells (this
+// process's share), recorded in rep. saved is the checkpoint's record when
+// the steps finished before an interruption.
+func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *tensor.COO, saved *augRecord, err error) {
+	cfg := e.cfg
+	saved, aug, err = e.ck.loadAugmented()
+	if err != nil {
+		return nil, nil, err
+	}
+	if saved != nil {
+		if k := cfg.Keep; k.Scores || k.Importance || (k.Model != nil && k.AllModels) {
+			return nil, nil, fmt.Errorf("dain: the cell scores, entity importance and models Θ and Θ_p come from steps 1–4, which finished before the interruption and are not in the checkpoint: run again without resuming to have them")
+		}
+		// Steps 1–4 finished before the interruption.
+		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = saved.RMSEBefore, saved.BestEpoch, saved.HistoryBefore
+		rep.ValRMSEBefore = bestValRMSE(saved.HistoryBefore, saved.BestEpoch)
+		st := saved.Stats
+		rep.NAug = aug.NNZ()
+		if e.sp.dist != nil {
+			rep.NAug = nAug
+			// This process's share starts at Rank·N_aug/Size (CellsShared).
+			e.augFirst = e.sp.cl.Rank() * nAug / e.sp.cl.Size()
+			aug.Dims = append([]int(nil), e.x.Dims...)
+			if aug.Val == nil {
+				aug.Val = []float64{}
+			}
+		}
+		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
+		rep.Seconds = saved.Seconds
+		rep.Diagnostics = saved.Diagnostics
+		e.logf("steps 1–4 finished before the interruption (checkpoint): test RMSE %.6f before augmentation, %d new cells", rep.RMSEBefore, rep.NAug)
+		e.sp.dist.mark(e.sp.cl) // train
+		// auto chooses again as it did: the same split and seeds.
+		if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
+			return nil, nil, err
+		}
+		e.cfg = cfg
+		rep.FinalModel, rep.Predictor = cfg.finalModel(), cfg.Predictor
+		e.sp.dist.mark(e.sp.cl) // augment
+		return aug, saved, nil
+	}
+	// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
+	mlp, err := e.model(ctx, Embedding{"mlp"})
+	if err != nil {
+		return nil, nil, err
+	}
+	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, history(mlp.res)
+	rep.ValRMSEBefore = math.Sqrt(mlp.res.BestValMSE)
+	e.sp.dist.mark(e.sp.cl) // train
+	if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
+		return nil, nil, err
+	}
+	e.cfg = cfg
+	rep.FinalModel, rep.Predictor = cfg.finalModel(), cfg.Predictor
+	if nAug > 0 {
+		e.logf("step 4: %s, %d new cells", cfg.Method, nAug)
+	}
+	var st AugStats
+	if aug, st, err = e.Augment(ctx, cfg, nAug); err != nil {
+		return nil, nil, err
+	}
+	rep.NAug = nAug
+	if e.sp.dist == nil {
+		rep.NAug = aug.NNZ()
+	}
+	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
+	rep.Diagnostics = e.ImportanceDiagnostics(cfg, aug)
+	sh := e.SharedSeconds(cfg)
+	rep.Seconds.Train, rep.Seconds.Influence, rep.Seconds.Entity = sh.Train, sh.Influence, sh.Entity
+	if sh.Train == 0 {
+		rep.Seconds.Train = e.models.seconds(Embedding{"mlp"}) // the baselines' rmse_before model
+	}
+	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
+	total := 0 // the record of one process (Run) has NAug alone
+	if e.sp.dist != nil {
+		total = nAug
+	}
+	err = e.ck.saveAugmented(augRecord{RMSEBefore: rep.RMSEBefore, BestEpoch: rep.BestEpoch, HistoryBefore: rep.HistoryBefore,
+		NAug: aug.NNZ(), Total: total, Stats: st, Seconds: rep.Seconds, Dims: aug.Dims, Diagnostics: rep.Diagnostics}, aug)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.sp.dist.mark(e.sp.cl) // augment
+	return aug, nil, nil
+}
+
+// step5 is step 5 of run: the final model on train ∪ aug (and, for a final
+// model other than the MLP, on train alone for rmse_before), recorded in
+// rep.
+func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nAug int) error {
+	cfg := e.cfg
 	// theta_rmse is Θ's own when Θ is a final-model kind of its own (fm,
 	// hybrid) rather than the MLP trained for rmse_before.
 	thetaRMSE := rep.RMSEBefore
@@ -769,7 +912,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 		e.logf("step 5: %s on the %d training cells alone", cfg.finalModel(), rep.NTrain)
 		rmse0, res0, _, err := e.downstreamAt(ctx, &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}, "Θ′ without augmentation", "final-alone")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rep.ThetaRMSE, rep.RMSEBefore = thetaRMSE, rmse0
 		rep.ValRMSEBefore = math.Sqrt(res0.BestValMSE)
@@ -778,7 +921,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 	e.lastStage = true
 	rmse, res, secs, err := e.Retrain(ctx, cfg, aug, nAug, "Θ'")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
 	rep.BayesPriors = e.lastBayesPriors
@@ -787,17 +930,7 @@ func run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck 
 	// retraining's noise.
 	rep.Improved = rep.NAug > 0 && rep.RMSEAfter < rep.RMSEBefore
 	rep.Seconds.Retrain = secs
-	rep.Seconds.Total = time.Since(start).Seconds()
-	on := "test"
-	if rep.NoTest {
-		on = "validation (no test set)"
-	}
-	e.logf("%s RMSE %.6f → %.6f after %d augmented cells (%.1fs)", on, rep.RMSEBefore, rep.RMSEAfter, rep.NAug, rep.Seconds.Total)
-	if !rep.Improved {
-		e.logf("the augmentation did not lower the %s RMSE: %.6f after it, %.6f before (%+.2f%%); the augmented cells did not help this model on this split", on, rep.RMSEAfter, rep.RMSEBefore, 100*(rep.RMSEAfter/rep.RMSEBefore-1))
-	}
-	out.Report, out.Aug = rep, aug
-	return out, nil
+	return nil
 }
 
 // embeddingOptimizerSetting is EmbeddingOptimizer with "" read as auto.

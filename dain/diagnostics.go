@@ -80,25 +80,31 @@ func (e *Experiment) ImportanceDiagnostics(c Config, aug *tensor.COO) []ModeDiag
 			in[i] = true
 			d.TopMass += w[i]
 		}
-		d.TopShareNew = shareOn(aug.Idx, order, n, in)
-		d.TopShareTrain = shareOn(e.Train.Idx, order, n, in)
+		d.TopShareNew = e.shareOn(aug.Idx, order, n, in)
+		d.TopShareTrain = e.shareOn(e.Train.Idx, order, n, in)
 		out[n] = d
 	}
 	return out
 }
 
-// shareOn returns the share of the K×order cells whose index in mode n is
-// marked in in; 0 for no cells.
-func shareOn(cells []int32, order, n int, in []bool) float64 {
+// shareOn returns the share of the K×order cells (this process's of
+// cells spread over the processes) whose index in mode n is marked in in;
+// 0 for no cells.
+func (e *Experiment) shareOn(cells []int32, order, n int, in []bool) float64 {
 	k := len(cells) / order
-	if k == 0 {
-		return 0
-	}
 	hit := 0
 	for c := 0; c < k; c++ {
 		if in[cells[c*order+n]] {
 			hit++
 		}
+	}
+	if e.many() {
+		s := []int64{int64(hit), int64(k)}
+		e.sp.cl.SumI64(s)
+		hit, k = int(s[0]), int(s[1])
+	}
+	if k == 0 {
+		return 0
 	}
 	return float64(hit) / float64(k)
 }

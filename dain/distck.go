@@ -14,8 +14,55 @@ import (
 	"github.com/dainx/dainx/tracin"
 )
 
+// stageCheckpoint is what the stages of an Experiment save their state in
+// and resume from: the checkpointer of one process (RunCheckpointed), or a
+// distCheckpoint, each process's in a directory of its own, the processes
+// agreeing on every record (RunOnCheckpointed over several processes).
+// Every method does nothing (and finds nothing) on a nil receiver: a run
+// without a checkpoint.
+type stageCheckpoint interface {
+	// loadModel loads stage's finished model into t if saved: its
+	// training's seconds and its TracIn passes' seconds.
+	loadModel(stage string, t *trained) (seconds float64, tracinSecs []float64, found bool, err error)
+	// saveModel records stage's finished model and drops its training
+	// state.
+	saveModel(stage string, t *trained, seconds float64, tracinSecs []float64) error
+	// fit sets tc to resume stage's training from its saved state and to
+	// save its state after every epoch; it returns the seconds the stage
+	// ran before the interruption.
+	fit(tc *nn.TrainConfig, stage, label string, shuffle *rand.PCG, accs []tracin.Accumulator, secs []float64, logf func(string, ...any), since func() float64) (float64, error)
+	// at calls the test hook at a point of stage's epoch.
+	at(stage string, epoch int, event string) error
+	// loadAugmented and saveAugmented load and save the new cells (this
+	// process's share) with the record of steps 1–4.
+	loadAugmented() (*augRecord, *tensor.COO, error)
+	saveAugmented(r augRecord, aug *tensor.COO) error
+}
+
+var (
+	_ stageCheckpoint = (*checkpointer)(nil)
+	_ stageCheckpoint = (*distCheckpoint)(nil)
+)
+
+// saveModel is checkpointer.writeModel once every process has written its
+// record, and then the training state dropped.
+func (d *distCheckpoint) saveModel(stage string, t *trained, seconds float64, tracinSecs []float64) error {
+	if d == nil {
+		return nil
+	}
+	return d.finish(stage, func() error { return d.c.writeModel(stage, t, seconds, tracinSecs) })
+}
+
+// saveAugmented is checkpointer.saveAugmented, agreed by every process.
+func (d *distCheckpoint) saveAugmented(r augRecord, aug *tensor.COO) error {
+	if d == nil {
+		return nil
+	}
+	return d.agree(d.c.saveAugmented(r, aug))
+}
+
 // distCheckpoint is the checkpoint of a run spread over processes
-// (RunDistCheckpointed): each process saves its own state (its replica of
+// (RunOnCheckpointed): each process saves its own state (its replica of
 // the model being trained, its cells' TracIn sums, its share of the new
 // cells) with the one-process checkpointer in a directory of its own under
 // Checkpoint.Dir, rank-R-of-P, and rank 0 writes manifest.json naming the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
@@ -91,7 +92,13 @@ type Experiment struct {
 	keep  *kept
 	owned []compute.F32 // score buffers the experiment frees
 	start time.Time
-	ck    *checkpointer // nil unless the run is checkpointed (RunCheckpointed)
+	ck    stageCheckpoint // a nil *checkpointer unless the run is checkpointed (RunCheckpointed)
+	// sp is how the cells are spread over the processes (spread.go):
+	// cluster.Local for one process.
+	sp spread
+	// augFirst is the global number, among the new cells, of this
+	// process's first (0 on one process).
+	augFirst int
 	// single: the experiment runs one configuration (Run), so the
 	// buffers of a stage are freed once no later stage of it needs them
 	// (shed, release).
@@ -163,6 +170,13 @@ func (t *trained) shed() {
 // of Θ. It returns an error if a configuration is invalid or a part of the
 // split is empty.
 func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
+	return newExperimentOn(cluster.Local{}, &Shard{Cells: x, NNZ: x.NNZ()}, cfg, be, methods...)
+}
+
+// newExperimentOn is NewExperiment on this process's shard sh of a tensor
+// spread over the processes of cl (see spread.go).
+func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
+	x := sh.Cells
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -172,7 +186,14 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 	if err := nn.CheckLayers(cfg.Layers, x.Order()); err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
 	}
-	if err := checkMemory(x, cfg); err != nil {
+	if cl.Size() > 1 {
+		for _, c := range append([]Config{cfg}, methods...) {
+			if err := spreadSupported(c); err != nil {
+				return nil, fmt.Errorf("dain: %w", err)
+			}
+		}
+	}
+	if err := checkMemorySharded(x, cfg, cfg.shards(x.Dims, cl.Size())); err != nil {
 		return nil, err
 	}
 	if err := checkValues(x); err != nil {
@@ -180,7 +201,8 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 	}
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
 		models: memo[Embedding, *trained]{}, cellScores: memo[CellImportance, compute.F32]{},
-		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{}}
+		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{},
+		ck: (*checkpointer)(nil), sp: spread{cl: cl}}
 	var err error
 	if e.oracle, err = checkOracle(x, append([]Config{cfg}, methods...)); err != nil {
 		return nil, err
@@ -201,25 +223,21 @@ func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Con
 			}
 		})
 	}
-	for n, k := range distinctPerMode(x) {
-		if d := x.Dims[n]; d >= 1000 && k < d/2 {
-			e.logf("dainx: mode %d: only %d of its %d entities (largest index + 1) occur; the others still get embeddings and memory — renumbering the indices densely (0…n−1) saves both", n, k, d)
+	if cl.Size() == 1 {
+		for n, k := range distinctPerMode(x) {
+			if d := x.Dims[n]; d >= 1000 && k < d/2 {
+				e.logf("dainx: mode %d: only %d of its %d entities (largest index + 1) occur; the others still get embeddings and memory — renumbering the indices densely (0…n−1) saves both", n, k, d)
+			}
 		}
 	}
-	tr, va, te, _, _ := cfg.splitCells(x.NNZ(), 0, x.NNZ())
-	e.splitPrint.add(tr, va, te)
-	e.Train, e.Val, e.Test = x.Subset(tr), x.Subset(va), x.Subset(te)
-	if e.Train.NNZ() == 0 || e.Val.NNZ() == 0 || (e.Test.NNZ() == 0 && cfg.TestFrac > 0) {
-		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", x.NNZ(), e.Train.NNZ(), e.Val.NNZ(), e.Test.NNZ())
+	e.splitOn(sh)
+	if c := e.sp.counts; c[0] == 0 || c[1] == 0 || (c[2] == 0 && cfg.TestFrac > 0) {
+		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", sh.NNZ, c[0], c[1], c[2])
 	}
 	// The experiment keeps the split only: x's cells are the caller's to
 	// drop, which a large run does (Run does not hold them past the split).
 	e.x = &tensor.COO{Dims: x.Dims}
-	for _, v := range e.Train.Val {
-		e.trainMaxAbs = max(e.trainMaxAbs, math.Abs(v))
-		e.trainMean += v
-	}
-	e.trainMean /= float64(e.Train.NNZ())
+	e.trainStats()
 	return e, nil
 }
 
@@ -321,9 +339,18 @@ func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig,
 	c := e.cfg
 	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR, L2: c.L2, Eager: c.graphs() == GraphsOff}
 	tc.EmbeddingOptimizer, _ = c.EmbeddingOptimizerFor(kind, e.x.Dims)
+	shard, err := e.sharding(kind)
+	if err != nil {
+		return nil, tc, err
+	}
+	if shard != nil {
+		tc.EmbeddingOptimizer = nn.SparseAdam
+	}
 	switch kind {
 	case "mlp":
-		m, err := nn.NewMLP(e.be, e.mlpConfig(), r)
+		mc := e.mlpConfig()
+		mc.Shard = shard
+		m, err := nn.NewMLP(e.be, mc, r)
 		return m, tc, err
 	case FinalFM, FinalHybrid:
 		var m *nn.Net
@@ -344,7 +371,7 @@ func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig,
 		return m, tc, err
 	case "costco":
 		tc.LR, tc.Batch = c.CoSTCoLR, c.CoSTCoBatch
-		m, err := nn.NewCoSTCo(e.be, nn.CoSTCoConfig{Dims: e.x.Dims, Rank: c.Rank, Channels: c.Channels, Capacity: max(c.CoSTCoBatch, c.EvalBatch)}, r)
+		m, err := nn.NewCoSTCo(e.be, nn.CoSTCoConfig{Dims: e.x.Dims, Rank: c.Rank, Channels: c.Channels, Capacity: max(c.CoSTCoBatch, c.EvalBatch), Shard: shard}, r)
 		return m, tc, err
 	}
 	return nil, tc, fmt.Errorf("dain: unknown model %q", kind)
@@ -389,7 +416,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
-	tc.Order = e.cfg.order(seedShuffle, t.train.Len())
+	tc.Order = e.cfg.order(seedShuffle, e.nTrain())
 	label := map[string]string{"mlp": "Θ", "costco": "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
 	stage := stageName(m.Kind, passes)
 	if seconds, s, found, err := e.ck.loadModel(stage, t); err != nil {
@@ -430,21 +457,21 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		e.logf("training %s (%s, %d parameters)", label, m.Kind, net.NumParams())
 	}
 	t0 := time.Now()
-	fit := &fitting{c: e.ck, stage: stage, label: label, shuffle: pcg, accs: t.accs, secs: secs}
-	if err := fit.resume(&tc, e.logf, func() float64 { return time.Since(t0).Seconds() }); err != nil {
+	prior, err := e.ck.fit(&tc, stage, label, pcg, t.accs, secs, e.logf, func() float64 { return time.Since(t0).Seconds() })
+	if err != nil {
 		return nil, 0, err
 	}
-	t.res, err = nn.Train(ctx, net, t.train, t.val, tc)
+	t.res, err = e.fit(ctx, net, t.train, t.val, tc, e.nTrain(), e.spans(0))
 	if err != nil {
 		return nil, 0, e.trainError(label, m.Kind, err)
 	}
-	seconds := fit.prior + time.Since(t0).Seconds()
+	seconds := prior + time.Since(t0).Seconds()
 	for i, p := range passes {
 		e.cellScores[p] = &done[compute.F32]{t.accs[i].Scores(), secs[i]}
 		seconds -= secs[i]
 	}
-	if t.test.Len() > 0 {
-		mse, err := net.Evaluate(t.test)
+	if e.sp.counts[2] > 0 {
+		mse, err := e.evalMSE(net, t.test, e.sp.counts[2])
 		if err != nil {
 			return nil, 0, fmt.Errorf("dain: testing %s: %w", label, err)
 		}
@@ -533,7 +560,8 @@ func (e *Experiment) neighbours(ctx context.Context, s Neighbours) ([][][]int32,
 }
 
 // sample draws n new cells from per-mode alias tables with Philox key key,
-// rejecting observed and repeated cells.
+// rejecting observed and repeated cells: this process's share of them
+// (e.augFirst onwards) when the experiment is spread over processes.
 func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key uint64, n int, st *AugStats) (*tensor.COO, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -541,7 +569,14 @@ func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key u
 	e.shed() // the entities' tables are made: Θ's copies of the split and its scores are not needed any more
 	t0 := time.Now()
 	dev := sampling.Upload(e.be, tables)
-	cells, s, err := dev.CellsExcluding([][]int32{e.Train.Idx, e.Val.Idx}, n, sampling.Options{Key: key})
+	var cells []int32
+	var s sampling.Stats
+	var err error
+	if e.many() {
+		cells, s, err = e.sampleShared(dev, key, n)
+	} else {
+		cells, s, err = dev.CellsExcluding([][]int32{e.Train.Idx, e.Val.Idx}, n, sampling.Options{Key: key})
+	}
 	dev.Free()
 	if err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
@@ -595,6 +630,8 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	defer m.Free()
 	both := m.NewSetConcat([][]int32{e.Train.Idx, aug.Idx}, [][]float64{e.Train.Val, aug.Val})
 	defer both.Free()
+	naug := aug.NNZ()
+	owned := e.spans(naug)
 	val, test := m.NewSet(e.Val.Idx, e.Val.Val), m.NewSet(e.Test.Idx, e.Test.Val)
 	defer val.Free()
 	defer test.Free()
@@ -605,9 +642,12 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		e.Train, e.Val, e.Test = nil, nil, nil
 		runtime.GC()
 	}
+	// The new cells over every process.
+	global := []int64{int64(naug)}
+	e.sp.cl.SumI64(global)
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
-	tc.Order = e.cfg.order(streamShuffleAfter, both.Len())
+	tc.Order = e.cfg.order(streamShuffleAfter, e.nTrain()+int(global[0]))
 	tc.AfterEpoch = func(ep nn.Epoch) error {
 		if err := e.ck.at(stage, ep.N, "trained"); err != nil {
 			return err
@@ -615,11 +655,11 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		logEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
 	}
-	fit := &fitting{c: e.ck, stage: stage, label: label, shuffle: pcg}
-	if err := fit.resume(&tc, e.logf, func() float64 { return time.Since(t0).Seconds() }); err != nil {
+	prior, err := e.ck.fit(&tc, stage, label, pcg, nil, nil, e.logf, func() float64 { return time.Since(t0).Seconds() })
+	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
-	res, err := nn.Train(ctx, m, both, val, tc)
+	res, err := e.fit(ctx, m, both, val, tc, e.nTrain()+int(global[0]), owned)
 	if err != nil {
 		var div *nn.DivergenceError
 		if errors.As(err, &div) {
@@ -628,9 +668,14 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		return 0, res, 0, fmt.Errorf("dain: retraining: %w", err)
 	}
 	mse := res.BestValMSE // no test set (TestFrac 0): the validation MSE stands in
-	if test.Len() > 0 {
-		if mse, err = m.Evaluate(test); err != nil {
+	if n := e.sp.counts[2]; n > 0 {
+		if mse, err = e.evalMSE(m, test, n); err != nil {
 			return 0, res, 0, fmt.Errorf("dain: testing the retrained model: %w", err)
+		}
+	}
+	if e.sp.dist != nil {
+		if err := replicas(e.sp.cl, m); err != nil {
+			return 0, res, 0, err
 		}
 	}
 	if e.onRetrained != nil {
@@ -638,7 +683,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 			return 0, res, 0, err
 		}
 	}
-	return math.Sqrt(mse), res, fit.prior + time.Since(t0).Seconds(), nil
+	return math.Sqrt(mse), res, prior + time.Since(t0).Seconds(), nil
 }
 
 // Shared is the wall time of the shared work a configuration uses, each

@@ -36,7 +36,7 @@ func (g *Graphs) Set(s string) error {
 	return fmt.Errorf("want %s or %s", GraphsOn, GraphsOff)
 }
 
-// Exchange is Config.Exchange: how a run spread over processes (RunDist)
+// Exchange is Config.Exchange: how a run spread over processes (RunOn)
 // sums the gradients of an embedding table that is not sharded. Its
 // pointer is a flag.Value (dainx augment -exchange).
 type Exchange string
@@ -125,7 +125,7 @@ func (c *Config) checkSettings() error {
 // test) with fingerprint sp, before anything is trained: the run's shape
 // and every setting the report records, resolved (auto and "" made the
 // effective values). It is the one place where a setting is copied from
-// Config to Report, for Run and RunDist alike. The automatic embedding
+// Config to Report, for Run and RunOn alike. The automatic embedding
 // optimisers are said through logf.
 func (c *Config) newReport(be compute.Backend, dims []int, nnz int, counts [3]int, sp splitPrint, logf func(string, ...any)) Report {
 	rep := Report{

@@ -365,7 +365,7 @@ type SumEntity struct{ Cells CellImportance }
 func (s SumEntity) deps() []stage         { return []stage{s.Cells} }
 func (s SumEntity) cells() CellImportance { return s.Cells }
 func (s SumEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
-	return tracin.EntityImportance(e.be, v, t.train.Rows, e.x.Dims)
+	return tracin.EntityImportanceSummed(e.be, v, t.train.Rows, e.x.Dims, e.sumFlat)
 }
 
 // CP1Entity is eq. 7: the factors of a rank-1 CP decomposition of the cell
@@ -401,6 +401,9 @@ func (s MaxEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]floa
 			i := e.Train.Idx[z*order+n]
 			w[n][i] = max(w[n][i], math.Abs(float64(a)))
 		}
+	}
+	e.maxModes(w)
+	for n := range w {
 		sum := floats.Sum(w[n])
 		if err := tracin.NoImportance(sum, n); err != nil {
 			return nil, err

@@ -29,7 +29,7 @@ const (
 )
 
 // entityCounts returns, for every mode, each entity's number of training
-// cells.
+// cells (over every process).
 func (e *Experiment) entityCounts() [][]float64 {
 	order := e.x.Order()
 	w := make([][]float64, order)
@@ -39,6 +39,7 @@ func (e *Experiment) entityCounts() [][]float64 {
 	for k, i := range e.Train.Idx {
 		w[k%order][i]++
 	}
+	e.sumModes(w)
 	return w
 }
 
@@ -103,6 +104,7 @@ func (s MeanEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]flo
 			w[n][e.Train.Idx[z*order+n]] += math.Abs(float64(a))
 		}
 	}
+	e.sumModes(w)
 	for n := range w {
 		for i, c := range counts[n] {
 			if c > 0 {

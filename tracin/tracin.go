@@ -160,6 +160,15 @@ func NoImportance(sum float64, n int) error {
 // the mode sizes. It returns one slice per mode, and an error if a mode's
 // importance sums to zero (every score is zero) or the backend failed.
 func EntityImportance(be compute.Backend, score compute.F32, rows compute.I32, dims []int) ([][]float64, error) {
+	return EntityImportanceSummed(be, score, rows, dims, nil)
+}
+
+// EntityImportanceSummed is EntityImportance of training cells spread over
+// processes, each calling it with its own cells' scores and rows: sum, if
+// not nil, replaces the per-entity sums (every mode's, concatenated, one
+// float64 per entity) by their sums over the processes, in place, before
+// each mode is normalised. With sum nil it is EntityImportance.
+func EntityImportanceSummed(be compute.Backend, score compute.F32, rows compute.I32, dims []int, sum func([]float64)) ([][]float64, error) {
 	total := 0
 	for _, d := range dims {
 		total += d
@@ -171,20 +180,26 @@ func EntityImportance(be compute.Backend, score compute.F32, rows compute.I32, d
 	if err := be.Download(host, imp); err != nil {
 		return nil, fmt.Errorf("tracin: %w", err)
 	}
+	flat := make([]float64, total)
+	for i, v := range host {
+		flat[i] = float64(v)
+	}
+	if sum != nil {
+		sum(flat)
+	}
 	out := make([][]float64, len(dims))
 	off := 0
 	for n, d := range dims {
-		out[n] = make([]float64, d)
-		var sum float64
-		for i := range out[n] {
-			out[n][i] = float64(host[off+i])
-			sum += out[n][i]
+		out[n] = flat[off : off+d : off+d]
+		var s float64
+		for _, v := range out[n] {
+			s += v
 		}
-		if err := NoImportance(sum, n); err != nil {
+		if err := NoImportance(s, n); err != nil {
 			return nil, fmt.Errorf("tracin: %w", err)
 		}
 		for i := range out[n] {
-			out[n][i] /= sum
+			out[n][i] /= s
 		}
 		off += d
 	}

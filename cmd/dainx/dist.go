@@ -70,7 +70,7 @@ func rankDevice(device, local int, count func() (int, error)) int {
 }
 
 // augmentDist is `dainx augment -dist mpi`: every rank reads its share of
-// the input and runs dain.RunDist; rank 0 prints and writes the report and
+// the input and runs dain.RunOn; rank 0 prints and writes the report and
 // writes the augmented cells, after every rank has finished. A failure
 // that every rank agrees on (bad input) is printed once, by the rank that
 // found it, and every rank exits 1; any other failure on a rank is printed
@@ -151,9 +151,9 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 	}
 	var res *dain.Result
 	if ck.dir == "" {
-		res, err = dain.RunDist(ctx, cl, sh, cfg, be)
+		res, err = dain.RunOn(ctx, cl, sh, cfg, be)
 	} else {
-		res, err = dain.RunDistCheckpointed(ctx, cl, sh, cfg, be, dain.Checkpoint{Dir: ck.dir, Resume: ck.resume, Input: name, Program: version(), Hook: checkpointHook})
+		res, err = dain.RunOnCheckpointed(ctx, cl, sh, cfg, be, dain.Checkpoint{Dir: ck.dir, Resume: ck.resume, Input: name, Program: version(), Hook: checkpointHook})
 		if err != nil && ctx.Err() != nil {
 			err = &keptError{msg: fmt.Sprintf("nothing written but the checkpoint in %s, which keeps the last epoch every rank finished; the same command with -resume (and as many ranks) continues the run", ck.dir)}
 		}

@@ -1,0 +1,392 @@
+package dain
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/sampling"
+	"github.com/dainx/dainx/tensor"
+)
+
+// This file spreads an Experiment over the processes of a cluster (RunOn,
+// dainx augment -dist mpi). Every process holds a share of the observed
+// cells (a Shard) and runs the same stages on it: the split keeps each
+// process's own cells of each part; every model is trained data parallel
+// (nn.TrainConfig.Dist), its embedding table replicated or sharded by row;
+// TracIn scores each process's own training cells; entity importance, the
+// degree counts and every test or validation error are summed over the
+// processes; sampling draws each round's candidates split over the
+// processes and judges them by their owners in hash-partitioned cell sets
+// (sampling.CellsShared); each process predicts, retrains on and writes its
+// own share of the new cells. On one process (cluster.Local, Run) every
+// collective is the identity and each stage is the one-process code: a
+// single process is a cluster of one. What needs a global view goes
+// through the cluster here, in one place.
+
+// spread is how an Experiment's cells are spread over the processes.
+type spread struct {
+	cl cluster.Cluster
+	// counts are the training, validation and test cells over every
+	// process (e.Train etc. hold this process's).
+	counts [3]int
+	// trainFirst is the global number of this process's first training
+	// cell (its training cells are consecutive in the global order).
+	trainFirst int
+	// dist, for a run started by RunOn, gathers the report's DistReport;
+	// nil for Run.
+	dist *distRun
+}
+
+// distRun is the report of a run spread over processes in the making.
+type distRun struct {
+	rep  DistReport
+	comm time.Duration // in the training steps' exchanges (StepComm)
+	// Each stage's wall time, MPI time and peak RSS so far on this
+	// process (mark), for PerRank.
+	wall, commSecs, peak []float64
+	lastWall             time.Time
+	lastComm             float64
+}
+
+// many reports whether the experiment runs on more than one process.
+func (e *Experiment) many() bool { return e.sp.cl.Size() > 1 }
+
+// nTrain returns the number of training cells over every process.
+func (e *Experiment) nTrain() int { return e.sp.counts[0] }
+
+// splitOn splits the shard sh of the tensor (step 0): this process's cells
+// of each part, the split's fingerprint over every process, the parts'
+// global counts and this process's first training cell's global number.
+func (e *Experiment) splitOn(sh *Shard) {
+	cl := e.sp.cl
+	lo, hi := sh.First, sh.First+sh.Cells.NNZ()
+	tr, va, te, trFirst, counts := e.cfg.splitCells(sh.NNZ, lo, hi)
+	e.splitPrint.add(tr, va, te)
+	cl.SumI64(e.splitPrint[:])
+	if trFirst < 0 {
+		per := make([]int64, cl.Size())
+		per[cl.Rank()] = int64(len(tr))
+		cl.SumI64(per)
+		trFirst = 0
+		for r := 0; r < cl.Rank(); r++ {
+			trFirst += int(per[r])
+		}
+	}
+	pick := func(part []int) *tensor.COO {
+		if lo == 0 {
+			return sh.Cells.Subset(part)
+		}
+		rows := make([]int, len(part))
+		for i, p := range part {
+			rows[i] = p - lo
+		}
+		return sh.Cells.Subset(rows)
+	}
+	e.Train, e.Val, e.Test = pick(tr), pick(va), pick(te)
+	e.sp.counts, e.sp.trainFirst = counts, trFirst
+}
+
+// trainStats sets the training cells' largest |value| and mean over every
+// process.
+func (e *Experiment) trainStats() {
+	sum := 0.0
+	for _, v := range e.Train.Val {
+		e.trainMaxAbs = max(e.trainMaxAbs, math.Abs(v))
+		sum += v
+	}
+	if e.many() {
+		s := []float64{sum}
+		e.sp.cl.SumF64(s)
+		sum = s[0]
+		for _, m := range e.sp.cl.GatherF64([]float64{e.trainMaxAbs}) {
+			e.trainMaxAbs = max(e.trainMaxAbs, m)
+		}
+	}
+	e.trainMean = sum / float64(e.nTrain())
+}
+
+// shards returns the number of processes over which the MLP's embedding
+// table is sharded on size processes (1: replicated).
+func (c *Config) shards(dims []int, size int) int {
+	if on, _, _, _ := c.shardPlan("mlp", dims, size); on {
+		return size
+	}
+	return 1
+}
+
+// sharding returns how the embedding table of a model of kind is sharded
+// over the processes: nil (replicated) outside RunOn, for the kinds other
+// than mlp and costco, and where Config.ShardTables and the table's size
+// (shardPlan) say so; the report names the sharded tables.
+func (e *Experiment) sharding(kind string) (*nn.Sharding, error) {
+	d := e.sp.dist
+	if d == nil || (kind != "mlp" && kind != "costco") {
+		return nil, nil
+	}
+	on, opt, why, err := e.cfg.shardPlan(kind, e.x.Dims, e.sp.cl.Size())
+	if err != nil || !on {
+		return nil, err
+	}
+	if !slices.Contains(d.rep.ShardedTables, kind) {
+		d.rep.ShardedTables = append(d.rep.ShardedTables, kind)
+		d.rep.Exchange = "sharded"
+		e.logf("dainx: %s's embedding table sharded by row over the ranks (%s)", kind, why)
+	}
+	_ = opt
+	return &nn.Sharding{Comm: e.sp.cl}, nil
+}
+
+// spans numbers this process's training cells, then its new cells
+// (naug of them), in the global order of train ∪ aug: the training cells
+// first, then the new cells in their order over the processes.
+func (e *Experiment) spans(naug int) []nn.Span {
+	s := []nn.Span{{Global: e.sp.trainFirst, Local: 0, N: e.Train.NNZ()}}
+	if naug > 0 {
+		s = append(s, nn.Span{Global: e.nTrain() + e.augFirst, Local: e.Train.NNZ(), N: naug})
+	}
+	return s
+}
+
+// fit trains m on this process's cells set (numbered by owned among the
+// global cells) with validation set val: nn.Train, data parallel over the
+// processes when there are several (or the table is sharded).
+func (e *Experiment) fit(ctx context.Context, m *nn.Net, set, val *nn.Set, tc nn.TrainConfig, global int, owned []nn.Span) (nn.Result, error) {
+	if e.many() || m.Sharded() {
+		exchange := ""
+		if !m.Sharded() {
+			rows := 0
+			for _, d := range e.x.Dims {
+				rows += d
+			}
+			exchange = e.cfg.exchange(rows, tc.Batch, e.x.Order())
+		}
+		var comm *time.Duration
+		if e.sp.dist != nil {
+			comm = &e.sp.dist.comm
+		}
+		tc.Dist = &nn.DistConfig{Cluster: e.sp.cl, Global: global, Owned: owned, ValGlobal: e.sp.counts[1], Exchange: exchange, Comm: comm}
+	}
+	res, err := nn.Train(ctx, m, set, val, tc)
+	if err == nil && e.sp.dist != nil {
+		e.sp.dist.rep.Steps += len(res.Epochs) * ((global + tc.Batch - 1) / tc.Batch)
+	}
+	return res, err
+}
+
+// evalMSE returns m's mean squared error on the cells of s over every
+// process (n of them).
+func (e *Experiment) evalMSE(m *nn.Net, s *nn.Set, n int) (float64, error) {
+	if !e.many() {
+		return m.Evaluate(s)
+	}
+	sum := []float64{0}
+	if s.Len() > 0 || m.Sharded() { // a sharded table: every process takes part
+		v, err := m.Evaluate(s)
+		if err != nil {
+			return 0, err
+		}
+		if s.Len() > 0 {
+			sum[0] = v * float64(s.Len())
+		}
+	}
+	e.sp.cl.SumF64(sum)
+	return sum[0] / float64(n), nil
+}
+
+// sumModes sums each mode's entity weights over the processes, in place.
+func (e *Experiment) sumModes(w [][]float64) {
+	if !e.many() {
+		return
+	}
+	var flat []float64
+	for _, m := range w {
+		flat = append(flat, m...)
+	}
+	e.sp.cl.SumF64(flat)
+	for _, m := range w {
+		n := copy(m, flat)
+		flat = flat[n:]
+	}
+}
+
+// sumFlat sums x over the processes in place (nil on one process, for
+// tracin.EntityImportanceSummed).
+func (e *Experiment) sumFlat(x []float64) {
+	if e.many() {
+		e.sp.cl.SumF64(x)
+	}
+}
+
+// maxModes replaces each mode's entity weights by their maximum over the
+// processes.
+func (e *Experiment) maxModes(w [][]float64) {
+	if !e.many() {
+		return
+	}
+	var flat []float64
+	for _, m := range w {
+		flat = append(flat, m...)
+	}
+	all := e.sp.cl.GatherF64(flat)
+	for r := 0; r < e.sp.cl.Size(); r++ {
+		for i, v := range all[r*len(flat) : (r+1)*len(flat)] {
+			flat[i] = max(flat[i], v)
+		}
+	}
+	for _, m := range w {
+		n := copy(m, flat)
+		flat = flat[n:]
+	}
+}
+
+// sampleShared is sample over several processes: this process's share of
+// the n new cells (Rank·n/Size onwards, e.augFirst), drawn with the
+// observed cells (train ∪ validation) partitioned by owner.
+func (e *Experiment) sampleShared(dev *sampling.Tables, key uint64, n int) ([]int32, sampling.Stats, error) {
+	cl, order := e.sp.cl, e.x.Order()
+	size := cl.Size()
+	counts := make([]int32, size)
+	parts := [][]int32{e.Train.Idx, e.Val.Idx}
+	for _, c := range parts {
+		for k := 0; k < len(c); k += order {
+			counts[sampling.Owner(c[k:k+order], size)] += int32(order)
+		}
+	}
+	next := sampling.Starts(counts, 1)
+	send := make([]int32, len(e.Train.Idx)+len(e.Val.Idx))
+	for _, c := range parts {
+		for k := 0; k < len(c); k += order {
+			r := sampling.Owner(c[k:k+order], size)
+			copy(send[next[r]:], c[k:k+order])
+			next[r] += int32(order)
+		}
+	}
+	recv := cl.AlltoallI32(send, counts)
+	send = nil
+	owned := tensor.NewCellSet(e.x.Dims, len(recv)/order)
+	support := []int64{0}
+	for k := 0; k < len(recv); k += order {
+		if owned.Add(recv[k:k+order]) && dev.Reachable(recv[k:k+order]) {
+			support[0]++
+		}
+	}
+	recv = nil
+	cl.SumI64(support)
+	cells, first, s, err := dev.CellsShared(owned, int(support[0]), n, sampling.Options{Key: key}, cl)
+	e.augFirst = first
+	return cells, s, err
+}
+
+// spreadSupported reports why c cannot run spread over more than one
+// process, or nil. What remains refused needs a global view that no stage
+// has yet (a permutation or alias table over every training cell, a
+// selection over every new cell, a Gibbs sampler over every cell) or a
+// validation gradient over every parameter.
+func spreadSupported(c Config) error {
+	p := c.Pipeline()
+	var why string
+	walk(p.Cells, map[stage]bool{}, func(s stage) {
+		switch s := s.(type) {
+		case Duplicate:
+			why = "-method duplication (a permutation of every training cell)"
+		case ReplaceEntity, Neighbours:
+			why = "-method entity-replacement (random training cells of every process)"
+		case NearCells:
+			why = "-method near-cells (an alias table over every training cell)"
+		case AgreeCells:
+			why = "-method dain-agree (the best of every new cell)"
+		case Representer:
+			why = "-influence representer"
+		case CP1Entity:
+			why = "-entity cp1"
+		case TracIn:
+			if s.Layers == "all" {
+				why = "-influence-layers all"
+			} else if s.Estimator == EstimatorInRun {
+				why = "-influence in-run"
+			}
+		}
+	})
+	switch {
+	case why != "":
+	case c.values() != ValuesPredictor:
+		why = "-values " + c.values()
+	case c.finalModel() == FinalBayesFM || c.FinalModel == FinalAuto:
+		why = "-final-model " + c.finalModel()
+	case p.Values != nil && (p.Values.Model.Kind == FinalBayesFM || c.Predictor == "auto"):
+		why = "-predictor " + c.Predictor
+	}
+	if why != "" {
+		return fmt.Errorf("%s does not run spread over more than one process yet (on one rank it does)", why)
+	}
+	return nil
+}
+
+// mark ends a stage of DistReport.PerRank on this process.
+func (d *distRun) mark(cl cluster.Cluster) {
+	if d == nil {
+		return
+	}
+	now, c := time.Now(), cl.CommSeconds()
+	d.peak = append(d.peak, peakRSSMiB())
+	d.wall, d.commSecs = append(d.wall, now.Sub(d.lastWall).Seconds()), append(d.commSecs, c-d.lastComm)
+	d.lastWall, d.lastComm = now, c
+}
+
+// replicas returns an error unless the model replicas m of every process
+// agree (the data-parallel training keeps them equal).
+func replicas(cl cluster.Cluster, m *nn.Net) error {
+	sum, err := m.ParamsChecksum()
+	if err != nil {
+		return err
+	}
+	gathered := cl.GatherF64([]float64{float64(sum >> 32), float64(sum & 0xffffffff)})
+	for i := 2; i < len(gathered); i += 2 {
+		if gathered[i] != gathered[0] || gathered[i+1] != gathered[1] {
+			return fmt.Errorf("dain: the model replicas differ across ranks after training (rank %d's parameters differ from rank 0's); the MPI library's reductions gave ranks different sums", i/2)
+		}
+	}
+	return nil
+}
+
+// finish completes the report's DistReport with every process's times.
+func (d *distRun) finish(cl cluster.Cluster, logf func(string, ...any)) *DistReport {
+	dr := &d.rep
+	mine := make([]float64, 0, 3*len(distStages)+1)
+	for i := range distStages {
+		mine = append(mine, d.wall[i]-d.commSecs[i], d.commSecs[i], d.peak[i])
+	}
+	mine = append(mine, peakRSSMiB())
+	all := cl.GatherF64(mine)
+	var sumCompute, most float64
+	for r := 0; r < cl.Size(); r++ {
+		rs := RankSeconds{Rank: r, Compute: map[string]float64{}, Wait: map[string]float64{}, PeakRSSAfter: map[string]float64{}}
+		compute := 0.0
+		for i, st := range distStages {
+			v := all[r*len(mine)+3*i:]
+			rs.Compute[st], rs.Wait[st], rs.PeakRSSAfter[st] = max(v[0], 0), v[1], v[2]
+			compute += max(v[0], 0)
+		}
+		rs.PeakRSSMiB = all[r*len(mine)+len(mine)-1]
+		dr.PerRank = append(dr.PerRank, rs)
+		sumCompute += compute
+		if r == 0 || compute > most {
+			dr.Slowest, most = r, compute
+		}
+	}
+	if sumCompute > 0 {
+		dr.SlowestBy = most / (sumCompute / float64(cl.Size()))
+	}
+	dr.CommSeconds = cl.CommSeconds()
+	if dr.Steps > 0 {
+		dr.StepComm = 1000 * d.comm.Seconds() / float64(dr.Steps)
+	}
+	logf("slowest rank %d: %.2f× the mean computation (%.1fs); the others wait for it in MPI", dr.Slowest, dr.SlowestBy, most)
+	logf("%.1fs communicating, %.2f ms per training step", dr.CommSeconds, dr.StepComm)
+	return dr
+}
