@@ -823,9 +823,8 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = saved.RMSEBefore, saved.BestEpoch, saved.HistoryBefore
 		rep.ValRMSEBefore = bestValRMSE(saved.HistoryBefore, saved.BestEpoch)
 		st := saved.Stats
-		rep.NAug = aug.NNZ()
+		rep.NAug = e.globalNNZ(aug)
 		if e.sp.dist != nil {
-			rep.NAug = nAug
 			// This process's share starts at Rank·N_aug/Size (CellsShared).
 			e.augFirst = e.sp.cl.Rank() * nAug / e.sp.cl.Size()
 			aug.Dims = append([]int(nil), e.x.Dims...)
@@ -867,10 +866,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	if aug, st, err = e.Augment(ctx, cfg, nAug); err != nil {
 		return nil, nil, err
 	}
-	rep.NAug = nAug
-	if e.sp.dist == nil {
-		rep.NAug = aug.NNZ()
-	}
+	rep.NAug = e.globalNNZ(aug)
 	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
 	rep.Diagnostics = e.ImportanceDiagnostics(cfg, aug)
 	sh := e.SharedSeconds(cfg)

@@ -189,7 +189,7 @@ func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backe
 	if cl.Size() > 1 {
 		for _, c := range append([]Config{cfg}, methods...) {
 			if err := spreadSupported(c); err != nil {
-				return nil, fmt.Errorf("dain: %w", err)
+				return nil, agreed{fmt.Errorf("dain: %w", err)} // every process finds it
 			}
 		}
 	}
@@ -642,12 +642,10 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		e.Train, e.Val, e.Test = nil, nil, nil
 		runtime.GC()
 	}
-	// The new cells over every process.
-	global := []int64{int64(naug)}
-	e.sp.cl.SumI64(global)
+	global := e.nTrain() + e.globalNNZ(aug) // train ∪ aug over every process
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
-	tc.Order = e.cfg.order(streamShuffleAfter, e.nTrain()+int(global[0]))
+	tc.Order = e.cfg.order(streamShuffleAfter, global)
 	tc.AfterEpoch = func(ep nn.Epoch) error {
 		if err := e.ck.at(stage, ep.N, "trained"); err != nil {
 			return err
@@ -659,7 +657,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
-	res, err := e.fit(ctx, m, both, val, tc, e.nTrain()+int(global[0]), owned)
+	res, err := e.fit(ctx, m, both, val, tc, global, owned)
 	if err != nil {
 		var div *nn.DivergenceError
 		if errors.As(err, &div) {

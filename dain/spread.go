@@ -141,6 +141,14 @@ func (e *Experiment) sharding(kind string) (*nn.Sharding, error) {
 	return &nn.Sharding{Comm: e.sp.cl}, nil
 }
 
+// globalNNZ returns the number of cells of x over every process (x holds
+// this process's share).
+func (e *Experiment) globalNNZ(x *tensor.COO) int {
+	n := []int64{int64(x.NNZ())}
+	e.sp.cl.SumI64(n)
+	return int(n[0])
+}
+
 // spans numbers this process's training cells, then its new cells
 // (naug of them), in the global order of train ∪ aug: the training cells
 // first, then the new cells in their order over the processes.

@@ -401,7 +401,7 @@ func (e *Experiment) Retrain(ctx context.Context, c Config, aug *tensor.COO, n i
 	if !c.Pipeline().MatchSteps || n == 0 {
 		return e.Downstream(ctx, aug, label)
 	}
-	f := stepsScale(e.Train.NNZ(), n, e.cfg.Batch)
+	f := stepsScale(e.nTrain(), n, e.cfg.Batch)
 	saved := e.cfg
 	defer func() { e.cfg = saved }()
 	e.cfg.Epochs = int(math.Ceil(float64(saved.Epochs) * f))

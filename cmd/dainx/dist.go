@@ -120,6 +120,13 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 	}
 	// Agreed failures: every rank checks the same flags and files; the
 	// outputs are one transaction (internal/outtx), committed by rank 0.
+	if err := dain.CheckSpread(cfg, c.Size()); err != nil {
+		// Every rank finds it: rank 0 says why, and none exits before
+		// the others have finished (an early exit ends the job).
+		code := exitFor("augment", fmt.Errorf("dain: %w", err), ctx, stderrIf(rank == 0, stderr))
+		c.Finalize()
+		return code
+	}
 	tx, err := a.Begin(ck.dir)
 	if err != nil {
 		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))

@@ -700,3 +700,66 @@ func TestRankDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestDistMethods (issue 32): every method of dainx eval runs under -dist
+// mpi through the one pipeline. On one rank its augmented tensor is one
+// process's byte for byte, with the same RMSEs; on two ranks the split
+// fingerprint and the number of new cells are one process's and the test
+// RMSEs within 1%, or, for a method that does not yet run spread over
+// several processes (dain.CheckSpread), the run is refused up front with a
+// message that says so and writes nothing.
+func TestDistMethods(t *testing.T) {
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	for _, v := range dain.Variants {
+		t.Run(v.Name, func(t *testing.T) {
+			args := append(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-method", v.Name}, distFlags...), "-index-base", "0")
+			var one bytes.Buffer
+			oneOut := filepath.Join(dir, v.Name+"-one.tsv")
+			if code := run(append(args, "-output", oneOut), &one, os.Stderr); code != 0 {
+				t.Fatalf("one process: exit %d", code)
+			}
+			var want dain.Report
+			if err := json.Unmarshal(one.Bytes(), &want); err != nil {
+				t.Fatal(err)
+			}
+			wantBytes, _ := os.ReadFile(oneOut)
+			cfg := dain.DefaultConfig()
+			v.Set(&cfg)
+			spreads := dain.CheckSpread(cfg, 2) == nil
+			for _, n := range []int{1, 2} {
+				out, rep := filepath.Join(dir, fmt.Sprintf("%s-%d.tsv", v.Name, n)), filepath.Join(dir, fmt.Sprintf("%s-%d.json", v.Name, n))
+				code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi", "-output", out, "-report", rep)...)
+				if n == 2 && !spreads {
+					if code == 0 || !strings.Contains(msg, "does not run spread over more than one process yet") {
+						t.Errorf("-n 2: exit %d, want a refusal\n%s", code, msg)
+					}
+					if _, err := os.Stat(out); err == nil {
+						t.Errorf("-n 2: refused, but %s was written", out)
+					}
+					continue
+				}
+				if code != 0 {
+					t.Fatalf("-n %d: exit %d\n%s", n, code, msg)
+				}
+				got := readReport(t, rep)
+				gotBytes, _ := os.ReadFile(out)
+				if got.SplitFingerprint != want.SplitFingerprint || got.NAug != want.NAug || got.NTrain != want.NTrain {
+					t.Errorf("-n %d: split %s, %d new of %d training cells; one process %s, %d of %d", n, got.SplitFingerprint, got.NAug, got.NTrain, want.SplitFingerprint, want.NAug, want.NTrain)
+				}
+				for _, c := range []struct {
+					what      string
+					got, want float64
+				}{{"rmse_before", got.RMSEBefore, want.RMSEBefore}, {"rmse_after", got.RMSEAfter, want.RMSEAfter}} {
+					if d := math.Abs(c.got/c.want - 1); d > 0.01 || (n == 1 && c.got != c.want) {
+						t.Errorf("-n %d: %s %v, one process %v", n, c.what, c.got, c.want)
+					}
+				}
+				if n == 1 && !bytes.Equal(gotBytes, wantBytes) {
+					t.Errorf("-n 1: the augmented tensor differs from one process's")
+				}
+				t.Logf("-n %d: rmse %.5f → %.5f (one process %.5f → %.5f), %d new cells", n, got.RMSEBefore, got.RMSEAfter, want.RMSEBefore, want.RMSEAfter, got.NAug)
+			}
+		})
+	}
+}
