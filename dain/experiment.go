@@ -193,6 +193,11 @@ func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backe
 			}
 		}
 	}
+	for _, c := range append([]Config{cfg}, methods...) {
+		if c.InfluenceLayers == "all" && c.Influence != "representer" && cfg.shards(x.Dims, cl.Size()) > 1 {
+			return nil, agreed{fmt.Errorf("dain: -influence-layers all differentiates the embedding table, which is sharded here (-shard-tables): run it with the tables replicated (-shard-tables off)")}
+		}
+	}
 	if err := checkMemorySharded(x, cfg, cfg.shards(x.Dims, cl.Size())); err != nil {
 		return nil, err
 	}

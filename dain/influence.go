@@ -105,10 +105,15 @@ func (s TracIn) accumulator(e *Experiment, t *trained, tc *nn.TrainConfig) traci
 		}
 		tc.Steps = append(tc.Steps, a)
 		return a
-	case s.Layers == "all" && s.Estimator == EstimatorAdam:
-		return tracin.NewAllLayersAdam(net, t.train, t.val, tc.LR, tc.Adam)
 	case s.Layers == "all":
-		return tracin.NewAllLayers(net, t.train, t.val, tc.LR)
+		var a *tracin.AllLayers
+		if s.Estimator == EstimatorAdam {
+			a = tracin.NewAllLayersAdam(net, t.train, t.val, tc.LR, tc.Adam)
+		} else {
+			a = tracin.NewAllLayers(net, t.train, t.val, tc.LR)
+		}
+		a.SumValGrad(e.summerF32()) // G_k over every process's validation cells
+		return a
 	case s.Layers != "last":
 		panic(fmt.Sprintf("dain: TracIn layers %q", s.Layers))
 	case s.Estimator == EstimatorAdam:

@@ -230,6 +230,22 @@ func (e *Experiment) sumFlat(x []float64) {
 	}
 }
 
+// summerF32 and summerF64 return the cluster's sums when the experiment
+// runs on several processes, else nil (the one-process code of tracin).
+func (e *Experiment) summerF32() func([]float32) {
+	if !e.many() {
+		return nil
+	}
+	return e.sp.cl.SumF32
+}
+
+func (e *Experiment) summerF64() func([]float64) {
+	if !e.many() {
+		return nil
+	}
+	return e.sp.cl.SumF64
+}
+
 // maxModes replaces each mode's entity weights by their maximum over the
 // processes.
 func (e *Experiment) maxModes(w [][]float64) {
@@ -294,7 +310,7 @@ func (e *Experiment) sampleShared(dev *sampling.Tables, key uint64, n int) ([]in
 // process, or nil. What remains refused needs a global view that no stage
 // has yet (a permutation or alias table over every training cell, a
 // selection over every new cell, a Gibbs sampler over every cell) or a
-// validation gradient over every parameter.
+// validation gradient at every step (in-run).
 func spreadSupported(c Config) error {
 	p := c.Pipeline()
 	var why string
@@ -308,14 +324,8 @@ func spreadSupported(c Config) error {
 			why = "-method near-cells (an alias table over every training cell)"
 		case AgreeCells:
 			why = "-method dain-agree (the best of every new cell)"
-		case Representer:
-			why = "-influence representer"
-		case CP1Entity:
-			why = "-entity cp1"
 		case TracIn:
-			if s.Layers == "all" {
-				why = "-influence-layers all"
-			} else if s.Estimator == EstimatorInRun {
+			if s.Estimator == EstimatorInRun {
 				why = "-influence in-run"
 			}
 		}

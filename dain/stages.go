@@ -339,7 +339,7 @@ func (s Representer) scores(ctx context.Context, e *Experiment) (compute.F32, *t
 	}
 	v, err := e.cellScores.get(s, func() (compute.F32, float64, error) {
 		t0 := time.Now()
-		v, err := tracin.Representer(t.net, t.train, t.val)
+		v, err := tracin.RepresenterSummed(t.net, t.train, t.val, e.summerF32())
 		if err != nil {
 			return nil, 0, fmt.Errorf("dain: %w", err)
 		}
@@ -379,7 +379,7 @@ type CP1Entity struct {
 func (s CP1Entity) deps() []stage         { return []stage{s.Cells} }
 func (s CP1Entity) cells() CellImportance { return s.Cells }
 func (s CP1Entity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
-	return tracin.EntityImportanceCP1(e.be, v, t.train.Rows, e.x.Dims, s.Lambda, s.Sweeps)
+	return tracin.EntityImportanceCP1Summed(e.be, v, t.train.Rows, e.x.Dims, s.Lambda, s.Sweeps, e.summerF64())
 }
 
 // MaxEntity is entity importance by the largest |α_z| over the training

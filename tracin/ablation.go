@@ -23,6 +23,14 @@ import (
 // "Representer point selection for explaining deep neural networks",
 // NeurIPS 2018 (Theorem 3.1).
 func Representer(m *nn.Net, train, val *nn.Set) (compute.F32, error) {
+	return RepresenterSummed(m, train, val, nil)
+}
+
+// RepresenterSummed is Representer of training and validation cells spread
+// over processes, each calling it with its own: sum, if not nil, replaces
+// the validation sum Σ_{z'} 2e_z' h_z' (LastHidden()+1 float32s) by its sum
+// over the processes, in place. With sum nil it is Representer.
+func RepresenterSummed(m *nn.Net, train, val *nn.Set, sum func([]float32)) (compute.F32, error) {
 	be := m.Backend()
 	d, order, B := m.LastHidden(), m.Order(), m.Capacity()
 	g := be.Alloc(d + 1)
@@ -30,15 +38,28 @@ func Representer(m *nn.Net, train, val *nn.Set) (compute.F32, error) {
 	if _, err := m.EvaluateGrad(val, g); err != nil {
 		return nil, fmt.Errorf("tracin: representer: %w", err)
 	}
+	if sum != nil {
+		host := make([]float32, d+1)
+		if err := be.Download(host, g); err != nil {
+			return nil, fmt.Errorf("tracin: representer: %w", err)
+		}
+		sum(host)
+		be.Upload(g, host)
+	}
 	be.Fill(g.Slice(d, 1), 0) // the kernel has no bias term
 	score, delta := be.Alloc(train.Len()), be.Alloc(B)
 	defer delta.Free()
+	nb := (train.Len() + B - 1) / B
+	all := m.Batches(nb) // a sharded table: as many batches as every process
 	for lo := 0; lo < train.Len(); lo += B {
 		hi := min(lo+B, train.Len())
 		pred := m.Forward(train.Rows.Slice(lo*order, (hi-lo)*order))
 		dl := delta.Slice(0, hi-lo)
 		be.MSEGrad(dl, nil, pred, train.Vals.Slice(lo, hi-lo), 2)
 		be.InfluenceDot(score.Slice(lo, hi-lo), dl, m.Hidden(hi-lo), g.Slice(0, d), g.Slice(d, 1), d, 1, 1)
+	}
+	for i := nb; i < all; i++ {
+		m.Skip()
 	}
 	if err := be.Sync(); err != nil {
 		score.Free()
@@ -60,6 +81,17 @@ func Representer(m *nn.Net, train, val *nn.Set) (compute.F32, error) {
 // an error if a factor vanishes (every score zero, or λ too large) or the
 // backend failed.
 func EntityImportanceCP1(be compute.Backend, score compute.F32, rows compute.I32, dims []int, lambda float64, sweeps int) ([][]float64, error) {
+	return EntityImportanceCP1Summed(be, score, rows, dims, lambda, sweeps, nil)
+}
+
+// EntityImportanceCP1Summed is EntityImportanceCP1 of training cells spread
+// over processes, each calling it with its own cells' scores and rows:
+// sum, if not nil, replaces x by its element-wise sum over the processes,
+// in place; it is called on the scores' sum and count (the mean), and on
+// every mode's normal equations of every sweep (2·dims[n] float64s), so
+// every process takes the same steps. With sum nil it is
+// EntityImportanceCP1.
+func EntityImportanceCP1Summed(be compute.Backend, score compute.F32, rows compute.I32, dims []int, lambda float64, sweeps int, sum func([]float64)) ([][]float64, error) {
 	order, T := len(dims), score.Len()
 	s32, r32 := make([]float32, T), make([]int32, T*order)
 	if err := be.Download(s32, score); err != nil {
@@ -83,7 +115,13 @@ func EntityImportanceCP1(be compute.Backend, score compute.F32, rows compute.I32
 		y[t] = math.Abs(float64(v))
 		mean += y[t]
 	}
-	mean /= float64(T)
+	count := float64(T)
+	if sum != nil {
+		mc := []float64{mean, count}
+		sum(mc)
+		mean, count = mc[0], mc[1]
+	}
+	mean /= count
 	if err := NoImportance(mean, -1); err != nil {
 		return nil, fmt.Errorf("tracin: %w", err)
 	}
@@ -112,6 +150,12 @@ func EntityImportanceCP1(be compute.Backend, score compute.F32, rows compute.I32
 				i := idx[t*order+n]
 				num[i] += y[t] * p
 				den[i] += p * p
+			}
+			if sum != nil {
+				nd := append(append(make([]float64, 0, 2*d), num...), den...)
+				sum(nd)
+				copy(num, nd[:d])
+				copy(den, nd[d:])
 			}
 			for i := range a[n] {
 				a[n][i] = num[i] / (den[i] + lambda)

@@ -104,6 +104,10 @@ type AllLayers struct {
 	// weighs G_k (tracin-adam; see NewAllLayersAdam); pre forms P_k∘G_k.
 	opt *nn.AdamState
 	pre *precond
+	// sum, when not nil, sums G_k over the processes (SumValGrad), through
+	// host, a parameter-sized buffer.
+	sum  func([]float32)
+	host []float32
 }
 
 // layerTerms adds, for the cells of the latest forward and backward pass
@@ -198,6 +202,27 @@ func (a *AllLayers) Free() {
 // Scores returns the signed TracIn sums at the best checkpoint.
 func (a *AllLayers) Scores() compute.F32 { return a.best }
 
+// SumValGrad makes the accumulator one of several processes' that hold
+// the training and validation cells between them (each calling Checkpoint
+// with its own, on replicas of one model whose embedding table is not
+// sharded): at every checkpoint sum replaces G_k (NumParams float32s) by
+// its sum over the processes, in place, before the cells' terms are taken.
+func (a *AllLayers) SumValGrad(sum func([]float32)) { a.sum = sum }
+
+// sumGrads sums the model's gradients (G_k) over the processes.
+func (a *AllLayers) sumGrads() error {
+	m, be := a.m, a.m.Backend()
+	if a.host == nil {
+		a.host = make([]float32, m.Grads().Len())
+	}
+	if err := be.Download(a.host, m.Grads()); err != nil {
+		return fmt.Errorf("tracin: checkpoint %d: %w", a.k, err)
+	}
+	a.sum(a.host)
+	be.Upload(m.Grads(), a.host)
+	return nil
+}
+
 // Checkpoint forms G_k over the validation cells and adds
 // η·⟨∇ℓ(Θ_k, z), G_k⟩ over all parameters to every training cell's score.
 // It overwrites the model's gradients. It returns the backend's sticky
@@ -216,6 +241,11 @@ func (a *AllLayers) Checkpoint(best bool) error {
 		dl := a.delta.Slice(0, hi-lo)
 		be.MSEGrad(dl, nil, pred, a.val.Vals.Slice(lo, hi-lo), 2)
 		m.Backward(rows, dl, true)
+	}
+	if a.sum != nil {
+		if err := a.sumGrads(); err != nil {
+			return err
+		}
 	}
 	if a.opt != nil {
 		a.pre.apply(a.g, m.Grads(), a.opt.V, a.opt.Step, 1) // G' = P_k ∘ G_k
