@@ -194,8 +194,14 @@ func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backe
 		}
 	}
 	for _, c := range append([]Config{cfg}, methods...) {
-		if c.InfluenceLayers == "all" && c.Influence != "representer" && cfg.shards(x.Dims, cl.Size()) > 1 {
+		if cfg.shards(x.Dims, cl.Size()) == 1 {
+			continue
+		}
+		if c.InfluenceLayers == "all" && c.Influence != "representer" {
 			return nil, agreed{fmt.Errorf("dain: -influence-layers all differentiates the embedding table, which is sharded here (-shard-tables): run it with the tables replicated (-shard-tables off)")}
+		}
+		if c.Method == "entity-replacement" {
+			return nil, agreed{fmt.Errorf("dain: -method entity-replacement finds near entities in the whole embedding table, which is sharded here (-shard-tables): run it with the tables replicated (-shard-tables off)")}
 		}
 	}
 	if err := checkMemorySharded(x, cfg, cfg.shards(x.Dims, cl.Size())); err != nil {

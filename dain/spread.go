@@ -316,14 +316,6 @@ func spreadSupported(c Config) error {
 	var why string
 	walk(p.Cells, map[stage]bool{}, func(s stage) {
 		switch s := s.(type) {
-		case Duplicate:
-			why = "-method duplication (a permutation of every training cell)"
-		case ReplaceEntity, Neighbours:
-			why = "-method entity-replacement (random training cells of every process)"
-		case NearCells:
-			why = "-method near-cells (an alias table over every training cell)"
-		case AgreeCells:
-			why = "-method dain-agree (the best of every new cell)"
 		case TracIn:
 			if s.Estimator == EstimatorInRun {
 				why = "-influence in-run"
@@ -407,4 +399,122 @@ func (d *distRun) finish(cl cluster.Cluster, logf func(string, ...any)) *DistRep
 	logf("slowest rank %d: %.2f× the mean computation (%.1fs); the others wait for it in MPI", dr.Slowest, dr.SlowestBy, most)
 	logf("%.1fs communicating, %.2f ms per training step", dr.CommSeconds, dr.StepComm)
 	return dr
+}
+
+// The cell makers that draw one cell at a time from every training cell
+// (duplication, entity replacement, near-cells) or choose among every new
+// cell (dain-agree) run on rank 0 over what every process holds, gathered
+// there (onRoot): the cells are one process's, at O(cells) memory on rank 0
+// for that stage; the other stages keep O(cells/P).
+
+// toRoot returns every process's x concatenated in process order on rank
+// 0, and nothing elsewhere.
+func toRoot(cl cluster.Cluster, x []int32) []int32 {
+	counts := make([]int32, cl.Size())
+	counts[0] = int32(len(x))
+	return cl.AlltoallI32(x, counts)
+}
+
+// f64Bits and bitsF64 carry float64s through an int32 exchange, two int32s
+// each, bit for bit; f32Bits and bitsF32 carry float32s one each.
+func f64Bits(v []float64) []int32 {
+	out := make([]int32, 2*len(v))
+	for i, x := range v {
+		b := math.Float64bits(x)
+		out[2*i], out[2*i+1] = int32(uint32(b)), int32(uint32(b>>32))
+	}
+	return out
+}
+
+func bitsF64(b []int32) []float64 {
+	out := make([]float64, len(b)/2)
+	for i := range out {
+		out[i] = math.Float64frombits(uint64(uint32(b[2*i])) | uint64(uint32(b[2*i+1]))<<32)
+	}
+	return out
+}
+
+func f32Bits(v []float32) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(math.Float32bits(x))
+	}
+	return out
+}
+
+func bitsF32(b []int32) []float32 {
+	out := make([]float32, len(b))
+	for i, x := range b {
+		out[i] = math.Float32frombits(uint32(x))
+	}
+	return out
+}
+
+// onRoot runs build on rank 0 over an experiment whose training and
+// validation cells are those of every process (in the global order) and
+// extra, each process's float32s per training cell concatenated likewise,
+// on one process; it then gives every process its share of the k cells
+// made (cells Rank·k/Size onwards, e.augFirst) and st the statistics
+// (build's, which it records in st). build must call no collective stage: what it needs from the cluster (trained
+// models, alias tables) is computed before. An error on rank 0 is every
+// process's (agreed).
+func (e *Experiment) onRoot(extra []float32, st *AugStats, build func(r *Experiment, extra []float32) (*tensor.COO, error)) (*tensor.COO, error) {
+	cl, order := e.sp.cl, e.x.Order()
+	trIdx, trVal := toRoot(cl, e.Train.Idx), toRoot(cl, f64Bits(e.Train.Val))
+	vaIdx, ex := toRoot(cl, e.Val.Idx), toRoot(cl, f32Bits(extra))
+	var aug *tensor.COO
+	var err error
+	msg := make([]int64, 6) // failed, cells, values?, draws, rejected observed, repeated
+	if cl.Rank() == 0 {
+		r := *e
+		r.Train = &tensor.COO{Dims: e.x.Dims, Idx: trIdx, Val: bitsF64(trVal)}
+		r.Val = &tensor.COO{Dims: e.x.Dims, Idx: vaIdx, Val: make([]float64, len(vaIdx)/order)}
+		r.sp = spread{cl: cluster.Local{}, counts: e.sp.counts}
+		if aug, err = build(&r, bitsF32(ex)); err != nil {
+			msg[0] = 1
+		} else {
+			msg[1], msg[3], msg[4], msg[5] = int64(len(aug.Idx)/order), int64(st.Draws), int64(st.RejectObserved), int64(st.RejectRepeat)
+			if len(aug.Val) > 0 {
+				msg[2] = 1
+			}
+		}
+	}
+	trIdx, trVal, vaIdx, ex = nil, nil, nil, nil
+	cl.SumI64(msg)
+	if msg[0] != 0 {
+		if err != nil {
+			return nil, agreed{err}
+		}
+		return nil, agreed{fmt.Errorf("dain: making the new cells on rank 0: %w", ErrOtherProcess)}
+	}
+	st.Draws, st.RejectObserved, st.RejectRepeat = int(msg[3]), int(msg[4]), int(msg[5])
+	return e.scatterShares(aug, int(msg[1]), msg[2] != 0), nil
+}
+
+// scatterShares gives every process its share of the k cells aug that rank
+// 0 holds (nil elsewhere): cells Rank·k/Size to (Rank+1)·k/Size − 1, with
+// their values when vals; it sets e.augFirst.
+func (e *Experiment) scatterShares(aug *tensor.COO, k int, vals bool) *tensor.COO {
+	cl, order, size := e.sp.cl, e.x.Order(), e.sp.cl.Size()
+	ci, cv := make([]int32, size), make([]int32, size)
+	var idx, val []int32
+	if cl.Rank() == 0 {
+		for r := range size {
+			n := (r+1)*k/size - r*k/size
+			ci[r] = int32(n * order)
+			if vals {
+				cv[r] = int32(2 * n)
+			}
+		}
+		idx = aug.Idx
+		if vals {
+			val = f64Bits(aug.Val)
+		}
+	}
+	out := &tensor.COO{Dims: append([]int(nil), e.x.Dims...), Idx: cl.AlltoallI32(idx, ci)}
+	if vals {
+		out.Val = bitsF64(cl.AlltoallI32(val, cv))
+	}
+	e.augFirst = cl.Rank() * k / size
+	return out
 }

@@ -463,6 +463,9 @@ type Duplicate struct{}
 func (Duplicate) deps() []stage { return nil }
 
 func (Duplicate) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
+	if e.many() { // a permutation of every training cell: on rank 0
+		return e.onRoot(nil, st, func(r *Experiment, _ []float32) (*tensor.COO, error) { return Duplicate{}.cells(ctx, r, n, st) })
+	}
 	t0 := time.Now()
 	perm := rng(e.cfg.Seed, streamDuplicate).Perm(e.Train.NNZ())
 	rows := make([]int, n)
@@ -482,6 +485,19 @@ type ReplaceEntity struct{ Model Embedding }
 func (s ReplaceEntity) deps() []stage { return []stage{Neighbours(s)} }
 
 func (s ReplaceEntity) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
+	if e.many() { // random training cells of every process: on rank 0
+		t, err := e.model(ctx, s.Model) // trained by every process
+		if err != nil {
+			return nil, err
+		}
+		return e.onRoot(nil, st, func(r *Experiment, _ []float32) (*tensor.COO, error) {
+			nbr, err := nearest(t.net, r.Train)
+			if err != nil {
+				return nil, err
+			}
+			return r.replace(ctx, nbr, n, st)
+		})
+	}
 	nbr, err := e.neighbours(ctx, Neighbours(s))
 	if err != nil {
 		return nil, err

@@ -237,11 +237,22 @@ func (s NearCells) cells(ctx context.Context, e *Experiment, n int, st *AugStats
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
 	alpha, err := e.hostScores(v)
 	if err != nil {
 		return nil, err
 	}
+	if e.many() { // an alias table over every training cell: on rank 0
+		return e.onRoot(alpha, st, func(r *Experiment, alpha []float32) (*tensor.COO, error) {
+			return r.nearCells(ctx, tables, alpha, n, st)
+		})
+	}
+	return e.nearCells(ctx, tables, alpha, n, st)
+}
+
+// nearCells draws NearCells' n cells from the entity tables and the
+// training cells' scores alpha.
+func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, alpha []float32, n int, st *AugStats) (*tensor.COO, error) {
+	t0 := time.Now()
 	w := make([]float64, len(alpha))
 	for z, a := range alpha {
 		w[z] = math.Abs(float64(a))
@@ -348,7 +359,23 @@ func (s AgreeCells) cells(ctx context.Context, e *Experiment, n int, st *AugStat
 	if err != nil {
 		return nil, err
 	}
-	order := e.x.Order()
+	if e.many() { // the best of every process's candidates: on rank 0
+		cl := e.sp.cl
+		ci, ca, cb := toRoot(cl, cand.Idx), toRoot(cl, f64Bits(a)), toRoot(cl, f64Bits(b))
+		var aug *tensor.COO
+		if cl.Rank() == 0 {
+			aug = agreeKeep(e.x.Dims, ci, bitsF64(ca), bitsF64(cb), n)
+		}
+		return e.scatterShares(aug, n, true), nil
+	}
+	return agreeKeep(e.x.Dims, cand.Idx, a, b, n), nil
+}
+
+// agreeKeep returns the n of the candidate cells cand on whose predictions
+// a and b agree best (smallest |a − b|, ties by draw order), in draw
+// order, valued by a.
+func agreeKeep(dims []int, cand []int32, a, b []float64, n int) *tensor.COO {
+	order := len(dims)
 	idx := make([]int, len(a))
 	for i := range idx {
 		idx[i] = i
@@ -358,12 +385,12 @@ func (s AgreeCells) cells(ctx context.Context, e *Experiment, n int, st *AugStat
 	})
 	keep := idx[:n]
 	slices.Sort(keep) // draw order
-	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
+	aug := &tensor.COO{Dims: append([]int(nil), dims...)}
 	for _, k := range keep {
-		aug.Idx = append(aug.Idx, cand.Idx[k*order:(k+1)*order]...)
+		aug.Idx = append(aug.Idx, cand[k*order:(k+1)*order]...)
 		aug.Val = append(aug.Val, a[k])
 	}
-	return aug, nil
+	return aug
 }
 
 // twoPredictions returns the predictions of the trained models A and B for

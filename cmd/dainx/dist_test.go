@@ -744,6 +744,9 @@ func TestDistMethods(t *testing.T) {
 				}
 				got := readReport(t, rep)
 				gotBytes, _ := os.ReadFile(out)
+				if got.Dist == nil || got.Dist.Ranks != n {
+					t.Errorf("-n %d: the report's dist %+v", n, got.Dist)
+				}
 				if got.SplitFingerprint != want.SplitFingerprint || got.NAug != want.NAug || got.NTrain != want.NTrain {
 					t.Errorf("-n %d: split %s, %d new of %d training cells; one process %s, %d of %d", n, got.SplitFingerprint, got.NAug, got.NTrain, want.SplitFingerprint, want.NAug, want.NTrain)
 				}
