@@ -197,6 +197,9 @@ func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backe
 		if cfg.shards(x.Dims, cl.Size()) == 1 {
 			continue
 		}
+		if c.Influence == "in-run" {
+			return nil, agreed{fmt.Errorf("dain: -influence in-run observes every training step, which it does with the embedding tables replicated, not sharded (-shard-tables): run it with -shard-tables off")}
+		}
 		if c.InfluenceLayers == "all" && c.Influence != "representer" {
 			return nil, agreed{fmt.Errorf("dain: -influence-layers all differentiates the embedding table, which is sharded here (-shard-tables): run it with the tables replicated (-shard-tables off)")}
 		}

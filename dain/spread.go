@@ -37,6 +37,9 @@ type spread struct {
 	// trainFirst is the global number of this process's first training
 	// cell (its training cells are consecutive in the global order).
 	trainFirst int
+	// valFirst is the global number of this process's first validation
+	// cell, likewise.
+	valFirst int
 	// dist, for a run started by RunOn, gathers the report's DistReport;
 	// nil for Run.
 	dist *distRun
@@ -89,6 +92,16 @@ func (e *Experiment) splitOn(sh *Shard) {
 	}
 	e.Train, e.Val, e.Test = pick(tr), pick(va), pick(te)
 	e.sp.counts, e.sp.trainFirst = counts, trFirst
+	if cl.Size() > 1 {
+		// The global number of this process's first validation cell
+		// (in-run's sample is drawn from the global numbering).
+		per := make([]int64, cl.Size())
+		per[cl.Rank()] = int64(len(va))
+		cl.SumI64(per)
+		for r := 0; r < cl.Rank(); r++ {
+			e.sp.valFirst += int(per[r])
+		}
+	}
 }
 
 // trainStats sets the training cells' largest |value| and mean over every
@@ -307,23 +320,12 @@ func (e *Experiment) sampleShared(dev *sampling.Tables, key uint64, n int) ([]in
 }
 
 // spreadSupported reports why c cannot run spread over more than one
-// process, or nil. What remains refused needs a global view that no stage
-// has yet (a permutation or alias table over every training cell, a
-// selection over every new cell, a Gibbs sampler over every cell) or a
-// validation gradient at every step (in-run).
+// process, or nil: the Gibbs sampler of bayes-fm (and auto, which may
+// choose it) and the generator's values (-values oracle) run on one.
 func spreadSupported(c Config) error {
 	p := c.Pipeline()
 	var why string
-	walk(p.Cells, map[stage]bool{}, func(s stage) {
-		switch s := s.(type) {
-		case TracIn:
-			if s.Estimator == EstimatorInRun {
-				why = "-influence in-run"
-			}
-		}
-	})
 	switch {
-	case why != "":
 	case c.values() != ValuesPredictor:
 		why = "-values " + c.values()
 	case c.finalModel() == FinalBayesFM || c.FinalModel == FinalAuto:

@@ -62,8 +62,8 @@ func checkDist(m *Net, train *Set, cfg TrainConfig) error {
 	if d.Cluster == nil {
 		return fmt.Errorf("nn: a data-parallel training without a cluster")
 	}
-	if len(cfg.Steps) > 0 {
-		return fmt.Errorf("nn: step hooks observe a training on one process, not a data-parallel one")
+	if len(cfg.Steps) > 0 && m.sh != nil {
+		return fmt.Errorf("nn: step hooks observe a training whose embedding table is replicated, not sharded")
 	}
 	if (cfg.Resume != nil || cfg.Save != nil) && cfg.Order == nil {
 		return fmt.Errorf("nn: a data-parallel training is checkpointed only with a keyed order (the keyed split)")

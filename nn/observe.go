@@ -34,22 +34,26 @@ type StepHook interface {
 	Before(t int)
 	// After runs after step t's optimiser update. The model's activations
 	// (Act, Hidden) and gradients at them (DAct) are still those of the
-	// step's pass at θ_t, and b describes the step's batch.
+	// step's pass at θ_t, and b describes the step's batch. On a cluster
+	// (TrainConfig.Dist) every process runs Before at the same steps
+	// (a hook may sum over the processes there), and After with its own
+	// cells of the step's batch, or not at all when it has none.
 	After(t int, b StepBatch)
 }
 
 // StepBatch is the batch of a training step, for StepHook.After.
 type StepBatch struct {
-	// N is the number of cells B.
+	// N is the number of cells B (this process's, on a cluster).
 	N int
 	// Rows are the cells' global rows (B×N), as the pass read them.
 	Rows compute.I32
-	// Cells are the cells' numbers in the training Set (B elements, in
-	// the batch's order; distinct).
+	// Cells are the cells' numbers in the (local) training Set (B
+	// elements, in the batch's order; distinct).
 	Cells compute.I32
 	// Delta is the gradient of the batch loss at the predictions the
 	// backward pass took: Scale·(x̂ − x) per cell, Scale = 2/B (the
-	// batch-mean MSE), so a cell's own loss (x̂ − x)² has gradient
+	// batch-mean MSE; B the global batch on a cluster), so a cell's own
+	// loss (x̂ − x)² has gradient
 	// Delta/Scale·… times the same activations.
 	Delta compute.F32
 	Scale float32

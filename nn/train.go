@@ -533,7 +533,7 @@ func (t *trainer) setup() error {
 		*cfg.Adam = AdamState{M: t.adamM, V: t.adamV, Step: t.adam}
 	}
 	if len(cfg.Steps) > 0 && !t.perStep {
-		t.cellsDev = be.AllocI32(t.T)
+		t.cellsDev = be.AllocI32(len(t.ord))
 	}
 	if t.capturer != nil {
 		t.graphs = map[int]compute.Graph{}
@@ -700,7 +700,7 @@ func (t *trainer) stage() {
 		be.Upload(t.shufVals.Slice(lo, hi-lo), t.hostVals[:hi-lo])
 	}
 	if t.cellsDev != nil {
-		be.UploadI32(t.cellsDev, t.perm)
+		be.UploadI32(t.cellsDev, t.ord)
 	}
 	if t.capturer != nil {
 		for s := range t.steps {
@@ -761,11 +761,12 @@ func (t *trainer) step(k, s int) error {
 	if cfg.Adam != nil {
 		cfg.Adam.Step = t.adam
 	}
-	if len(hooked) > 0 {
-		b := StepBatch{N: hi - lo, Delta: t.delta.Slice(0, hi-lo), Scale: float32(2 / float64(hi-lo))}
+	if len(hooked) > 0 && hi > lo { // a process without cells in this step has none to observe
+		gb := min((s+1)*cfg.Batch, t.T) - s*cfg.Batch // the global batch (hi − lo on one process)
+		b := StepBatch{N: hi - lo, Delta: t.delta.Slice(0, hi-lo), Scale: float32(2 / float64(gb))}
 		b.Rows = t.shufRows.Slice(at*order, b.N*order)
 		if t.perStep {
-			b.Cells = t.hb.WrapI32(t.perm[lo:hi])
+			b.Cells = t.hb.WrapI32(t.ord[lo:hi])
 		} else {
 			b.Cells = t.cellsDev.Slice(lo, b.N)
 		}

@@ -60,6 +60,11 @@ type InRun struct {
 	delta, score compute.F32 // capacity
 	terms        *layerTerms
 	seconds      float64
+	// sum, when not nil, sums G_t over the processes (SumValGrad),
+	// through host; err is a failed download, returned by Checkpoint.
+	sum  func([]float32)
+	host []float32
+	err  error
 }
 
 // InRunConfig sets an InRun estimator.
@@ -129,11 +134,32 @@ func (a *InRun) Before(t int) {
 			be.LinearBackward(nil, a.g.Slice(0, d), a.g.Slice(d, 1), dl, m.Hidden(hi-lo), w, d, 1, false, lo > 0)
 		}
 	}
-	if a.all {
+	switch {
+	case a.val.Len() == 0: // this process holds none of the sample
+		be.Fill(a.g, 0)
+	case a.all:
 		be.Copy(a.g, m.Grads())
+	}
+	if a.sum != nil {
+		if a.host == nil {
+			a.host = make([]float32, a.g.Len())
+		}
+		if err := be.Download(a.host, a.g); err != nil {
+			a.err = fmt.Errorf("tracin: in-run, step %d: %w", t, err)
+		}
+		a.sum(a.host)
+		be.Upload(a.g, a.host)
 	}
 	a.seconds += time.Since(t0).Seconds()
 }
+
+// SumValGrad makes the estimator one of several processes' that hold the
+// training cells and the validation sample between them (each observing
+// its own cells of every step of one data-parallel training, with the
+// embedding table replicated): at every observed step sum replaces G_t
+// by its sum over the processes, in place, before any cell's term is
+// taken.
+func (a *InRun) SumValGrad(sum func([]float32)) { a.sum = sum }
 
 // After preconditions G_t with the step's Adam state and adds each batch
 // cell's term to its running score.
@@ -164,6 +190,9 @@ func (a *InRun) After(t int, b nn.StepBatch) {
 func (a *InRun) Checkpoint(best bool) error {
 	a.k++
 	be := a.m.Backend()
+	if a.err != nil {
+		return a.err
+	}
 	if best {
 		be.Copy(a.best, a.run)
 	}

@@ -705,15 +705,17 @@ func TestRankDevice(t *testing.T) {
 // mpi through the one pipeline. On one rank its augmented tensor is one
 // process's byte for byte, with the same RMSEs; on two ranks the split
 // fingerprint and the number of new cells are one process's and the test
-// RMSEs within 1%, or, for a method that does not yet run spread over
-// several processes (dain.CheckSpread), the run is refused up front with a
-// message that says so and writes nothing.
+// RMSEs within 1%, or, for a configuration that does not yet run spread
+// over several processes (dain.CheckSpread: none of these methods), the
+// run is refused up front with a message that says so and writes nothing.
 func TestDistMethods(t *testing.T) {
 	l := mpiLauncher(t)
 	dir := t.TempDir()
 	for _, v := range dain.Variants {
 		t.Run(v.Name, func(t *testing.T) {
-			args := append(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-method", v.Name}, distFlags...), "-index-base", "0")
+			// A validation sample smaller than the validation set, so
+			// that in-run draws it over the ranks' shares.
+			args := append(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-method", v.Name, "-influence-val-sample", "100"}, distFlags...), "-index-base", "0")
 			var one bytes.Buffer
 			oneOut := filepath.Join(dir, v.Name+"-one.tsv")
 			if code := run(append(args, "-output", oneOut), &one, os.Stderr); code != 0 {
@@ -764,5 +766,19 @@ func TestDistMethods(t *testing.T) {
 				t.Logf("-n %d: rmse %.5f → %.5f (one process %.5f → %.5f), %d new cells", n, got.RMSEBefore, got.RMSEAfter, want.RMSEBefore, want.RMSEAfter, got.NAug)
 			}
 		})
+	}
+	// What does not spread yet is refused on two ranks, by rank 0 alone,
+	// before the input is read; on one rank it runs.
+	out := filepath.Join(dir, "bayes.tsv")
+	args := append(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-final-model", "bayes-fm"}, distFlags...), "-dist", "mpi", "-output", out)
+	code, msg := mpiRun(t, l, 2, nil, args...)
+	if code == 0 || strings.Count(msg, "-final-model bayes-fm does not run spread over more than one process yet") != 1 {
+		t.Errorf("-final-model bayes-fm on 2 ranks: exit %d\n%s", code, msg)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("-final-model bayes-fm on 2 ranks: refused, but %s was written", out)
+	}
+	if code, msg := mpiRun(t, l, 1, nil, args...); code != 0 {
+		t.Errorf("-final-model bayes-fm on 1 rank: exit %d\n%s", code, msg)
 	}
 }
