@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -26,6 +27,27 @@ var physicalMemory = func() int64 {
 	}
 	return 0
 }()
+
+// runCellCopies is how many copies of a cell (its COO indices and value)
+// a run holds at its peak: the tensor read, its split, the models' sets of
+// it (Θ, the value predictor, the retraining's), the observed-cell sets
+// and the new cells; an upper estimate.
+const runCellCopies = 12
+
+// RunBytes estimates the memory in bytes of one process's part of a run of
+// cfg on a tensor of nnz cells with dims spread over shards processes
+// (RunOn; 1 for Run): its share of the cells, each held in about
+// runCellCopies copies, and the per-entity tables (tableBytes).
+func RunBytes(nnz int, dims []int, cfg Config, shards int) float64 {
+	if cfg.Layers == nil {
+		cfg.Layers = nn.DefaultLayers(len(dims))
+	}
+	cell := float64(4*len(dims) + 8)
+	return runCellCopies*cell*float64(nnz)/float64(max(shards, 1)) + tableBytesSharded(dims, cfg, 1)
+}
+
+// PhysicalMemory returns this machine's memory in bytes, 0 where unknown.
+func PhysicalMemory() int64 { return physicalMemory }
 
 // tableBytes estimates the bytes of the per-entity tables an experiment of
 // cfg on a tensor of dims holds at once: float32 embeddings of width E for Θ

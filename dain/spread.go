@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
@@ -55,6 +56,26 @@ type distRun struct {
 	lastWall             time.Time
 	lastComm             float64
 }
+
+// NewExperimentOn is NewExperiment on this process's shard sh of a tensor
+// spread over the processes of cl (each calling it with its own shard and
+// the same configurations); NewExperiment is NewExperimentOn on
+// cluster.Local. Every stage of the experiment is then collective: the
+// processes must call the same methods in the same order. sh is read, not
+// kept (another experiment may split it again). It returns an error, on
+// every process, for a configuration that does not run spread over
+// cl.Size() processes (CheckSpread).
+func NewExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
+	return newExperimentOn(cl, sh, cfg, be, methods...)
+}
+
+// NTrain returns the number of training cells over every process.
+func (e *Experiment) NTrain() int { return e.nTrain() }
+
+// GlobalNNZ returns the number of cells of x over every process, each
+// holding its share of them (as Augment returns): x.NNZ() on one process.
+// It is collective.
+func (e *Experiment) GlobalNNZ(x *tensor.COO) int { return e.globalNNZ(x) }
 
 // many reports whether the experiment runs on more than one process.
 func (e *Experiment) many() bool { return e.sp.cl.Size() > 1 }

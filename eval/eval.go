@@ -19,6 +19,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/tensor"
@@ -155,6 +156,15 @@ type Results struct {
 // repeat's downstream model trained on train alone. It returns ctx's error
 // when cancelled and the first error of a run otherwise.
 func Evaluate(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*Results, error) {
+	return EvaluateOn(ctx, cluster.Local{}, &dain.Shard{Cells: x, NNZ: x.NNZ()}, s, be)
+}
+
+// EvaluateOn is Evaluate with every run spread over the processes of cl,
+// each calling it with its shard sh of the tensor and the same spec (see
+// dain.RunOn): every process returns the same runs (test RMSEs and
+// new-cell counts over every process; times are this process's).
+// Evaluate is EvaluateOn on cluster.Local.
+func EvaluateOn(ctx context.Context, cl cluster.Cluster, sh *dain.Shard, s Spec, be compute.Backend) (*Results, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -207,7 +217,7 @@ func Evaluate(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*
 			}
 			continue
 		}
-		runs, err := evaluateRepeat(ctx, x, s, base, r, ratios, be, step)
+		runs, err := evaluateRepeat(ctx, cl, sh, s, base, r, ratios, be, step)
 		if err != nil {
 			return nil, err
 		}
@@ -270,19 +280,20 @@ func resumed(prev *Results, repeat int, seed uint64, methods []string, ratios []
 	return append(out, plain...)
 }
 
-func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config, r int, ratios []float64, be compute.Backend, step func(string)) ([]Run, error) {
+func evaluateRepeat(ctx context.Context, cl cluster.Cluster, sh *dain.Shard, s Spec, base dain.Config, r int, ratios []float64, be compute.Backend, step func(string)) ([]Run, error) {
+	dims := sh.Cells.Dims
 	cfgs := make([]dain.Config, len(s.Methods))
 	for i, m := range s.Methods {
 		v, _ := dain.VariantNamed(m)
 		cfgs[i] = base
 		v.Set(&cfgs[i])
 	}
-	e, err := dain.NewExperiment(x, base, be, cfgs...)
+	e, err := dain.NewExperimentOn(cl, sh, base, be, cfgs...)
 	if err != nil {
 		return nil, err
 	}
 	defer e.Close()
-	rmse0, res0, sec0, err := e.Downstream(ctx, &tensor.COO{Dims: x.Dims}, "")
+	rmse0, res0, sec0, err := e.Downstream(ctx, &tensor.COO{Dims: dims}, "")
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +318,7 @@ func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config
 		runs = append(runs, Run{Repeat: r + 1, Seed: base.Seed, Method: Plain, Model: b, RMSE: rmse, BestEpoch: res.BestEpoch, SecRetrain: sec, SecTotal: sec})
 		step(fmt.Sprintf("repeat %d: %s alone", r+1, b))
 	}
-	nTrain := e.Train.NNZ()
+	nTrain := e.NTrain()
 	for i, m := range s.Methods {
 		for _, ratio := range ratios {
 			run := Run{Repeat: r + 1, Seed: base.Seed, Method: m, Ratio: ratio}
@@ -322,7 +333,7 @@ func evaluateRepeat(ctx context.Context, x *tensor.COO, s Spec, base dain.Config
 			if err != nil {
 				return nil, fmt.Errorf("repeat %d, %s, ratio %g: %w", r+1, m, ratio, err)
 			}
-			run.NAug = aug.NNZ()
+			run.NAug = e.GlobalNNZ(aug)
 			run.Diagnostics = e.ImportanceDiagnostics(cfgs[i], aug)
 			run.SecAugment = st.Sample + st.Predict
 			run.SecFixed = e.SharedSeconds(cfgs[i]).Total()

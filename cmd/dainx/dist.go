@@ -243,11 +243,15 @@ func readShard(c *mpi.Comm, in *inputFlags) (*dain.Shard, string, tensor.Format,
 	return sh, in.Input, format, err
 }
 
-// evalDist is `dainx eval -dist mpi`: every rank reads the whole tensor
-// and runs the repeats r with r mod P = its rank on its own backend; rank 0
-// gathers the runs (in one process's order) and writes the output once
-// every rank has finished. A rank's failure aborts the job.
-func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out string, args []string, stdout, stderr io.Writer) int {
+// evalDist is `dainx eval -dist mpi`. With -spread repeats every rank
+// reads the whole tensor and runs the repeats r with r mod P = its rank on
+// its own backend; with -spread runs every rank reads its share of the
+// cells and every run is spread over all ranks (eval.EvaluateOn, as
+// dainx augment -dist mpi); auto chooses repeats when each of a node's
+// ranks can hold a whole run (dain.RunBytes within half the node's memory)
+// and there are at least as many repeats as ranks. Rank 0 gathers the runs
+// (in one process's order) and writes the output once.
+func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out, spread string, args []string, stdout, stderr io.Writer) int {
 	c, err := openMPI()
 	if err != nil {
 		return exitFor("eval", err, ctx, stderr)
@@ -263,11 +267,16 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out string, a
 		c.Finalize()
 		return code
 	}
-	t, name, _, err := readInput(in)
+	sh, name, _, err := readShard(c, in)
 	if err != nil {
+		if errors.Is(err, mpijob.ErrReported) {
+			c.Finalize()
+			return exitFailure
+		}
 		return fail(err)
 	}
-	if err := checkLayers(&spec.Base, t.Order()); err != nil {
+	dims, nnz := sh.Cells.Dims, sh.NNZ
+	if err := checkLayers(&spec.Base, len(dims)); err != nil {
 		return fail(err)
 	}
 	if rank == 0 {
@@ -277,24 +286,49 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out string, a
 	} else {
 		spec.Progress = nil
 	}
+	if spread == "auto" {
+		_, local := c.LocalRank()
+		fits := dain.RunBytes(nnz, dims, spec.Base, 1)*float64(local) <= float64(dain.PhysicalMemory())/2
+		spread = "runs"
+		if fits && spec.Repeats >= size {
+			spread = "repeats"
+		}
+	}
 	be, err := openDistBackend(c, in, stderrIf(rank == 0, stderr))
 	if err != nil {
 		return fail(err)
 	}
 	defer be.Close()
-	spec.Only = func(r int) bool { return r%size == rank }
-	res, err := eval.Evaluate(ctx, t, spec, be)
-	if err != nil {
-		return fail(err)
-	}
-	js, err := json.Marshal(res.Runs)
-	if err != nil {
-		return fail(err)
-	}
-	all, counts := mpi.Allgatherv(c, js)
-	secs := []float64{res.Seconds}
-	c.Allreduce(secs, mpi.Max)
-	if rank == 0 {
+	var res *eval.Results
+	if spread == "runs" {
+		for _, m := range spec.Methods {
+			v, _ := dain.VariantNamed(m)
+			cfg := spec.Base
+			v.Set(&cfg)
+			if err := dain.CheckSpread(cfg, size); err != nil {
+				return fail(fmt.Errorf("-spread runs: method %s: %w", m, err))
+			}
+		}
+		cl := &mpijob.Cluster{C: c}
+		if res, err = eval.EvaluateOn(ctx, cl, sh, spec, be); err != nil {
+			return fail(err)
+		}
+	} else {
+		sh = nil // each rank reads the whole tensor instead
+		t, _, _, err := readInput(in)
+		if err != nil {
+			return fail(err)
+		}
+		spec.Only = func(r int) bool { return r%size == rank }
+		if res, err = eval.Evaluate(ctx, t, spec, be); err != nil {
+			return fail(err)
+		}
+		// Every rank's runs, gathered in one process's order.
+		js, err := json.Marshal(res.Runs)
+		if err != nil {
+			return fail(err)
+		}
+		all, counts := mpi.Allgatherv(c, js)
 		var runs []eval.Run
 		off := 0
 		for _, n := range counts {
@@ -306,16 +340,21 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out string, a
 			off += int(n)
 		}
 		sort.SliceStable(runs, func(i, j int) bool { return runs[i].Repeat < runs[j].Repeat })
-		res.Runs, res.Seconds = runs, secs[0]
+		res.Runs = runs
+	}
+	secs := []float64{res.Seconds}
+	c.Allreduce(secs, mpi.Max)
+	if rank == 0 {
+		res.Seconds = secs[0]
 		p := eval.Provenance{
-			Input: name, Dims: t.Dims, NNZ: t.NNZ(), Backend: be.Name(), Device: be.Device(),
+			Input: name, Dims: dims, NNZ: nnz, Backend: be.Name(), Device: be.Device(),
 			Methods: spec.Methods, Ratios: spec.Ratios, Baselines: spec.Baselines, Repeats: spec.Repeats, Base: eval.TrainingOf(spec.Base),
 			Command: "dainx eval " + strings.Join(args, " "), Seconds: res.Seconds,
 		}
 		if err := res.WriteDir(out, p); err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(stdout, "dainx eval: wrote %s/{runs.csv,runs.json,summary.md,summary.json,rmse.png,runtime.png} (%d ranks, %s)\n", out, size, c.Version())
+		fmt.Fprintf(stdout, "dainx eval: wrote %s/{runs.csv,runs.json,summary.md,summary.json,rmse.png,runtime.png} (%d ranks, -spread %s, %s)\n", out, size, spread, c.Version())
 	}
 	c.Finalize()
 	return exitOK

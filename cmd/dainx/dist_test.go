@@ -605,7 +605,8 @@ func TestDistShardedTables(t *testing.T) {
 }
 
 // TestDistEval: dainx eval -dist mpi spreads the repeats over the ranks and
-// writes the runs of one process.
+// writes the runs of one process; with -spread runs it spreads every run
+// over the ranks instead, with the same runs (RMSEs within 1%).
 func TestDistEval(t *testing.T) {
 	l := mpiLauncher(t)
 	dir := t.TempDir()
@@ -637,6 +638,29 @@ func TestDistEval(t *testing.T) {
 		}
 		if got := fmt.Sprint(read(d)); got != want {
 			t.Errorf("-n %d: runs\n%s\nwant\n%s", n, got, want)
+		}
+	}
+	// -spread runs: every run spread over the ranks, each holding its
+	// share of the cells: the same runs and new-cell counts, test RMSEs
+	// within 1%.
+	oneRuns := read("one")
+	for _, n := range []int{1, 2} {
+		d := fmt.Sprintf("runs%d", n)
+		if code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi", "-spread", "runs", "-out", filepath.Join(dir, d))...); code != 0 {
+			t.Fatalf("-spread runs -n %d: exit %d\n%s", n, code, msg)
+		}
+		got := read(d)
+		if len(got) != len(oneRuns) {
+			t.Fatalf("-spread runs -n %d: %d runs, one process %d", n, len(got), len(oneRuns))
+		}
+		for i := range got {
+			g, w := got[i].([]any), oneRuns[i].([]any)
+			if fmt.Sprint(g[0], g[1], g[2], g[4]) != fmt.Sprint(w[0], w[1], w[2], w[4]) {
+				t.Errorf("-spread runs -n %d: run %d is %v, one process's %v", n, i, g, w)
+			}
+			if r := g[3].(float64) / w[3].(float64); math.Abs(r-1) > 0.01 || (n == 1 && r != 1) {
+				t.Errorf("-spread runs -n %d: run %v: rmse %v, one process %v", n, w[:3], g[3], w[3])
+			}
 		}
 	}
 }

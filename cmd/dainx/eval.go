@@ -44,7 +44,8 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	cli.BindValues(fs, &cfg, &oracle)
 	var preset string
 	cli.BindPreset(fs, &preset)
-	distMode := fs.String("dist", "", distHelp+"; the repeats are spread over the ranks")
+	distMode := fs.String("dist", "", distHelp+"; the repeats, or each run, are spread over the ranks (-spread)")
+	spread := fs.String("spread", "auto", "with -dist mpi: repeats (each rank runs whole repeats, r mod ranks = its rank, holding the whole tensor), runs (every run spread over all ranks, each holding its share of the cells, as dainx augment -dist mpi), or auto: repeats when a node's ranks can each hold a whole run and there are at least as many repeats as ranks, else runs")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx eval -out DIR [flags]
 
@@ -115,13 +116,16 @@ Methods:
 	if err := checkDist(*distMode); err != nil {
 		return exitFor("eval", err, nil, stderr)
 	}
+	if *spread != "auto" && *spread != "repeats" && *spread != "runs" {
+		return exitFor("eval", fmt.Errorf("%w: -spread %q: want auto, repeats or runs", errUsage, *spread), nil, stderr)
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	if *distMode == "mpi" {
 		if resume || diagnose {
 			return exitFor("eval", fmt.Errorf("%w: -dist mpi runs neither -resume nor -diagnose", errUsage), nil, stderr)
 		}
-		return evalDist(ctx, spec, &in, out, args, stdout, stderr)
+		return evalDist(ctx, spec, &in, out, *spread, args, stdout, stderr)
 	}
 	return exitFor("eval", runEval(ctx, spec, &in, out, resume, diagnose, args, stdout, stderr), ctx, stderr)
 }
