@@ -114,6 +114,10 @@ func (c *Config) shardPlan(kind string, dims []int, size int) (shard bool, opt, 
 		if explicit && opt != nn.SparseAdam {
 			return false, opt, "", fmt.Errorf("dain: -shard-tables on: a sharded table trains with sparse-adam, not %s (-embedding-optimizer)", opt)
 		}
+		if size < 2 {
+			// A cluster of one holds every row: the one-process run.
+			return false, opt, "", nil
+		}
 		return true, nn.SparseAdam, "-shard-tables on", nil
 	}
 	if size < 2 || bytes < ShardTablesAbove {
