@@ -302,38 +302,55 @@ func (e *Experiment) maxModes(w [][]float64) {
 	}
 }
 
+// exchangeRound is the most observed cells a process sends its owners in
+// one round of sampleShared's exchange: the round's buffers, not the
+// whole share, are what the exchange adds to a process's memory.
+var exchangeRound = 1 << 20
+
 // sampleShared is sample over several processes: this process's share of
 // the n new cells (Rank·n/Size onwards, e.augFirst), drawn with the
-// observed cells (train ∪ validation) partitioned by owner.
+// observed cells (train ∪ validation) partitioned by owner. The observed
+// cells travel to their owners in rounds of at most exchangeRound cells a
+// process.
 func (e *Experiment) sampleShared(dev *sampling.Tables, key uint64, n int) ([]int32, sampling.Stats, error) {
 	cl, order := e.sp.cl, e.x.Order()
 	size := cl.Size()
-	counts := make([]int32, size)
-	parts := [][]int32{e.Train.Idx, e.Val.Idx}
-	for _, c := range parts {
-		for k := 0; k < len(c); k += order {
-			counts[sampling.Owner(c[k:k+order], size)] += int32(order)
+	nt, local := e.Train.NNZ(), e.Train.NNZ()+e.Val.NNZ()
+	cell := func(k int) []int32 { // observed cell k of this process: train, then validation
+		if k < nt {
+			return e.Train.Idx[k*order : (k+1)*order]
 		}
+		k -= nt
+		return e.Val.Idx[k*order : (k+1)*order]
 	}
-	next := sampling.Starts(counts, 1)
-	send := make([]int32, len(e.Train.Idx)+len(e.Val.Idx))
-	for _, c := range parts {
-		for k := 0; k < len(c); k += order {
-			r := sampling.Owner(c[k:k+order], size)
-			copy(send[next[r]:], c[k:k+order])
-			next[r] += int32(order)
-		}
-	}
-	recv := cl.AlltoallI32(send, counts)
-	send = nil
-	owned := tensor.NewCellSet(e.x.Dims, len(recv)/order)
+	rounds := make([]int64, size)
+	rounds[cl.Rank()] = int64((local + exchangeRound - 1) / exchangeRound)
+	cl.SumI64(rounds)
+	owned := tensor.NewCellSet(e.x.Dims, local) // about a share of train ∪ validation
 	support := []int64{0}
-	for k := 0; k < len(recv); k += order {
-		if owned.Add(recv[k:k+order]) && dev.Reachable(recv[k:k+order]) {
-			support[0]++
+	counts := make([]int32, size)
+	send := make([]int32, min(local, exchangeRound)*order)
+	for r := 0; r < int(slices.Max(rounds)); r++ {
+		lo, hi := min(r*exchangeRound, local), min((r+1)*exchangeRound, local)
+		clear(counts)
+		for k := lo; k < hi; k++ {
+			counts[sampling.Owner(cell(k), size)] += int32(order)
+		}
+		next := sampling.Starts(counts, 1)
+		for k := lo; k < hi; k++ {
+			c := cell(k)
+			o := sampling.Owner(c, size)
+			copy(send[next[o]:], c)
+			next[o] += int32(order)
+		}
+		recv := cl.AlltoallI32(send[:(hi-lo)*order], counts)
+		for k := 0; k < len(recv); k += order {
+			if owned.Add(recv[k:k+order]) && dev.Reachable(recv[k:k+order]) {
+				support[0]++
+			}
 		}
 	}
-	recv = nil
+	send = nil
 	cl.SumI64(support)
 	cells, first, s, err := dev.CellsShared(owned, int(support[0]), n, sampling.Options{Key: key}, cl)
 	e.augFirst = first
