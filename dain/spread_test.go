@@ -91,4 +91,3 @@ func seq(lo, hi int) []int {
 	}
 	return out
 }
-
