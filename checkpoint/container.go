@@ -98,37 +98,30 @@ func (c *Writer) Gob(name string, v any) {
 // F32 writes v as section name, in chunks of 64 KiB.
 func (c *Writer) F32(name string, v []float32) {
 	c.section(name, kindFloat32, len(v))
-	for lo := 0; lo < len(v); lo += len(c.buf) / 4 {
-		hi := min(lo+len(c.buf)/4, len(v))
-		b := c.buf[:0]
-		for _, x := range v[lo:hi] {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-		}
-		c.raw(b)
-	}
+	chunks(c, v, 4, func(b []byte, x float32) []byte { return binary.LittleEndian.AppendUint32(b, math.Float32bits(x)) })
 }
 
 // I32 writes v as section name, in chunks of 64 KiB.
 func (c *Writer) I32(name string, v []int32) {
 	c.section(name, kindInt32, len(v))
-	for lo := 0; lo < len(v); lo += len(c.buf) / 4 {
-		hi := min(lo+len(c.buf)/4, len(v))
-		b := c.buf[:0]
-		for _, x := range v[lo:hi] {
-			b = binary.LittleEndian.AppendUint32(b, uint32(x))
-		}
-		c.raw(b)
-	}
+	chunks(c, v, 4, func(b []byte, x int32) []byte { return binary.LittleEndian.AppendUint32(b, uint32(x)) })
 }
 
 // F64 writes v as section name, in chunks of 64 KiB.
 func (c *Writer) F64(name string, v []float64) {
 	c.section(name, kindFloat64, len(v))
-	for lo := 0; lo < len(v); lo += len(c.buf) / 8 {
-		hi := min(lo+len(c.buf)/8, len(v))
+	chunks(c, v, 8, func(b []byte, x float64) []byte { return binary.LittleEndian.AppendUint64(b, math.Float64bits(x)) })
+}
+
+// chunks writes the elements of v, width bytes each as put encodes them,
+// through the writer's buffer.
+func chunks[T any](c *Writer, v []T, width int, put func([]byte, T) []byte) {
+	per := len(c.buf) / width
+	for lo := 0; lo < len(v); lo += per {
+		hi := min(lo+per, len(v))
 		b := c.buf[:0]
 		for _, x := range v[lo:hi] {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+			b = put(b, x)
 		}
 		c.raw(b)
 	}

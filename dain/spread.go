@@ -242,18 +242,7 @@ func (e *Experiment) evalMSE(m *nn.Net, s *nn.Set, n int) (float64, error) {
 
 // sumModes sums each mode's entity weights over the processes, in place.
 func (e *Experiment) sumModes(w [][]float64) {
-	if !e.many() {
-		return
-	}
-	var flat []float64
-	for _, m := range w {
-		flat = append(flat, m...)
-	}
-	e.sp.cl.SumF64(flat)
-	for _, m := range w {
-		n := copy(m, flat)
-		flat = flat[n:]
-	}
+	e.overModes(w, e.sp.cl.SumF64)
 }
 
 // sumFlat sums x over the processes in place (nil on one process, for
@@ -283,6 +272,19 @@ func (e *Experiment) summerF64() func([]float64) {
 // maxModes replaces each mode's entity weights by their maximum over the
 // processes.
 func (e *Experiment) maxModes(w [][]float64) {
+	e.overModes(w, func(flat []float64) {
+		all := e.sp.cl.GatherF64(flat)
+		for r := 0; r < e.sp.cl.Size(); r++ {
+			for i, v := range all[r*len(flat) : (r+1)*len(flat)] {
+				flat[i] = max(flat[i], v)
+			}
+		}
+	})
+}
+
+// overModes applies reduce, a collective over the processes, to every
+// mode's weights concatenated, in place; nothing on one process.
+func (e *Experiment) overModes(w [][]float64, reduce func(flat []float64)) {
 	if !e.many() {
 		return
 	}
@@ -290,12 +292,7 @@ func (e *Experiment) maxModes(w [][]float64) {
 	for _, m := range w {
 		flat = append(flat, m...)
 	}
-	all := e.sp.cl.GatherF64(flat)
-	for r := 0; r < e.sp.cl.Size(); r++ {
-		for i, v := range all[r*len(flat) : (r+1)*len(flat)] {
-			flat[i] = max(flat[i], v)
-		}
-	}
+	reduce(flat)
 	for _, m := range w {
 		n := copy(m, flat)
 		flat = flat[n:]
