@@ -13,11 +13,12 @@ import (
 )
 
 // TestRunOnRanks: RunOn on 2 and 3 ranks (goroutines of one process, each
-// holding a contiguous share of the cells and its own backend) gives Run's
+// holding a contiguous share of the cells, one of them none, and its own
+// backend) gives Run's
 // split fingerprint, new-cell count and new cells (the ranks' shares in
 // rank order), and test RMSEs within 1%, for the paper's method, degree,
-// a method made on rank 0 (duplication) and one that chooses among every
-// new cell (dain-agree); the observed cells travel to their owners in
+// a method made on rank 0 (duplication), one that chooses among every new
+// cell (dain-agree) and in-run (step hooks on every rank); the observed cells travel to their owners in
 // several rounds (exchangeRound cut to 97 cells). The tensor fills 60% of
 // its grid, so that most draws hit an observed cell: one missed in the
 // exchange would be drawn as new.
@@ -25,9 +26,10 @@ func TestRunOnRanks(t *testing.T) {
 	x := denseTensor(16, 12, 10, 0.6)
 	defer func(r int) { exchangeRound = r }(exchangeRound)
 	exchangeRound = 97
-	for _, method := range []string{"dain", "degree", "duplication", "dain-agree"} {
+	for _, method := range []string{"dain", "degree", "duplication", "dain-agree", "dain-in-run"} {
 		cfg := DefaultConfig()
 		cfg.Layers, cfg.Epochs, cfg.Batch, cfg.Ratio = []int{24, 16, 8}, 3, 128, 0.3
+		cfg.InfluenceValSample = 50 // in-run's sample, drawn over the ranks' validation cells
 		if v, ok := VariantNamed(method); ok {
 			v.Set(&cfg)
 		}
@@ -35,11 +37,16 @@ func TestRunOnRanks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range []int{2, 3} {
+		// Each layout gives rank r the cells [bounds[r], bounds[r+1]); the
+		// last leaves a rank with none, which still takes part in every
+		// collective.
+		n := x.NNZ()
+		for _, bounds := range [][]int{{0, n / 2, n}, {0, n / 3, 2 * n / 3, n}, {0, n / 2, n, n}} {
+			p := len(bounds) - 1
 			res := make([]*Result, p)
 			errs := make([]error, p)
 			clustertest.Run(p, func(r clustertest.Rank) {
-				lo, hi := r.Rank()*x.NNZ()/p, (r.Rank()+1)*x.NNZ()/p
+				lo, hi := bounds[r.Rank()], bounds[r.Rank()+1]
 				sh := &Shard{Cells: x.Subset(seq(lo, hi)), First: lo, NNZ: x.NNZ()}
 				res[r.Rank()], errs[r.Rank()] = RunOn(context.Background(), r, sh, cfg, cpu.New())
 			})
