@@ -120,16 +120,20 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 	}
 	// Agreed failures: every rank checks the same flags and files; the
 	// outputs are one transaction (internal/outtx), committed by rank 0.
-	if err := dain.CheckSpread(cfg, c.Size()); err != nil {
-		// Every rank finds it: rank 0 says why, and none exits before
-		// the others have finished (an early exit ends the job).
-		code := exitFor("augment", fmt.Errorf("dain: %w", err), ctx, stderrIf(rank == 0, stderr))
+	// Every rank finds an agreed failure: rank 0 says why, and none exits
+	// before the others have finished (an exit without MPI_Finalize ends
+	// the job, which could kill rank 0 before it has printed).
+	agreed := func(err error) int {
+		code := exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
 		c.Finalize()
 		return code
 	}
+	if err := dain.CheckSpread(cfg, c.Size()); err != nil {
+		return agreed(fmt.Errorf("dain: %w", err))
+	}
 	tx, err := a.Begin(ck.dir)
 	if err != nil {
-		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
+		return agreed(err)
 	}
 	defer tx.Abort()
 	sh, name, format, err := readShard(c, in)
@@ -143,7 +147,7 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 		return code
 	}
 	if err := checkLayers(&cfg, len(sh.Cells.Dims)); err != nil {
-		return exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
+		return agreed(err)
 	}
 	be, err := openDistBackend(c, in, stderrIf(rank == 0, stderr))
 	if err != nil {
