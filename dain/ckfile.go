@@ -39,22 +39,23 @@ var errNotCheckpoint = checkpoint.ErrNotCheckpoint
 func readCkFile(path string, until string) (*ckFile, error) {
 	out := &ckFile{}
 	f, err := checkpoint.ReadFile(path, until, out.readHeader)
-	if err != nil {
-		return nil, err
-	}
-	out.File = f
-	return out, nil
+	return out.with(f, err)
 }
 
 // readCk is readCkFile of the size bytes of f, named path in errors.
 func readCk(f io.Reader, size uint64, path string, until string) (*ckFile, error) {
 	out := &ckFile{}
 	file, err := checkpoint.Read(f, size, path, until, out.readHeader)
+	return out.with(file, err)
+}
+
+// with returns f, holding file, or err.
+func (f *ckFile) with(file *checkpoint.File, err error) (*ckFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.File = file
-	return out, nil
+	f.File = file
+	return f, nil
 }
 
 // readHeader decodes and checks the header section b.

@@ -186,28 +186,11 @@ func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backe
 	if err := nn.CheckLayers(cfg.Layers, x.Order()); err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
 	}
-	if cl.Size() > 1 {
-		for _, c := range append([]Config{cfg}, methods...) {
-			if err := spreadSupported(c); err != nil {
-				return nil, agreed{fmt.Errorf("dain: %w", err)} // every process finds it
-			}
-		}
+	shards := cfg.shards(x.Dims, cl.Size())
+	if err := checkSpreadOn(append([]Config{cfg}, methods...), cl.Size(), shards); err != nil {
+		return nil, agreed{err} // every process finds it
 	}
-	for _, c := range append([]Config{cfg}, methods...) {
-		if cfg.shards(x.Dims, cl.Size()) == 1 {
-			continue
-		}
-		if c.Influence == "in-run" {
-			return nil, agreed{fmt.Errorf("dain: -influence in-run observes every training step, which it does with the embedding tables replicated, not sharded (-shard-tables): run it with -shard-tables off")}
-		}
-		if c.InfluenceLayers == "all" && c.Influence != "representer" {
-			return nil, agreed{fmt.Errorf("dain: -influence-layers all differentiates the embedding table, which is sharded here (-shard-tables): run it with the tables replicated (-shard-tables off)")}
-		}
-		if c.Method == "entity-replacement" {
-			return nil, agreed{fmt.Errorf("dain: -method entity-replacement finds near entities in the whole embedding table, which is sharded here (-shard-tables): run it with the tables replicated (-shard-tables off)")}
-		}
-	}
-	if err := checkMemorySharded(x, cfg, cfg.shards(x.Dims, cl.Size())); err != nil {
+	if err := checkMemorySharded(x, cfg, shards); err != nil {
 		return nil, err
 	}
 	if err := checkValues(x); err != nil {

@@ -162,7 +162,7 @@ func (e *Experiment) sharding(kind string) (*nn.Sharding, error) {
 	if d == nil || (kind != "mlp" && kind != "costco") {
 		return nil, nil
 	}
-	on, opt, why, err := e.cfg.shardPlan(kind, e.x.Dims, e.sp.cl.Size())
+	on, _, why, err := e.cfg.shardPlan(kind, e.x.Dims, e.sp.cl.Size())
 	if err != nil || !on {
 		return nil, err
 	}
@@ -171,7 +171,6 @@ func (e *Experiment) sharding(kind string) (*nn.Sharding, error) {
 		d.rep.Exchange = "sharded"
 		e.logf("dainx: %s's embedding table sharded by row over the ranks (%s)", kind, why)
 	}
-	_ = opt
 	return &nn.Sharding{Comm: e.sp.cl}, nil
 }
 
@@ -243,14 +242,6 @@ func (e *Experiment) evalMSE(m *nn.Net, s *nn.Set, n int) (float64, error) {
 // sumModes sums each mode's entity weights over the processes, in place.
 func (e *Experiment) sumModes(w [][]float64) {
 	e.overModes(w, e.sp.cl.SumF64)
-}
-
-// sumFlat sums x over the processes in place (nil on one process, for
-// tracin.EntityImportanceSummed).
-func (e *Experiment) sumFlat(x []float64) {
-	if e.many() {
-		e.sp.cl.SumF64(x)
-	}
 }
 
 // summerF32 and summerF64 return the cluster's sums when the experiment
@@ -370,6 +361,30 @@ func spreadSupported(c Config) error {
 	}
 	if why != "" {
 		return fmt.Errorf("%s does not run spread over more than one process yet (on one rank it does)", why)
+	}
+	return nil
+}
+
+// checkSpreadOn reports why one of cfgs cannot run on size processes
+// whose MLP embedding table is sharded over shards of them, or nil.
+func checkSpreadOn(cfgs []Config, size, shards int) error {
+	for _, c := range cfgs {
+		if size > 1 {
+			if err := spreadSupported(c); err != nil {
+				return fmt.Errorf("dain: %w", err)
+			}
+		}
+		if shards == 1 {
+			continue
+		}
+		switch {
+		case c.Influence == "in-run":
+			return fmt.Errorf("dain: -influence in-run observes every training step, which it does with the embedding tables replicated, not sharded (-shard-tables): run it with -shard-tables off")
+		case c.InfluenceLayers == "all" && c.Influence != "representer":
+			return fmt.Errorf("dain: -influence-layers all differentiates the embedding table, which is sharded here (-shard-tables): run it with the tables replicated (-shard-tables off)")
+		case c.Method == "entity-replacement":
+			return fmt.Errorf("dain: -method entity-replacement finds near entities in the whole embedding table, which is sharded here (-shard-tables): run it with the tables replicated (-shard-tables off)")
+		}
 	}
 	return nil
 }

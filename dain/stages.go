@@ -365,7 +365,7 @@ type SumEntity struct{ Cells CellImportance }
 func (s SumEntity) deps() []stage         { return []stage{s.Cells} }
 func (s SumEntity) cells() CellImportance { return s.Cells }
 func (s SumEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
-	return tracin.EntityImportanceSummed(e.be, v, t.train.Rows, e.x.Dims, e.sumFlat)
+	return tracin.EntityImportanceSummed(e.be, v, t.train.Rows, e.x.Dims, e.summerF64())
 }
 
 // CP1Entity is eq. 7: the factors of a rank-1 CP decomposition of the cell

@@ -271,15 +271,38 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out, spread s
 		c.Finalize()
 		return code
 	}
-	sh, name, _, err := readShard(c, in)
-	if err != nil {
-		if errors.Is(err, mpijob.ErrReported) {
-			c.Finalize()
-			return exitFailure
+	// -spread runs (and auto, to decide) reads each rank's share; repeats
+	// reads the whole tensor on every rank.
+	var sh *dain.Shard
+	var t *tensor.COO
+	var name string
+	var dims []int
+	var nnz int
+	if spread != "repeats" {
+		if sh, name, _, err = readShard(c, in); err != nil {
+			if errors.Is(err, mpijob.ErrReported) {
+				c.Finalize()
+				return exitFailure
+			}
+			return fail(err)
 		}
-		return fail(err)
+		dims, nnz = sh.Cells.Dims, sh.NNZ
 	}
-	dims, nnz := sh.Cells.Dims, sh.NNZ
+	if spread == "auto" {
+		_, local := c.LocalRank()
+		fits := dain.RunBytes(nnz, dims, spec.Base, 1)*float64(local) <= float64(dain.PhysicalMemory())/2
+		spread = "runs"
+		if fits && spec.Repeats >= size {
+			spread = "repeats"
+		}
+	}
+	if spread == "repeats" {
+		sh = nil
+		if t, name, _, err = readInput(in); err != nil {
+			return fail(err)
+		}
+		dims, nnz = t.Dims, t.NNZ()
+	}
 	if err := checkLayers(&spec.Base, len(dims)); err != nil {
 		return fail(err)
 	}
@@ -289,14 +312,6 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out, spread s
 		}
 	} else {
 		spec.Progress = nil
-	}
-	if spread == "auto" {
-		_, local := c.LocalRank()
-		fits := dain.RunBytes(nnz, dims, spec.Base, 1)*float64(local) <= float64(dain.PhysicalMemory())/2
-		spread = "runs"
-		if fits && spec.Repeats >= size {
-			spread = "repeats"
-		}
 	}
 	be, err := openDistBackend(c, in, stderrIf(rank == 0, stderr))
 	if err != nil {
@@ -318,11 +333,6 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out, spread s
 			return fail(err)
 		}
 	} else {
-		sh = nil // each rank reads the whole tensor instead
-		t, _, _, err := readInput(in)
-		if err != nil {
-			return fail(err)
-		}
 		spec.Only = func(r int) bool { return r%size == rank }
 		if res, err = eval.Evaluate(ctx, t, spec, be); err != nil {
 			return fail(err)
