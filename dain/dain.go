@@ -378,29 +378,33 @@ func (c Config) order(stream uint64, n int) func(int) nn.EpochOrder {
 	return nn.KeyedOrder(n, c.Seed, 0x5eed0000+stream)
 }
 
-// splitCells returns the cells of [lo, hi) of a tensor of nnz cells in each
-// part of c's split, ascending. Under SplitLegacy it draws the split of
-// all nnz cells (tensor.Split) and keeps those in [lo, hi); under
-// SplitKeyed it looks at [lo, hi) alone. before is the number of training
-// cells before lo under SplitLegacy (-1 under SplitKeyed, where the
-// caller sums the ranges before its own).
-func (c Config) splitCells(nnz, lo, hi int) (train, val, test []int, before int, counts [3]int) {
+// splitParts returns the part (tensor.PartTrain, PartVal or PartTest) of
+// each cell of [lo, hi) of a tensor of nnz cells under c's split, one byte
+// per cell. Under SplitLegacy it draws the split of all nnz cells
+// (tensor.Split) and marks those in [lo, hi); under SplitKeyed it looks at
+// [lo, hi) alone. before is the number of training cells before lo under
+// SplitLegacy (-1 under SplitKeyed, where the caller sums the ranges
+// before its own); counts are the parts' sizes over all nnz cells.
+func (c Config) splitParts(nnz, lo, hi int) (part []uint8, before int, counts [3]int) {
+	part = make([]uint8, hi-lo)
 	if c.split() == SplitKeyed {
 		s := tensor.NewKeyedSplit(nnz, c.TestFrac, c.ValFrac, c.Seed)
 		counts[0], counts[1], counts[2] = s.Counts()
-		train, val, test = s.Cells(lo, hi)
-		return train, val, test, -1, counts
+		s.Parts(part, lo)
+		return part, -1, counts
 	}
 	tr, va, te := tensor.Split(nnz, c.TestFrac, c.ValFrac, c.Seed)
-	counts = [3]int{len(tr), len(va), len(te)}
-	pick := func(part []int) ([]int, int) {
-		a, b := sort.SearchInts(part, lo), sort.SearchInts(part, hi)
-		return part[a:b:b], a
+	for p, cells := range [][]int{tr, va, te} {
+		counts[p] = len(cells)
+		a, b := sort.SearchInts(cells, lo), sort.SearchInts(cells, hi)
+		for _, cell := range cells[a:b] {
+			part[cell-lo] = uint8(p)
+		}
+		if p == tensor.PartTrain {
+			before = a
+		}
 	}
-	train, before = pick(tr)
-	val, _ = pick(va)
-	test, _ = pick(te)
-	return train, val, test, before, counts
+	return part, before, counts
 }
 
 // Validate reports the first setting that cannot work.
@@ -1036,20 +1040,18 @@ func logEpoch(c *Config, model string, e nn.Epoch, epochs int, elapsed time.Dura
 // lanes; 24-bit pieces keep the sums exact past 10¹⁰ cells.
 type splitPrint [3]int64
 
-// add adds the cells of each part (train, val, test).
-func (s *splitPrint) add(parts ...[]int) {
-	for p, cells := range parts {
-		for _, c := range cells {
-			h := uint64(c)*4 + uint64(p)
-			h ^= h >> 30
-			h *= 0xbf58476d1ce4e5b9
-			h ^= h >> 27
-			h *= 0x94d049bb133111eb
-			h ^= h >> 31
-			s[0] += int64(h & 0xffffff)
-			s[1] += int64(h >> 24 & 0xffffff)
-			s[2] += int64(h >> 48)
-		}
+// add adds the cells lo, lo+1, … whose parts part holds.
+func (s *splitPrint) add(part []uint8, lo int) {
+	for i, p := range part {
+		h := uint64(lo+i)*4 + uint64(p)
+		h ^= h >> 30
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 27
+		h *= 0x94d049bb133111eb
+		h ^= h >> 31
+		s[0] += int64(h & 0xffffff)
+		s[1] += int64(h >> 24 & 0xffffff)
+		s[2] += int64(h >> 48)
 	}
 }
 

@@ -1,6 +1,7 @@
 package dain
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -344,26 +345,39 @@ func TestPredictChunks(t *testing.T) {
 
 // TestSplitPrint: the split's fingerprint does not depend on the order in
 // which processes add their cells, and changes when one cell moves to
-// another part or when the seed changes the split.
+// another part or when the seed changes the split. Under both splits, a
+// range's parts are the whole split's over that range, and the legacy
+// split counts the training cells before it.
 func TestSplitPrint(t *testing.T) {
-	cfg := DefaultConfig()
-	tr, va, te, _, _ := cfg.splitCells(1000, 0, 1000)
-	var whole, parts splitPrint
-	whole.add(tr, va, te)
-	for _, r := range [][2]int{{600, 1000}, {0, 300}, {300, 600}} {
-		a, b, c, _, _ := cfg.splitCells(1000, r[0], r[1])
-		parts.add(a, b, c)
-	}
-	if whole != parts || whole.String() == (splitPrint{}).String() {
-		t.Errorf("whole %v, in parts %v", whole, parts)
-	}
-	var moved splitPrint
-	moved.add(tr[1:], append([]int{tr[0]}, va...), te)
-	cfg.Seed++
-	tr2, va2, te2, _, _ := cfg.splitCells(1000, 0, 1000)
-	var other splitPrint
-	other.add(tr2, va2, te2)
-	if moved == whole || other == whole {
-		t.Errorf("one cell moved: %v, another seed: %v, both %v", moved, other, whole)
+	for _, split := range []string{SplitKeyed, SplitLegacy} {
+		cfg := DefaultConfig()
+		cfg.Split = split
+		whole, _, counts := cfg.splitParts(1000, 0, 1000)
+		var all, parts splitPrint
+		all.add(whole, 0)
+		for _, r := range [][2]int{{600, 1000}, {0, 300}, {300, 600}} {
+			p, before, c := cfg.splitParts(1000, r[0], r[1])
+			parts.add(p, r[0])
+			if !slices.Equal(p, whole[r[0]:r[1]]) || c != counts {
+				t.Fatalf("%s: cells %v: parts or counts differ from the whole split's", split, r)
+			}
+			if want := bytes.Count(whole[:r[0]], []byte{tensor.PartTrain}); split == SplitLegacy && before != want {
+				t.Errorf("%s: %d training cells before %d, want %d", split, before, r[0], want)
+			}
+		}
+		if all != parts || all.String() == (splitPrint{}).String() {
+			t.Errorf("%s: whole %v, in parts %v", split, all, parts)
+		}
+		moved := slices.Clone(whole)
+		moved[slices.Index(moved, tensor.PartTrain)] = tensor.PartVal
+		var m splitPrint
+		m.add(moved, 0)
+		cfg.Seed++
+		other, _, _ := cfg.splitParts(1000, 0, 1000)
+		var o splitPrint
+		o.add(other, 0)
+		if m == all || o == all {
+			t.Errorf("%s: one cell moved: %v, another seed: %v, both %v", split, m, o, all)
+		}
 	}
 }

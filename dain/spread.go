@@ -89,35 +89,32 @@ func (e *Experiment) nTrain() int { return e.sp.counts[0] }
 func (e *Experiment) splitOn(sh *Shard) {
 	cl := e.sp.cl
 	lo, hi := sh.First, sh.First+sh.Cells.NNZ()
-	tr, va, te, trFirst, counts := e.cfg.splitCells(sh.NNZ, lo, hi)
-	e.splitPrint.add(tr, va, te)
+	part, trFirst, counts := e.cfg.splitParts(sh.NNZ, lo, hi)
+	e.splitPrint.add(part, lo)
 	cl.SumI64(e.splitPrint[:])
+	var mine [3]int64
+	for _, p := range part {
+		mine[p]++
+	}
 	if trFirst < 0 {
 		per := make([]int64, cl.Size())
-		per[cl.Rank()] = int64(len(tr))
+		per[cl.Rank()] = mine[tensor.PartTrain]
 		cl.SumI64(per)
 		trFirst = 0
 		for r := 0; r < cl.Rank(); r++ {
 			trFirst += int(per[r])
 		}
 	}
-	pick := func(part []int) *tensor.COO {
-		if lo == 0 {
-			return sh.Cells.Subset(part)
-		}
-		rows := make([]int, len(part))
-		for i, p := range part {
-			rows[i] = p - lo
-		}
-		return sh.Cells.Subset(rows)
-	}
-	e.Train, e.Val, e.Test = pick(tr), pick(va), pick(te)
+	// One byte per cell beside the shard, and each part allocated at its
+	// size: the split holds the shard and its parts, nothing more.
+	parts := sh.Cells.Partition(part, 3)
+	e.Train, e.Val, e.Test = parts[tensor.PartTrain], parts[tensor.PartVal], parts[tensor.PartTest]
 	e.sp.counts, e.sp.trainFirst = counts, trFirst
 	if cl.Size() > 1 {
 		// The global number of this process's first validation cell
 		// (in-run's sample is drawn from the global numbering).
 		per := make([]int64, cl.Size())
-		per[cl.Rank()] = int64(len(va))
+		per[cl.Rank()] = mine[tensor.PartVal]
 		cl.SumI64(per)
 		for r := 0; r < cl.Rank(); r++ {
 			e.sp.valFirst += int(per[r])

@@ -77,6 +77,34 @@ func (t *COO) Subset(rows []int) *COO {
 	return u
 }
 
+// Partition returns k new COOs, each with a copy of t's Dims: out[p] holds
+// copies of the cells r with part[r] == p, in t's order. Each part is
+// allocated at its exact size, so the parts and t take twice t's memory
+// and no more. It panics if len(part) is not t.NNZ() or a part is ≥ k.
+func (t *COO) Partition(part []uint8, k int) []*COO {
+	n := len(t.Dims)
+	if len(part) != t.NNZ() {
+		panic(fmt.Sprintf("tensor: Partition of %d cells by %d parts", t.NNZ(), len(part)))
+	}
+	counts := make([]int, k)
+	for _, p := range part {
+		if int(p) >= k {
+			panic(fmt.Sprintf("tensor: Partition into %d parts: part %d", k, p))
+		}
+		counts[p]++
+	}
+	out := make([]*COO, k)
+	for p, c := range counts {
+		out[p] = &COO{Dims: append([]int(nil), t.Dims...), Idx: bigmem.Make[int32](0, c*n), Val: bigmem.Make[float64](0, c)}
+	}
+	for r, p := range part {
+		u := out[p]
+		u.Idx = append(u.Idx, t.Idx[r*n:(r+1)*n]...)
+		u.Val = append(u.Val, t.Val[r])
+	}
+	return out
+}
+
 // Append returns a new COO holding the cells of t followed by those of u.
 // Its Dims is the elementwise maximum of t.Dims and u.Dims. It panics if the
 // orders differ. Duplicates between t and u are not checked (see Validate).

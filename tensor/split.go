@@ -101,6 +101,16 @@ func (s KeyedSplit) Part(c int) int {
 	return PartTrain
 }
 
+// Parts sets part[i] to the part of cell lo+i (PartTrain, PartVal or
+// PartTest) for every i < len(part): one byte per cell, where Cells holds
+// a cell number (8 bytes, and the slices' growth) per cell. It panics if a
+// cell is outside [0, nnz).
+func (s KeyedSplit) Parts(part []uint8, lo int) {
+	for i := range part {
+		part[i] = uint8(s.Part(lo + i))
+	}
+}
+
 // Cells returns the cells of [lo, hi) in each part, ascending (file order).
 // The global number of the first training cell returned (the training
 // cells before lo) is the sum of the training counts of the ranges before

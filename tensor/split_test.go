@@ -126,3 +126,30 @@ func TestKeyedSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyedPartsPartition: Parts gives each cell the part Cells puts it
+// in, and Partition copies each part's cells, in order, with their values.
+func TestKeyedPartsPartition(t *testing.T) {
+	s := NewKeyedSplit(5000, 0.1, 0.2, 11)
+	lo, hi := 1234, 4321
+	part := make([]uint8, hi-lo)
+	s.Parts(part, lo)
+	tr, va, te := s.Cells(lo, hi)
+	x := &COO{Dims: []int{5000, 3}}
+	for c := lo; c < hi; c++ {
+		x.Idx = append(x.Idx, int32(c), int32(c%3))
+		x.Val = append(x.Val, float64(c)/7)
+	}
+	parts := x.Partition(part, 3)
+	for p, cells := range [][]int{tr, va, te} {
+		got := parts[p]
+		if got.NNZ() != len(cells) || cap(got.Val) != len(cells) {
+			t.Fatalf("part %d: %d cells (capacity %d), want %d", p, got.NNZ(), cap(got.Val), len(cells))
+		}
+		for i, c := range cells {
+			if got.Idx[2*i] != int32(c) || got.Idx[2*i+1] != int32(c%3) || got.Val[i] != float64(c)/7 {
+				t.Fatalf("part %d cell %d: %v %v, want cell %d", p, i, got.Cell(i), got.Val[i], c)
+			}
+		}
+	}
+}
