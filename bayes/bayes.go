@@ -40,6 +40,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -182,8 +183,9 @@ func (m *Model) Predict(cells *tensor.COO) ([]float64, error) {
 	return out, nil
 }
 
-// checkTrain reports the first problem with the training tensor.
-func checkTrain(t *tensor.COO) error {
+// checkTrain reports the first problem with the training tensor (empty:
+// whether it may hold no cells, as one process's share may).
+func checkTrain(t *tensor.COO, empty bool) error {
 	if t == nil {
 		return errors.New("bayes: no training tensor")
 	}
@@ -198,7 +200,7 @@ func checkTrain(t *tensor.COO) error {
 	}
 	nnz := len(t.Val)
 	switch {
-	case nnz == 0:
+	case nnz == 0 && !empty:
 		return errors.New("bayes: empty training tensor")
 	case nnz > math.MaxInt32:
 		return fmt.Errorf("bayes: %d training cells: at most %d", nnz, math.MaxInt32)
@@ -258,17 +260,36 @@ func checkQuery(t *tensor.COO, dims []int, what string) error {
 // train.Dims, or ctx's error when ctx is cancelled (checked between
 // sweeps).
 func Fit(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg Config) (*Result, error) {
+	return FitOn(ctx, cluster.Local{}, train, queries, cfg)
+}
+
+// FitOn is Fit spread over the processes of cl, each calling it with its
+// own share of the training cells (train, which may be empty on some) and
+// of every query set (the same number of sets, the same Dims and cfg on
+// every process). Every sum over cells is taken over each process's
+// share and added over the processes, and every process makes the same
+// draws: the chain is Fit's on all the cells, but for the order in which
+// those sums are added (on one process, cluster.Local, it is Fit's bit for
+// bit). Each process's Result.Pred holds its own query cells'
+// predictions; TrainRMSE, QueryRMSE, Alpha, Min, Max and Model are the
+// same on every process. Memory per process: Fit's for its own cells,
+// the parameters (replicated) and 16·max(dims) bytes more; each sweep adds
+// 8·Σ_n dims[n]·(2K+1) bytes over the processes. It returns the same
+// error on every process (naming the process's own problem where it had
+// one).
+func FitOn(ctx context.Context, cl cluster.Cluster, train *tensor.COO, queries []*tensor.COO, cfg Config) (*Result, error) {
 	start := time.Now()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if err := checkTrain(train); err != nil {
-		return nil, err
+	err := cfg.Validate()
+	if err == nil {
+		err = checkTrain(train, cl.Size() > 1)
 	}
 	for j, q := range queries {
-		if err := checkQuery(q, train.Dims, fmt.Sprintf("query set %d", j)); err != nil {
-			return nil, err
+		if err == nil {
+			err = checkQuery(q, train.Dims, fmt.Sprintf("query set %d", j))
 		}
+	}
+	if err = agree(cl, err); err != nil {
+		return nil, err
 	}
 	params := 1.0
 	for _, d := range train.Dims {
@@ -281,12 +302,12 @@ func Fit(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg Conf
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	lo, hi := train.Val[0], train.Val[0]
-	for _, v := range train.Val {
-		lo, hi = min(lo, v), max(hi, v)
+	lo, hi := valueRange(cl, train.Val)
+	if lo > hi {
+		return nil, errors.New("bayes: empty training tensor")
 	}
 	dims := append([]int(nil), train.Dims...)
-	s := newSampler(dims, train.Idx, train.Val, cfg.Rank, cfg.Seed, cfg.InitStd, workers)
+	s := newSampler(cl, dims, train.Idx, train.Val, cfg.Rank, cfg.Seed, cfg.InitStd, workers)
 	s.shared = cfg.SharedPriors
 	s.refresh(lo, hi)
 
@@ -296,22 +317,25 @@ func Fit(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg Conf
 		QueryRMSE: make([][]float64, len(queries)),
 		Min:       lo, Max: hi,
 	}
+	counts := make([]int64, len(queries))
 	for j, q := range queries {
 		res.Pred[j] = make([]float64, q.NNZ())
 		res.QueryRMSE[j] = make([]float64, 0, cfg.Samples-cfg.BurnIn)
+		counts[j] = int64(q.NNZ())
 	}
+	cl.SumI64(counts)
 	keep := keepSweeps(cfg)
 	if cfg.KeepSamples > 0 {
 		res.Model = &Model{Dims: dims, Rank: cfg.Rank, Min: lo, Max: hi}
 	}
 	n := len(dims)
 	for sweep := range cfg.Samples {
-		if err := ctx.Err(); err != nil {
+		if err := agree(cl, ctx.Err()); err != nil {
 			return nil, err
 		}
 		s.sweep(sweep)
-		sse := s.refresh(lo, hi)
-		res.TrainRMSE = append(res.TrainRMSE, math.Sqrt(sse/float64(s.nnz)))
+		sse := s.sumAll(s.refresh(lo, hi))
+		res.TrainRMSE = append(res.TrainRMSE, math.Sqrt(sse/float64(s.all)))
 		if sweep < cfg.BurnIn {
 			s.progress(cfg, sweep, res, nil)
 			continue
@@ -330,7 +354,7 @@ func Fit(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg Conf
 				}
 				return se
 			})
-			res.QueryRMSE[j] = append(res.QueryRMSE[j], math.Sqrt(se/float64(q.NNZ())))
+			res.QueryRMSE[j] = append(res.QueryRMSE[j], math.Sqrt(s.sumAll(se)/float64(counts[j])))
 		}
 		if keep[sweep] {
 			res.Model.samples = append(res.Model.samples, s.params.clone())
@@ -346,6 +370,45 @@ func Fit(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg Conf
 	res.Alpha = s.alpha
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// errOther is the error of a process whose own input and context were
+// fine when another process's were not.
+var errOther = errors.New("bayes: another process stopped the fit (its error is its own)")
+
+// agree returns err, or errOther when err is nil but another process of
+// cl had one, so that every process leaves the collectives together. On
+// one process it returns err.
+func agree(cl cluster.Cluster, err error) error {
+	if cl.Size() == 1 {
+		return err
+	}
+	bad := []int64{0}
+	if err != nil {
+		bad[0] = 1
+	}
+	cl.SumI64(bad)
+	if err == nil && bad[0] > 0 {
+		return errOther
+	}
+	return err
+}
+
+// valueRange returns the smallest and largest of the values y over every
+// process of cl (lo > hi when there are none).
+func valueRange(cl cluster.Cluster, y []float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range y {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if cl.Size() == 1 {
+		return lo, hi
+	}
+	all := cl.GatherF64([]float64{lo, hi})
+	for r := 0; r < len(all); r += 2 {
+		lo, hi = min(lo, all[r]), max(hi, all[r+1])
+	}
+	return lo, hi
 }
 
 // keepSweeps returns which sweeps' samples go into Result.Model:

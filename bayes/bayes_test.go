@@ -2,12 +2,15 @@ package bayes
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/cluster/clustertest"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -268,7 +271,7 @@ func checkMoments(t *testing.T, what string, draws []float64, mean, variance flo
 // conditionals too.
 func TestConditionals(t *testing.T) {
 	x, _ := fmTensor([]int{6, 5, 4}, 2, 60, 0.3, 4)
-	s := newSampler(x.Dims, x.Idx, x.Val, 2, 9, 0.5, 1)
+	s := newSampler(cluster.Local{}, x.Dims, x.Idx, x.Val, 2, 9, 0.5, 1)
 	s.refresh(math.Inf(-1), math.Inf(1))
 	for sweep := range 3 { // a non-trivial state
 		s.sweep(sweep)
@@ -307,7 +310,7 @@ func TestConditionals(t *testing.T) {
 	mean, variance := closed(&s.w[m][i], s.muW[m], s.lamW[m])
 	got := make([]float64, draws)
 	for d := range got {
-		s.drawW(m, i, r.NormFloat64())
+		s.drawW(m, i, s.sumW(m, i), r.NormFloat64())
 		got[d] = s.w[m][i]
 	}
 	checkMoments(t, "w[1][2]", got, mean, variance)
@@ -316,7 +319,8 @@ func TestConditionals(t *testing.T) {
 		s.fillQ(f)
 		mean, variance := closed(&s.v[m][i*s.k+f], s.muV[m][f], s.lamV[m][f])
 		for d := range got {
-			s.drawV(m, i, f, r.NormFloat64())
+			t, hh := s.sumV(m, i)
+			s.drawV(m, i, f, t, hh, r.NormFloat64())
 			got[d] = s.v[m][i*s.k+f]
 		}
 		checkMoments(t, "V entry", got, mean, variance)
@@ -440,7 +444,7 @@ func checkGamma(t *testing.T, what string, draws []float64, shape, rate float64)
 // MovieLens-sized tensor: 610×9724×8215, 72,600 cells, rank 32.
 func BenchmarkSweep(b *testing.B) {
 	x, _ := fmTensor([]int{610, 9724, 8215}, 2, 72600, 0.5, 5)
-	s := newSampler(x.Dims, x.Idx, x.Val, 32, 1, 0.1, 1)
+	s := newSampler(cluster.Local{}, x.Dims, x.Idx, x.Val, 32, 1, 0.1, 1)
 	s.refresh(math.Inf(-1), math.Inf(1))
 	b.ResetTimer()
 	for i := range b.N {
@@ -475,5 +479,75 @@ func TestForDraws(t *testing.T) {
 	}
 	if c /= n / 2; math.Abs(c) > 5/math.Sqrt(n/2) {
 		t.Errorf("pair correlation %.4f", c)
+	}
+}
+
+// TestFitOnRanks: FitOn over ranks (goroutines) holding shares of the
+// training and query cells — one of them none — gives Fit's chain: on one
+// rank bit for bit, on several the same predictions, training RMSEs and α
+// up to the order of the sums (far below the chain's own variation), and
+// the same kept model on every rank. A rank's bad input stops every rank.
+func TestFitOnRanks(t *testing.T) {
+	x, _ := fmTensor([]int{30, 20, 10}, 3, 3000, 0.3, 4)
+	q := &tensor.COO{Dims: x.Dims, Idx: x.Idx[:600], Val: x.Val[:200]}
+	cfg := DefaultConfig()
+	cfg.Samples, cfg.Rank, cfg.KeepSamples, cfg.BurnIn = 25, 4, 2, 5
+	want, err := Fit(context.Background(), x, []*tensor.COO{q}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := func(c *tensor.COO, lo, hi int) *tensor.COO {
+		n := len(c.Dims)
+		return &tensor.COO{Dims: c.Dims, Idx: c.Idx[lo*n : hi*n], Val: c.Val[lo:hi]}
+	}
+	for _, cuts := range [][]float64{{0, 1}, {0, 0.4, 1}, {0, 0.3, 0.3, 1}} {
+		p := len(cuts) - 1
+		res := make([]*Result, p)
+		errs := make([]error, p)
+		clustertest.Run(p, func(r clustertest.Rank) {
+			k := r.Rank()
+			tr := part(x, int(cuts[k]*float64(x.NNZ())), int(cuts[k+1]*float64(x.NNZ())))
+			qs := part(q, int(cuts[k]*float64(q.NNZ())), int(cuts[k+1]*float64(q.NNZ())))
+			res[k], errs[k] = FitOn(context.Background(), r, tr, []*tensor.COO{qs}, cfg)
+		})
+		var pred []float64
+		for k, r := range res {
+			if errs[k] != nil {
+				t.Fatalf("%d ranks: rank %d: %v", p, k, errs[k])
+			}
+			pred = append(pred, r.Pred[0]...)
+			if !slices.Equal(r.TrainRMSE, res[0].TrainRMSE) || r.Alpha != res[0].Alpha || !slices.Equal(r.Model.samples[1].v[2], res[0].Model.samples[1].v[2]) {
+				t.Fatalf("%d ranks: rank %d's chain differs from rank 0's", p, k)
+			}
+		}
+		got := res[0]
+		if p == 1 && (!slices.Equal(pred, want.Pred[0]) || !slices.Equal(got.TrainRMSE, want.TrainRMSE) || got.Alpha != want.Alpha) {
+			t.Fatalf("one rank: not Fit's chain bit for bit")
+		}
+		close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
+		for c := range pred {
+			if !close(pred[c], want.Pred[0][c]) {
+				t.Fatalf("%d ranks: query cell %d predicted %v, Fit's %v", p, c, pred[c], want.Pred[0][c])
+			}
+		}
+		for s := range want.TrainRMSE {
+			if !close(got.TrainRMSE[s], want.TrainRMSE[s]) {
+				t.Fatalf("%d ranks: sweep %d training RMSE %v, Fit's %v", p, s, got.TrainRMSE[s], want.TrainRMSE[s])
+			}
+		}
+		if last := len(want.QueryRMSE[0]) - 1; !close(got.QueryRMSE[0][last], want.QueryRMSE[0][last]) || !close(got.Alpha, want.Alpha) || got.Min != want.Min || got.Max != want.Max {
+			t.Fatalf("%d ranks: query RMSE %v, α %v, range [%v, %v]; Fit's %v, %v, [%v, %v]", p, got.QueryRMSE[0][last], got.Alpha, got.Min, got.Max, want.QueryRMSE[0][last], want.Alpha, want.Min, want.Max)
+		}
+	}
+	errs := make([]error, 2)
+	clustertest.Run(2, func(r clustertest.Rank) {
+		tr := part(x, r.Rank()*100, r.Rank()*100+100)
+		if r.Rank() == 1 {
+			tr = &tensor.COO{Dims: x.Dims, Idx: []int32{0, 0, 99}, Val: []float64{1}} // index outside mode 3
+		}
+		_, errs[r.Rank()] = FitOn(context.Background(), r, tr, nil, cfg)
+	})
+	if !errors.Is(errs[0], errOther) || errs[1] == nil || !strings.Contains(errs[1].Error(), "outside") {
+		t.Fatalf("a bad share on rank 1: errors %v", errs)
 	}
 }

@@ -3,7 +3,10 @@ package bayes
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
+
+	"github.com/dainx/dainx/cluster"
 )
 
 // Hyperprior constants, libFM's defaults (Rendle 2012, MCMC inference):
@@ -63,12 +66,25 @@ func (p *params) clone() *params {
 // per cell.
 type eqTerm struct{ e, q float64 }
 
-// sampler is the Gibbs sampler's state over the training cells.
+// sampler is the Gibbs sampler's state over the training cells. Spread
+// over the processes of cl (FitOn), each holds its own training cells and
+// the same parameters: every sum over cells is this process's part, added
+// over the processes (cl.SumF64) before the draw it feeds, and every
+// process then makes the same draws (the same serial stream, the same
+// keyed variates), so the replicas stay equal. On cluster.Local the sums
+// are this process's and the chain is Fit's.
 type sampler struct {
 	params
-	n    int     // order N
-	dims []int   // mode sizes
-	nnz  int     // training cells
+	cl   cluster.Cluster
+	n    int   // order N
+	dims []int // mode sizes
+	nnz  int   // training cells of this process
+	// all is the number of training cells over every process; cnt[n][i]
+	// the number of entity i's (mode n) over every process.
+	all int
+	cnt [][]float64
+	// red is the scratch of the per-entity sums, 2·max(dims).
+	red []float64
 	idx  []int32 // training indices, nnz×N row-major
 	y    []float64
 	eq   []eqTerm    // per training cell
@@ -96,12 +112,12 @@ type sampler struct {
 // newSampler builds the state for training cells (dims, idx, y) and rank
 // k; the parameters are initialised as libFM does: w0 = 0, w = 0, V entries
 // N(0, initStd²), every μ = 0, every λ = 1, α = 1.
-func newSampler(dims []int, idx []int32, y []float64, k int, seed uint64, initStd float64, workers int) *sampler {
+func newSampler(cl cluster.Cluster, dims []int, idx []int32, y []float64, k int, seed uint64, initStd float64, workers int) *sampler {
 	n := len(dims)
 	nnz := len(y)
 	s := &sampler{
 		params: params{k: k, w: make([][]float64, n), v: make([][]float64, n)},
-		n:      n, dims: dims, nnz: nnz, idx: idx, y: y,
+		cl:     cl, n: n, dims: dims, nnz: nnz, idx: idx, y: y, cnt: make([][]float64, n),
 		eq:  make([]eqTerm, nnz),
 		ptr: make([][]int, n), cells: make([][]int32, n), split: make([][]int, n),
 		muW: make([]float64, n), lamW: make([]float64, n),
@@ -139,6 +155,15 @@ func newSampler(dims []int, idx []int32, y []float64, k int, seed uint64, initSt
 			pos[i]++
 		}
 		s.ptr[m], s.cells[m] = ptr, cells
+		cnt := make([]int64, dims[m])
+		for i := range cnt {
+			cnt[i] = int64(ptr[i+1] - ptr[i])
+		}
+		cl.SumI64(cnt)
+		s.cnt[m] = make([]float64, dims[m])
+		for i, c := range cnt {
+			s.cnt[m][i] = float64(c)
+		}
 		// Worker parts of about equal cell counts.
 		sp := []int{0}
 		for p := 1; p < s.workers; p++ {
@@ -155,7 +180,18 @@ func newSampler(dims []int, idx []int32, y []float64, k int, seed uint64, initSt
 	for j := range s.scratch {
 		s.scratch[j] = make([]float64, 2*k)
 	}
+	s.red = make([]float64, 2*max(slices.Max(dims), 1))
+	all := []int64{int64(nnz)}
+	cl.SumI64(all)
+	s.all = int(all[0])
 	return s
+}
+
+// sumAll returns x added over the processes.
+func (s *sampler) sumAll(x float64) float64 {
+	b := []float64{x}
+	s.cl.SumF64(b)
+	return b[0]
 }
 
 // parallelThreshold is the number of training cells below which the
@@ -267,10 +303,7 @@ func (s *sampler) sweep(sweep int) {
 		}
 	}
 	for m := range s.n {
-		s.forParts(m, func(_, lo, hi int) {
-			forDraws(lo, hi, func(p int) uint64 { return drawKey(s.seed, sweep, 0, m, 0, p) },
-				func(i int, z float64) { s.drawW(m, i, z) })
-		})
+		s.drawWs(sweep, m)
 	}
 	if s.shared {
 		for f := range s.k {
@@ -289,12 +322,43 @@ func (s *sampler) sweep(sweep int) {
 	for f := range s.k {
 		s.fillQ(f)
 		for m := range s.n {
-			s.forParts(m, func(_, lo, hi int) {
-				forDraws(lo, hi, func(p int) uint64 { return drawKey(s.seed, sweep, 1, m, f, p) },
-					func(i int, z float64) { s.drawV(m, i, f, z) })
-			})
+			s.drawVs(sweep, m, f)
 		}
 	}
+}
+
+// drawWs draws every w[m][i]: the sums of their conditionals over this
+// process's cells (sumW), added over the processes, then the draws.
+// Within a mode the entities' cells are disjoint, so drawing them one
+// after another or all from the sums taken before is the same chain.
+func (s *sampler) drawWs(sweep, m int) {
+	t := s.red[:s.dims[m]]
+	s.forParts(m, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			t[i] = s.sumW(m, i)
+		}
+	})
+	s.cl.SumF64(t)
+	s.forParts(m, func(_, lo, hi int) {
+		forDraws(lo, hi, func(p int) uint64 { return drawKey(s.seed, sweep, 0, m, 0, p) },
+			func(i int, z float64) { s.drawW(m, i, t[i], z) })
+	})
+}
+
+// drawVs draws every V[m][i,f] as drawWs draws w[m].
+func (s *sampler) drawVs(sweep, m, f int) {
+	d := s.dims[m]
+	t, hh := s.red[:d], s.red[d:2*d]
+	s.forParts(m, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			t[i], hh[i] = s.sumV(m, i)
+		}
+	})
+	s.cl.SumF64(s.red[:2*d])
+	s.forParts(m, func(_, lo, hi int) {
+		forDraws(lo, hi, func(p int) uint64 { return drawKey(s.seed, sweep, 1, m, f, p) },
+			func(i int, z float64) { s.drawV(m, i, f, t[i], hh[i], z) })
+	})
 }
 
 // fillQ copies factor f's column of every V_n into col (so that the
@@ -325,7 +389,8 @@ func (s *sampler) drawAlpha() {
 	for _, x := range s.eq {
 		sse += x.e * x.e
 	}
-	s.alpha = gammaRate(s.rng, (prAlpha0+float64(s.nnz))/2, (prGamma0+sse)/2)
+	sse = s.sumAll(sse)
+	s.alpha = gammaRate(s.rng, (prAlpha0+float64(s.all))/2, (prGamma0+sse)/2)
 }
 
 // drawW0 draws the global bias under a flat prior (libFM's default
@@ -335,8 +400,9 @@ func (s *sampler) drawW0() {
 	for _, x := range s.eq {
 		t += x.e + s.w0
 	}
-	prec := s.alpha * float64(s.nnz)
-	nw := t/float64(s.nnz) + s.rng.NormFloat64()/math.Sqrt(prec)
+	t = s.sumAll(t)
+	prec := s.alpha * float64(s.all)
+	nw := t/float64(s.all) + s.rng.NormFloat64()/math.Sqrt(prec)
 	d := nw - s.w0
 	for c := range s.eq {
 		s.eq[c].e -= d
@@ -370,29 +436,30 @@ func (s *sampler) drawHyper(xs [][]float64, off, stride int, mu float64) (lam, n
 	return lam, newMu
 }
 
-// condW returns the mean and precision of w[m][i]'s full conditional. With
-// h_c = ∂ŷ_c/∂θ (here 1 for every cell c of entity i) and e_c the residual
-// at the current θ, the conditional of a parameter θ with prior N(μ, 1/λ) is
+// sumW returns Σ_c (e_c + w[m][i]) over this process's cells c of entity
+// i of mode m: the sum in w[m][i]'s full conditional. With h_c =
+// ∂ŷ_c/∂θ (here 1 for every cell c of entity i) and e_c the residual at
+// the current θ, the conditional of a parameter θ with prior N(μ, 1/λ) is
 // (Rendle 2012, MCMC inference)
 //
 //	θ | rest ~ N(μ*, 1/λ*),  λ* = α Σ_c h_c² + λ,
 //	μ* = (α Σ_c h_c (e_c + θ h_c) + λ μ) / λ*.
-func (s *sampler) condW(m, i int) (mean, prec float64) {
+func (s *sampler) sumW(m, i int) float64 {
 	wi := s.w[m][i]
-	cells := s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]]
 	var t float64
-	for _, c := range cells {
+	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
 		t += s.eq[c].e + wi
 	}
-	lam := s.lamW[m]
-	prec = s.alpha*float64(len(cells)) + lam
-	return (s.alpha*t + lam*s.muW[m]) / prec, prec
+	return t
 }
 
-// drawW sets w[m][i] = μ* + z/√λ* (z a standard normal) and updates the
-// residuals of its cells.
-func (s *sampler) drawW(m, i int, z float64) {
-	mean, prec := s.condW(m, i)
+// drawW sets w[m][i] = μ* + z/√λ* (z a standard normal), t being sumW over
+// every process, and updates the residuals of this process's cells of
+// entity i.
+func (s *sampler) drawW(m, i int, t, z float64) {
+	lam := s.lamW[m]
+	prec := s.alpha*s.cnt[m][i] + lam
+	mean := (s.alpha*t + lam*s.muW[m]) / prec
 	nw := mean + z/math.Sqrt(prec)
 	d := nw - s.w[m][i]
 	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
@@ -401,26 +468,27 @@ func (s *sampler) drawW(m, i int, z float64) {
 	s.w[m][i] = nw
 }
 
-// condV returns the mean and precision of V[m][i,f]'s full conditional
-// (see condW) with h_c = Σ_{n≠m} V_n[i_n,f] = q_c − V[m][i,f]. q must hold
-// factor f's sums (fillQ).
-func (s *sampler) condV(m, i, f int) (mean, prec float64) {
+// sumV returns Σ_c h_c (e_c + V[m][i,f]·h_c) and Σ_c h_c² over this
+// process's cells c of entity i of mode m, h_c = Σ_{n≠m} V_n[i_n,f] =
+// q_c − V[m][i,f]: the sums of V[m][i,f]'s full conditional (see sumW). q
+// must hold factor f's sums (fillQ).
+func (s *sampler) sumV(m, i int) (t, hh float64) {
 	vi := s.col[m][i]
-	var t, hh float64
 	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
 		h := s.eq[c].q - vi
 		t += h * (s.eq[c].e + vi*h)
 		hh += h * h
 	}
-	lam := s.lamV[m][f]
-	prec = s.alpha*hh + lam
-	return (s.alpha*t + lam*s.muV[m][f]) / prec, prec
+	return t, hh
 }
 
-// drawV sets V[m][i,f] = μ* + z/√λ* and updates the residuals e_c −= h_c·Δ
-// and the sums q_c += Δ of its cells.
-func (s *sampler) drawV(m, i, f int, z float64) {
-	mean, prec := s.condV(m, i, f)
+// drawV sets V[m][i,f] = μ* + z/√λ*, t and hh being sumV's over every
+// process, and updates the residuals e_c −= h_c·Δ and the sums q_c += Δ of
+// this process's cells of entity i.
+func (s *sampler) drawV(m, i, f int, t, hh, z float64) {
+	lam := s.lamV[m][f]
+	prec := s.alpha*hh + lam
+	mean := (s.alpha*t + lam*s.muV[m][f]) / prec
 	vi := s.col[m][i]
 	nv := mean + z/math.Sqrt(prec)
 	d := nv - vi
