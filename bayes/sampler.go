@@ -85,10 +85,10 @@ type sampler struct {
 	cnt [][]float64
 	// red is the scratch of the per-entity sums, 2·max(dims).
 	red []float64
-	idx  []int32 // training indices, nnz×N row-major
-	y    []float64
-	eq   []eqTerm    // per training cell
-	col  [][]float64 // col[n][i] = V_n[i,f] for the factor f being drawn
+	idx []int32 // training indices, nnz×N row-major
+	y   []float64
+	eq  []eqTerm    // per training cell
+	col [][]float64 // col[n][i] = V_n[i,f] for the factor f being drawn
 
 	// ptr[n][i]..ptr[n][i+1] delimit, in cells[n], the training cells whose
 	// mode-n index is i (a CSR index per mode).
