@@ -277,17 +277,17 @@ func (e *Experiment) fitBayes(ctx context.Context, train *tensor.COO, queries []
 		}
 		return BayesPriorsMode
 	}
-	res, err := bayes.Fit(ctx, train, queries, cfg)
+	res, err := bayes.FitOn(ctx, e.sp.cl, train, queries, cfg)
 	if err != nil || e.cfg.bayesPriors() != BayesPriorsAuto {
 		return res, name(cfg.SharedPriors), err
 	}
 	other := cfg
 	other.SharedPriors = !cfg.SharedPriors
-	res2, err := bayes.Fit(ctx, train, queries, other)
+	res2, err := bayes.FitOn(ctx, e.sp.cl, train, queries, other)
 	if err != nil {
 		return nil, "", err
 	}
-	a, b := mse(res.Pred[0], queries[0].Val), mse(res2.Pred[0], queries[0].Val)
+	a, b := e.mseAll(res.Pred[0], queries[0].Val), e.mseAll(res2.Pred[0], queries[0].Val)
 	e.logf("  bayes-fm priors: validation RMSE %.6f by mode, %.6f shared", math.Sqrt(a), math.Sqrt(b))
 	if b < a {
 		return res2, name(other.SharedPriors), nil
@@ -337,11 +337,11 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		return 0, nn.Result{}, 0, fmt.Errorf("dain: the bayes-fm final model: %w", err)
 	}
 	e.lastBayesPriors = priors
-	valMSE := mse(res.Pred[0], e.Val.Val)
+	valMSE := e.mseAll(res.Pred[0], e.Val.Val)
 	out := nn.Result{BestValMSE: valMSE}
 	rmse := math.Sqrt(valMSE)
-	if e.Test.NNZ() > 0 {
-		rmse = math.Sqrt(mse(res.Pred[1], e.Test.Val))
+	if e.sp.counts[2] > 0 {
+		rmse = math.Sqrt(e.mseAll(res.Pred[1], e.Test.Val))
 	}
 	if e.onTestPred != nil {
 		e.onTestPred(res.Pred[1])
@@ -350,7 +350,7 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		e.bayesAlone = &bayesRun{rmse: rmse, res: out, seconds: time.Since(t0).Seconds(), priors: priors, testPred: res.Pred[1]}
 	}
 	if label != "" {
-		e.logf("%s: bayes-fm, rank %d, %d samples (burn-in %d), priors by %s, on %d cells: noise sd %.4g, %.1fs", label, cfg.Rank, cfg.Samples, cfg.BurnIn, priors, train.NNZ(), 1/math.Sqrt(res.Alpha), time.Since(t0).Seconds())
+		e.logf("%s: bayes-fm, rank %d, %d samples (burn-in %d), priors by %s, on %d cells: noise sd %.4g, %.1fs", label, cfg.Rank, cfg.Samples, cfg.BurnIn, priors, e.globalNNZ(train), 1/math.Sqrt(res.Alpha), time.Since(t0).Seconds())
 	}
 	return rmse, out, time.Since(t0).Seconds(), nil
 }
@@ -362,6 +362,24 @@ type bayesRun struct {
 	res           nn.Result
 	priors        string
 	testPred      []float64
+}
+
+// mseAll is mse over every process's p and y (each process passing its
+// own), mse on one process.
+func (e *Experiment) mseAll(p, y []float64) float64 {
+	if !e.many() {
+		return mse(p, y)
+	}
+	s := []float64{0, float64(len(p))}
+	for i, v := range p {
+		d := v - y[i]
+		s[0] += d * d
+	}
+	e.sp.cl.SumF64(s)
+	if s[1] == 0 {
+		return math.NaN()
+	}
+	return s[0] / s[1]
 }
 
 // mse returns the mean squared difference of p and y (NaN when empty).
@@ -422,7 +440,7 @@ func (e *Experiment) bayesPredictor(ctx context.Context) (*bayes.Model, error) {
 			return nil, 0, fmt.Errorf("dain: the bayes-fm value predictor: %w", err)
 		}
 		e.logf("value predictor: bayes-fm, rank %d, %d samples (%d kept), priors by %s, on %d training cells: validation RMSE %.6f, %.1fs",
-			cfg.Rank, cfg.Samples, cfg.KeepSamples, priors, e.Train.NNZ(), math.Sqrt(mse(res.Pred[0], e.Val.Val)), time.Since(t0).Seconds())
+			cfg.Rank, cfg.Samples, cfg.KeepSamples, priors, e.nTrain(), math.Sqrt(e.mseAll(res.Pred[0], e.Val.Val)), time.Since(t0).Seconds())
 		return res.Model, time.Since(t0).Seconds(), nil
 	})
 }

@@ -343,21 +343,10 @@ func (e *Experiment) sampleShared(dev *sampling.Tables, key uint64, n int) ([]in
 }
 
 // spreadSupported reports why c cannot run spread over more than one
-// process, or nil: the Gibbs sampler of bayes-fm (and auto, which may
-// choose it) and the generator's values (-values oracle) run on one.
+// process, or nil: the generator's values (-values oracle) run on one.
 func spreadSupported(c Config) error {
-	p := c.Pipeline()
-	var why string
-	switch {
-	case c.values() != ValuesPredictor:
-		why = "-values " + c.values()
-	case c.finalModel() == FinalBayesFM || c.FinalModel == FinalAuto:
-		why = "-final-model " + c.finalModel()
-	case p.Values != nil && (p.Values.Model.Kind == FinalBayesFM || c.Predictor == "auto"):
-		why = "-predictor " + c.Predictor
-	}
-	if why != "" {
-		return fmt.Errorf("%s does not run spread over more than one process yet (on one rank it does)", why)
+	if c.values() != ValuesPredictor {
+		return fmt.Errorf("-values %s does not run spread over more than one process yet (on one rank it does)", c.values())
 	}
 	return nil
 }

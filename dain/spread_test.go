@@ -26,12 +26,17 @@ func TestRunOnRanks(t *testing.T) {
 	x := denseTensor(16, 12, 10, 0.6)
 	defer func(r int) { exchangeRound = r }(exchangeRound)
 	exchangeRound = 97
-	for _, method := range []string{"dain", "degree", "duplication", "dain-agree", "dain-in-run"} {
+	for _, method := range []string{"dain", "degree", "duplication", "dain-agree", "dain-in-run", "bayes-fm", "auto"} {
 		cfg := DefaultConfig()
 		cfg.Layers, cfg.Epochs, cfg.Batch, cfg.Ratio = []int{24, 16, 8}, 3, 128, 0.3
 		cfg.InfluenceValSample = 50 // in-run's sample, drawn over the ranks' validation cells
+		cfg.BayesRank, cfg.BayesSamples = 4, 20
 		if v, ok := VariantNamed(method); ok {
 			v.Set(&cfg)
+		} else {
+			// bayes-fm's Gibbs chain (final model and value predictor),
+			// and auto's choice among it and the trained models.
+			cfg.FinalModel, cfg.Predictor = method, method
 		}
 		want, err := Run(context.Background(), x, cfg, cpu.New())
 		if err != nil {
@@ -58,6 +63,9 @@ func TestRunOnRanks(t *testing.T) {
 				g, w := got.Report, want.Report
 				if g.SplitFingerprint != w.SplitFingerprint || g.NAug != w.NAug || g.Dist == nil || g.Dist.Ranks != p {
 					t.Fatalf("%s, %d ranks: rank %d: split %s, %d new cells, dist %+v; Run's %s, %d", method, p, r, g.SplitFingerprint, g.NAug, g.Dist, w.SplitFingerprint, w.NAug)
+				}
+				if g.FinalModel != w.FinalModel || g.Predictor != w.Predictor || (method == "bayes-fm" && w.FinalModel != method) {
+					t.Fatalf("%s, %d ranks: rank %d: final model %s, predictor %s; Run's %s, %s", method, p, r, g.FinalModel, g.Predictor, w.FinalModel, w.Predictor)
 				}
 				for _, c := range [][2]float64{{g.RMSEBefore, w.RMSEBefore}, {g.RMSEAfter, w.RMSEAfter}} {
 					if math.Abs(c[0]/c[1]-1) > 0.01 {

@@ -740,11 +740,25 @@ func TestRankDevice(t *testing.T) {
 func TestDistMethods(t *testing.T) {
 	l := mpiLauncher(t)
 	dir := t.TempDir()
+	// Every method, and bayes-fm's Gibbs chain as the final model and the
+	// value predictor, alone and as auto's candidate.
+	type method struct {
+		dain.Variant
+		flags []string
+	}
+	var methods []method
 	for _, v := range dain.Variants {
+		methods = append(methods, method{v, []string{"-method", v.Name}})
+	}
+	for _, m := range []string{"bayes-fm", "auto"} {
+		methods = append(methods, method{dain.Variant{Name: m, Set: func(c *dain.Config) { c.FinalModel, c.Predictor = m, m }},
+			[]string{"-final-model", m, "-predictor", m, "-bayes-rank", "4", "-bayes-samples", "30"}})
+	}
+	for _, v := range methods {
 		t.Run(v.Name, func(t *testing.T) {
 			// A validation sample smaller than the validation set, so
 			// that in-run draws it over the ranks' shares.
-			args := append(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-method", v.Name, "-influence-val-sample", "100"}, distFlags...), "-index-base", "0")
+			args := append(append(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-influence-val-sample", "100"}, v.flags...), distFlags...), "-index-base", "0")
 			var one bytes.Buffer
 			oneOut := filepath.Join(dir, v.Name+"-one.tsv")
 			if code := run(append(args, "-output", oneOut), &one, os.Stderr); code != 0 {
@@ -797,17 +811,17 @@ func TestDistMethods(t *testing.T) {
 		})
 	}
 	// What does not spread yet is refused on two ranks, by rank 0 alone,
-	// before the input is read; on one rank it runs.
-	out := filepath.Join(dir, "bayes.tsv")
-	args := append(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-final-model", "bayes-fm"}, distFlags...), "-dist", "mpi", "-output", out)
+	// before the input is read.
+	in, gen, out := filepath.Join(dir, "synth.tsv"), filepath.Join(dir, "synth.json"), filepath.Join(dir, "oracle.tsv")
+	if code, _, stderr := runCLI("synth", "-dims", "30,20,10", "-nnz", "1500", "-rank", "3", "-output", in, "-generator-out", gen); code != exitOK {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	args := append(append([]string{"augment", "-input", in, "-values", "oracle", "-oracle", gen}, distFlags...), "-dist", "mpi", "-output", out)
 	code, msg := mpiRun(t, l, 2, nil, args...)
-	if code == 0 || strings.Count(msg, "-final-model bayes-fm does not run spread over more than one process yet") != 1 {
-		t.Errorf("-final-model bayes-fm on 2 ranks: exit %d\n%s", code, msg)
+	if code == 0 || strings.Count(msg, "-values oracle does not run spread over more than one process yet") != 1 {
+		t.Errorf("-values oracle on 2 ranks: exit %d\n%s", code, msg)
 	}
 	if _, err := os.Stat(out); err == nil {
-		t.Errorf("-final-model bayes-fm on 2 ranks: refused, but %s was written", out)
-	}
-	if code, msg := mpiRun(t, l, 1, nil, args...); code != 0 {
-		t.Errorf("-final-model bayes-fm on 1 rank: exit %d\n%s", code, msg)
+		t.Errorf("-values oracle on 2 ranks: refused, but %s was written", out)
 	}
 }
