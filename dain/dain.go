@@ -666,8 +666,9 @@ func RunCheckpointed(ctx context.Context, t *tensor.COO, cfg Config, be compute.
 // and RMSEs are Run's, bit for bit; on several, the split, the
 // initialisations, the shuffles and the sampling's draws are those of Run
 // with the same seed and only the order in which gradients and importances
-// are summed differs. Every method runs on one process; on several,
-// spreadSupported names those that do not yet. Progress goes to
+// are summed differs. Every method and setting runs on any number of
+// processes; with sharded tables (Config.ShardTables) those that need the
+// whole table are refused (checkSpreadOn). Progress goes to
 // cfg.Progress (give it to one process). Like Run, RunOn keeps the split
 // only: once its parts are made it replaces sh.Cells by a tensor of the
 // same dims without cells, so that the shard's cells can be freed (the

@@ -72,16 +72,6 @@ type RankSeconds struct {
 // distStages are the stages of DistReport.PerRank, in order.
 var distStages = []string{"split", "train", "augment", "retrain"}
 
-// CheckSpread reports why cfg cannot run spread over ranks processes
-// (RunOn), or nil: every configuration runs on one; spreadSupported names
-// what does not yet run on more.
-func CheckSpread(cfg Config, ranks int) error {
-	if ranks < 2 {
-		return nil
-	}
-	return spreadSupported(cfg)
-}
-
 // ShardTablesAbove is the size of an embedding table (rows × width × 4
 // bytes, one copy) from which a run spread over more than one process
 // shards it by row when Config.ShardTables is auto: 64 MiB, where the

@@ -187,7 +187,7 @@ func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backe
 		return nil, fmt.Errorf("dain: %w", err)
 	}
 	shards := cfg.shards(x.Dims, cl.Size())
-	if err := checkSpreadOn(append([]Config{cfg}, methods...), cl.Size(), shards); err != nil {
+	if err := checkSpreadOn(append([]Config{cfg}, methods...), shards); err != nil {
 		return nil, agreed{err} // every process finds it
 	}
 	if err := checkMemorySharded(x, cfg, shards); err != nil {
@@ -201,7 +201,7 @@ func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backe
 		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{},
 		ck: (*checkpointer)(nil), sp: spread{cl: cl}}
 	var err error
-	if e.oracle, err = checkOracle(x, append([]Config{cfg}, methods...)); err != nil {
+	if e.oracle, err = checkOracle(cl, sh, append([]Config{cfg}, methods...)); err != nil {
 		return nil, err
 	}
 	e.logf = func(format string, args ...any) {

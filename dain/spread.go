@@ -63,8 +63,8 @@ type distRun struct {
 // cluster.Local. Every stage of the experiment is then collective: the
 // processes must call the same methods in the same order. sh is read, not
 // kept (another experiment may split it again). It returns an error, on
-// every process, for a configuration that does not run spread over
-// cl.Size() processes (CheckSpread).
+// every process, for a configuration that does not run with the embedding
+// tables sharded as the configuration shards them (checkSpreadOn).
 func NewExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
 	return newExperimentOn(cl, sh, cfg, be, methods...)
 }
@@ -342,27 +342,13 @@ func (e *Experiment) sampleShared(dev *sampling.Tables, key uint64, n int) ([]in
 	return cells, s, err
 }
 
-// spreadSupported reports why c cannot run spread over more than one
-// process, or nil: the generator's values (-values oracle) run on one.
-func spreadSupported(c Config) error {
-	if c.values() != ValuesPredictor {
-		return fmt.Errorf("-values %s does not run spread over more than one process yet (on one rank it does)", c.values())
+// checkSpreadOn reports why one of cfgs cannot run with the MLP's
+// embedding table sharded over shards processes, or nil.
+func checkSpreadOn(cfgs []Config, shards int) error {
+	if shards == 1 {
+		return nil
 	}
-	return nil
-}
-
-// checkSpreadOn reports why one of cfgs cannot run on size processes
-// whose MLP embedding table is sharded over shards of them, or nil.
-func checkSpreadOn(cfgs []Config, size, shards int) error {
 	for _, c := range cfgs {
-		if size > 1 {
-			if err := spreadSupported(c); err != nil {
-				return fmt.Errorf("dain: %w", err)
-			}
-		}
-		if shards == 1 {
-			continue
-		}
 		switch {
 		case c.Influence == "in-run":
 			return fmt.Errorf("dain: -influence in-run observes every training step, which it does with the embedding tables replicated, not sharded (-shard-tables): run it with -shard-tables off")

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dainx/dainx/cluster/clustertest"
@@ -105,4 +106,66 @@ func seq(lo, hi int) []int {
 		out[i] = lo + i
 	}
 	return out
+}
+
+// TestOracleOnRanks: -values oracle spread over ranks (one holding no
+// cells) values each rank's share of dain's new cells as one process
+// values those cells, noise draws included (a rank's share follows the
+// draws of the shares before it); a cell off a noiseless generator on one
+// rank is reported by every rank, numbered in the file.
+func TestOracleOnRanks(t *testing.T) {
+	for _, sigma := range []float64{0.1, 0} {
+		g, err := tensor.NewGenerator([]int{20, 16, 12}, 1500, 3, sigma, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := g.Tensor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultConfig()
+		cfg.Layers, cfg.Epochs, cfg.Batch, cfg.Ratio, cfg.Rank, cfg.Channels = []int{24, 16, 8}, 2, 128, 0.3, 4, 4
+		cfg.Values, cfg.Oracle = ValuesOracle, g
+		want, err := Run(context.Background(), x, cfg, cpu.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := x.NNZ()
+		for _, bounds := range [][]int{{0, n / 2, n}, {0, n / 3, n / 3, n}} {
+			p := len(bounds) - 1
+			res := make([]*Result, p)
+			errs := make([]error, p)
+			clustertest.Run(p, func(r clustertest.Rank) {
+				lo, hi := bounds[r.Rank()], bounds[r.Rank()+1]
+				res[r.Rank()], errs[r.Rank()] = RunOn(context.Background(), r, &Shard{Cells: x.Subset(seq(lo, hi)), First: lo, NNZ: n}, cfg, cpu.New())
+			})
+			var cells []int32
+			var vals []float64
+			for r, got := range res {
+				if errs[r] != nil {
+					t.Fatalf("σ %v, %d ranks: rank %d: %v", sigma, p, r, errs[r])
+				}
+				cells, vals = append(cells, got.Aug.Idx...), append(vals, got.Aug.Val...)
+			}
+			if !slices.Equal(cells, want.Aug.Idx) || !slices.Equal(vals, want.Aug.Val) {
+				t.Errorf("σ %v, %d ranks: the new cells or their oracle values differ from one process's", sigma, p)
+			}
+		}
+		if sigma > 0 {
+			continue
+		}
+		// Cell 1000 off the noiseless generator: rank 1 holds it.
+		y := x.Subset(seq(0, n))
+		y.Val[1000] += 1
+		errs := make([]error, 2)
+		clustertest.Run(2, func(r clustertest.Rank) {
+			lo, hi := r.Rank()*n/2, (r.Rank()+1)*n/2
+			_, errs[r.Rank()] = RunOn(context.Background(), r, &Shard{Cells: y.Subset(seq(lo, hi)), First: lo, NNZ: n}, cfg, cpu.New())
+		})
+		for r, err := range errs {
+			if err == nil || !strings.Contains(err.Error(), "cell 1000 ") {
+				t.Errorf("a cell off the generator on rank 1: rank %d: %v", r, err)
+			}
+		}
+	}
 }

@@ -128,9 +128,6 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 		c.Finalize()
 		return code
 	}
-	if err := dain.CheckSpread(cfg, c.Size()); err != nil {
-		return agreed(fmt.Errorf("dain: %w", err))
-	}
 	tx, err := a.Begin(ck.dir)
 	if err != nil {
 		return agreed(err)
@@ -320,14 +317,6 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out, spread s
 	defer be.Close()
 	var res *eval.Results
 	if spread == "runs" {
-		for _, m := range spec.Methods {
-			v, _ := dain.VariantNamed(m)
-			cfg := spec.Base
-			v.Set(&cfg)
-			if err := dain.CheckSpread(cfg, size); err != nil {
-				return fail(fmt.Errorf("-spread runs: method %s: %w", m, err))
-			}
-		}
 		cl := &mpijob.Cluster{C: c}
 		if res, err = eval.EvaluateOn(ctx, cl, sh, spec, be); err != nil {
 			return fail(err)

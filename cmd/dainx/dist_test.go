@@ -730,35 +730,39 @@ func TestRankDevice(t *testing.T) {
 	}
 }
 
-// TestDistMethods (issue 32): every method of dainx eval runs under -dist
-// mpi through the one pipeline. On one rank its augmented tensor is one
-// process's byte for byte, with the same RMSEs; on two ranks the split
-// fingerprint and the number of new cells are one process's and the test
-// RMSEs within 1%, or, for a configuration that does not yet run spread
-// over several processes (dain.CheckSpread: none of these methods), the
-// run is refused up front with a message that says so and writes nothing.
+// TestDistMethods (issue 32): every method of dainx eval, bayes-fm and
+// auto as final model and value predictor, and the oracle's values run
+// under -dist mpi through the one pipeline. On one rank the augmented
+// tensor is one process's byte for byte, with the same RMSEs; on two
+// ranks the split fingerprint and the number of new cells are one
+// process's and the test RMSEs within 1%.
 func TestDistMethods(t *testing.T) {
 	l := mpiLauncher(t)
 	dir := t.TempDir()
 	// Every method, and bayes-fm's Gibbs chain as the final model and the
 	// value predictor, alone and as auto's candidate.
 	type method struct {
-		dain.Variant
+		Name  string
 		flags []string
 	}
 	var methods []method
 	for _, v := range dain.Variants {
-		methods = append(methods, method{v, []string{"-method", v.Name}})
+		methods = append(methods, method{v.Name, []string{"-input", "testdata/golden/input.tsv", "-index-base", "0", "-method", v.Name}})
 	}
 	for _, m := range []string{"bayes-fm", "auto"} {
-		methods = append(methods, method{dain.Variant{Name: m, Set: func(c *dain.Config) { c.FinalModel, c.Predictor = m, m }},
-			[]string{"-final-model", m, "-predictor", m, "-bayes-rank", "4", "-bayes-samples", "30"}})
+		methods = append(methods, method{m, []string{"-input", "testdata/golden/input.tsv", "-index-base", "0", "-final-model", m, "-predictor", m, "-bayes-rank", "4", "-bayes-samples", "30"}})
 	}
+	// The generator's values (with noise) on a tensor of dainx synth.
+	in, gen := filepath.Join(dir, "synth.tsv"), filepath.Join(dir, "synth.json")
+	if code, _, stderr := runCLI("synth", "-dims", "30,20,10", "-nnz", "1500", "-rank", "3", "-noise", "0.1", "-output", in, "-generator-out", gen); code != exitOK {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	methods = append(methods, method{"oracle", []string{"-input", in, "-values", "oracle", "-oracle", gen}})
 	for _, v := range methods {
 		t.Run(v.Name, func(t *testing.T) {
 			// A validation sample smaller than the validation set, so
 			// that in-run draws it over the ranks' shares.
-			args := append(append(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-influence-val-sample", "100"}, v.flags...), distFlags...), "-index-base", "0")
+			args := append(append([]string{"augment", "-influence-val-sample", "100"}, v.flags...), distFlags...)
 			var one bytes.Buffer
 			oneOut := filepath.Join(dir, v.Name+"-one.tsv")
 			if code := run(append(args, "-output", oneOut), &one, os.Stderr); code != 0 {
@@ -769,21 +773,9 @@ func TestDistMethods(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantBytes, _ := os.ReadFile(oneOut)
-			cfg := dain.DefaultConfig()
-			v.Set(&cfg)
-			spreads := dain.CheckSpread(cfg, 2) == nil
 			for _, n := range []int{1, 2} {
 				out, rep := filepath.Join(dir, fmt.Sprintf("%s-%d.tsv", v.Name, n)), filepath.Join(dir, fmt.Sprintf("%s-%d.json", v.Name, n))
 				code, msg := mpiRun(t, l, n, nil, append(args, "-dist", "mpi", "-output", out, "-report", rep)...)
-				if n == 2 && !spreads {
-					if code == 0 || !strings.Contains(msg, "does not run spread over more than one process yet") {
-						t.Errorf("-n 2: exit %d, want a refusal\n%s", code, msg)
-					}
-					if _, err := os.Stat(out); err == nil {
-						t.Errorf("-n 2: refused, but %s was written", out)
-					}
-					continue
-				}
 				if code != 0 {
 					t.Fatalf("-n %d: exit %d\n%s", n, code, msg)
 				}
@@ -809,19 +801,5 @@ func TestDistMethods(t *testing.T) {
 				t.Logf("-n %d: rmse %.5f → %.5f (one process %.5f → %.5f), %d new cells", n, got.RMSEBefore, got.RMSEAfter, want.RMSEBefore, want.RMSEAfter, got.NAug)
 			}
 		})
-	}
-	// What does not spread yet is refused on two ranks, by rank 0 alone,
-	// before the input is read.
-	in, gen, out := filepath.Join(dir, "synth.tsv"), filepath.Join(dir, "synth.json"), filepath.Join(dir, "oracle.tsv")
-	if code, _, stderr := runCLI("synth", "-dims", "30,20,10", "-nnz", "1500", "-rank", "3", "-output", in, "-generator-out", gen); code != exitOK {
-		t.Fatalf("synth: exit %d: %s", code, stderr)
-	}
-	args := append(append([]string{"augment", "-input", in, "-values", "oracle", "-oracle", gen}, distFlags...), "-dist", "mpi", "-output", out)
-	code, msg := mpiRun(t, l, 2, nil, args...)
-	if code == 0 || strings.Count(msg, "-values oracle does not run spread over more than one process yet") != 1 {
-		t.Errorf("-values oracle on 2 ranks: exit %d\n%s", code, msg)
-	}
-	if _, err := os.Stat(out); err == nil {
-		t.Errorf("-values oracle on 2 ranks: refused, but %s was written", out)
 	}
 }
