@@ -37,13 +37,24 @@ const runCellCopies = 12
 // RunBytes estimates the memory in bytes of one process's part of a run of
 // cfg on a tensor of nnz cells with dims spread over shards processes
 // (RunOn; 1 for Run): its share of the cells, each held in about
-// runCellCopies copies, and the per-entity tables (tableBytes).
+// runCellCopies copies, the per-entity tables (tableBytes) and, when the
+// run fits bayes-fm (Config.UsesBayesFM), its parameters, replicated on
+// every process: the chain's state and the value predictor's kept samples.
 func RunBytes(nnz int, dims []int, cfg Config, shards int) float64 {
 	if cfg.Layers == nil {
 		cfg.Layers = nn.DefaultLayers(len(dims))
 	}
 	cell := float64(4*len(dims) + 8)
-	return runCellCopies*cell*float64(nnz)/float64(max(shards, 1)) + tableBytesSharded(dims, cfg, 1)
+	b := runCellCopies*cell*float64(nnz)/float64(max(shards, 1)) + tableBytesSharded(dims, cfg, 1)
+	if cfg.UsesBayesFM() {
+		k := cfg.bayesConfig().Rank
+		params := 1.0
+		for _, d := range dims {
+			params += float64(d) * float64(k+1)
+		}
+		b += 8 * params * (1 + maxKeptBayes)
+	}
+	return b
 }
 
 // PhysicalMemory returns this machine's memory in bytes, 0 where unknown.
