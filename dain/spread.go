@@ -426,10 +426,11 @@ func (d *distRun) finish(cl cluster.Cluster, logf func(string, ...any)) *DistRep
 }
 
 // The cell makers that draw one cell at a time from every training cell
-// (duplication, entity replacement, near-cells) or choose among every new
-// cell (dain-agree) run on rank 0 over what every process holds, gathered
-// there (onRoot): the cells are one process's, at O(cells) memory on rank 0
-// for that stage; the other stages keep O(cells/P).
+// (duplication, entity replacement, near-cells) run on rank 0 over what
+// every process holds, gathered there (onRoot): the cells are one
+// process's, at O(cells) memory on rank 0 for that stage; the other stages
+// (dain-agree's choice among the new cells too, agreeKeepOn) keep
+// O(cells/P).
 
 // toRoot returns every process's x concatenated in process order on rank
 // 0, and nothing elsewhere.
@@ -540,5 +541,92 @@ func (e *Experiment) scatterShares(aug *tensor.COO, k int, vals bool) *tensor.CO
 		out.Val = bitsF64(cl.AlltoallI32(val, cv))
 	}
 	e.augFirst = cl.Rank() * k / size
+	return out
+}
+
+// agreeKeepOn is agreeKeep over the processes of e's cluster, each holding
+// its share of the candidates (the shares in process order being the draw
+// order) with their predictions a and b: the n candidates of smallest
+// |a − b| over every process, ties by draw order, valued by a, exactly as
+// agreeKeep keeps them from all the candidates; each process receives its
+// share of them in draw order (cells Rank·n/Size onwards, e.augFirst). No
+// process holds more than its own candidates: the n-th smallest |a − b| is
+// found by bisection over its bits (non-negative floats order as their
+// bits), 64 sums of one count, and the kept cells are then sent to the
+// processes whose shares hold them.
+func (e *Experiment) agreeKeepOn(cand []int32, a, b []float64, n int) *tensor.COO {
+	cl, order, size := e.sp.cl, e.x.Order(), e.sp.cl.Size()
+	key := make([]uint64, len(a))
+	for i := range a {
+		key[i] = math.Float64bits(math.Abs(a[i] - b[i]))
+	}
+	// t: the smallest key with at least n keys ≤ it over every process.
+	lo, hi := uint64(0), uint64(math.MaxUint64)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		c := []int64{0}
+		for _, k := range key {
+			if k <= mid {
+				c[0]++
+			}
+		}
+		cl.SumI64(c)
+		if c[0] >= int64(n) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	t := lo
+	// Every key below t is kept; of the keys equal to t, the first in draw
+	// order until n are kept.
+	per := make([]int64, 2*size)
+	for _, k := range key {
+		if k < t {
+			per[2*cl.Rank()]++
+		} else if k == t {
+			per[2*cl.Rank()+1]++
+		}
+	}
+	cl.SumI64(per)
+	take := int64(n)
+	for r := range size {
+		take -= per[2*r]
+		if r < cl.Rank() {
+			take -= per[2*r+1]
+		}
+	}
+	var idx []int32
+	var val []float64
+	for i, k := range key {
+		if k < t || (k == t && take > 0) {
+			if k == t {
+				take--
+			}
+			idx = append(idx, cand[i*order:(i+1)*order]...)
+			val = append(val, a[i])
+		}
+	}
+	// The kept cells' positions among the n, and the processes whose
+	// shares hold them.
+	kept := make([]int64, size)
+	kept[cl.Rank()] = int64(len(val))
+	cl.SumI64(kept)
+	pos := 0
+	for r := range cl.Rank() {
+		pos += int(kept[r])
+	}
+	ci, cv := make([]int32, size), make([]int32, size)
+	r := 0 // position p is in share r when r·n/Size ≤ p < (r+1)·n/Size
+	for p := pos; p < pos+len(val); p++ {
+		for (r+1)*n/size <= p {
+			r++
+		}
+		ci[r] += int32(order)
+		cv[r] += 2
+	}
+	out := &tensor.COO{Dims: append([]int(nil), e.x.Dims...), Idx: cl.AlltoallI32(idx, ci)}
+	out.Val = bitsF64(cl.AlltoallI32(f64Bits(val), cv))
+	e.augFirst = cl.Rank() * n / size
 	return out
 }

@@ -169,3 +169,44 @@ func TestOracleOnRanks(t *testing.T) {
 		}
 	}
 }
+
+// TestAgreeKeepOn: dain-agree's choice spread over ranks (shares of any
+// size, some empty) keeps exactly agreeKeep's cells and values, each rank
+// its share in draw order, also when many candidates tie at the cut.
+func TestAgreeKeepOn(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	dims := []int{50, 40, 30}
+	const m = 400
+	cand := make([]int32, 3*m)
+	a, b := make([]float64, m), make([]float64, m)
+	for i := range m {
+		cand[3*i], cand[3*i+1], cand[3*i+2] = int32(r.IntN(50)), int32(r.IntN(40)), int32(r.IntN(30))
+		a[i] = float64(r.IntN(7)) / 4 // few distinct differences: ties everywhere
+		b[i] = float64(r.IntN(7)) / 4
+	}
+	for _, n := range []int{0, 1, 57, 200, 399, 400} {
+		want := agreeKeep(dims, cand, a, b, n)
+		for _, cuts := range [][]int{{0, m}, {0, 150, m}, {0, 0, 220, 220, m}} {
+			p := len(cuts) - 1
+			got := make([]*tensor.COO, p)
+			first := make([]int, p)
+			clustertest.Run(p, func(rk clustertest.Rank) {
+				lo, hi := cuts[rk.Rank()], cuts[rk.Rank()+1]
+				e := &Experiment{x: &tensor.COO{Dims: dims}, sp: spread{cl: rk}}
+				got[rk.Rank()] = e.agreeKeepOn(cand[3*lo:3*hi], a[lo:hi], b[lo:hi], n)
+				first[rk.Rank()] = e.augFirst
+			})
+			var idx []int32
+			var val []float64
+			for k, g := range got {
+				if first[k] != len(val) || g.NNZ() != (k+1)*n/p-k*n/p {
+					t.Fatalf("n %d, cuts %v: rank %d holds %d cells from %d, want %d from %d", n, cuts, k, g.NNZ(), first[k], (k+1)*n/p-k*n/p, len(val))
+				}
+				idx, val = append(idx, g.Idx...), append(val, g.Val...)
+			}
+			if !slices.Equal(idx, want.Idx) || !slices.Equal(val, want.Val) {
+				t.Fatalf("n %d, cuts %v: the kept cells differ from agreeKeep's", n, cuts)
+			}
+		}
+	}
+}

@@ -359,14 +359,8 @@ func (s AgreeCells) cells(ctx context.Context, e *Experiment, n int, st *AugStat
 	if err != nil {
 		return nil, err
 	}
-	if e.many() { // the best of every process's candidates: on rank 0
-		cl := e.sp.cl
-		ci, ca, cb := toRoot(cl, cand.Idx), toRoot(cl, f64Bits(a)), toRoot(cl, f64Bits(b))
-		var aug *tensor.COO
-		if cl.Rank() == 0 {
-			aug = agreeKeep(e.x.Dims, ci, bitsF64(ca), bitsF64(cb), n)
-		}
-		return e.scatterShares(aug, n, true), nil
+	if e.many() {
+		return e.agreeKeepOn(cand.Idx, a, b, n), nil
 	}
 	return agreeKeep(e.x.Dims, cand.Idx, a, b, n), nil
 }
