@@ -39,7 +39,10 @@ fi
 
 defined=$(nm -g --defined-only "$lib" | awk 'NF == 3 && $2 ~ /^[TDBR]$/ {print $3}')
 for f in $(grep -o 'dainx_k_[a-z0-9_]*(' kernels/lib/dainx_kernels.h | tr -d '(' | sort -u); do
-	if ! echo "$defined" | grep -qx "$f"; then
+	# A here-string, not a pipe: grep -q stops reading at its first match,
+	# and under pipefail an echo still writing into the pipe would fail the
+	# test (a launcher reported missing that is there).
+	if ! grep -qx "$f" <<<"$defined"; then
 		echo "check-kernels-lib: $f is declared in dainx_kernels.h but not defined" >&2
 		fail=1
 	fi

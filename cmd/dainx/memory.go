@@ -34,13 +34,41 @@ func setupMemory() {
 	}
 }
 
-// heapProfiler polls the collector and writes the heap profile to path
-// whenever a collection left a larger live heap than every earlier one.
+// heapProfiler polls the collector and the process's RSS every 20 ms. It
+// writes the heap profile to path whenever a collection left a larger live
+// heap than every earlier one, and to path+".rss" whenever the RSS passed
+// its largest so far by 4 MiB, with the runtime's account of that memory
+// (live heap, heap in use and free, released, stacks, other) in
+// path+".rss.txt": so the files end as the profiles of the run's largest
+// live heap and of its peak RSS.
 func heapProfiler(path string) {
-	sample := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"}}
-	var seen, peak uint64
+	sample := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"}, {Name: "/memory/classes/total:bytes"}}
+	var seen, peak, peakRSS uint64
+	write := func(name string) bool {
+		f, err := os.Create(name)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dainx: DAINX_HEAPPROFILE: %v\n", err)
+			return false
+		}
+		pprof.Lookup("heap").WriteTo(f, 0)
+		f.Close()
+		return true
+	}
 	for range time.Tick(20 * time.Millisecond) {
 		metrics.Read(sample)
+		if rss := currentRSS(); rss > peakRSS+4<<20 {
+			peakRSS = rss
+			if !write(path + ".rss") {
+				return
+			}
+			mib := func(i int) float64 { return float64(sample[i].Value.Uint64()) / (1 << 20) }
+			line := fmt.Sprintf("rss %.1f MiB: live heap %.1f, heap objects %.1f, heap free %.1f, released %.1f, unused %.1f, stacks %.1f, runtime total %.1f MiB\n",
+				float64(rss)/(1<<20), mib(1), mib(2), mib(3), mib(4), mib(5), mib(6), mib(7))
+			os.WriteFile(path+".rss.txt", []byte(line), 0o644)
+		}
 		if n := sample[0].Value.Uint64(); n == seen {
 			continue
 		} else {
@@ -48,13 +76,21 @@ func heapProfiler(path string) {
 		}
 		if live := sample[1].Value.Uint64(); live > peak {
 			peak = live
-			f, err := os.Create(path)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "dainx: DAINX_HEAPPROFILE: %v\n", err)
+			if !write(path) {
 				return
 			}
-			pprof.Lookup("heap").WriteTo(f, 0)
-			f.Close()
 		}
 	}
+}
+
+// currentRSS returns the process's resident set in bytes (Linux; 0
+// elsewhere).
+func currentRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, res uint64
+	fmt.Sscan(string(b), &size, &res)
+	return res * uint64(os.Getpagesize())
 }
