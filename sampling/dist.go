@@ -54,8 +54,9 @@ const (
 // gets the same statistics and error. Work and memory per process are
 // O(n/Size) beyond owned: each round's candidates are drawn by the
 // process whose range of counters they fall in and judged by their owner,
-// and the accepted cells are finally sent to the process whose share holds
-// their place.
+// and at the end of each round the accepted cells are sent to the process
+// whose share holds their place, so a process holds its share (allocated
+// once) and one round's cells, never a list of everything it accepted.
 func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Options, cl cluster.Cluster) (mine []int32, first int, st Stats, err error) {
 	order := t.Order()
 	if n < 0 {
@@ -88,8 +89,12 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 	defer buf.Free()
 	host := make([]int32, buf.Len())
 	counts, back := make([]int32, size), make([]int32, size)
-	accepted := 0    // over all processes, before this round
-	var kept []int32 // this process's accepted cells, each as (place, cell)
+	accepted := 0 // over all processes, before this round
+	// This process's share of the new cells, places first..: filled round
+	// by round by the processes that accept them.
+	first = rank * n / size
+	mine = make([]int32, ((rank+1)*n/size-first)*order)
+	var kept []int32 // the round's accepted cells of this process, each as (place, cell)
 	for accepted < n {
 		if st.Draws >= maxDraws {
 			return nil, 0, st, fmt.Errorf("sampling: gave up after %d draws with %d of %d new cells (%d observed and %d repeated candidates rejected); the reachable cells are nearly exhausted, ask for fewer", st.Draws, accepted, n, st.Observed, st.Duplicate)
@@ -189,6 +194,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 			cut[0] = int64(m)
 		}
 		// This process's candidates before the cut, and the counts.
+		kept = kept[:0]
 		c := []int64{0, 0}
 		for j, x := range v {
 			if lo+j >= int(cut[0]) {
@@ -212,25 +218,17 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 		st.Observed += int(c[0])
 		st.Duplicate += int(c[1])
 		accepted = min(total, n)
-	}
-	// Each accepted cell to the process whose share holds its place.
-	clear(counts)
-	for j := 0; j < len(kept); j += 1 + order {
-		counts[drawer(int(kept[j]), n, size)] += int32(1 + order)
-	}
-	next := Starts(counts, 1)
-	send := make([]int32, len(kept))
-	for j := 0; j < len(kept); j += 1 + order {
-		r := drawer(int(kept[j]), n, size)
-		copy(send[next[r]:], kept[j:j+1+order])
-		next[r] += int32(1 + order)
-	}
-	kept = nil
-	recv := cl.AlltoallI32(send, counts)
-	first = rank * n / size
-	mine = make([]int32, ((rank+1)*n/size-first)*order)
-	for j := 0; j < len(recv); j += 1 + order {
-		copy(mine[(int(recv[j])-first)*order:], recv[j+1:j+1+order])
+		// Each accepted cell to the process whose share holds its place
+		// (kept is in increasing place), so that no process holds more than
+		// its share and a round's cells.
+		clear(counts)
+		for j := 0; j < len(kept); j += 1 + order {
+			counts[drawer(int(kept[j]), n, size)] += int32(1 + order)
+		}
+		recv = cl.AlltoallI32(kept, counts)
+		for j := 0; j < len(recv); j += 1 + order {
+			copy(mine[(int(recv[j])-first)*order:], recv[j+1:j+1+order])
+		}
 	}
 	return mine, first, st, nil
 }
