@@ -371,9 +371,8 @@ func (e *Experiment) mseAll(p, y []float64) float64 {
 		return mse(p, y)
 	}
 	s := []float64{0, float64(len(p))}
-	for i, v := range p {
-		d := v - y[i]
-		s[0] += d * d
+	if len(p) > 0 {
+		s[0] = mse(p, y) * s[1]
 	}
 	e.sp.cl.SumF64(s)
 	if s[1] == 0 {

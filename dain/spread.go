@@ -617,11 +617,8 @@ func (e *Experiment) agreeKeepOn(cand []int32, a, b []float64, n int) *tensor.CO
 		pos += int(kept[r])
 	}
 	ci, cv := make([]int32, size), make([]int32, size)
-	r := 0 // position p is in share r when r·n/Size ≤ p < (r+1)·n/Size
 	for p := pos; p < pos+len(val); p++ {
-		for (r+1)*n/size <= p {
-			r++
-		}
+		r := sampling.ShareOf(p, n, size)
 		ci[r] += int32(order)
 		cv[r] += 2
 	}

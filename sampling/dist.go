@@ -143,7 +143,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 			default:
 				verdicts[j] = verdictNew
 			}
-			back[drawer(int(e[0]), m, size)]++
+			back[ShareOf(int(e[0]), m, size)]++
 		}
 		got := cl.AlltoallI32(verdicts, back)
 		// got holds, owner by owner, the verdicts on this process's
@@ -223,7 +223,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 		// its share and a round's cells.
 		clear(counts)
 		for j := 0; j < len(kept); j += 1 + order {
-			counts[drawer(int(kept[j]), n, size)] += int32(1 + order)
+			counts[ShareOf(int(kept[j]), n, size)] += int32(1 + order)
 		}
 		recv = cl.AlltoallI32(kept, counts)
 		for j := 0; j < len(recv); j += 1 + order {
@@ -244,10 +244,11 @@ func Starts(counts []int32, per int32) []int32 {
 	return s
 }
 
-// drawer returns the process that draws round index i of a round of m
-// candidates split over size processes in contiguous ranges
-// [r·m/size, (r+1)·m/size).
-func drawer(i, m, size int) int {
+// ShareOf returns the process whose share holds item i of m items split
+// over size processes in contiguous ranges [r·m/size, (r+1)·m/size): the
+// process that draws round index i of a round of m candidates, or that
+// holds new cell i of m.
+func ShareOf(i, m, size int) int {
 	r := i * size / m
 	for r+1 < size && (r+1)*m/size <= i {
 		r++
