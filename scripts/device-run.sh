@@ -53,6 +53,19 @@
 #           GPU rows only (each precision's step with the 64×64 kernels
 #           and tuned, eager and graph-replayed, PyTorch at its best in
 #           PAIRED interleaved rounds, default 3)
+#   PLAN=xeon  the GPU machine's host CPU (an Intel Xeon with AVX-512) as
+#           the CPU benchmark machine of issue 33, at most DEADLINE s
+#           (default 480): two physical cores of one socket, no SMT
+#           siblings (CORES overrides, e.g. CORES=0,1), the GPU hidden
+#           (CUDA_VISIBLE_DEVICES=); cpuinfo.txt (lscpu, the cores
+#           chosen, the AVX-512 flags); benchrun's CPU rows on the
+#           AVX-512 path (results/xeon-avx512), again with
+#           GODEBUG=cpu.avx512f=off (results/xeon-avx2), then the
+#           end-to-end runs E2E_RUNS (default "demo movielens") on the
+#           CPU, one benchrun each (results/xeon-e2e-RUN); before them,
+#           GPU=1 adds the CUDA test binary and `dainx augment` on the
+#           GPU, graphs on and off, against the CPU report in .dev/ref
+#           (made beforehand on any machine, same flags: compare.txt)
 #
 # Every step has a time limit (STEP_TIMEOUT seconds, set per preset); a
 # failing step is recorded and the others still run; the exit status is
@@ -437,7 +450,85 @@ planrecheck() {
 		$dev/cuda.test -test.v -test.run "$gemm_sparse" -test.short -test.count=1
 }
 
+# xeon_cores prints two CPUs of package 0 on distinct physical cores (no
+# SMT siblings), as taskset -c wants them.
+xeon_cores() {
+	local c d seen="" out=""
+	for d in /sys/devices/system/cpu/cpu[0-9]*; do
+		c=${d##*cpu}
+		[ "$(cat "$d/topology/physical_package_id" 2>/dev/null)" = 0 ] || continue
+		local core
+		core=$(cat "$d/topology/core_id" 2>/dev/null) || continue
+		case " $seen " in *" $core "*) continue ;; esac
+		seen="$seen $core"
+		out="$out${out:+,}$c"
+		[ "$(echo "$out" | tr , '\n' | wc -l)" -ge 2 ] && break
+	done
+	echo "$out"
+}
+
+planxeon() {
+	DEADLINE=${DEADLINE:-480}
+	need $dev/benchrun $dev/dainx || return
+	local commit cores
+	commit=$(cat $dev/COMMIT 2>/dev/null || echo unknown)
+	cores=${CORES:-$(xeon_cores)}
+	{
+		date -u
+		echo "commit $commit"
+		lscpu
+		echo "== cores chosen: $cores"
+		for c in ${cores//,/ }; do
+			echo "cpu$c: package $(cat /sys/devices/system/cpu/cpu$c/topology/physical_package_id) core $(cat /sys/devices/system/cpu/cpu$c/topology/core_id) siblings $(cat /sys/devices/system/cpu/cpu$c/topology/thread_siblings_list)"
+		done
+		echo "== AVX-512 flags"
+		grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E 'avx512|amx|avx_vnni' | tr '\n' ' '
+		echo
+		echo "== load"
+		cat /proc/loadavg
+		python3 -c 'import torch; print("torch", torch.__version__); print(torch.__config__.show())'
+	} >"$OUT/cpuinfo.txt" 2>&1
+	local pin=(taskset -c "$cores" env CUDA_VISIBLE_DEVICES= DAINX_DATA=$dev/data)
+	STEP_TIMEOUT=${MICRO_TIMEOUT:-150} step "benchrun AVX-512 path (peak, ops, step, PyTorch)" benchrun.txt "${pin[@]}" \
+		$dev/benchrun -dainx $dev/dainx -commit "$commit" -e2e=false -generic=false -paired "${PAIRED:-5}" ${BENCHFLAGS:-} \
+		-out "$OUT/results/xeon-avx512"
+	STEP_TIMEOUT=${MICRO_TIMEOUT:-150} step "benchrun AVX2 path (GODEBUG=cpu.avx512f=off)" benchrun.txt "${pin[@]}" GODEBUG=cpu.avx512f=off \
+		$dev/benchrun -dainx $dev/dainx -commit "$commit" -e2e=false -generic=false -paired "${PAIRED_AVX2:-3}" ${BENCHFLAGS:-} \
+		-out "$OUT/results/xeon-avx2"
+	[ -n "${GPU:-}" ] && gpucheck
+	local r
+	for r in ${E2E_RUNS:-demo movielens}; do
+		STEP_TIMEOUT=${E2E_TIMEOUT:-240} step "benchrun end to end ($r; CPU)" benchrun.txt "${pin[@]}" \
+			$dev/benchrun -dainx $dev/dainx -commit "$commit" -micro=false -e2e-backend cpu \
+			-e2e-runs "$r" -movingmnist-epochs 0 -out "$OUT/results/xeon-e2e-$r"
+	done
+	rm -f "$OUT"/results/xeon-*/latest.*
+	grep -v '^|' "$OUT/benchrun.txt" | tail -n 40
+}
+
+# gpucheck: the CUDA test binary, then `dainx augment` on the GPU (graphs
+# on, the default; and eager) against the CPU report in .dev/ref (same
+# input, seed and flags; any machine's CPU), in compare.txt.
+gpucheck() {
+	local t=${TENSOR:-foursquare_nyc} f args
+	f=$dev/data/$t.tsv.gz
+	need $dev/cuda.test "$f" $dev/ref/aug_${t}_cpu.json || return
+	cp $dev/ref/aug_${t}_cpu.json "$OUT/"
+	# shellcheck disable=SC2206
+	args=(-input "$f" -seed "$SEED" ${EXTRA:--epochs 3})
+	STEP_TIMEOUT=120 step "CUDA tests (every test, every precision)" conformance.txt $dev/cuda.test -test.v -test.count=1
+	if grep -q -- '--- SKIP: TestConformance' "$OUT/conformance.txt"; then
+		fail conformance "skipped: the CUDA backend saw no device"
+	fi
+	STEP_TIMEOUT=40 step "augment $t cuda (graphs)" augment.log \
+		$dev/dainx augment "${args[@]}" -backend cuda -output /tmp/aug_cuda.tsv -report "$OUT/aug_${t}_cuda.json"
+	STEP_TIMEOUT=40 step "augment $t cuda-eager" augment.log \
+		$dev/dainx augment "${args[@]}" -backend cuda -graphs off -output /tmp/aug_cuda-eager.tsv -report "$OUT/aug_${t}_cuda-eager.json"
+	compare
+}
+
 case $PLAN in
+xeon) planxeon ;;
 recheck) planrecheck ;;
 check) plancheck ;;
 speed) planspeed ;;
