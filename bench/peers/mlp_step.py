@@ -41,6 +41,7 @@ Usage: mlp_step.py [--dims 1000,1000,1000] [--layers 150,1024,1024,128]
 """
 import argparse
 import json
+import re
 import sys
 import time
 import warnings
@@ -182,8 +183,12 @@ def main():
             step(i)
     sync()
 
+    # The BLAS torch was built against: "generic" means the system's
+    # libblas.so.3 (Debian's python3-torch), else torch's own (pip: mkl).
+    blas_info = re.findall(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
     meta = {
         "torch": torch.__version__,
+        "blas_info": blas_info[0] if blas_info else "",
         "threads": torch.get_num_threads(),
         "device": torch.cuda.get_device_name(0) if cuda else "cpu",
         "precision": a.precision,

@@ -233,8 +233,12 @@ func cpuPeer(py peerCmd) (*PeerRes, string) {
 			best = rr
 		}
 	}
+	// torch built against the generic BLAS interface uses the system's
+	// libblas.so.3; else (pip wheels: mkl) the BLAS inside torch.
 	blas := "unknown"
-	if t, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libblas.so.3"); err == nil {
+	if bi := best.out.BLASInfo; bi != "" && bi != "generic" {
+		blas = bi + " (inside torch)"
+	} else if t, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libblas.so.3"); err == nil {
 		blas = t
 	}
 	env := best.omp
@@ -302,6 +306,7 @@ func median(v []float64) float64 {
 // per round with --serve).
 type peerOut struct {
 	Torch     string  `json:"torch"`
+	BLASInfo  string  `json:"blas_info"`
 	Threads   int     `json:"threads"`
 	Device    string  `json:"device"`
 	Precision string  `json:"precision"`

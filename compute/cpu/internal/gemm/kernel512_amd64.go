@@ -11,11 +11,16 @@ import (
 // or under GODEBUG=cpu.avx512f=off.
 //
 // Its register tile is chosen from the 32 ZMM registers: 12 rows × 2 ZMM
-// of C (24 accumulators), one row of the packed B micro-panel in 2 ZMM and
-// the A values broadcast into 2 more, so each k step does 24 FMAs for 14
-// loads (12 broadcasts, 2 vector loads): two load ports issue the loads in
-// less time than two FMA units take for the FMAs. As in BLIS's kernels for Skylake-SP (Van Zee & van de
-// Geijn, 2015; the 32×12 sgemm kernel there is the transpose of this one),
+// of C (24 accumulators) and one row of the packed B micro-panel in 2 ZMM.
+// Each of a k step's 24 FMAs takes its A value as an embedded broadcast
+// from memory ({1to16}), so a step is 26 instructions (2 vector loads, 24
+// FMAs) instead of 38 with the 12 A values broadcast into registers first.
+// On a Sapphire Rapids–class Intel Xeon (2026-11-27, two cores) that form
+// ran the training step at 33.8 ms against 42.8–46.5 ms, with the same
+// bits; on Zen 4 it is as fast or slightly faster
+// (bench/results/xeon-2026-11-27/README.md). As in BLIS's kernels for
+// Skylake-SP (Van Zee & van de Geijn, 2015; the 32×12 sgemm kernel there
+// is the transpose of this one),
 // the broadcast operand's micro-panel (12×kc, 12 KiB) is the one that stays
 // in L1: the macro-kernel runs the tiles of a row of A micro-panels across
 // all the B micro-panels of the packed B block, which lives in L2 (its
