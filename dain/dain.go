@@ -830,8 +830,13 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		st := saved.Stats
 		rep.NAug = e.globalNNZ(aug)
 		if e.sp.dist != nil {
-			// This process's share starts at Rank·N_aug/Size (CellsShared).
-			e.augFirst = e.sp.cl.Rank() * nAug / e.sp.cl.Size()
+			// This process's share starts after those of the processes
+			// before it (Rank·N_aug/Size for CellsShared's; duplication's
+			// vary).
+			e.augFirst = 0
+			for _, k := range processCounts(e.sp.cl, len(aug.Idx)/e.x.Order())[:e.sp.cl.Rank()] {
+				e.augFirst += k
+			}
 			aug.Dims = append([]int(nil), e.x.Dims...)
 			if aug.Val == nil {
 				aug.Val = []float64{}

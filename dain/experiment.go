@@ -34,7 +34,17 @@ const (
 	streamReplace
 	streamBayes          // the bayes-fm final model's chain
 	streamBayesPredictor // the bayes-fm value predictor's chain
+	// streamDuplicateShares splits duplication's draws among the
+	// processes (distinctShares; drawn only with several).
+	streamDuplicateShares
 )
+
+// rankStream is process rank's own stream of a per-process draw: stream
+// itself on process 0 (so that a cluster of one draws as one process), a
+// stream apart from every constant stream on the others.
+func rankStream(stream uint64, rank int) uint64 {
+	return stream + uint64(rank)<<40
+}
 
 func rng(seed uint64, stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 0x5eed0000+stream))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -425,8 +426,79 @@ func (d *distRun) finish(cl cluster.Cluster, logf func(string, ...any)) *DistRep
 	return dr
 }
 
+// processCounts returns every process's n, in process order.
+func processCounts(cl cluster.Cluster, n int) []int {
+	v := make([]int64, cl.Size())
+	v[cl.Rank()] = int64(n)
+	cl.SumI64(v)
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// distinctShares splits n draws of distinct cells, cycling (every cell
+// drawn ⌊n/N⌋ times, then n mod N distinct ones more, at random), among
+// processes holding sizes[p] of the N = Σ sizes cells: process p's number
+// is ⌊n/N⌋·sizes[p] plus its count in a uniformly random (n mod N)-subset
+// of the N cells, which follows the multivariate hypergeometric law and is
+// drawn from r (process by process, each count conditioned on those before
+// it). The same r on every process gives every process the same shares.
+// With one process it returns [n] and draws nothing from r. It panics if
+// n > 0 while N = 0, or n < 0.
+func distinctShares(r *rand.Rand, n int, sizes []int) []int {
+	out := make([]int, len(sizes))
+	if n < 0 {
+		panic(fmt.Sprintf("dain: distinctShares: n %d", n))
+	}
+	if len(sizes) == 1 {
+		out[0] = n
+		return out
+	}
+	total := 0
+	for _, s := range sizes {
+		total += s
+	}
+	if total == 0 {
+		if n > 0 {
+			panic(fmt.Sprintf("dain: distinctShares: %d draws from no cells", n))
+		}
+		return out
+	}
+	q, rem, left := n/total, n%total, total
+	for p, s := range sizes {
+		k := rem
+		if p < len(sizes)-1 {
+			k = hypergeometric(r, rem, s, left)
+		}
+		out[p] = q*s + k
+		rem, left = rem-k, left-s
+	}
+	return out
+}
+
+// hypergeometric draws the number of marked items among draws items taken
+// without replacement from pop items of which marked are marked (draws,
+// marked ≤ pop), exactly, in O(min(draws, marked)) steps: by the law's
+// symmetry in draws and marked, it walks the fewer of the two, each item
+// of which lands among the other's with probability (those left)/(items
+// left).
+func hypergeometric(r *rand.Rand, draws, marked, pop int) int {
+	walk, other := min(draws, marked), max(draws, marked)
+	k := 0
+	for i := 0; i < walk && other > 0; i++ {
+		if r.IntN(pop) < other {
+			k++
+			other--
+		}
+		pop--
+	}
+	return k
+}
+
 // The cell makers that draw one cell at a time from every training cell
-// (duplication, entity replacement, near-cells) run on rank 0 over what
+// by one alias table or neighbour list (entity replacement, near-cells) run on rank 0 over what
 // every process holds, gathered there (onRoot): the cells are one
 // process's, at O(cells) memory on rank 0 for that stage; the other stages
 // (dain-agree's choice among the new cells too, agreeKeepOn) keep

@@ -18,7 +18,8 @@ import (
 // backend) gives Run's
 // split fingerprint, new-cell count and new cells (the ranks' shares in
 // rank order), and test RMSEs within 1%, for the paper's method, degree,
-// a method made on rank 0 (duplication), one that chooses among every new
+// duplication (whose ranks copy their own cells: distinct cells of the
+// tensor with their values, not Run's), one that chooses among every new
 // cell (dain-agree) and in-run (step hooks on every rank); the observed cells travel to their owners in
 // several rounds (exchangeRound cut to 97 cells). The tensor fills 60% of
 // its grid, so that most draws hit an observed cell: one missed in the
@@ -75,10 +76,22 @@ func TestRunOnRanks(t *testing.T) {
 				}
 				cells = append(cells, got.Aug.Idx...)
 			}
-			if method != "dain-agree" && !slices.Equal(cells, want.Aug.Idx) {
+			switch method {
+			case "dain-agree":
 				// dain-agree ranks candidates by predictions whose last
 				// bits follow the summation order.
-				t.Errorf("%s, %d ranks: the new cells differ from Run's", method, p)
+			case "duplication":
+				// Each process copies its own training cells: a random
+				// set as Run's is, not the same one.
+				var vals []float64
+				for _, got := range res {
+					vals = append(vals, got.Aug.Val...)
+				}
+				checkCopies(t, x, cells, vals, 1)
+			default:
+				if !slices.Equal(cells, want.Aug.Idx) {
+					t.Errorf("%s, %d ranks: the new cells differ from Run's", method, p)
+				}
 			}
 			if len(cells) != len(want.Aug.Idx) {
 				t.Errorf("%s, %d ranks: %d new cell indices, Run's %d", method, p, len(cells), len(want.Aug.Idx))
@@ -206,6 +219,148 @@ func TestAgreeKeepOn(t *testing.T) {
 			}
 			if !slices.Equal(idx, want.Idx) || !slices.Equal(val, want.Val) {
 				t.Fatalf("n %d, cuts %v: the kept cells differ from agreeKeep's", n, cuts)
+			}
+		}
+	}
+}
+
+// checkCopies checks that cells (with vals) are copies of x's cells with
+// their values, none more than times times.
+func checkCopies(t *testing.T, x *tensor.COO, cells []int32, vals []float64, times int) {
+	t.Helper()
+	order := x.Order()
+	if len(cells) != len(vals)*order {
+		t.Fatalf("%d indices for %d values", len(cells), len(vals))
+	}
+	value := map[[3]int32]float64{}
+	for k := range x.NNZ() {
+		value[[3]int32(x.Cell(k))] = x.Val[k]
+	}
+	seen := map[[3]int32]int{}
+	for k := range vals {
+		c := [3]int32(cells[k*order : (k+1)*order])
+		v, ok := value[c]
+		if !ok || v != vals[k] {
+			t.Fatalf("new cell %v (value %v) is not a cell of the tensor with its value (%v, %v)", c, vals[k], v, ok)
+		}
+		if seen[c]++; seen[c] > times {
+			t.Fatalf("cell %v copied %d times, at most %d expected", c, seen[c], times)
+		}
+	}
+}
+
+// TestDistinctShares: the shares add up to n, every cell is drawn ⌊n/N⌋
+// times before the remainder, one process takes all n without drawing,
+// and the first process's count of the remainder follows the
+// hypergeometric law (χ² over 20000 splits, 1e-3 significance).
+func TestDistinctShares(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	fresh := rand.New(rand.NewPCG(5, 6))
+	if got := distinctShares(r, 17, []int{4}); !slices.Equal(got, []int{17}) || r.Uint64() != fresh.Uint64() {
+		t.Fatalf("one process: shares %v, or r was drawn from", got)
+	}
+	for _, c := range []struct {
+		n     int
+		sizes []int
+	}{{0, []int{3, 0, 5}}, {5, []int{3, 0, 5}}, {8, []int{3, 0, 5}}, {21, []int{3, 0, 5}}, {7, []int{0, 0, 9}}} {
+		got := distinctShares(r, c.n, c.sizes)
+		total, sum := 0, 0
+		for _, s := range c.sizes {
+			total += s
+		}
+		for p, k := range got {
+			sum += k
+			if q := c.n / total; k < q*c.sizes[p] || k > (q+1)*c.sizes[p] {
+				t.Fatalf("n %d, sizes %v: process %d gets %d", c.n, c.sizes, p, k)
+			}
+		}
+		if sum != c.n {
+			t.Fatalf("n %d, sizes %v: shares %v", c.n, c.sizes, got)
+		}
+	}
+	// 6 draws among 4 + 7 + 5 cells: the first process's count is
+	// hypergeometric(6 draws, 4 marked, 16).
+	const trials = 20000
+	counts := make([]float64, 5)
+	for range trials {
+		counts[distinctShares(r, 6, []int{4, 7, 5})[0]]++
+	}
+	binom := func(n, k int) float64 {
+		b := 1.0
+		for i := range k {
+			b = b * float64(n-i) / float64(i+1)
+		}
+		return b
+	}
+	chi2 := 0.0
+	for k, o := range counts {
+		e := trials * binom(4, k) * binom(12, 6-k) / binom(16, 6)
+		chi2 += (o - e) * (o - e) / e
+	}
+	if chi2 > 18.47 { // χ²(4 df) at 1e-3
+		t.Fatalf("first process's counts %v: χ² %.1f against the hypergeometric law", counts, chi2)
+	}
+}
+
+// TestDuplicateOnRanks: duplication on 1, 2 and 3 ranks (one of them
+// empty) makes n copies of training cells with their values, each cell
+// ⌊n/N⌋ or ⌈n/N⌉ times when n exceeds the training cells; the ranks'
+// augFirst follow their shares; one rank makes one process's cells.
+func TestDuplicateOnRanks(t *testing.T) {
+	x := denseTensor(8, 7, 6, 0.5)
+	cfg := DefaultConfig()
+	e1, err := NewExperiment(x, cfg, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e1.Close()
+	ntrain := e1.Train.NNZ()
+	for _, n := range []int{1, ntrain / 3, 2*ntrain + 5} {
+		var st AugStats
+		want, err := Duplicate{}.cells(context.Background(), e1, n, &st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cuts := range [][]int{{0, ntrain}, {0, ntrain / 2, ntrain}, {0, 0, ntrain / 3, ntrain}} {
+			p := len(cuts) - 1
+			got := make([]*tensor.COO, p)
+			first := make([]int, p)
+			errs := make([]error, p)
+			clustertest.Run(p, func(rk clustertest.Rank) {
+				lo, hi := cuts[rk.Rank()], cuts[rk.Rank()+1]
+				e := &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(lo, hi)), sp: spread{cl: rk}}
+				var st AugStats
+				got[rk.Rank()], errs[rk.Rank()] = Duplicate{}.cells(context.Background(), e, n, &st)
+				first[rk.Rank()] = e.augFirst
+			})
+			var idx []int32
+			var val []float64
+			for k, g := range got {
+				if errs[k] != nil {
+					t.Fatal(errs[k])
+				}
+				if first[k] != len(val) {
+					t.Fatalf("n %d, cuts %v: rank %d starts at %d, after %d cells", n, cuts, k, first[k], len(val))
+				}
+				idx, val = append(idx, g.Idx...), append(val, g.Val...)
+			}
+			if len(val) != n {
+				t.Fatalf("n %d, cuts %v: %d new cells", n, cuts, len(val))
+			}
+			if p == 1 && (!slices.Equal(idx, want.Idx) || !slices.Equal(val, want.Val)) {
+				t.Fatalf("n %d: one rank's cells differ from one process's", n)
+			}
+			checkCopies(t, e1.Train, idx, val, (n+ntrain-1)/ntrain)
+			if n > ntrain { // every cell at least ⌊n/N⌋ times
+				seen := map[[3]int32]int{}
+				for k := 0; k < len(idx); k += 3 {
+					seen[[3]int32(idx[k:k+3])]++
+				}
+				for k := range ntrain {
+					if seen[[3]int32(e1.Train.Cell(k))] < n/ntrain {
+						t.Fatalf("n %d, cuts %v: training cell %d copied %d times", n, cuts, k, seen[[3]int32(e1.Train.Cell(k))])
+					}
+				}
 			}
 		}
 	}

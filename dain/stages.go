@@ -457,22 +457,34 @@ func (UniformCells) cells(ctx context.Context, e *Experiment, n int, st *AugStat
 }
 
 // Duplicate copies distinct random training cells with their values,
-// cycling when n exceeds |train|.
+// cycling when n exceeds |train|. Spread over processes, each process
+// copies its own training cells: its number of the n draws comes from
+// distinctShares (every process alike), then it draws that many from a
+// permutation of its cells as one process does from all of them (process 0
+// with one process's stream, so that one process of a cluster of one makes
+// one process's cells). The new cells are then a uniformly random set as
+// one process's are, but not the same cells; memory is O(cells/P).
 type Duplicate struct{}
 
 func (Duplicate) deps() []stage { return nil }
 
 func (Duplicate) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
-	if e.many() { // a permutation of every training cell: on rank 0
-		return e.onRoot(nil, st, func(r *Experiment, _ []float32) (*tensor.COO, error) { return Duplicate{}.cells(ctx, r, n, st) })
-	}
 	t0 := time.Now()
-	perm := rng(e.cfg.Seed, streamDuplicate).Perm(e.Train.NNZ())
-	rows := make([]int, n)
-	for i := range rows {
-		rows[i] = perm[i%len(perm)]
+	cl := e.sp.cl
+	shares := distinctShares(rng(e.cfg.Seed, streamDuplicateShares), n, processCounts(cl, e.Train.NNZ()))
+	rank := cl.Rank()
+	rows := make([]int, shares[rank])
+	if len(rows) > 0 {
+		perm := rng(e.cfg.Seed, rankStream(streamDuplicate, rank)).Perm(e.Train.NNZ())
+		for i := range rows {
+			rows[i] = perm[i%len(perm)]
+		}
 	}
 	aug := e.Train.Subset(rows)
+	e.augFirst = 0
+	for _, k := range shares[:rank] {
+		e.augFirst += k
+	}
 	st.Sample = time.Since(t0).Seconds()
 	return aug, nil
 }
