@@ -299,44 +299,13 @@ var exchangeRound = 1 << 20
 // cells travel to their owners in rounds of at most exchangeRound cells a
 // process.
 func (e *Experiment) sampleShared(dev *sampling.Tables, key uint64, n int) ([]int32, sampling.Stats, error) {
-	cl, order := e.sp.cl, e.x.Order()
-	size := cl.Size()
-	nt, local := e.Train.NNZ(), e.Train.NNZ()+e.Val.NNZ()
-	cell := func(k int) []int32 { // observed cell k of this process: train, then validation
-		if k < nt {
-			return e.Train.Idx[k*order : (k+1)*order]
-		}
-		k -= nt
-		return e.Val.Idx[k*order : (k+1)*order]
-	}
-	rounds := make([]int64, size)
-	rounds[cl.Rank()] = int64((local + exchangeRound - 1) / exchangeRound)
-	cl.SumI64(rounds)
-	owned := tensor.NewCellSet(e.x.Dims, local) // about a share of train ∪ validation
 	support := []int64{0}
-	counts := make([]int32, size)
-	send := make([]int32, min(local, exchangeRound)*order)
-	for r := 0; r < int(slices.Max(rounds)); r++ {
-		lo, hi := min(r*exchangeRound, local), min((r+1)*exchangeRound, local)
-		clear(counts)
-		for k := lo; k < hi; k++ {
-			counts[sampling.Owner(cell(k), size)] += int32(order)
+	owned := e.ownedObserved(func(c []int32) {
+		if dev.Reachable(c) {
+			support[0]++
 		}
-		next := sampling.Starts(counts, 1)
-		for k := lo; k < hi; k++ {
-			c := cell(k)
-			o := sampling.Owner(c, size)
-			copy(send[next[o]:], c)
-			next[o] += int32(order)
-		}
-		recv := cl.AlltoallI32(send[:(hi-lo)*order], counts)
-		for k := 0; k < len(recv); k += order {
-			if owned.Add(recv[k:k+order]) && dev.Reachable(recv[k:k+order]) {
-				support[0]++
-			}
-		}
-	}
-	send = nil
+	})
+	cl := e.sp.cl
 	cl.SumI64(support)
 	cells, first, s, err := dev.CellsShared(owned, int(support[0]), n, sampling.Options{Key: key}, cl)
 	e.augFirst = first
@@ -426,6 +395,125 @@ func (d *distRun) finish(cl cluster.Cluster, logf func(string, ...any)) *DistRep
 	return dr
 }
 
+// agreeErr returns err unchanged in one process; spread over several, it
+// returns err (agreed) on the processes that have one, an agreed
+// ErrOtherProcess on the others when any has one, and nil when none has,
+// so that every process returns at the same point.
+func (e *Experiment) agreeErr(err error) error {
+	cl := e.sp.cl
+	if cl.Size() == 1 {
+		return err
+	}
+	flag := []int64{0}
+	if err != nil {
+		flag[0] = 1
+	}
+	cl.SumI64(flag)
+	switch {
+	case err != nil:
+		return agreed{err}
+	case flag[0] > 0:
+		return agreed{fmt.Errorf("dain: %w", ErrOtherProcess)}
+	}
+	return nil
+}
+
+// sumCounts returns n summed over the processes, and how many of them
+// had flag set.
+func (e *Experiment) sumCounts(n int, flag bool) []int64 {
+	v := []int64{int64(n), 0}
+	if flag {
+		v[1] = 1
+	}
+	e.sp.cl.SumI64(v)
+	return v
+}
+
+// pickShare returns the process whose share of a total holds u: the first
+// p with cum[p] > u, cum being the processes' cumulative shares (u below
+// the last, so that a process with no share is never picked).
+func pickShare(cum []float64, u float64) int {
+	p, _ := slices.BinarySearchFunc(cum, u, func(c, u float64) int {
+		if c <= u {
+			return -1
+		}
+		return 1
+	})
+	return min(p, len(cum)-1)
+}
+
+// toOwners sends each record of stride int32s in recs (the first
+// sampling.Owner's cell after the record's first int32) to the process
+// that owns that cell and returns the records this process owns, from
+// every process in process order, each process's in the order it sent
+// them. In one process it returns recs.
+func toOwners(cl cluster.Cluster, recs []int32, stride int) []int32 {
+	size := cl.Size()
+	if size == 1 {
+		return recs
+	}
+	counts := make([]int32, size)
+	for j := 0; j < len(recs); j += stride {
+		counts[sampling.Owner(recs[j+1:j+stride], size)] += int32(stride)
+	}
+	next := sampling.Starts(counts, 1)
+	send := make([]int32, len(recs))
+	for j := 0; j < len(recs); j += stride {
+		o := sampling.Owner(recs[j+1:j+stride], size)
+		copy(send[next[o]:], recs[j:j+stride])
+		next[o] += int32(stride)
+	}
+	return cl.AlltoallI32(send, counts)
+}
+
+// ownedObserved returns the observed cells (train ∪ validation) that this
+// process owns (sampling.Owner), from every process: the observed set of
+// one process. The cells travel to their owners in rounds of at most
+// exchangeRound cells a process; added, if not nil, sees each cell the
+// first time it enters the set.
+func (e *Experiment) ownedObserved(added func(cell []int32)) *tensor.CellSet {
+	cl, order := e.sp.cl, e.x.Order()
+	size := cl.Size()
+	if size == 1 && added == nil {
+		return e.observedSet(0)
+	}
+	nt, local := e.Train.NNZ(), e.Train.NNZ()+e.Val.NNZ()
+	cell := func(k int) []int32 { // observed cell k of this process: train, then validation
+		if k < nt {
+			return e.Train.Idx[k*order : (k+1)*order]
+		}
+		k -= nt
+		return e.Val.Idx[k*order : (k+1)*order]
+	}
+	rounds := make([]int64, size)
+	rounds[cl.Rank()] = int64((local + exchangeRound - 1) / exchangeRound)
+	cl.SumI64(rounds)
+	owned := tensor.NewCellSet(e.x.Dims, local) // about a share of train ∪ validation
+	counts := make([]int32, size)
+	send := make([]int32, min(local, exchangeRound)*order)
+	for r := 0; r < int(slices.Max(rounds)); r++ {
+		lo, hi := min(r*exchangeRound, local), min((r+1)*exchangeRound, local)
+		clear(counts)
+		for k := lo; k < hi; k++ {
+			counts[sampling.Owner(cell(k), size)] += int32(order)
+		}
+		next := sampling.Starts(counts, 1)
+		for k := lo; k < hi; k++ {
+			c := cell(k)
+			o := sampling.Owner(c, size)
+			copy(send[next[o]:], c)
+			next[o] += int32(order)
+		}
+		recv := cl.AlltoallI32(send[:(hi-lo)*order], counts)
+		for k := 0; k < len(recv); k += order {
+			if owned.Add(recv[k:k+order]) && added != nil {
+				added(recv[k : k+order])
+			}
+		}
+	}
+	return owned
+}
+
 // processCounts returns every process's n, in process order.
 func processCounts(cl cluster.Cluster, n int) []int {
 	v := make([]int64, cl.Size())
@@ -497,12 +585,13 @@ func hypergeometric(r *rand.Rand, draws, marked, pop int) int {
 	return k
 }
 
-// The cell makers that draw one cell at a time from every training cell
-// by one alias table or neighbour list (entity replacement, near-cells) run on rank 0 over what
-// every process holds, gathered there (onRoot): the cells are one
-// process's, at O(cells) memory on rank 0 for that stage; the other stages
-// (dain-agree's choice among the new cells too, agreeKeepOn) keep
-// O(cells/P).
+// Entity replacement draws each new cell from a random training cell and
+// that cell's entities' neighbour lists, which it computes over every
+// training cell: it runs on rank 0 over what every process holds, gathered
+// there (onRoot), at O(cells) memory on rank 0 for that stage. The other
+// cell makers keep O(cells/P): duplication (distinctShares), near-cells
+// (nearCells' rounds), the sampler (CellsShared) and dain-agree's choice
+// among the new cells (agreeKeepOn).
 
 // toRoot returns every process's x concatenated in process order on rank
 // 0, and nothing elsewhere.

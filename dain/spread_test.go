@@ -2,14 +2,17 @@ package dain
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/cluster/clustertest"
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -360,6 +363,334 @@ func TestDuplicateOnRanks(t *testing.T) {
 					if seen[[3]int32(e1.Train.Cell(k))] < n/ntrain {
 						t.Fatalf("n %d, cuts %v: training cell %d copied %d times", n, cuts, k, seen[[3]int32(e1.Train.Cell(k))])
 					}
+				}
+			}
+		}
+	}
+}
+
+// nearCellsLoop is near-cells as one process drew it before it was spread
+// over processes: one loop over one stream, candidate by candidate.
+func nearCellsLoop(e *Experiment, tables []*sampling.Alias, alpha []float32, n int, st *AugStats) (*tensor.COO, error) {
+	w := make([]float64, len(alpha))
+	for z, a := range alpha {
+		w[z] = math.Abs(float64(a))
+	}
+	cellTable, err := sampling.NewAlias(w)
+	if err != nil {
+		return nil, err
+	}
+	order := e.x.Order()
+	observed := e.observedSet(0)
+	drawn := tensor.NewCellSet(e.x.Dims, n)
+	r := rng(e.cfg.Seed, streamNear)
+	aug := &tensor.COO{Dims: e.x.Dims}
+	cell := make([]int32, order)
+	for len(aug.Idx) < n*order {
+		if st.Draws >= 100*n+100000 {
+			return nil, fmt.Errorf("gave up")
+		}
+		st.Draws++
+		copy(cell, e.Train.Cell(int(drawAlias(cellTable, r))))
+		mode := r.IntN(order)
+		cell[mode] = drawAlias(tables[mode], r)
+		if observed.Has(cell) {
+			st.RejectObserved++
+			continue
+		}
+		if !drawn.Add(cell) {
+			st.RejectRepeat++
+			continue
+		}
+		aug.Idx = append(aug.Idx, cell...)
+	}
+	return aug, nil
+}
+
+// nearSetup returns an experiment on one process over a 24×20×16 tensor
+// whose cells use the lower half of each mode: the training cells of
+// "light" source (mode 1 index < 6 and mode 2 index < 5) first, with cell
+// score 1, then the "heavy" ones (≥ 6, ≥ 5), with score −3 (|α| counts);
+// and entity tables that draw only from each mode's upper half, so that a
+// near cell is never observed and keeps its source's other two indices.
+func nearSetup(t *testing.T) (*Experiment, []*sampling.Alias, []float32, int) {
+	dims := []int{24, 20, 16}
+	r := rand.New(rand.NewPCG(8, 9))
+	x := &tensor.COO{Dims: dims}
+	seen := map[[3]int32]bool{}
+	add := func(i0, i1, n int) {
+		for len(seen) < n {
+			c := [3]int32{int32(i0 + r.IntN(6)), int32(i1 + r.IntN(5)), int32(r.IntN(8))}
+			if !seen[c] {
+				seen[c] = true
+				x.Idx = append(x.Idx, c[:]...)
+				x.Val = append(x.Val, r.Float64())
+			}
+		}
+	}
+	add(0, 0, 120) // light
+	add(6, 5, 300) // heavy: 180 more
+	var tr, va []int
+	for k := range x.NNZ() {
+		if k%6 == 5 {
+			va = append(va, k)
+		} else {
+			tr = append(tr, k)
+		}
+	}
+	e := &Experiment{x: x, cfg: DefaultConfig(), sp: spread{cl: cluster.Local{}}}
+	e.Train, e.Val = x.Subset(tr), x.Subset(va)
+	e.sp.counts = [3]int{len(tr), len(va), 0}
+	light := 0 // 100 light training cells, then 150 heavy
+	for light < len(tr) && e.Train.Cell(light)[0] < 6 {
+		light++
+	}
+	var tables []*sampling.Alias
+	for _, d := range dims {
+		w := make([]float64, d)
+		for i := d / 2; i < d; i++ {
+			w[i] = 1
+		}
+		a, err := sampling.NewAlias(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, a)
+	}
+	alpha := make([]float32, len(tr))
+	for z := range alpha {
+		alpha[z] = 1
+		if z >= light {
+			alpha[z] = -3
+		}
+	}
+	return e, tables, alpha, light
+}
+
+// TestNearCellsOneLoop: on one process, near-cells in rounds (of 1, 7 and
+// 2^20 candidates) make the cells and statistics of one loop over one
+// stream, with cells drawn twice among them; and with every draw observed
+// both give up at the same point.
+func TestNearCellsOneLoop(t *testing.T) {
+	defer func(r int) { nearRound = r }(nearRound)
+	e, tables, alpha, _ := nearSetup(t)
+	for _, n := range []int{1, 50, 400} {
+		var ws AugStats
+		want, err := nearCellsLoop(e, tables, alpha, n, &ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 400 && ws.RejectRepeat == 0 {
+			t.Fatal("no cell drawn twice: the test misses the repeats")
+		}
+		for _, round := range []int{1, 7, 1 << 20} {
+			nearRound = round
+			var gs AugStats
+			got, err := e.nearCells(context.Background(), tables, alpha, n, &gs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs.Sample = 0
+			if !slices.Equal(got.Idx, want.Idx) || gs != ws {
+				t.Fatalf("n %d, rounds of %d: %d cells, %+v; one loop's %d, %+v", n, round, len(got.Idx)/3, gs, len(want.Idx)/3, ws)
+			}
+		}
+	}
+	// Entity tables of the lower halves only, on a tensor whose one
+	// training cell's neighbours are all observed: every draw is rejected.
+	full := denseTensor(2, 2, 2, 1)
+	f := &Experiment{x: full, cfg: DefaultConfig(), sp: spread{cl: cluster.Local{}}, Train: full, Val: &tensor.COO{Dims: full.Dims}}
+	var ones []*sampling.Alias
+	for range 3 {
+		a, _ := sampling.NewAlias([]float64{1, 1})
+		ones = append(ones, a)
+	}
+	nearRound = 1 << 20
+	var st AugStats
+	if _, err := f.nearCells(context.Background(), ones, make([]float32, 8), 1, &st); err == nil {
+		t.Fatal("all-zero cell scores accepted")
+	}
+	st = AugStats{}
+	alpha8 := []float32{1, 1, 1, 1, 1, 1, 1, 1}
+	if _, err := f.nearCells(context.Background(), ones, alpha8, 1, &st); err == nil || st.Draws != 100*1+100000 {
+		t.Fatalf("no free cell: %v after %d draws", err, st.Draws)
+	}
+}
+
+// TestNearCellsOnRanks: near-cells on 2 and 3 ranks (one of them with no
+// cells; rounds of 13 candidates) make n distinct new cells, each keeping
+// two indices of a training cell, the ranks' augFirst following their
+// shares and every rank's statistics the same and adding up; and the
+// candidates' sources follow |α| over every rank: the heavy training
+// cells (|α| 3, on their own ranks) are the sources of 3·150/(3·150 + 100)
+// of the new cells (χ², 1 degree of freedom, 1e-3).
+func TestNearCellsOnRanks(t *testing.T) {
+	defer func(r int) { nearRound = r }(nearRound)
+	nearRound = 13
+	e1, tables, alpha, light := nearSetup(t)
+	nt, nv := e1.Train.NNZ(), e1.Val.NNZ()
+	const n = 400
+	for _, cuts := range [][]int{{0, light, nt}, {0, 0, light, nt}, {0, light / 2, light, nt}} {
+		p := len(cuts) - 1
+		got := make([]*tensor.COO, p)
+		first := make([]int, p)
+		stats := make([]AugStats, p)
+		errs := make([]error, p)
+		clustertest.Run(p, func(rk clustertest.Rank) {
+			lo, hi := cuts[rk.Rank()], cuts[rk.Rank()+1]
+			vlo, vhi := rk.Rank()*nv/p, (rk.Rank()+1)*nv/p
+			e := &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(lo, hi)), Val: e1.Val.Subset(seq(vlo, vhi)),
+				sp: spread{cl: rk, counts: e1.sp.counts}}
+			got[rk.Rank()], errs[rk.Rank()] = e.nearCells(context.Background(), tables, alpha[lo:hi], n, &stats[rk.Rank()])
+			first[rk.Rank()] = e.augFirst
+		})
+		seen := tensor.NewCellSet(e1.x.Dims, n)
+		total, heavy := 0, 0
+		for k, g := range got {
+			if errs[k] != nil {
+				t.Fatalf("cuts %v: rank %d: %v", cuts, k, errs[k])
+			}
+			if first[k] != total {
+				t.Fatalf("cuts %v: rank %d starts at %d, after %d cells", cuts, k, first[k], total)
+			}
+			s := stats[k]
+			s.Sample = stats[0].Sample
+			if s != stats[0] || s.Draws != n+s.RejectObserved+s.RejectRepeat || s.RejectObserved != 0 {
+				t.Fatalf("cuts %v: rank %d's statistics %+v, rank 0's %+v", cuts, k, stats[k], stats[0])
+			}
+			for z := 0; z < len(g.Idx); z += 3 {
+				c := g.Idx[z : z+3]
+				if !seen.Add(c) {
+					t.Fatalf("cuts %v: new cell %v drawn twice", cuts, c)
+				}
+				// Exactly one index is in its mode's upper half (redrawn);
+				// mode 1's index, or mode 2's when mode 1 was redrawn,
+				// names the source.
+				up := 0
+				for m, i := range c {
+					if int(i) >= e1.x.Dims[m]/2 {
+						up++
+					}
+				}
+				if up != 1 {
+					t.Fatalf("cuts %v: new cell %v", cuts, c)
+				}
+				if c[0] >= 6 && c[0] < 12 || c[0] >= 12 && c[1] >= 5 {
+					heavy++
+				}
+			}
+			total += len(g.Idx) / 3
+		}
+		if total != n {
+			t.Fatalf("cuts %v: %d new cells", cuts, total)
+		}
+		pHeavy := 3.0 * float64(nt-light) / (3*float64(nt-light) + float64(light))
+		exp := n * pHeavy
+		chi2 := (float64(heavy)-exp)*(float64(heavy)-exp)/exp + (float64(n-heavy)-(n-exp))*(float64(n-heavy)-(n-exp))/(n-exp)
+		if chi2 > 10.83 {
+			t.Fatalf("cuts %v: %d of %d new cells from heavy sources, %.0f expected (χ² %.1f)", cuts, heavy, n, exp, chi2)
+		}
+	}
+}
+
+// nearCellsRef is near-cells over the ranks' training cells trains (with
+// their scores alphas) and observed set, as nearCells defines it, in one
+// loop: candidate k's rank drawn by the ranks' shares of Σ|α| from one
+// stream, the candidate from that rank's cells and stream, each accepted
+// unless observed or drawn before, until n are; it returns each rank's
+// accepted cells (by sampling.Owner over len(trains) ranks) in order and
+// the statistics.
+func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, observed *tensor.CellSet, tables []*sampling.Alias, n int) ([][]int32, AugStats) {
+	p := len(trains)
+	cum := make([]float64, p)
+	cells := make([]*sampling.Alias, p)
+	streams := make([]*rand.Rand, p)
+	for r := range p {
+		w := make([]float64, len(alphas[r]))
+		for z, a := range alphas[r] {
+			w[z] = math.Abs(float64(a))
+			cum[r] += w[z]
+		}
+		if cum[r] > 0 {
+			cells[r], _ = sampling.NewAlias(w)
+		}
+		if r > 0 {
+			cum[r] += cum[r-1]
+		}
+		streams[r] = rng(e.cfg.Seed, rankStream(streamNear, r))
+	}
+	shared := rng(e.cfg.Seed, streamNearShares)
+	drawn := tensor.NewCellSet(e.x.Dims, n)
+	out := make([][]int32, p)
+	var st AugStats
+	for kept := 0; kept < n; {
+		st.Draws++
+		r := pickShare(cum, shared.Float64()*cum[p-1])
+		c := append([]int32(nil), trains[r].Cell(int(drawAlias(cells[r], streams[r])))...)
+		mode := streams[r].IntN(3)
+		c[mode] = drawAlias(tables[mode], streams[r])
+		switch {
+		case observed.Has(c):
+			st.RejectObserved++
+		case !drawn.Add(c):
+			st.RejectRepeat++
+		default:
+			o := sampling.Owner(c, p)
+			out[o] = append(out[o], c...)
+			kept++
+		}
+	}
+	return out, st
+}
+
+// TestNearCellsRanksRef: on 2 and 3 ranks, with observed cells among the
+// candidates and rounds of 1, 13 and 2^20 candidates, near-cells make
+// exactly nearCellsRef's cells on each rank and its statistics.
+func TestNearCellsRanksRef(t *testing.T) {
+	defer func(r int) { nearRound = r }(nearRound)
+	e1, _, alpha, light := nearSetup(t)
+	// Entity tables over the whole of each mode: many candidates are
+	// observed, some drawn twice.
+	var tables []*sampling.Alias
+	for _, d := range e1.x.Dims {
+		w := make([]float64, d)
+		for i := range w {
+			w[i] = float64(1 + i%3)
+		}
+		a, _ := sampling.NewAlias(w)
+		tables = append(tables, a)
+	}
+	nt, nv := e1.Train.NNZ(), e1.Val.NNZ()
+	observed := e1.observedSet(0)
+	const n = 300
+	for _, cuts := range [][]int{{0, light, nt}, {0, 0, light / 2, nt}} {
+		p := len(cuts) - 1
+		var trains []*tensor.COO
+		var alphas [][]float32
+		for r := range p {
+			trains = append(trains, e1.Train.Subset(seq(cuts[r], cuts[r+1])))
+			alphas = append(alphas, alpha[cuts[r]:cuts[r+1]])
+		}
+		want, ws := nearCellsRef(e1, trains, alphas, observed, tables, n)
+		if ws.RejectObserved == 0 || ws.RejectRepeat == 0 {
+			t.Fatalf("reference statistics %+v: the test misses observed or repeated candidates", ws)
+		}
+		for _, round := range []int{1, 13, 1 << 20} {
+			nearRound = round
+			got := make([]*tensor.COO, p)
+			stats := make([]AugStats, p)
+			errs := make([]error, p)
+			clustertest.Run(p, func(rk clustertest.Rank) {
+				r := rk.Rank()
+				e := &Experiment{x: e1.x, cfg: e1.cfg, Train: trains[r], Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
+					sp: spread{cl: rk, counts: e1.sp.counts}}
+				got[r], errs[r] = e.nearCells(context.Background(), tables, alphas[r], n, &stats[r])
+			})
+			for r := range p {
+				stats[r].Sample = 0
+				if errs[r] != nil || !slices.Equal(got[r].Idx, want[r]) || stats[r] != ws {
+					t.Fatalf("cuts %v, rounds of %d: rank %d: %v, %d cells, %+v; the reference's %d, %+v",
+						cuts, round, r, errs[r], len(got[r].Idx)/3, stats[r], len(want[r])/3, ws)
 				}
 			}
 		}

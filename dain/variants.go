@@ -26,6 +26,9 @@ import (
 // that neither shifts the other.
 const (
 	streamNear = 0x100 + iota
+	// streamNearShares draws each near-cells candidate's process (only
+	// with several).
+	streamNearShares
 )
 
 // entityCounts returns, for every mode, each entity's number of training
@@ -241,57 +244,155 @@ func (s NearCells) cells(ctx context.Context, e *Experiment, n int, st *AugStats
 	if err != nil {
 		return nil, err
 	}
-	if e.many() { // an alias table over every training cell: on rank 0
-		return e.onRoot(alpha, st, func(r *Experiment, alpha []float32) (*tensor.COO, error) {
-			return r.nearCells(ctx, tables, alpha, n, st)
-		})
-	}
 	return e.nearCells(ctx, tables, alpha, n, st)
 }
 
+// nearRound is the most candidate cells nearCells draws, over every
+// process, in one round (a variable for tests).
+var nearRound = 1 << 20
+
 // nearCells draws NearCells' n cells from the entity tables and the
-// training cells' scores alpha.
+// training cells' scores alpha (this process's cells'), spread over the
+// processes: in rounds of at most nearRound candidates, each candidate's
+// process is drawn by the processes' shares of Σ|alpha| (from one stream,
+// every process alike; nothing is drawn with one process), that process
+// draws the candidate from its own cells (an alias table over |alpha|, one
+// mode, that mode's entity) with its own stream, and the candidate goes to
+// the process that owns it (sampling.Owner), which rejects it if it is
+// observed (train ∪ validation, partitioned by owner) or drawn before. The
+// first n accepted in candidate order are kept, each on its owner. With one
+// process this is one loop over one stream, candidate by candidate, and
+// makes one process's cells; memory is O(cells/P) plus a round.
 func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, alpha []float32, n int, st *AugStats) (*tensor.COO, error) {
 	t0 := time.Now()
-	w := make([]float64, len(alpha))
-	for z, a := range alpha {
-		w[z] = math.Abs(float64(a))
-	}
-	cellTable, err := sampling.NewAlias(w)
+	cl, order := e.sp.cl, e.x.Order()
+	size, rank := cl.Size(), cl.Rank()
+	cellTable, cum, err := e.nearCellTable(alpha)
 	if err != nil {
-		return nil, fmt.Errorf("dain: cell importance: %w", err)
+		return nil, err
 	}
-	order := e.x.Order()
-	observed := e.observedSet(0)
-	drawn := tensor.NewCellSet(e.x.Dims, n)
-	r := rng(e.cfg.Seed, streamNear)
+	owned := e.ownedObserved(nil)
+	drawn := tensor.NewCellSet(e.x.Dims, max(n/size, 16))
+	shared := rng(e.cfg.Seed, streamNearShares)
+	r := rng(e.cfg.Seed, rankStream(streamNear, rank))
 	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
-	cell := make([]int32, order)
-	for len(aug.Idx) < n*order { // no values yet: aug.NNZ() counts values
-		if st.Draws >= 100*n+100000 {
-			return nil, fmt.Errorf("dain: near-cells gave up after %d draws with %d of %d new cells", st.Draws, len(aug.Idx)/order, n)
+	limit, kept := 100*n+100000, 0
+	var cand []int32 // this process's candidates of the round: k, then the cell
+	var acc []int    // offsets in recv of the accepted candidates
+	var rejObs, rejRep []int32
+	for kept < n {
+		if st.Draws >= limit {
+			return nil, e.agreeErr(fmt.Errorf("dain: near-cells gave up after %d draws with %d of %d new cells", st.Draws, kept, n))
 		}
-		if st.Draws%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+		m := min(nearRound, limit-st.Draws, max(2*(n-kept), 64))
+		cand = cand[:0]
+		for k := range m {
+			if size > 1 && pickShare(cum, shared.Float64()*cum[size-1]) != rank {
+				continue
+			}
+			cand = append(cand, int32(k))
+			cand = append(cand, e.Train.Cell(int(drawAlias(cellTable, r)))...)
+			c := cand[len(cand)-order:]
+			mode := r.IntN(order)
+			c[mode] = drawAlias(tables[mode], r)
+		}
+		recv := toOwners(cl, cand, order+1)
+		// The owner meets its candidates in candidate order, so that of
+		// two equal candidates the first is kept, as in one loop.
+		offs := make([]int, 0, len(recv)/(order+1))
+		for j := 0; j < len(recv); j += order + 1 {
+			offs = append(offs, j)
+		}
+		if size > 1 {
+			slices.SortFunc(offs, func(a, b int) int { return int(recv[a] - recv[b]) })
+		}
+		acc, rejObs, rejRep = acc[:0], rejObs[:0], rejRep[:0]
+		for _, j := range offs {
+			k, c := recv[j], recv[j+1:j+1+order]
+			switch {
+			case owned.Has(c):
+				rejObs = append(rejObs, k)
+			case !drawn.Add(c):
+				rejRep = append(rejRep, k)
+			default:
+				acc = append(acc, j)
 			}
 		}
-		st.Draws++
-		copy(cell, e.Train.Cell(int(drawAlias(cellTable, r))))
-		mode := r.IntN(order)
-		cell[mode] = drawAlias(tables[mode], r)
-		if observed.Has(cell) {
-			st.RejectObserved++
-			continue
+		// Keep the first n − kept accepted candidates of the round: those
+		// below the cut K, the least K with that many below it.
+		below := func(ks []int32, K int) int { // ks sorted
+			i, _ := slices.BinarySearch(ks, int32(K))
+			return i
 		}
-		if !drawn.Add(cell) {
-			st.RejectRepeat++
-			continue
+		accK := make([]int32, len(acc))
+		for i, j := range acc {
+			accK[i] = recv[j]
 		}
-		aug.Idx = append(aug.Idx, cell...)
+		cut, total := m, e.sumCounts(len(acc), ctx.Err() != nil)
+		if total[1] > 0 {
+			return nil, e.agreeErr(ctx.Err())
+		}
+		if kept+int(total[0]) > n {
+			lo, hi := 0, m // the cut is in (lo, hi]
+			for hi-lo > 1 {
+				mid := (lo + hi) / 2
+				if c := e.sumCounts(below(accK, mid), false); kept+int(c[0]) >= n {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			cut = hi
+		}
+		na := below(accK, cut)
+		for _, j := range acc[:na] {
+			aug.Idx = append(aug.Idx, recv[j+1:j+1+order]...)
+		}
+		sums := []int64{int64(na), int64(below(rejObs, cut)), int64(below(rejRep, cut))}
+		cl.SumI64(sums)
+		kept += int(sums[0])
+		st.Draws += cut
+		st.RejectObserved += int(sums[1])
+		st.RejectRepeat += int(sums[2])
+	}
+	e.augFirst = 0
+	for _, k := range processCounts(cl, len(aug.Idx)/order)[:rank] {
+		e.augFirst += k
 	}
 	st.Sample = time.Since(t0).Seconds()
 	return aug, nil
+}
+
+// nearCellTable returns the alias table over this process's |alpha| (nil
+// when they are all 0 on one of several processes) and the cumulative sums
+// of every process's Σ|alpha|, in process order. A weight that is not
+// finite anywhere, or every weight 0, is an error of every process.
+func (e *Experiment) nearCellTable(alpha []float32) (*sampling.Alias, []float64, error) {
+	cl := e.sp.cl
+	w := make([]float64, len(alpha))
+	cum := make([]float64, cl.Size())
+	mine := 0.0
+	for z, a := range alpha {
+		w[z] = math.Abs(float64(a))
+		mine += w[z]
+	}
+	cum[cl.Rank()] = mine
+	cl.SumF64(cum)
+	for p := 1; p < len(cum); p++ {
+		cum[p] += cum[p-1]
+	}
+	var table *sampling.Alias
+	var err error
+	switch {
+	case cl.Size() == 1 || mine != 0: // NaN too: NewAlias names it
+		table, err = sampling.NewAlias(w)
+	case cum[len(cum)-1] == 0:
+		err = fmt.Errorf("sampling: all %d weights are zero", e.nTrain())
+	}
+	if err != nil {
+		err = fmt.Errorf("dain: cell importance: %w", err)
+	}
+	return table, cum, e.agreeErr(err)
 }
 
 // drawAlias draws one outcome of a on the host.
