@@ -37,6 +37,9 @@ const (
 	// streamDuplicateShares splits duplication's draws among the
 	// processes (distinctShares; drawn only with several).
 	streamDuplicateShares
+	// streamReplaceShares draws each entity-replacement candidate's
+	// process (drawRounds; only with several).
+	streamReplaceShares
 )
 
 // rankStream is process rank's own stream of a per-process draw: stream

@@ -127,45 +127,42 @@ func shortest(p float32) float64 {
 // from (paper §5.1.2).
 const neighbours = 10
 
-// replace implements entity replacement with the neighbour lists nbr: each
-// new cell is a uniformly drawn training cell whose index in a uniformly
-// drawn mode is replaced by one of the entities nearest to it; observed and
-// repeated results are redrawn, at most 100·n + 10⁵ times.
+// replace implements entity replacement with the neighbour lists nbr (of
+// the entities of this process's training cells): each new cell is a
+// uniformly drawn training cell whose index in a uniformly drawn mode is
+// replaced by one of the entities nearest to it, keeping its value;
+// observed and repeated results are redrawn, at most 100·n + 10⁵ times.
+// Spread over processes (drawRounds), each candidate's process is drawn by
+// the processes' numbers of training cells; with one process this is one
+// loop over one stream and makes one process's cells.
 func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *AugStats) (*tensor.COO, error) {
 	order := e.x.Order()
 	t0 := time.Now()
-	seen := e.observedSet(n)
-	r := rng(e.cfg.Seed, streamReplace)
-	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
-	cell := make([]int32, order)
-	for aug.NNZ() < n {
-		if st.Draws >= 100*n+100000 {
-			return nil, fmt.Errorf("dain: entity replacement gave up after %d draws with %d of %d new cells", st.Draws, aug.NNZ(), n)
+	cum := make([]float64, e.sp.cl.Size())
+	for p, k := range processCounts(e.sp.cl, e.Train.NNZ()) {
+		cum[p] = float64(k)
+		if p > 0 {
+			cum[p] += cum[p-1]
 		}
-		if st.Draws%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		st.Draws++
-		z := r.IntN(e.Train.NNZ())
-		copy(cell, e.Train.Cell(z))
-		mode := r.IntN(order)
-		cand := nbr[mode][cell[mode]]
-		if len(cand) == 0 {
-			st.RejectObserved++
-			continue
-		}
-		cell[mode] = cand[r.IntN(len(cand))]
-		if !seen.Add(cell) {
-			st.RejectRepeat++
-			continue
-		}
-		aug.Idx = append(aug.Idx, cell...)
-		aug.Val = append(aug.Val, e.Train.Val[z])
 	}
+	r := rng(e.cfg.Seed, rankStream(streamReplace, e.sp.cl.Rank()))
+	aug, err := e.drawRounds(ctx, candidates{
+		name: "entity replacement", cum: cum, shares: streamReplaceShares, extra: 2, observedIsRepeat: true,
+		draw: func(rec []int32) ([]int32, bool) {
+			z := r.IntN(e.Train.NNZ())
+			rec = append(rec, e.Train.Cell(z)...)
+			cell := rec[len(rec)-order:]
+			mode := r.IntN(order)
+			cand := nbr[mode][cell[mode]]
+			if len(cand) == 0 {
+				return rec[:len(rec)-order], false
+			}
+			cell[mode] = cand[r.IntN(len(cand))]
+			return append(rec, f64Bits(e.Train.Val[z:z+1])...), true
+		},
+	}, n, st)
 	st.Sample = time.Since(t0).Seconds()
-	return aug, nil
+	return aug, err
 }
 
 // nearest returns, for every mode n and every entity i of it that occurs in

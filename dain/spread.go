@@ -442,24 +442,24 @@ func pickShare(cum []float64, u float64) int {
 	return min(p, len(cum)-1)
 }
 
-// toOwners sends each record of stride int32s in recs (the first
-// sampling.Owner's cell after the record's first int32) to the process
-// that owns that cell and returns the records this process owns, from
+// toOwners sends each record of stride int32s in recs — an int32, a
+// cell of order indices, then anything — to the process that owns the
+// cell (sampling.Owner) and returns the records this process owns, from
 // every process in process order, each process's in the order it sent
 // them. In one process it returns recs.
-func toOwners(cl cluster.Cluster, recs []int32, stride int) []int32 {
+func toOwners(cl cluster.Cluster, recs []int32, stride, order int) []int32 {
 	size := cl.Size()
 	if size == 1 {
 		return recs
 	}
 	counts := make([]int32, size)
 	for j := 0; j < len(recs); j += stride {
-		counts[sampling.Owner(recs[j+1:j+stride], size)] += int32(stride)
+		counts[sampling.Owner(recs[j+1:j+1+order], size)] += int32(stride)
 	}
 	next := sampling.Starts(counts, 1)
 	send := make([]int32, len(recs))
 	for j := 0; j < len(recs); j += stride {
-		o := sampling.Owner(recs[j+1:j+stride], size)
+		o := sampling.Owner(recs[j+1:j+1+order], size)
 		copy(send[next[o]:], recs[j:j+stride])
 		next[o] += int32(stride)
 	}
@@ -585,24 +585,13 @@ func hypergeometric(r *rand.Rand, draws, marked, pop int) int {
 	return k
 }
 
-// Entity replacement draws each new cell from a random training cell and
-// that cell's entities' neighbour lists, which it computes over every
-// training cell: it runs on rank 0 over what every process holds, gathered
-// there (onRoot), at O(cells) memory on rank 0 for that stage. The other
-// cell makers keep O(cells/P): duplication (distinctShares), near-cells
-// (nearCells' rounds), the sampler (CellsShared) and dain-agree's choice
-// among the new cells (agreeKeepOn).
-
-// toRoot returns every process's x concatenated in process order on rank
-// 0, and nothing elsewhere.
-func toRoot(cl cluster.Cluster, x []int32) []int32 {
-	counts := make([]int32, cl.Size())
-	counts[0] = int32(len(x))
-	return cl.AlltoallI32(x, counts)
-}
+// Every cell maker keeps O(cells/P) memory on every process: the sampler
+// (CellsShared), duplication (distinctShares), near-cells and entity
+// replacement (drawRounds), and dain-agree's choice among the new cells
+// (agreeKeepOn).
 
 // f64Bits and bitsF64 carry float64s through an int32 exchange, two int32s
-// each, bit for bit; f32Bits and bitsF32 carry float32s one each.
+// each (the low half first), bit for bit.
 func f64Bits(v []float64) []int32 {
 	out := make([]int32, 2*len(v))
 	for i, x := range v {
@@ -617,91 +606,6 @@ func bitsF64(b []int32) []float64 {
 	for i := range out {
 		out[i] = math.Float64frombits(uint64(uint32(b[2*i])) | uint64(uint32(b[2*i+1]))<<32)
 	}
-	return out
-}
-
-func f32Bits(v []float32) []int32 {
-	out := make([]int32, len(v))
-	for i, x := range v {
-		out[i] = int32(math.Float32bits(x))
-	}
-	return out
-}
-
-func bitsF32(b []int32) []float32 {
-	out := make([]float32, len(b))
-	for i, x := range b {
-		out[i] = math.Float32frombits(uint32(x))
-	}
-	return out
-}
-
-// onRoot runs build on rank 0 over an experiment whose training and
-// validation cells are those of every process (in the global order) and
-// extra, each process's float32s per training cell concatenated likewise,
-// on one process; it then gives every process its share of the k cells
-// made (cells Rank·k/Size onwards, e.augFirst) and st the statistics
-// (build's, which it records in st). build must call no collective stage: what it needs from the cluster (trained
-// models, alias tables) is computed before. An error on rank 0 is every
-// process's (agreed).
-func (e *Experiment) onRoot(extra []float32, st *AugStats, build func(r *Experiment, extra []float32) (*tensor.COO, error)) (*tensor.COO, error) {
-	cl, order := e.sp.cl, e.x.Order()
-	trIdx, trVal := toRoot(cl, e.Train.Idx), toRoot(cl, f64Bits(e.Train.Val))
-	vaIdx, ex := toRoot(cl, e.Val.Idx), toRoot(cl, f32Bits(extra))
-	var aug *tensor.COO
-	var err error
-	msg := make([]int64, 6) // failed, cells, values?, draws, rejected observed, repeated
-	if cl.Rank() == 0 {
-		r := *e
-		r.Train = &tensor.COO{Dims: e.x.Dims, Idx: trIdx, Val: bitsF64(trVal)}
-		r.Val = &tensor.COO{Dims: e.x.Dims, Idx: vaIdx, Val: make([]float64, len(vaIdx)/order)}
-		r.sp = spread{cl: cluster.Local{}, counts: e.sp.counts}
-		if aug, err = build(&r, bitsF32(ex)); err != nil {
-			msg[0] = 1
-		} else {
-			msg[1], msg[3], msg[4], msg[5] = int64(len(aug.Idx)/order), int64(st.Draws), int64(st.RejectObserved), int64(st.RejectRepeat)
-			if len(aug.Val) > 0 {
-				msg[2] = 1
-			}
-		}
-	}
-	trIdx, trVal, vaIdx, ex = nil, nil, nil, nil
-	cl.SumI64(msg)
-	if msg[0] != 0 {
-		if err != nil {
-			return nil, agreed{err}
-		}
-		return nil, agreed{fmt.Errorf("dain: making the new cells on rank 0: %w", ErrOtherProcess)}
-	}
-	st.Draws, st.RejectObserved, st.RejectRepeat = int(msg[3]), int(msg[4]), int(msg[5])
-	return e.scatterShares(aug, int(msg[1]), msg[2] != 0), nil
-}
-
-// scatterShares gives every process its share of the k cells aug that rank
-// 0 holds (nil elsewhere): cells Rank·k/Size to (Rank+1)·k/Size − 1, with
-// their values when vals; it sets e.augFirst.
-func (e *Experiment) scatterShares(aug *tensor.COO, k int, vals bool) *tensor.COO {
-	cl, order, size := e.sp.cl, e.x.Order(), e.sp.cl.Size()
-	ci, cv := make([]int32, size), make([]int32, size)
-	var idx, val []int32
-	if cl.Rank() == 0 {
-		for r := range size {
-			n := (r+1)*k/size - r*k/size
-			ci[r] = int32(n * order)
-			if vals {
-				cv[r] = int32(2 * n)
-			}
-		}
-		idx = aug.Idx
-		if vals {
-			val = f64Bits(aug.Val)
-		}
-	}
-	out := &tensor.COO{Dims: append([]int(nil), e.x.Dims...), Idx: cl.AlltoallI32(idx, ci)}
-	if vals {
-		out.Val = bitsF64(cl.AlltoallI32(val, cv))
-	}
-	e.augFirst = cl.Rank() * k / size
 	return out
 }
 

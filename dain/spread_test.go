@@ -472,7 +472,7 @@ func nearSetup(t *testing.T) (*Experiment, []*sampling.Alias, []float32, int) {
 // stream, with cells drawn twice among them; and with every draw observed
 // both give up at the same point.
 func TestNearCellsOneLoop(t *testing.T) {
-	defer func(r int) { nearRound = r }(nearRound)
+	defer func(r int) { drawRound = r }(drawRound)
 	e, tables, alpha, _ := nearSetup(t)
 	for _, n := range []int{1, 50, 400} {
 		var ws AugStats
@@ -484,7 +484,7 @@ func TestNearCellsOneLoop(t *testing.T) {
 			t.Fatal("no cell drawn twice: the test misses the repeats")
 		}
 		for _, round := range []int{1, 7, 1 << 20} {
-			nearRound = round
+			drawRound = round
 			var gs AugStats
 			got, err := e.nearCells(context.Background(), tables, alpha, n, &gs)
 			if err != nil {
@@ -505,7 +505,7 @@ func TestNearCellsOneLoop(t *testing.T) {
 		a, _ := sampling.NewAlias([]float64{1, 1})
 		ones = append(ones, a)
 	}
-	nearRound = 1 << 20
+	drawRound = 1 << 20
 	var st AugStats
 	if _, err := f.nearCells(context.Background(), ones, make([]float32, 8), 1, &st); err == nil {
 		t.Fatal("all-zero cell scores accepted")
@@ -525,8 +525,8 @@ func TestNearCellsOneLoop(t *testing.T) {
 // cells (|α| 3, on their own ranks) are the sources of 3·150/(3·150 + 100)
 // of the new cells (χ², 1 degree of freedom, 1e-3).
 func TestNearCellsOnRanks(t *testing.T) {
-	defer func(r int) { nearRound = r }(nearRound)
-	nearRound = 13
+	defer func(r int) { drawRound = r }(drawRound)
+	drawRound = 13
 	e1, tables, alpha, light := nearSetup(t)
 	nt, nv := e1.Train.NNZ(), e1.Val.NNZ()
 	const n = 400
@@ -647,7 +647,7 @@ func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, obser
 // candidates and rounds of 1, 13 and 2^20 candidates, near-cells make
 // exactly nearCellsRef's cells on each rank and its statistics.
 func TestNearCellsRanksRef(t *testing.T) {
-	defer func(r int) { nearRound = r }(nearRound)
+	defer func(r int) { drawRound = r }(drawRound)
 	e1, _, alpha, light := nearSetup(t)
 	// Entity tables over the whole of each mode: many candidates are
 	// observed, some drawn twice.
@@ -676,7 +676,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 			t.Fatalf("reference statistics %+v: the test misses observed or repeated candidates", ws)
 		}
 		for _, round := range []int{1, 13, 1 << 20} {
-			nearRound = round
+			drawRound = round
 			got := make([]*tensor.COO, p)
 			stats := make([]AugStats, p)
 			errs := make([]error, p)
@@ -691,6 +691,93 @@ func TestNearCellsRanksRef(t *testing.T) {
 				if errs[r] != nil || !slices.Equal(got[r].Idx, want[r]) || stats[r] != ws {
 					t.Fatalf("cuts %v, rounds of %d: rank %d: %v, %d cells, %+v; the reference's %d, %+v",
 						cuts, round, r, errs[r], len(got[r].Idx)/3, stats[r], len(want[r])/3, ws)
+				}
+			}
+		}
+	}
+}
+
+// TestReplaceRanksRef: entity replacement on 1, 2 and 3 ranks (one with no
+// cells; rounds of 1, 13 and 2^20 candidates), with neighbour lists some
+// of which are empty, makes on each rank exactly the cells and values of
+// its definition drawn in one loop (each candidate's rank by the ranks'
+// training-cell counts from one stream, the candidate from that rank's
+// cells and stream, an empty list or an observed or repeated result
+// rejected) and its statistics.
+func TestReplaceRanksRef(t *testing.T) {
+	defer func(r int) { drawRound = r }(drawRound)
+	e1, _, _, light := nearSetup(t)
+	dims, nt, nv := e1.x.Dims, e1.Train.NNZ(), e1.Val.NNZ()
+	r := rand.New(rand.NewPCG(10, 11))
+	nbr := make([][][]int32, 3)
+	for m, d := range dims {
+		nbr[m] = make([][]int32, d)
+		for i := range d {
+			if i%4 == 3 {
+				continue // no neighbours
+			}
+			for range 1 + r.IntN(10) {
+				nbr[m][i] = append(nbr[m][i], int32(r.IntN(d)))
+			}
+		}
+	}
+	observed := e1.observedSet(0)
+	const n = 250
+	for _, cuts := range [][]int{{0, nt}, {0, light, nt}, {0, 0, light / 2, nt}} {
+		p := len(cuts) - 1
+		// The definition in one loop.
+		cum := make([]float64, p)
+		streams := make([]*rand.Rand, p)
+		for q := range p {
+			cum[q] = float64(cuts[q+1] - cuts[0])
+			streams[q] = rng(e1.cfg.Seed, rankStream(streamReplace, q))
+		}
+		shared := rng(e1.cfg.Seed, streamReplaceShares)
+		drawn := tensor.NewCellSet(dims, n)
+		want, wantV := make([][]int32, p), make([][]float64, p)
+		var ws AugStats
+		for kept := 0; kept < n; {
+			ws.Draws++
+			q := 0
+			if p > 1 {
+				q = pickShare(cum, shared.Float64()*cum[p-1])
+			}
+			s := streams[q]
+			z := cuts[q] + s.IntN(cuts[q+1]-cuts[q])
+			c := append([]int32(nil), e1.Train.Cell(z)...)
+			mode := s.IntN(3)
+			if len(nbr[mode][c[mode]]) == 0 {
+				ws.RejectObserved++
+				continue
+			}
+			c[mode] = nbr[mode][c[mode]][s.IntN(len(nbr[mode][c[mode]]))]
+			if observed.Has(c) || !drawn.Add(c) {
+				ws.RejectRepeat++
+				continue
+			}
+			o := sampling.Owner(c, p)
+			want[o], wantV[o] = append(want[o], c...), append(wantV[o], e1.Train.Val[z])
+			kept++
+		}
+		if ws.RejectObserved == 0 || ws.RejectRepeat == 0 {
+			t.Fatalf("reference statistics %+v: the test misses a kind of rejection", ws)
+		}
+		for _, round := range []int{1, 13, 1 << 20} {
+			drawRound = round
+			got := make([]*tensor.COO, p)
+			stats := make([]AugStats, p)
+			errs := make([]error, p)
+			clustertest.Run(p, func(rk clustertest.Rank) {
+				q := rk.Rank()
+				e := &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[q], cuts[q+1])), Val: e1.Val.Subset(seq(q*nv/p, (q+1)*nv/p)),
+					sp: spread{cl: rk, counts: e1.sp.counts}}
+				got[q], errs[q] = e.replace(context.Background(), nbr, n, &stats[q])
+			})
+			for q := range p {
+				stats[q].Sample = 0
+				if errs[q] != nil || !slices.Equal(got[q].Idx, want[q]) || !slices.Equal(got[q].Val, wantV[q]) || stats[q] != ws {
+					t.Fatalf("cuts %v, rounds of %d: rank %d: %v, %d cells, %+v; the definition's %d, %+v",
+						cuts, round, q, errs[q], got[q].NNZ(), stats[q], len(wantV[q]), ws)
 				}
 			}
 		}

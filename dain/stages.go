@@ -497,19 +497,6 @@ type ReplaceEntity struct{ Model Embedding }
 func (s ReplaceEntity) deps() []stage { return []stage{Neighbours(s)} }
 
 func (s ReplaceEntity) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
-	if e.many() { // random training cells of every process: on rank 0
-		t, err := e.model(ctx, s.Model) // trained by every process
-		if err != nil {
-			return nil, err
-		}
-		return e.onRoot(nil, st, func(r *Experiment, _ []float32) (*tensor.COO, error) {
-			nbr, err := nearest(t.net, r.Train)
-			if err != nil {
-				return nil, err
-			}
-			return r.replace(ctx, nbr, n, st)
-		})
-	}
 	nbr, err := e.neighbours(ctx, Neighbours(s))
 	if err != nil {
 		return nil, err

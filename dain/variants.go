@@ -247,120 +247,33 @@ func (s NearCells) cells(ctx context.Context, e *Experiment, n int, st *AugStats
 	return e.nearCells(ctx, tables, alpha, n, st)
 }
 
-// nearRound is the most candidate cells nearCells draws, over every
-// process, in one round (a variable for tests).
-var nearRound = 1 << 20
-
 // nearCells draws NearCells' n cells from the entity tables and the
 // training cells' scores alpha (this process's cells'), spread over the
-// processes: in rounds of at most nearRound candidates, each candidate's
-// process is drawn by the processes' shares of Σ|alpha| (from one stream,
-// every process alike; nothing is drawn with one process), that process
-// draws the candidate from its own cells (an alias table over |alpha|, one
-// mode, that mode's entity) with its own stream, and the candidate goes to
-// the process that owns it (sampling.Owner), which rejects it if it is
-// observed (train ∪ validation, partitioned by owner) or drawn before. The
-// first n accepted in candidate order are kept, each on its owner. With one
-// process this is one loop over one stream, candidate by candidate, and
-// makes one process's cells; memory is O(cells/P) plus a round.
+// processes (drawRounds): each candidate's process is drawn by the
+// processes' shares of Σ|alpha|, and that process draws it from its own
+// cells (an alias table over |alpha|), one mode and that mode's entity.
+// With one process this is one loop over one stream, candidate by
+// candidate, and makes one process's cells.
 func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, alpha []float32, n int, st *AugStats) (*tensor.COO, error) {
 	t0 := time.Now()
-	cl, order := e.sp.cl, e.x.Order()
-	size, rank := cl.Size(), cl.Rank()
+	order := e.x.Order()
 	cellTable, cum, err := e.nearCellTable(alpha)
 	if err != nil {
 		return nil, err
 	}
-	owned := e.ownedObserved(nil)
-	drawn := tensor.NewCellSet(e.x.Dims, max(n/size, 16))
-	shared := rng(e.cfg.Seed, streamNearShares)
-	r := rng(e.cfg.Seed, rankStream(streamNear, rank))
-	aug := &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}
-	limit, kept := 100*n+100000, 0
-	var cand []int32 // this process's candidates of the round: k, then the cell
-	var acc []int    // offsets in recv of the accepted candidates
-	var rejObs, rejRep []int32
-	for kept < n {
-		if st.Draws >= limit {
-			return nil, e.agreeErr(fmt.Errorf("dain: near-cells gave up after %d draws with %d of %d new cells", st.Draws, kept, n))
-		}
-		m := min(nearRound, limit-st.Draws, max(2*(n-kept), 64))
-		cand = cand[:0]
-		for k := range m {
-			if size > 1 && pickShare(cum, shared.Float64()*cum[size-1]) != rank {
-				continue
-			}
-			cand = append(cand, int32(k))
-			cand = append(cand, e.Train.Cell(int(drawAlias(cellTable, r)))...)
-			c := cand[len(cand)-order:]
+	r := rng(e.cfg.Seed, rankStream(streamNear, e.sp.cl.Rank()))
+	aug, err := e.drawRounds(ctx, candidates{
+		name: "near-cells", cum: cum, shares: streamNearShares,
+		draw: func(rec []int32) ([]int32, bool) {
+			rec = append(rec, e.Train.Cell(int(drawAlias(cellTable, r)))...)
+			c := rec[len(rec)-order:]
 			mode := r.IntN(order)
 			c[mode] = drawAlias(tables[mode], r)
-		}
-		recv := toOwners(cl, cand, order+1)
-		// The owner meets its candidates in candidate order, so that of
-		// two equal candidates the first is kept, as in one loop.
-		offs := make([]int, 0, len(recv)/(order+1))
-		for j := 0; j < len(recv); j += order + 1 {
-			offs = append(offs, j)
-		}
-		if size > 1 {
-			slices.SortFunc(offs, func(a, b int) int { return int(recv[a] - recv[b]) })
-		}
-		acc, rejObs, rejRep = acc[:0], rejObs[:0], rejRep[:0]
-		for _, j := range offs {
-			k, c := recv[j], recv[j+1:j+1+order]
-			switch {
-			case owned.Has(c):
-				rejObs = append(rejObs, k)
-			case !drawn.Add(c):
-				rejRep = append(rejRep, k)
-			default:
-				acc = append(acc, j)
-			}
-		}
-		// Keep the first n − kept accepted candidates of the round: those
-		// below the cut K, the least K with that many below it.
-		below := func(ks []int32, K int) int { // ks sorted
-			i, _ := slices.BinarySearch(ks, int32(K))
-			return i
-		}
-		accK := make([]int32, len(acc))
-		for i, j := range acc {
-			accK[i] = recv[j]
-		}
-		cut, total := m, e.sumCounts(len(acc), ctx.Err() != nil)
-		if total[1] > 0 {
-			return nil, e.agreeErr(ctx.Err())
-		}
-		if kept+int(total[0]) > n {
-			lo, hi := 0, m // the cut is in (lo, hi]
-			for hi-lo > 1 {
-				mid := (lo + hi) / 2
-				if c := e.sumCounts(below(accK, mid), false); kept+int(c[0]) >= n {
-					hi = mid
-				} else {
-					lo = mid
-				}
-			}
-			cut = hi
-		}
-		na := below(accK, cut)
-		for _, j := range acc[:na] {
-			aug.Idx = append(aug.Idx, recv[j+1:j+1+order]...)
-		}
-		sums := []int64{int64(na), int64(below(rejObs, cut)), int64(below(rejRep, cut))}
-		cl.SumI64(sums)
-		kept += int(sums[0])
-		st.Draws += cut
-		st.RejectObserved += int(sums[1])
-		st.RejectRepeat += int(sums[2])
-	}
-	e.augFirst = 0
-	for _, k := range processCounts(cl, len(aug.Idx)/order)[:rank] {
-		e.augFirst += k
-	}
+			return rec, true
+		},
+	}, n, st)
 	st.Sample = time.Since(t0).Seconds()
-	return aug, nil
+	return aug, err
 }
 
 // nearCellTable returns the alias table over this process's |alpha| (nil
