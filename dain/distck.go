@@ -132,17 +132,20 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl clust
 // another process failed (ErrOtherProcess) on the others when any has one,
 // and nil when none has. Every process then returns an error at the same
 // point, so the job can end without MPI_Abort (ErrAgreed).
-func (d *distCheckpoint) agree(err error) error {
+func (d *distCheckpoint) agree(err error) error { return agreeOn(d.cl, err, "dain: checkpoint") }
+
+// agreeOn is agree over cl, the others' error prefixed by what.
+func agreeOn(cl cluster.Cluster, err error, what string) error {
 	flag := []int64{0}
 	if err != nil {
 		flag[0] = 1
 	}
-	d.cl.SumI64(flag)
+	cl.SumI64(flag)
 	switch {
 	case err != nil:
 		return agreed{err}
 	case flag[0] > 0:
-		return agreed{fmt.Errorf("dain: checkpoint: %w", ErrOtherProcess)}
+		return agreed{fmt.Errorf("%s: %w", what, ErrOtherProcess)}
 	}
 	return nil
 }

@@ -400,22 +400,10 @@ func (d *distRun) finish(cl cluster.Cluster, logf func(string, ...any)) *DistRep
 // ErrOtherProcess on the others when any has one, and nil when none has,
 // so that every process returns at the same point.
 func (e *Experiment) agreeErr(err error) error {
-	cl := e.sp.cl
-	if cl.Size() == 1 {
+	if e.sp.cl.Size() == 1 {
 		return err
 	}
-	flag := []int64{0}
-	if err != nil {
-		flag[0] = 1
-	}
-	cl.SumI64(flag)
-	switch {
-	case err != nil:
-		return agreed{err}
-	case flag[0] > 0:
-		return agreed{fmt.Errorf("dain: %w", ErrOtherProcess)}
-	}
-	return nil
+	return agreeOn(e.sp.cl, err, "dain")
 }
 
 // sumCounts returns n summed over the processes, and how many of them

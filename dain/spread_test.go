@@ -326,15 +326,11 @@ func TestDuplicateOnRanks(t *testing.T) {
 		}
 		for _, cuts := range [][]int{{0, ntrain}, {0, ntrain / 2, ntrain}, {0, 0, ntrain / 3, ntrain}} {
 			p := len(cuts) - 1
-			got := make([]*tensor.COO, p)
-			first := make([]int, p)
-			errs := make([]error, p)
-			clustertest.Run(p, func(rk clustertest.Rank) {
-				lo, hi := cuts[rk.Rank()], cuts[rk.Rank()+1]
-				e := &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(lo, hi)), sp: spread{cl: rk}}
-				var st AugStats
-				got[rk.Rank()], errs[rk.Rank()] = Duplicate{}.cells(context.Background(), e, n, &st)
-				first[rk.Rank()] = e.augFirst
+			got, _, first, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
+				r := rk.Rank()
+				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), sp: spread{cl: rk}}
+			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
+				return Duplicate{}.cells(context.Background(), e, n, st)
 			})
 			var idx []int32
 			var val []float64
@@ -532,17 +528,13 @@ func TestNearCellsOnRanks(t *testing.T) {
 	const n = 400
 	for _, cuts := range [][]int{{0, light, nt}, {0, 0, light, nt}, {0, light / 2, light, nt}} {
 		p := len(cuts) - 1
-		got := make([]*tensor.COO, p)
-		first := make([]int, p)
-		stats := make([]AugStats, p)
-		errs := make([]error, p)
-		clustertest.Run(p, func(rk clustertest.Rank) {
-			lo, hi := cuts[rk.Rank()], cuts[rk.Rank()+1]
-			vlo, vhi := rk.Rank()*nv/p, (rk.Rank()+1)*nv/p
-			e := &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(lo, hi)), Val: e1.Val.Subset(seq(vlo, vhi)),
+		got, stats, first, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
+			r := rk.Rank()
+			return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
 				sp: spread{cl: rk, counts: e1.sp.counts}}
-			got[rk.Rank()], errs[rk.Rank()] = e.nearCells(context.Background(), tables, alpha[lo:hi], n, &stats[rk.Rank()])
-			first[rk.Rank()] = e.augFirst
+		}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
+			r := e.sp.cl.Rank()
+			return e.nearCells(context.Background(), tables, alpha[cuts[r]:cuts[r+1]], n, st)
 		})
 		seen := tensor.NewCellSet(e1.x.Dims, n)
 		total, heavy := 0, 0
@@ -554,7 +546,6 @@ func TestNearCellsOnRanks(t *testing.T) {
 				t.Fatalf("cuts %v: rank %d starts at %d, after %d cells", cuts, k, first[k], total)
 			}
 			s := stats[k]
-			s.Sample = stats[0].Sample
 			if s != stats[0] || s.Draws != n+s.RejectObserved+s.RejectRepeat || s.RejectObserved != 0 {
 				t.Fatalf("cuts %v: rank %d's statistics %+v, rank 0's %+v", cuts, k, stats[k], stats[0])
 			}
@@ -677,17 +668,14 @@ func TestNearCellsRanksRef(t *testing.T) {
 		}
 		for _, round := range []int{1, 13, 1 << 20} {
 			drawRound = round
-			got := make([]*tensor.COO, p)
-			stats := make([]AugStats, p)
-			errs := make([]error, p)
-			clustertest.Run(p, func(rk clustertest.Rank) {
+			got, stats, _, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				r := rk.Rank()
-				e := &Experiment{x: e1.x, cfg: e1.cfg, Train: trains[r], Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
+				return &Experiment{x: e1.x, cfg: e1.cfg, Train: trains[r], Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
 					sp: spread{cl: rk, counts: e1.sp.counts}}
-				got[r], errs[r] = e.nearCells(context.Background(), tables, alphas[r], n, &stats[r])
+			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
+				return e.nearCells(context.Background(), tables, alphas[e.sp.cl.Rank()], n, st)
 			})
 			for r := range p {
-				stats[r].Sample = 0
 				if errs[r] != nil || !slices.Equal(got[r].Idx, want[r]) || stats[r] != ws {
 					t.Fatalf("cuts %v, rounds of %d: rank %d: %v, %d cells, %+v; the reference's %d, %+v",
 						cuts, round, r, errs[r], len(got[r].Idx)/3, stats[r], len(want[r])/3, ws)
@@ -764,17 +752,14 @@ func TestReplaceRanksRef(t *testing.T) {
 		}
 		for _, round := range []int{1, 13, 1 << 20} {
 			drawRound = round
-			got := make([]*tensor.COO, p)
-			stats := make([]AugStats, p)
-			errs := make([]error, p)
-			clustertest.Run(p, func(rk clustertest.Rank) {
+			got, stats, _, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				q := rk.Rank()
-				e := &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[q], cuts[q+1])), Val: e1.Val.Subset(seq(q*nv/p, (q+1)*nv/p)),
+				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[q], cuts[q+1])), Val: e1.Val.Subset(seq(q*nv/p, (q+1)*nv/p)),
 					sp: spread{cl: rk, counts: e1.sp.counts}}
-				got[q], errs[q] = e.replace(context.Background(), nbr, n, &stats[q])
+			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
+				return e.replace(context.Background(), nbr, n, st)
 			})
 			for q := range p {
-				stats[q].Sample = 0
 				if errs[q] != nil || !slices.Equal(got[q].Idx, want[q]) || !slices.Equal(got[q].Val, wantV[q]) || stats[q] != ws {
 					t.Fatalf("cuts %v, rounds of %d: rank %d: %v, %d cells, %+v; the definition's %d, %+v",
 						cuts, round, q, errs[q], got[q].NNZ(), stats[q], len(wantV[q]), ws)
@@ -782,4 +767,20 @@ func TestReplaceRanksRef(t *testing.T) {
 			}
 		}
 	}
+}
+
+// onRanks runs f on p goroutine ranks, each on the experiment that exp
+// makes for it, and returns every rank's cells, statistics (without the
+// seconds), augFirst and error.
+func onRanks(p int, exp func(rk clustertest.Rank) *Experiment, f func(e *Experiment, st *AugStats) (*tensor.COO, error)) ([]*tensor.COO, []AugStats, []int, []error) {
+	got, stats := make([]*tensor.COO, p), make([]AugStats, p)
+	first, errs := make([]int, p), make([]error, p)
+	clustertest.Run(p, func(rk clustertest.Rank) {
+		r := rk.Rank()
+		e := exp(rk)
+		got[r], errs[r] = f(e, &stats[r])
+		stats[r].Sample = 0
+		first[r] = e.augFirst
+	})
+	return got, stats, first, errs
 }
