@@ -165,6 +165,10 @@ func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *Au
 	return aug, err
 }
 
+// nearestFloats bounds the distances nearest holds at once: 2^23 floats
+// (32 MiB) on the device and as many on the host (a variable for tests).
+var nearestFloats = 1 << 23
+
 // nearest returns, for every mode n and every entity i of it that occurs in
 // train, the (up to) 10 other entities of mode n nearest to i in m's
 // embedding table by Euclidean distance (ties broken by index). Distances
@@ -198,7 +202,10 @@ func nearest(m *nn.Net, train *tensor.COO) ([][][]int32, error) {
 		}
 		all, zero := be.Alloc(d*width), be.Alloc(d)
 		be.Upload(all, emb)
-		const q = 256
+		// Queries a pass: up to 256, fewer for a large mode, so that the
+		// pass's distances (q·d, on the device and on the host) stay
+		// within nearestFloats each.
+		q := max(1, min(256, nearestFloats/max(d, 1)))
 		qbuf, dots := be.Alloc(q*width), be.Alloc(q*d)
 		qhost, dhost := make([]float32, q*width), make([]float32, q*d)
 		for lo := 0; lo < len(queries); lo += q {

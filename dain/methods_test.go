@@ -381,3 +381,32 @@ func TestSplitPrint(t *testing.T) {
 		}
 	}
 }
+
+// TestNearestPasses: nearest gives the same neighbour lists whatever the
+// number of queries a pass (256, 7, 1).
+func TestNearestPasses(t *testing.T) {
+	defer func(f int) { nearestFloats = f }(nearestFloats)
+	e, _ := experiment(t, 2000, func(c *Config) { c.Method = "entity-replacement" })
+	th, err := e.model(context.Background(), Embedding{"mlp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := nearest(th.net, e.Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []int{7, 1} {
+		nearestFloats = q * slices.Max(e.x.Dims)
+		got, err := nearest(th.net, e.Train)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range want {
+			for i := range want[n] {
+				if !slices.Equal(got[n][i], want[n][i]) {
+					t.Fatalf("%d queries a pass: mode %d entity %d: %v, %v with 256", q, n, i, got[n][i], want[n][i])
+				}
+			}
+		}
+	}
+}
