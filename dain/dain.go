@@ -706,7 +706,13 @@ func run(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be comp
 	if cfg.Keep.Split {
 		out.Split = &Split{Train: e.Train, Val: e.Val, Test: e.Test}
 	}
-	e.keep = &kept{want: cfg.Keep, train: e.Train}
+	e.keep = &kept{want: cfg.Keep}
+	if cfg.Keep.Scores {
+		// The kept scores name their cells; otherwise the training cells
+		// are not held here, so that the retraining, whose set holds
+		// them, can let the split go.
+		e.keep.train = e.Train
+	}
 	runtime.GC()
 
 	nAug, err := AugCount(cfg.Ratio, rep.NTrain)
