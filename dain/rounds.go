@@ -24,9 +24,10 @@ type candidates struct {
 	// with several).
 	shares uint64
 	// draw appends this process's next candidate to rec (its cell, then
-	// extra int32s) and returns it, or returns false for a candidate
-	// rejected where it is drawn (counted as observed) — with its own
-	// stream, so that one process draws candidate by candidate as one loop.
+	// extra int32s) and returns it and true, or returns rec as it was
+	// given and false for a candidate rejected where it is drawn (counted
+	// as observed); it draws from its process's own stream, so that one
+	// process draws candidate by candidate as one loop does.
 	draw  func(rec []int32) ([]int32, bool)
 	extra int // int32s after a candidate's cell (its value's bits, say)
 	// observedIsRepeat counts an observed candidate as a repeat (entity
