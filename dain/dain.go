@@ -839,10 +839,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 			// This process's share starts after those of the processes
 			// before it (Rank·N_aug/Size for CellsShared's; duplication's
 			// vary).
-			e.augFirst = 0
-			for _, k := range processCounts(e.sp.cl, len(aug.Idx)/e.x.Order())[:e.sp.cl.Rank()] {
-				e.augFirst += k
-			}
+			e.augFirst = countBefore(e.sp.cl, len(aug.Idx)/e.x.Order())
 			aug.Dims = append([]int(nil), e.x.Dims...)
 			if aug.Val == nil {
 				aug.Val = []float64{}

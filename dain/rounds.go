@@ -76,7 +76,7 @@ func (e *Experiment) drawRounds(ctx context.Context, c candidates, n int, st *Au
 				rejHere = append(rejHere, int32(k))
 			}
 		}
-		recv := toOwners(cl, cand, stride, order)
+		recv := toOwners(cl, cand, stride, 1, order)
 		// The owner meets its candidates in candidate order, so that of
 		// two equal candidates the first is kept, as in one loop.
 		offs := make([]int, 0, len(recv)/stride)
@@ -89,10 +89,11 @@ func (e *Experiment) drawRounds(ctx context.Context, c candidates, n int, st *Au
 		acc, rejObs, rejRep = acc[:0], rejObs[:0], rejRep[:0]
 		for _, j := range offs {
 			k, cell := recv[j], recv[j+1:j+1+order]
+			observed := owned.Has(cell)
 			switch {
-			case owned.Has(cell) && !c.observedIsRepeat:
+			case observed && !c.observedIsRepeat:
 				rejObs = append(rejObs, k)
-			case owned.Has(cell) || !drawn.Add(cell):
+			case observed || !drawn.Add(cell):
 				rejRep = append(rejRep, k)
 			default:
 				acc = append(acc, j)
@@ -121,10 +122,7 @@ func (e *Experiment) drawRounds(ctx context.Context, c candidates, n int, st *Au
 	if c.extra == 2 {
 		aug.Val = bitsF64(extras)
 	}
-	e.augFirst = 0
-	for _, k := range processCounts(cl, len(aug.Idx)/order)[:rank] {
-		e.augFirst += k
-	}
+	e.augFirst = countBefore(cl, len(aug.Idx)/order)
 	return aug, nil
 }
 

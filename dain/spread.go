@@ -430,24 +430,24 @@ func pickShare(cum []float64, u float64) int {
 	return min(p, len(cum)-1)
 }
 
-// toOwners sends each record of stride int32s in recs — an int32, a
-// cell of order indices, then anything — to the process that owns the
-// cell (sampling.Owner) and returns the records this process owns, from
-// every process in process order, each process's in the order it sent
-// them. In one process it returns recs.
-func toOwners(cl cluster.Cluster, recs []int32, stride, order int) []int32 {
+// toOwners sends each record of stride int32s in recs, whose cell (order
+// indices) starts at offset at, to the process that owns the cell
+// (sampling.Owner) and returns the records this process owns, from every
+// process in process order, each process's in the order it sent them. In
+// one process it returns recs.
+func toOwners(cl cluster.Cluster, recs []int32, stride, at, order int) []int32 {
 	size := cl.Size()
 	if size == 1 {
 		return recs
 	}
 	counts := make([]int32, size)
 	for j := 0; j < len(recs); j += stride {
-		counts[sampling.Owner(recs[j+1:j+1+order], size)] += int32(stride)
+		counts[sampling.Owner(recs[j+at:j+at+order], size)] += int32(stride)
 	}
 	next := sampling.Starts(counts, 1)
 	send := make([]int32, len(recs))
 	for j := 0; j < len(recs); j += stride {
-		o := sampling.Owner(recs[j+1:j+1+order], size)
+		o := sampling.Owner(recs[j+at:j+at+order], size)
 		copy(send[next[o]:], recs[j:j+stride])
 		next[o] += int32(stride)
 	}
@@ -477,22 +477,14 @@ func (e *Experiment) ownedObserved(added func(cell []int32)) *tensor.CellSet {
 	rounds[cl.Rank()] = int64((local + exchangeRound - 1) / exchangeRound)
 	cl.SumI64(rounds)
 	owned := tensor.NewCellSet(e.x.Dims, local) // about a share of train ∪ validation
-	counts := make([]int32, size)
-	send := make([]int32, min(local, exchangeRound)*order)
+	batch := make([]int32, 0, min(local, exchangeRound)*order)
 	for r := 0; r < int(slices.Max(rounds)); r++ {
 		lo, hi := min(r*exchangeRound, local), min((r+1)*exchangeRound, local)
-		clear(counts)
+		batch = batch[:0]
 		for k := lo; k < hi; k++ {
-			counts[sampling.Owner(cell(k), size)] += int32(order)
+			batch = append(batch, cell(k)...)
 		}
-		next := sampling.Starts(counts, 1)
-		for k := lo; k < hi; k++ {
-			c := cell(k)
-			o := sampling.Owner(c, size)
-			copy(send[next[o]:], c)
-			next[o] += int32(order)
-		}
-		recv := cl.AlltoallI32(send[:(hi-lo)*order], counts)
+		recv := toOwners(cl, batch, order, 0, order)
 		for k := 0; k < len(recv); k += order {
 			if owned.Add(recv[k:k+order]) && added != nil {
 				added(recv[k : k+order])
@@ -500,6 +492,21 @@ func (e *Experiment) ownedObserved(added func(cell []int32)) *tensor.CellSet {
 		}
 	}
 	return owned
+}
+
+// countBefore returns the sum of the n of the processes before this one
+// (an exclusive prefix sum over the processes).
+func countBefore(cl cluster.Cluster, n int) int {
+	return sum(processCounts(cl, n)[:cl.Rank()])
+}
+
+// sum returns the sum of v.
+func sum(v []int) int {
+	s := 0
+	for _, x := range v {
+		s += x
+	}
+	return s
 }
 
 // processCounts returns every process's n, in process order.
@@ -532,10 +539,7 @@ func distinctShares(r *rand.Rand, n int, sizes []int) []int {
 		out[0] = n
 		return out
 	}
-	total := 0
-	for _, s := range sizes {
-		total += s
-	}
+	total := sum(sizes)
 	if total == 0 {
 		if n > 0 {
 			panic(fmt.Sprintf("dain: distinctShares: %d draws from no cells", n))
@@ -662,13 +666,7 @@ func (e *Experiment) agreeKeepOn(cand []int32, a, b []float64, n int) *tensor.CO
 	}
 	// The kept cells' positions among the n, and the processes whose
 	// shares hold them.
-	kept := make([]int64, size)
-	kept[cl.Rank()] = int64(len(val))
-	cl.SumI64(kept)
-	pos := 0
-	for r := range cl.Rank() {
-		pos += int(kept[r])
-	}
+	pos := countBefore(cl, len(val))
 	ci, cv := make([]int32, size), make([]int32, size)
 	for p := pos; p < pos+len(val); p++ {
 		r := sampling.ShareOf(p, n, size)

@@ -481,10 +481,7 @@ func (Duplicate) cells(ctx context.Context, e *Experiment, n int, st *AugStats) 
 		}
 	}
 	aug := e.Train.Subset(rows)
-	e.augFirst = 0
-	for _, k := range shares[:rank] {
-		e.augFirst += k
-	}
+	e.augFirst = sum(shares[:rank])
 	st.Sample = time.Since(t0).Seconds()
 	return aug, nil
 }

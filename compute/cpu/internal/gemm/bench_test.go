@@ -39,35 +39,6 @@ func BenchmarkPeak512(b *testing.B) {
 	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
-// BenchmarkAVX512Blocking times the AVX-512 kernel's macro-kernel orders
-// and B block widths on the step's 1024³ products, to choose them.
-func BenchmarkAVX512Blocking(b *testing.B) {
-	if AVX512 == nil {
-		b.Skip("no AVX-512F")
-	}
-	defer func(rows bool, nc int) { AVX512.rowsOuter, AVX512.nc = rows, nc }(AVX512.rowsOuter, AVX512.nc)
-	rng := rand.New(rand.NewPCG(1, 1))
-	const n = 1024
-	for _, s := range []struct {
-		name   string
-		ta, tb bool
-	}{{"fwd", false, true}, {"dw", true, false}, {"dx", false, false}} {
-		p := &Params{TransA: s.ta, TransB: s.tb, M: n, N: n, K: n, A: randSlice(rng, n*n), LDA: n,
-			B: randSlice(rng, n*n), LDB: n, C: make([]float32, n*n), LDC: n, Sparse: SparseNever}
-		for _, rows := range []bool{true, false} {
-			for _, nc := range []int{256, 512, 1024, ncBlock} {
-				b.Run(fmt.Sprintf("%s/rowsOuter=%v/nc=%d", s.name, rows, nc), func(b *testing.B) {
-					AVX512.rowsOuter, AVX512.nc = rows, nc
-					for i := 0; i < b.N; i++ {
-						AVX512.Sgemm(runtime.GOMAXPROCS(0), p)
-					}
-					b.ReportMetric(2*float64(n*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				})
-			}
-		}
-	}
-}
-
 func BenchmarkSgemm(b *testing.B) {
 	type shape struct {
 		name    string

@@ -78,9 +78,10 @@ func BenchmarkAVX512Pack(b *testing.B) {
 }
 
 // BenchmarkAVX512Sweep times the step's three 1024³ products on
-// GOMAXPROCS threads under each split of Sgemm (cols, rows: barrier-free,
-// each thread packing one operand whole; shared: the rows split sharing
-// each packed B block), each mc and nc, and both macro-kernel orders.
+// GOMAXPROCS threads, to choose the AVX-512 kernel's blocking: under each
+// split of Sgemm (cols, rows: barrier-free, each thread packing one
+// operand whole; shared: the rows split sharing each packed B block), each
+// mc and nc, and both macro-kernel orders.
 func BenchmarkAVX512Sweep(b *testing.B) {
 	if AVX512 == nil {
 		b.Skip("no AVX-512F")
@@ -102,7 +103,7 @@ func BenchmarkAVX512Sweep(b *testing.B) {
 				continue
 			}
 			for _, mc := range []int{48, 96, 144, 288, 576} {
-				for _, nc := range []int{512, 1024, 2048} {
+				for _, nc := range []int{256, 512, 1024, 2048, ncBlock} {
 					for _, rows := range []bool{true, false} {
 						b.Run(fmt.Sprintf("%s/split=%s/mc=%d/nc=%d/rowsOuter=%v", s.name, split, mc, nc, rows), func(b *testing.B) {
 							AVX512.rowsOuter, AVX512.mc, AVX512.nc = rows, mc, nc
