@@ -173,12 +173,13 @@ func (s *tableShard) free() {
 	s.freeTraining()
 }
 
-// training allocates Adam's moments (zero) and the best copy of the
-// owned rows, for Train with Dist.
+// training allocates Adam's moments of the owned rows (zero), for Train
+// on a cluster. The best epoch's copy of the rows (best) is allocated by
+// Train when an epoch is about to change the best rows, as a whole
+// table's is.
 func (s *tableShard) training(be compute.Backend) {
 	n := s.own.Len()
-	s.adamM, s.adamV, s.best = be.Alloc(n), be.Alloc(n), be.Alloc(n) // zeroed
-	be.Copy(s.best, s.own)
+	s.adamM, s.adamV = be.Alloc(n), be.Alloc(n) // zeroed
 }
 
 func (s *tableShard) freeTraining() {

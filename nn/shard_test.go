@@ -69,94 +69,105 @@ func TestShardedTable(t *testing.T) {
 	dims := []int{20, 15, 10}
 	cells, vals := lowRank(rand.New(rand.NewPCG(3, 4)), dims, 1500)
 	const T, V = 1200, 300
-	for _, p := range []int{1, 2, 3} {
-		// Shares: most cells on process 0.
-		cut := func(n int) []int {
-			b := []int{0}
-			for r := 1; r < p; r++ {
-				b = append(b, n-(p-r)*n/(8*p))
+	// The first run's last epoch is its best; the second's best is epoch 2
+	// of 3, so the best rows are kept aside before epoch 3 and restored at
+	// the end, and the state saved after epoch 2 holds them as the rows.
+	for _, c := range []struct {
+		lr     float64
+		epochs int
+	}{{1e-2, 4}, {1e-1, 3}} {
+		for _, p := range []int{1, 2, 3} {
+			// Shares: most cells on process 0.
+			cut := func(n int) []int {
+				b := []int{0}
+				for r := 1; r < p; r++ {
+					b = append(b, n-(p-r)*n/(8*p))
+				}
+				return append(b, n)
 			}
-			return append(b, n)
-		}
-		tb, vb := cut(T), cut(V)
-		run := func(sharded bool, resume []*TrainState, stopAt int) []shardRun {
-			out := make([]shardRun, p)
-			clustertest.Run(p, func(r clustertest.Rank) {
-				o := &out[r.Rank()]
-				be := cpu.New()
-				cfg := Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 64}
-				if sharded {
-					cfg.Shard = &Sharding{Comm: r}
-				}
-				m, err := NewMLP(be, cfg, rand.New(rand.NewPCG(1, 2)))
-				if err != nil {
-					o.err = err
-					return
-				}
-				defer m.Free()
-				lo, hi, vlo, vhi := tb[r.Rank()], tb[r.Rank()+1], vb[r.Rank()], vb[r.Rank()+1]
-				train := m.NewSet(cells[lo*3:hi*3], vals[lo:hi])
-				val := m.NewSet(cells[(T+vlo)*3:(T+vhi)*3], vals[T+vlo:T+vhi])
-				tc := TrainConfig{Epochs: 4, Batch: 50, Patience: 4, LR: 1e-2, EmbeddingOptimizer: SparseAdam, Order: KeyedOrder(T, 5, 0),
-					Save: func(st *TrainState) error {
-						o.states = append(o.states, st)
-						if st.Epoch == stopAt {
-							return context.Canceled
-						}
-						return nil
-					}}
-				if resume != nil {
-					tc.Resume = resume[r.Rank()]
-				}
-				tc.Dist = &DistConfig{Cluster: r, Global: T, Owned: []Span{{lo, 0, hi - lo}}, ValGlobal: V}
-				o.res, o.err = Train(context.Background(), m, train, val, tc)
-				if o.err != nil {
-					return
-				}
-				o.collect(m, val, sharded, p, r.Rank())
-			})
-			return out
-		}
-		want, got := run(false, nil, -1), run(true, nil, -1)
-		check := func(what string, got []shardRun) {
-			t.Helper()
-			rows := map[int][]float32{}
-			for r := range got {
-				if got[r].err != nil {
-					t.Fatalf("P=%d, %s: process %d: %v", p, what, r, got[r].err)
-				}
-				g, w := got[r], want[r]
-				if !slices.Equal(g.layers, w.layers) || !slices.Equal(g.pred, w.pred) || fmt.Sprint(g.mse) != fmt.Sprint(w.mse) ||
-					g.res.BestEpoch != w.res.BestEpoch || g.res.BestValMSE != w.res.BestValMSE || len(g.res.Epochs) != len(w.res.Epochs) {
-					t.Errorf("P=%d, %s: process %d: layers, predictions, MSE or result differ from the replicated table's (best epoch %d/%d, MSE %v/%v)", p, what, r, g.res.BestEpoch, w.res.BestEpoch, g.mse, w.mse)
-				}
-				for k, v := range g.rows {
-					if _, dup := rows[k]; dup {
-						t.Errorf("P=%d, %s: row %d held twice", p, what, k)
+			tb, vb := cut(T), cut(V)
+			run := func(sharded bool, resume []*TrainState, stopAt int) []shardRun {
+				out := make([]shardRun, p)
+				clustertest.Run(p, func(r clustertest.Rank) {
+					o := &out[r.Rank()]
+					be := cpu.New()
+					cfg := Config{Dims: dims, Layers: []int{24, 32, 16}, Capacity: 64}
+					if sharded {
+						cfg.Shard = &Sharding{Comm: r}
 					}
-					rows[k] = v
+					m, err := NewMLP(be, cfg, rand.New(rand.NewPCG(1, 2)))
+					if err != nil {
+						o.err = err
+						return
+					}
+					defer m.Free()
+					lo, hi, vlo, vhi := tb[r.Rank()], tb[r.Rank()+1], vb[r.Rank()], vb[r.Rank()+1]
+					train := m.NewSet(cells[lo*3:hi*3], vals[lo:hi])
+					val := m.NewSet(cells[(T+vlo)*3:(T+vhi)*3], vals[T+vlo:T+vhi])
+					tc := TrainConfig{Epochs: c.epochs, Batch: 50, Patience: 4, LR: c.lr, EmbeddingOptimizer: SparseAdam, Order: KeyedOrder(T, 5, 0),
+						Save: func(st *TrainState) error {
+							o.states = append(o.states, st)
+							if st.Epoch == stopAt {
+								return context.Canceled
+							}
+							return nil
+						}}
+					if resume != nil {
+						tc.Resume = resume[r.Rank()]
+					}
+					tc.Dist = &DistConfig{Cluster: r, Global: T, Owned: []Span{{lo, 0, hi - lo}}, ValGlobal: V}
+					o.res, o.err = Train(context.Background(), m, train, val, tc)
+					if o.err != nil {
+						return
+					}
+					o.collect(m, val, sharded, p, r.Rank())
+				})
+				return out
+			}
+			want, got := run(false, nil, -1), run(true, nil, -1)
+			if best := want[0].res.BestEpoch; (best == c.epochs) != (c.epochs == 4) {
+				t.Fatalf("lr %g: the best epoch is %d of %d", c.lr, best, c.epochs)
+			}
+			check := func(what string, got []shardRun) {
+				t.Helper()
+				rows := map[int][]float32{}
+				for r := range got {
+					if got[r].err != nil {
+						t.Fatalf("P=%d, %s: process %d: %v", p, what, r, got[r].err)
+					}
+					g, w := got[r], want[r]
+					if !slices.Equal(g.layers, w.layers) || !slices.Equal(g.pred, w.pred) || fmt.Sprint(g.mse) != fmt.Sprint(w.mse) ||
+						g.res.BestEpoch != w.res.BestEpoch || g.res.BestValMSE != w.res.BestValMSE || len(g.res.Epochs) != len(w.res.Epochs) {
+						t.Errorf("P=%d, %s: process %d: layers, predictions, MSE or result differ from the replicated table's (best epoch %d/%d, MSE %v/%v)", p, what, r, g.res.BestEpoch, w.res.BestEpoch, g.mse, w.mse)
+					}
+					for k, v := range g.rows {
+						if _, dup := rows[k]; dup {
+							t.Errorf("P=%d, %s: row %d held twice", p, what, k)
+						}
+						rows[k] = v
+					}
+				}
+				if len(rows) != 45 {
+					t.Errorf("P=%d, %s: the processes hold %d rows, want 45", p, what, len(rows))
+				}
+				for k, v := range rows {
+					if !slices.Equal(v, want[0].rows[k]) {
+						t.Errorf("P=%d, %s: row %d differs from the replicated table's", p, what, k)
+						break
+					}
 				}
 			}
-			if len(rows) != 45 {
-				t.Errorf("P=%d, %s: the processes hold %d rows, want 45", p, what, len(rows))
-			}
-			for k, v := range rows {
-				if !slices.Equal(v, want[0].rows[k]) {
-					t.Errorf("P=%d, %s: row %d differs from the replicated table's", p, what, k)
-					break
+			check("sharded", got)
+			part := run(true, nil, 2)
+			states := make([]*TrainState, p)
+			for r := range part {
+				if part[r].err != context.Canceled || len(part[r].states) != 2 || part[r].states[1].Shard == nil {
+					t.Fatalf("P=%d: stopped run: process %d: %v after %d states", p, r, part[r].err, len(part[r].states))
 				}
+				states[r] = part[r].states[1]
 			}
+			check("resumed after epoch 2", run(true, states, -1))
 		}
-		check("sharded", got)
-		part := run(true, nil, 2)
-		states := make([]*TrainState, p)
-		for r := range part {
-			if part[r].err != context.Canceled || len(part[r].states) != 2 || part[r].states[1].Shard == nil {
-				t.Fatalf("P=%d: stopped run: process %d: %v after %d states", p, r, part[r].err, len(part[r].states))
-			}
-			states[r] = part[r].states[1]
-		}
-		check("resumed after epoch 2", run(true, states, -1))
 	}
 
 	// Refusals.

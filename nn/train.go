@@ -471,7 +471,7 @@ type trainer struct {
 	// allocated and copied to only when a later epoch is about to change
 	// them, so a run whose last epoch is its best (every one-epoch run)
 	// neither holds nor writes a second copy of the tables. A sharded
-	// table's best rows are copied when the epoch is best, with best.
+	// table's best rows (tableShard.best) follow the same rule.
 	best          compute.F32
 	bestIsCurrent bool
 
@@ -552,6 +552,9 @@ func (t *trainer) setup() error {
 	t.first = 1
 	if r := cfg.Resume; r != nil {
 		t.best = be.Alloc(m.params.Len())
+		if sh := m.sh; sh != nil {
+			sh.best = be.Alloc(sh.own.Len())
+		}
 		perm := t.savedPerm()
 		if err := resume(m, r, len(perm), perm, t.adamM, t.adamV, t.best); err != nil {
 			return err
@@ -648,9 +651,9 @@ func (t *trainer) run() (Result, error) {
 	}
 	if !t.bestIsCurrent && t.best != nil {
 		t.be.Copy(t.m.params, t.best)
-	}
-	if sh := t.m.sh; sh != nil {
-		t.be.Copy(sh.own, sh.best)
+		if sh := t.m.sh; sh != nil {
+			t.be.Copy(sh.own, sh.best)
+		}
 	}
 	return t.res, t.be.Sync()
 }
@@ -816,6 +819,9 @@ func (t *trainer) keepBest() {
 	}
 	t.be.Copy(t.best, t.m.params)
 	if sh := t.m.sh; sh != nil {
+		if sh.best == nil {
+			sh.best = t.be.Alloc(sh.own.Len())
+		}
 		t.be.Copy(sh.best, sh.own)
 	}
 	t.bestIsCurrent = false
@@ -853,9 +859,6 @@ func (t *trainer) endEpoch(k int, start time.Time) (bool, error) {
 		ep.Best = true
 		t.res.BestEpoch, t.res.BestValMSE = k, ep.ValMSE
 		t.bestIsCurrent = true
-		if m.sh != nil {
-			t.keepBest() // the sharded rows' best copy is not lazy
-		}
 	}
 	ep.Seconds = time.Since(start).Seconds()
 	t.res.Epochs = append(t.res.Epochs, ep)
@@ -865,11 +868,17 @@ func (t *trainer) endEpoch(k int, start time.Time) (bool, error) {
 		}
 	}
 	if cfg.Save != nil {
-		bestNow := t.best
+		bestNow, shardBest := t.best, compute.F32(nil)
+		if sh := m.sh; sh != nil {
+			shardBest = sh.best
+		}
 		if t.bestIsCurrent || t.best == nil {
 			bestNow = m.params
+			if sh := m.sh; sh != nil {
+				shardBest = sh.own
+			}
 		}
-		st, err := state(m, k, t.adam.T, t.savedPerm(), t.adamM, t.adamV, bestNow, t.res)
+		st, err := state(m, k, t.adam.T, t.savedPerm(), t.adamM, t.adamV, bestNow, shardBest, t.res)
 		if err != nil {
 			return false, err
 		}
@@ -914,8 +923,10 @@ func (m *Net) sparseAdamStep(rows, count compute.I32, grad, adamM, adamV compute
 	m.be.SparseAdam(m.table, grad, adamM.Slice(0, t), adamV.Slice(0, t), rows, count, m.width, s)
 }
 
-// state copies the run after epoch k to the host.
-func state(m *Net, k, step int, perm []int32, adamM, adamV, best compute.F32, res Result) (*TrainState, error) {
+// state copies the run after epoch k to the host: best is the best
+// epoch's parameters, shardBest its rows of a sharded table (nil when the
+// table is whole).
+func state(m *Net, k, step int, perm []int32, adamM, adamV, best, shardBest compute.F32, res Result) (*TrainState, error) {
 	st := &TrainState{Epoch: k, Step: step, Perm: append([]int32(nil), perm...),
 		Result: Result{BestEpoch: res.BestEpoch, BestValMSE: res.BestValMSE, Epochs: append([]Epoch(nil), res.Epochs...)}}
 	for _, c := range []struct {
@@ -931,7 +942,7 @@ func state(m *Net, k, step int, perm []int32, adamM, adamV, best compute.F32, re
 		for _, c := range []struct {
 			dst *[]float32
 			src compute.F32
-		}{{&st.Shard, sh.own}, {&st.ShardM, sh.adamM}, {&st.ShardV, sh.adamV}, {&st.ShardBest, sh.best}} {
+		}{{&st.Shard, sh.own}, {&st.ShardM, sh.adamM}, {&st.ShardV, sh.adamV}, {&st.ShardBest, shardBest}} {
 			*c.dst = make([]float32, c.src.Len())
 			if err := m.be.Download(*c.dst, c.src); err != nil {
 				return nil, fmt.Errorf("nn: epoch %d: %w", k, err)

@@ -39,7 +39,8 @@ func setupMemory() {
 // heap than every earlier one, and to path+".rss" whenever the RSS passed
 // its largest so far by 4 MiB, with the runtime's account of that memory
 // (live heap, heap in use and free, released, stacks, other) in
-// path+".rss.txt": so the files end as the profiles of the run's largest
+// path+".rss.txt" and the process's mappings (/proc/self/smaps, Linux) in
+// path+".smaps": so the files end as the profiles of the run's largest
 // live heap and of its peak RSS.
 func heapProfiler(path string) {
 	sample := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"},
@@ -68,6 +69,9 @@ func heapProfiler(path string) {
 			line := fmt.Sprintf("rss %.1f MiB: live heap %.1f, heap objects %.1f, heap free %.1f, released %.1f, unused %.1f, stacks %.1f, runtime total %.1f MiB\n",
 				float64(rss)/(1<<20), mib(1), mib(2), mib(3), mib(4), mib(5), mib(6), mib(7))
 			os.WriteFile(path+".rss.txt", []byte(line), 0o644)
+			if b, err := os.ReadFile("/proc/self/smaps"); err == nil {
+				os.WriteFile(path+".smaps", b, 0o644)
+			}
 		}
 		if n := sample[0].Value.Uint64(); n == seen {
 			continue
