@@ -346,8 +346,9 @@ func (e *Experiment) release() {
 // model after sampling, the retraining after the other models): a
 // collection alone keeps the freed pages for the heap, and the new sets'
 // large arrays, which need contiguous pages, rarely fit between them, so
-// the peak held both. Measured at 40M cells on 2 ranks (2026-11-27): a
-// rank's peak while CoSTCo trains held 135–220 MiB of such free pages.
+// the peak held both. Measured at 40M cells (2026-11-27): one process
+// peaked at 2114 MiB instead of 2222–2234, in the same time
+// (bench/results/dist-ratio-2026-11-27.md).
 func settle() { debug.FreeOSMemory() }
 
 // mlpConfig is the downstream MLP's configuration.

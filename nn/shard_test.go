@@ -157,7 +157,7 @@ func TestShardedTable(t *testing.T) {
 					}
 				}
 			}
-			check("sharded", got)
+			check(fmt.Sprintf("lr %g, sharded", c.lr), got)
 			part := run(true, nil, 2)
 			states := make([]*TrainState, p)
 			for r := range part {
@@ -166,7 +166,7 @@ func TestShardedTable(t *testing.T) {
 				}
 				states[r] = part[r].states[1]
 			}
-			check("resumed after epoch 2", run(true, states, -1))
+			check(fmt.Sprintf("lr %g, resumed after epoch 2", c.lr), run(true, states, -1))
 		}
 	}
 
