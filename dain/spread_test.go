@@ -524,14 +524,13 @@ func TestNearCellsOnRanks(t *testing.T) {
 	defer func(r int) { drawRound = r }(drawRound)
 	drawRound = 13
 	e1, tables, alpha, light := nearSetup(t)
-	nt, nv := e1.Train.NNZ(), e1.Val.NNZ()
+	nt := e1.Train.NNZ()
 	const n = 400
 	for _, cuts := range [][]int{{0, light, nt}, {0, 0, light, nt}, {0, light / 2, light, nt}} {
 		p := len(cuts) - 1
 		got, stats, first, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 			r := rk.Rank()
-			return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
-				sp: spread{cl: rk, counts: e1.sp.counts}}
+			return rankExperiment(e1, rk, p, e1.Train.Subset(seq(cuts[r], cuts[r+1])))
 		}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
 			r := e.sp.cl.Rank()
 			return e.nearCells(context.Background(), tables, alpha[cuts[r]:cuts[r+1]], n, st)
@@ -651,7 +650,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 		a, _ := sampling.NewAlias(w)
 		tables = append(tables, a)
 	}
-	nt, nv := e1.Train.NNZ(), e1.Val.NNZ()
+	nt := e1.Train.NNZ()
 	observed := e1.observedSet(0)
 	const n = 300
 	for _, cuts := range [][]int{{0, light, nt}, {0, 0, light / 2, nt}} {
@@ -669,9 +668,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 		for _, round := range []int{1, 13, 1 << 20} {
 			drawRound = round
 			got, stats, _, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
-				r := rk.Rank()
-				return &Experiment{x: e1.x, cfg: e1.cfg, Train: trains[r], Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
-					sp: spread{cl: rk, counts: e1.sp.counts}}
+				return rankExperiment(e1, rk, p, trains[rk.Rank()])
 			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
 				return e.nearCells(context.Background(), tables, alphas[e.sp.cl.Rank()], n, st)
 			})
@@ -695,7 +692,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 func TestReplaceRanksRef(t *testing.T) {
 	defer func(r int) { drawRound = r }(drawRound)
 	e1, _, _, light := nearSetup(t)
-	dims, nt, nv := e1.x.Dims, e1.Train.NNZ(), e1.Val.NNZ()
+	dims, nt := e1.x.Dims, e1.Train.NNZ()
 	r := rand.New(rand.NewPCG(10, 11))
 	nbr := make([][][]int32, 3)
 	for m, d := range dims {
@@ -754,8 +751,7 @@ func TestReplaceRanksRef(t *testing.T) {
 			drawRound = round
 			got, stats, _, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				q := rk.Rank()
-				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[q], cuts[q+1])), Val: e1.Val.Subset(seq(q*nv/p, (q+1)*nv/p)),
-					sp: spread{cl: rk, counts: e1.sp.counts}}
+				return rankExperiment(e1, rk, p, e1.Train.Subset(seq(cuts[q], cuts[q+1])))
 			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
 				return e.replace(context.Background(), nbr, n, st)
 			})
@@ -783,4 +779,12 @@ func onRanks(p int, exp func(rk clustertest.Rank) *Experiment, f func(e *Experim
 		first[r] = e.augFirst
 	})
 	return got, stats, first, errs
+}
+
+// rankExperiment is e1's experiment as rank rk of p holds it: train as its
+// training cells and the rank's p-th of e1's validation cells.
+func rankExperiment(e1 *Experiment, rk clustertest.Rank, p int, train *tensor.COO) *Experiment {
+	r, nv := rk.Rank(), e1.Val.NNZ()
+	return &Experiment{x: e1.x, cfg: e1.cfg, Train: train, Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
+		sp: spread{cl: rk, counts: e1.sp.counts}}
 }
