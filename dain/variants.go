@@ -181,15 +181,34 @@ func (s Tempered) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float
 	return w, temper(w, s.Tau, s.Mix)
 }
 
-// temper applies Tempered's map to w in place.
+// temper applies Tempered's map to w in place. Where a mode's α^τ
+// underflows to zero for every entity or overflows (a large τ: 1e308 on
+// weights below 1), the mode is raised as (α/max α)^τ instead, the same
+// distribution in exact arithmetic, so that the largest weights keep 1
+// and a τ that sharpens without bound ends at the arg max, not at an
+// empty mode. A mode whose weights are all zero before the power is an
+// error naming -temperature's input.
 func temper(w [][]float64, tau, mix float64) error {
 	for n := range w {
+		orig := slices.Clone(w[n])
+		sum := 0.0
 		for i, a := range w[n] {
 			w[n][i] = math.Pow(a, tau)
+			sum += w[n][i]
+		}
+		if sum > 0 && !math.IsInf(sum, 0) {
+			continue
+		}
+		top := slices.Max(orig)
+		if !(top > 0) {
+			break // normalise names the mode
+		}
+		for i, a := range orig {
+			w[n][i] = math.Pow(a/top, tau)
 		}
 	}
 	if err := normalise(w); err != nil {
-		return err
+		return fmt.Errorf("-temperature %v: %w", tau, err)
 	}
 	for n := range w {
 		u := mix / float64(len(w[n]))

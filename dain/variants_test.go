@@ -3,6 +3,7 @@ package dain
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -159,6 +160,10 @@ func TestTemper(t *testing.T) {
 		{0, 0, []float64{0.25, 0.25, 0.25, 0.25}},
 		{1, 0.5, []float64{0.375, 0.275, 0.225, 0.125}},
 		{2, 0, []float64{0.25 / 0.38, 0.09 / 0.38, 0.04 / 0.38, 0}},
+		// α^τ underflows for every entity (issue 46: -temperature 1e308
+		// was "every weight of mode 1 is zero"): the arg max.
+		{1e308, 0, []float64{1, 0, 0, 0}},
+		{2000, 0.5, []float64{0.625, 0.125, 0.125, 0.125}},
 	} {
 		got := w()
 		if err := temper(got, tc.tau, tc.mix); err != nil {
@@ -170,6 +175,14 @@ func TestTemper(t *testing.T) {
 				break
 			}
 		}
+	}
+	// Counts above 1 overflow instead (the degree baseline's weights).
+	counts := [][]float64{{3, 5, 5, 1}}
+	if err := temper(counts, 1e308, 0); err != nil || counts[0][0] != 0 || counts[0][1] != 0.5 || counts[0][2] != 0.5 {
+		t.Errorf("τ 1e308 on counts: %v, %v", counts, err)
+	}
+	if err := temper([][]float64{{0, 0}}, 2, 0); err == nil || !strings.Contains(err.Error(), "-temperature 2") {
+		t.Errorf("a mode of zero weights: %v, want an error naming -temperature", err)
 	}
 	if c := variantConfig(t, "dain-tau0.5"); c.Temperature != 0.5 {
 		t.Errorf("dain-tau0.5: τ %v", c.Temperature)
