@@ -211,7 +211,7 @@ func TestBadInput(t *testing.T) {
 		{"empty", TSV, -1, "", "f: ", "no cells"},
 		{"comments only", TNS, -1, "# a\n\n   # b\n\t\n", "f: ", "no cells"},
 		{"corrupt gzip crc", TSV, -1, string(corrupt), "f: ", "corrupt gzip stream"},
-		{"truncated gzip", TSV, -1, string(truncated), "f: ", "corrupt gzip stream"},
+		{"truncated gzip", TSV, -1, string(truncated), "f: ", "truncated gzip stream (unexpected EOF) after line "},
 		{"gzip header", TSV, -1, "\x1f\x8bnot really gzip", "f: ", "corrupt gzip stream"},
 	}
 	for _, c := range cases {

@@ -207,7 +207,8 @@ func (s *section) Close() {
 
 // FirstOrder returns the order the first data line in the byte range
 // [lo, hi) of path's text gives (its number of fields less one; -1 when
-// that line has fewer than 2 fields), or 0 when the range has no data line.
+// that line has fewer than 2 fields or more than MaxOrder+1: ReadPart with
+// order 0 reports it), or 0 when the range has no data line.
 func FirstOrder(path string, lo, hi int64) (int, error) {
 	s, err := openSection(path, lo, hi)
 	if err != nil {
@@ -218,11 +219,12 @@ func FirstOrder(path string, lo, hi int64) (int, error) {
 	sc.Buffer(make([]byte, min(1<<20, maxLine)), maxLine)
 	var fs [][]byte
 	for sc.Scan() {
-		if fs = splitFields(sc.Bytes(), fs); len(fs) > 0 {
-			if len(fs) < 2 {
+		var n int
+		if fs, n = splitFields(sc.Bytes(), fs); n > 0 {
+			if n < 2 || n-1 > MaxOrder {
 				return -1, nil
 			}
-			return len(fs) - 1, nil
+			return n - 1, nil
 		}
 	}
 	return 0, nil // a line too long or a read error shows in ReadPart

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -33,6 +34,16 @@ type ReadOptions struct {
 
 // maxLine is the longest line Read accepts (a variable for tests).
 var maxLine = 64 << 20
+
+// MaxOrder is the largest order (number of modes) of a tensor that Read
+// accepts, in text as in .bin (and model.MaxOrder): a first data line of
+// more than MaxOrder+1 fields is refused before anything is sized by it.
+const MaxOrder = 1024
+
+// maxFields is the most fields splitFields keeps of a line: enough to
+// tell a line of too many fields from one of MaxOrder+1; the rest are
+// only counted, so no line sizes a slice by its fields.
+const maxFields = MaxOrder + 2
 
 // ReadFile reads a tensor file (plain or gzip-compressed, detected by
 // content) in the format opt.Format. Bad content gives a *ParseError with
@@ -190,8 +201,7 @@ func (p *parser) errf(line int, format string, args ...any) error {
 }
 
 func (p *parser) run(r io.Reader) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, min(1<<20, maxLine)), maxLine)
+	sc := NewLineScanner(r, maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -213,8 +223,54 @@ func (p *parser) run(r io.Reader) error {
 }
 
 // readErr is the error for a failed read (not a bad line) after line.
-func readErr(name string, line int, err error) error {
+func readErr(name string, line int, err error) error { return ReadError(name, line, err) }
+
+// ReadError is the *ParseError (line 0) for input name whose reading
+// failed, other than at its end, after line whole lines: "truncated gzip
+// stream (unexpected EOF) after line N" when the input ends inside a
+// gzip stream (a file cut short, a download stopped), "corrupt gzip
+// stream after line N: …" for a bad checksum or header, else "read error
+// after line N: …". A reader gives no partial line before such an error
+// (NewLineScanner), so that a truncated file is not reported as a short
+// line.
+func ReadError(name string, line int, err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &ParseError{File: name, Msg: fmt.Sprintf("truncated gzip stream (unexpected EOF) after line %d", line)}
+	}
 	return &ParseError{File: name, Msg: fmt.Sprintf("%s after line %d: %v", gzipOrRead(err), line, err)}
+}
+
+// NewLineScanner returns a scanner of the lines of r (bufio.ScanLines:
+// without '\n' and one '\r') of at most max bytes (longer: Err is
+// bufio.ErrTooLong). Unlike a bufio.Scanner's, its last token is never
+// the partial line before a failed read (Err other than the input's end,
+// e.g. a truncated gzip stream): those bytes are not a line, and Err
+// reports the failure after the whole lines (ReadError).
+func NewLineScanner(r io.Reader, max int) *bufio.Scanner {
+	er := &errRecorder{r: r}
+	sc := bufio.NewScanner(er)
+	sc.Buffer(make([]byte, min(1<<20, max)), max)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if atEOF && er.err != nil && er.err != io.EOF && bytes.IndexByte(data, '\n') < 0 {
+			return 0, nil, nil // a partial line cut by the failure
+		}
+		return bufio.ScanLines(data, atEOF)
+	})
+	return sc
+}
+
+// errRecorder keeps the last error of reading r.
+type errRecorder struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errRecorder) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' }
@@ -228,11 +284,13 @@ func dropCR(b []byte) []byte {
 }
 
 // splitFields appends the blank-separated fields of line b (without its
-// '\n' and with one '\r' already dropped) to fs[:0]: none for a blank or
-// comment line.
-func splitFields(b []byte, fs [][]byte) [][]byte {
+// '\n' and with one '\r' already dropped) to fs[:0], at most maxFields of
+// them, and returns them and the number of fields of the line: none for a
+// blank or comment line.
+func splitFields(b []byte, fs [][]byte) ([][]byte, int) {
 	b = dropCR(b)
 	fs = fs[:0]
+	n := 0
 	for i := 0; i < len(b); {
 		for i < len(b) && isBlank(b[i]) {
 			i++
@@ -240,39 +298,45 @@ func splitFields(b []byte, fs [][]byte) [][]byte {
 		if i == len(b) {
 			break
 		}
-		if len(fs) == 0 && b[i] == '#' {
-			return fs[:0] // comment line
+		if n == 0 && b[i] == '#' {
+			return fs[:0], 0 // comment line
 		}
 		j := i
 		for j < len(b) && !isBlank(b[j]) {
 			j++
 		}
-		fs = append(fs, b[i:j])
+		if n < maxFields {
+			fs = append(fs, b[i:j])
+		}
+		n++
 		i = j
 	}
-	return fs
+	return fs, n
 }
 
 // line parses one line (without its '\n' and with one '\r' dropped).
 func (p *parser) line(b []byte, line int) error {
-	fs := splitFields(b, p.fields)
+	fs, nf := splitFields(b, p.fields)
 	p.fields = fs
-	if len(fs) == 0 {
+	if nf == 0 {
 		return nil // blank or comment line
 	}
 	if p.order == 0 {
-		if len(fs) < 2 {
-			return p.errf(line, "want at least 2 fields (indices and a value), got %d", len(fs))
+		if nf < 2 {
+			return p.errf(line, "want at least 2 fields (indices and a value), got %d", nf)
 		}
-		p.order = len(fs) - 1
+		if nf-1 > MaxOrder {
+			return p.errf(line, "%d fields: a tensor has at most %d modes (%d indices and a value per line)", nf, MaxOrder, MaxOrder)
+		}
+		p.order = nf - 1
 		p.maxIdx = make([]int32, p.order)
 	}
-	if len(fs) != p.order+1 {
+	if nf != p.order+1 {
 		what := "indices"
 		if p.order == 1 {
 			what = "index"
 		}
-		return p.errf(line, "want %d fields (%d %s and a value), got %d", p.order+1, p.order, what, len(fs))
+		return p.errf(line, "want %d fields (%d %s and a value), got %d", p.order+1, p.order, what, nf)
 	}
 	for m, f := range fs[:p.order] {
 		v, ok, big := parseInt(f)

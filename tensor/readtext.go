@@ -124,6 +124,12 @@ func readParallel(src io.Reader, name string, base int64, block int, cr *countin
 				}
 				if rerr != nil {
 					data = buf[:n] // the rest: whole lines and maybe a final partial one
+					if rerr != io.EOF {
+						// A failed read (a truncated gzip stream): the
+						// bytes after the last '\n' are a line cut short,
+						// not a line (as NewLineScanner drops them).
+						data = data[:bytes.LastIndexByte(data, '\n')+1]
+					}
 					carry = carry[:0]
 					break
 				}
@@ -297,7 +303,8 @@ func grow(idx []int32, val []float64, order, add int, read, size int64) ([]int32
 
 // firstOrder returns the order given by the first data line of data: its
 // fields less one, 0 when data has no data line, or -1 when that line has
-// fewer than 2 fields (an error the worker reports).
+// fewer than 2 fields or more than MaxOrder+1 (an error the worker
+// reports, before anything is sized by the order).
 func firstOrder(data []byte, fs [][]byte) int {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
@@ -307,12 +314,13 @@ func firstOrder(data []byte, fs [][]byte) int {
 		} else {
 			b, data = data[:i], data[i+1:]
 		}
-		fs = splitFields(dropCR(b), fs)
+		var n int
+		fs, n = splitFields(dropCR(b), fs)
 		switch {
-		case len(fs) >= 2:
-			return len(fs) - 1
-		case len(fs) == 1:
+		case n-1 > MaxOrder || n == 1:
 			return -1
+		case n >= 2:
+			return n - 1
 		}
 	}
 	return 0
