@@ -134,6 +134,13 @@ type Config struct {
 	CPLambda       float64 // rank-1 CP's ridge λ (on |α| scaled to mean 1)
 	CPSweeps       int     // rank-1 CP's ALS sweeps
 
+	// MaxMemory is the most bytes a run may need by its estimate
+	// (MemoryParts), checked before any model is built: a run that needs
+	// more is refused with an error naming the flags that size its
+	// largest part. 0 means what the system says this process may still
+	// allocate (memlimit.Available). It changes whether a run starts,
+	// never what it computes.
+	MaxMemory int64
 	// Progress receives one line per epoch and per step; nil is silent.
 	Progress io.Writer
 	// OnEpoch, when not nil, is called after every training epoch of every
@@ -697,6 +704,9 @@ func run(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be comp
 	e, rep, err := begin(cl, sh, cfg, be, ck, dist, start)
 	if e != nil {
 		defer e.Close()
+		if e.ck != nil {
+			defer e.ck.close() // the checkpoint directory's lock
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -734,6 +744,9 @@ func run(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be comp
 		e.onRetrained = func(m *nn.Net) error { return k("theta-prime", m) }
 	}
 	if err := e.step5(ctx, &rep, aug, nAug); err != nil {
+		return nil, err
+	}
+	if err := e.ck.done(); err != nil {
 		return nil, err
 	}
 	rep.Seconds.Total = time.Since(start).Seconds()

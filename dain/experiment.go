@@ -207,6 +207,14 @@ func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backe
 	if err := checkMemorySharded(x, cfg, shards); err != nil {
 		return nil, err
 	}
+	for _, c := range append([]Config{cfg}, methods...) {
+		if c.Layers == nil {
+			c.Layers = cfg.Layers
+		}
+		if err := agreeOn(cl, checkMemoryLimit(x, c, shards), "dain: memory"); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkValues(x); err != nil {
 		return nil, err
 	}

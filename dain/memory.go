@@ -3,9 +3,11 @@ package dain
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
+	"github.com/dainx/dainx/internal/memlimit"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -77,6 +79,102 @@ func tableBytesSharded(dims []int, cfg Config, shards int) float64 {
 		total += float64(d) * perEntity
 	}
 	return total
+}
+
+// estimatedCellCopies is how many copies of a cell (its COO indices and
+// value) MemoryParts counts: the tensor read and the sets the models train
+// on. It is a lower estimate (a 100M-cell run peaks near 2.7 copies), so
+// that the check refuses only what cannot fit.
+const estimatedCellCopies = 2
+
+// MemoryParts estimates the memory in bytes of this process's part of a
+// run of cfg on nnz cells (this process's share) of a tensor with dims,
+// with its embedding tables sharded over shards processes (1: whole), by
+// what holds it: the cells, the largest model the run trains (nn.Bytes:
+// parameters, gradients, Adam's moments and activations at its batch and
+// the evaluation batch; the run trains its models one at a time), the
+// alias tables and bayes-fm's kept samples when it fits one. Each part
+// names the flags that size it. It is computed in float64 from the
+// settings alone and allocates nothing, so that a configuration whose
+// product cannot fit (-layers 24,1000000, -rank and -channels of 2²⁰, a
+// batch of 2²⁴ cells) is refused before it is built (issue 46). cfg must
+// pass Validate.
+func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
+	if cfg.Layers == nil {
+		cfg.Layers = nn.DefaultLayers(len(dims))
+	}
+	order := len(dims)
+	parts := []memlimit.Part{{What: "the cells", Flags: fmt.Sprintf("%d cells of the input", nnz),
+		Bytes: estimatedCellCopies * float64(4*order+8) * float64(nnz)}}
+	kinds := map[string]bool{}
+	p := cfg.Pipeline()
+	walk(p.Cells, map[stage]bool{}, func(s stage) {
+		if m, ok := s.(Embedding); ok {
+			kinds[m.Kind] = true
+		}
+	})
+	if p.Values != nil {
+		kinds[p.Values.Model.Kind] = true
+	}
+	switch f := cfg.finalModel(); f {
+	case FinalAuto:
+		kinds[FinalMLP], kinds[FinalFM] = true, true
+	default:
+		kinds[f] = true
+	}
+	if cfg.Predictor == FinalAuto {
+		kinds[FinalMLP], kinds[FinalFM] = true, true
+	}
+	capacity := max(cfg.Batch, cfg.EvalBatch)
+	var big memlimit.Part
+	for kind := range kinds {
+		var m memlimit.Part
+		switch kind {
+		case FinalMLP, FinalHybrid:
+			m = memlimit.Part{What: "the " + kind + " model", Flags: fmt.Sprintf("-layers %s, -batch %d", formatSetting(reflect.ValueOf(cfg.Layers)), cfg.Batch),
+				Bytes: nn.Bytes(dims, cfg.Layers[0]/order, nn.MLPLayers(cfg.Layers), capacity, shards, true)}
+		case FinalFM:
+			m = memlimit.Part{What: "the fm model", Flags: fmt.Sprintf("-fm-rank %d, -batch %d", cfg.FMRank, cfg.Batch),
+				Bytes: nn.Bytes(dims, cfg.FMRank+1, nn.FMLayers(order, cfg.FMRank), capacity, 1, true)}
+		case "costco":
+			m = memlimit.Part{What: "the CoSTCo model", Flags: fmt.Sprintf("-rank %d, -channels %d, -costco-batch %d", cfg.Rank, cfg.Channels, cfg.CoSTCoBatch),
+				Bytes: nn.Bytes(dims, cfg.Rank, nn.CoSTCoLayers(order, cfg.Rank, cfg.Channels), max(cfg.CoSTCoBatch, cfg.EvalBatch), shards, true)}
+		default:
+			continue
+		}
+		if m.Bytes > big.Bytes || (m.Bytes == big.Bytes && m.What < big.What) {
+			big = m
+		}
+	}
+	if big.Bytes > 0 {
+		parts = append(parts, big)
+	}
+	alias := 0.0
+	for _, d := range dims {
+		alias += 8 * float64(d)
+	}
+	parts = append(parts, memlimit.Part{What: "the alias tables", Flags: fmt.Sprintf("dims %v", dims), Bytes: alias})
+	if cfg.UsesBayesFM() {
+		k := cfg.bayesConfig().Rank
+		params := 1.0
+		for _, d := range dims {
+			params += float64(d) * float64(k+1)
+		}
+		parts = append(parts, memlimit.Part{What: "bayes-fm's kept samples", Flags: fmt.Sprintf("-bayes-rank %d", k), Bytes: 8 * params * (1 + maxKeptBayes)})
+	}
+	return parts
+}
+
+// checkMemoryLimit refuses a run of cfg on x (this process's share, its
+// tables sharded over shards processes) whose MemoryParts exceed
+// cfg.MaxMemory, or when that is 0 what the system says this process may
+// still allocate (memlimit.Available).
+func checkMemoryLimit(x *tensor.COO, cfg Config, shards int) error {
+	err := memlimit.Check("the run", MemoryParts(x.NNZ(), x.Dims, cfg, shards), memlimit.Limit(cfg.MaxMemory), cfg.MaxMemory)
+	if err != nil {
+		return fmt.Errorf("dain: %w", err)
+	}
+	return nil
 }
 
 // checkMemory returns an error when the per-entity tables of cfg on x

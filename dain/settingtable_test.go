@@ -88,7 +88,7 @@ func TestSettingsTable(t *testing.T) {
 	for i := 0; i < reflect.TypeFor[Config]().NumField(); i++ {
 		f := reflect.TypeFor[Config]().Field(i)
 		switch f.Name {
-		case "Progress", "OnEpoch", "Keep":
+		case "Progress", "OnEpoch", "Keep", "MaxMemory":
 			continue
 		}
 		if !fields[f.Name] {

@@ -95,6 +95,7 @@ import (
 	"github.com/nlpodyssey/safetensors"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/internal/memlimit"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -346,6 +347,13 @@ func Load(path string, be compute.Backend, capacity int) (*nn.Net, Meta, error) 
 	if err != nil {
 		return nil, meta, fmt.Errorf("model %s: %w", jp, err)
 	}
+	// A file too small for the parameters is refused by readTensors
+	// before it allocates, with the sizes; one that holds them must fit.
+	if st, err := os.Stat(sp); err == nil && uint64(st.Size()) >= 8+4*uint64(total) {
+		if err := CheckMemory(meta, capacity, what, false, 0); err != nil {
+			return nil, meta, fmt.Errorf("model %s: %w", jp, err)
+		}
+	}
 	params, err := readTensors(jp, sp, want, total)
 	if err != nil {
 		return nil, meta, err
@@ -355,6 +363,21 @@ func Load(path string, be compute.Backend, capacity int) (*nn.Net, Meta, error) 
 		return nil, meta, fmt.Errorf("model %s: %w", jp, err)
 	}
 	return net, meta, nil
+}
+
+// CheckMemory refuses a net of meta for batches of capacity cells (what
+// names the setting that gives it, e.g. "-batch") whose bytes (nn.Bytes:
+// parameters, gradients, with train Adam's moments, and activations) exceed
+// max, or when max is 0 what the system says this process may still
+// allocate (memlimit.Available); meta must have passed ReadMeta.
+func CheckMemory(meta Meta, capacity int, what string, train bool, max int64) error {
+	layers, _, err := expected(meta)
+	if err != nil {
+		return err
+	}
+	part := memlimit.Part{What: "the " + meta.Kind + " model", Flags: fmt.Sprintf("dims %s, %s %d", short(meta.Dims), what, capacity),
+		Bytes: nn.Bytes(meta.Dims, meta.Width, layers, capacity, 1, train)}
+	return memlimit.Check("the model", []memlimit.Part{part}, memlimit.Limit(max), max)
 }
 
 // ReadMeta reads and checks the metadata file jsonPath (NAME.json): its

@@ -759,3 +759,33 @@ func (m *Net) backwardLayers(op string, rows compute.I32, delta compute.F32, acc
 	}
 	return batch
 }
+
+// Bytes estimates the memory in bytes a Net of this shape holds: float32
+// parameters, gradients and, when train is set, Adam's two moments over the
+// embedding table (rows = Σ dims, of width values; with shards > 1 a
+// table sharded by row, each process holding its rows and a cache of one
+// batch's) and the Linear layers, and the activations and their
+// gradients at capacity cells (acts and dacts of newNet). It is computed
+// in float64, so that no product of settings overflows (issue 46); it
+// does not allocate.
+func Bytes(dims []int, width int, layers []Layer, capacity, shards int, train bool) float64 {
+	rows := 0.0
+	for _, d := range dims {
+		rows += float64(d)
+	}
+	order, w, c := float64(len(dims)), float64(width), float64(capacity)
+	table := rows * w
+	if shards > 1 {
+		table = table/float64(shards) + c*order*w
+	}
+	dense, acts := 0.0, c*order*w
+	for _, ly := range layers {
+		dense += float64(ly.In)*float64(ly.Out) + float64(ly.Out)
+		acts += c * float64(ly.Rows) * float64(ly.Out)
+	}
+	copies := 2.0
+	if train {
+		copies = 4
+	}
+	return 4 * (copies*(table+dense) + 2*acts)
+}

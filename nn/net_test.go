@@ -427,3 +427,46 @@ func TestEvaluateGrad(t *testing.T) {
 		t.Errorf("MSE %g, per-cell %g", mse, sq/40)
 	}
 }
+
+// TestBytes: Bytes without training is exactly the float32s a net holds
+// (parameters, gradients, activations and their gradients), for an MLP,
+// CoSTCo and an FM, and a product of settings that overflows int stays a
+// finite float.
+func TestBytes(t *testing.T) {
+	dims := []int{7, 5, 3}
+	be := cpu.New()
+	for _, tc := range []struct {
+		name  string
+		build func() (*Net, error)
+		width int
+		ls    []Layer
+	}{
+		{"mlp", func() (*Net, error) {
+			return NewMLP(be, Config{Dims: dims, Layers: []int{12, 16, 8}, Capacity: 33}, rand.New(rand.NewPCG(1, 2)))
+		}, 4, MLPLayers([]int{12, 16, 8})},
+		{"costco", func() (*Net, error) {
+			return NewCoSTCo(be, CoSTCoConfig{Dims: dims, Rank: 6, Channels: 5, Capacity: 33}, rand.New(rand.NewPCG(1, 2)))
+		}, 6, CoSTCoLayers(3, 6, 5)},
+		{"fm", func() (*Net, error) {
+			return NewFM(be, FMConfig{Dims: dims, Rank: 4, Capacity: 33}, rand.New(rand.NewPCG(1, 2)))
+		}, 5, FMLayers(3, 4)},
+	} {
+		m, err := tc.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := m.params.Len() + m.grads.Len()
+		for l := range m.acts {
+			n += m.acts[l].Len() + m.dacts[l].Len()
+		}
+		if got := Bytes(dims, tc.width, tc.ls, 33, 1, false); got != float64(4*n) {
+			t.Errorf("%s: Bytes %v, the net holds %d bytes", tc.name, got, 4*n)
+		}
+		if got, want := Bytes(dims, tc.width, tc.ls, 33, 1, true)-Bytes(dims, tc.width, tc.ls, 33, 1, false), float64(8*m.params.Len()); got != want {
+			t.Errorf("%s: Adam's moments %v bytes, want %v", tc.name, got, want)
+		}
+	}
+	if b := Bytes(dims, 1<<20, CoSTCoLayers(3, 1<<20, 1<<20), 1<<24, 1, true); math.IsInf(b, 0) || b < 1<<62 {
+		t.Errorf("CoSTCo of rank and channels 2²⁰: %v bytes", b)
+	}
+}

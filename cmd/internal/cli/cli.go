@@ -24,6 +24,7 @@ import (
 	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/cuda/gemmtune"
 	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/internal/memlimit"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/nn"
 )
@@ -126,6 +127,15 @@ func DefaultConfig() dain.Config {
 func BindTraining(fs *flag.FlagSet, c *dain.Config, layers *IntList) {
 	fs.Var(layers, "layers", "MLP layer `widths`: N·E (N modes × embedding width E) then the hidden widths, comma-separated; default N·50,1024,1024,128")
 	BindSettings(fs, c, "training")
+	BindMemory(fs, &c.MaxMemory)
+}
+
+// MaxMemoryHelp is the usage of -max-memory, the same in every command.
+const MaxMemoryHelp = "the most memory the command may use, e.g. 8GiB, 500MB or 2G: a configuration whose estimated bytes exceed it is refused before anything is built, with one line naming the flags that size its largest part; `auto` (the default) is what the system says is still available (MemAvailable, the cgroup's limit, ulimit -v)"
+
+// BindMemory registers -max-memory, bound to max (bytes; 0 is auto).
+func BindMemory(fs *flag.FlagSet, max *int64) {
+	fs.Var((*memlimit.Bytes)(max), "max-memory", MaxMemoryHelp)
 }
 
 // BindSettings registers the flag of every setting of dain.Settings
