@@ -76,7 +76,9 @@ func readCSV(r io.Reader, comma rune, b *builder) error {
 		case errors.As(err, &pe):
 			return &tensor.ParseError{File: b.file, Line: pe.Line, Msg: fmt.Sprintf("%v (byte %d of the line)", pe.Err, pe.Column)}
 		}
-		return &tensor.ParseError{File: b.file, Msg: fmt.Sprintf("read after line %d: %v", ll.lines, err)}
+		// A failed read (a truncated gzip stream), after the whole lines
+		// the limiter passed: the record cut by it is not reported.
+		return tensor.ReadError(b.file, ll.lines, err)
 	}
 	header, err := cr.Read()
 	if err == io.EOF {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -171,25 +172,28 @@ func jsonString(s string) string {
 	return string(js)
 }
 
-// dictJSON is the dictionaries file as decoded.
+// dictJSON is the dictionaries file as read.
 type dictJSON struct {
-	Format  string     `json:"format"`
-	Version int        `json:"version"`
-	Table   string     `json:"table"`
-	Value   string     `json:"value"`
-	IDs     string     `json:"ids"`
-	Modes   []modeJSON `json:"modes"`
+	Format  string
+	Version int
+	Table   string
+	Value   string
+	IDs     string
+	Modes   []*modeJSON
 }
 
 type modeJSON struct {
-	Column     string `json:"column"`
-	Kind       string `json:"kind"`
-	Size       int64  `json:"size"`
-	IDs        []any  `json:"ids"`
-	Bin        string `json:"bin"`
-	BinSeconds int64  `json:"bin_seconds"`
-	FirstBin   *int64 `json:"first_bin"`
-	Origin     string `json:"origin"`
+	Column     string
+	Kind       string
+	Size       int64
+	HasIDs     bool     // "ids" given (not null)
+	IDs        []string // as text: strings, numbers, booleans
+	index      map[string]int32
+	notInt     int // the first of IDs not a canonical integer number (-1: none)
+	Bin        string
+	BinSeconds int64
+	FirstBin   *int64
+	Origin     string
 }
 
 // ReadJSON reads the dictionaries file path as untrusted input: a file
@@ -199,6 +203,11 @@ type modeJSON struct {
 // unique, scalars, at most MaxID bytes, integers where the kind says so,
 // a time mode's bin and first bin in range and its origin that bin's
 // start). Errors name the file and the field.
+//
+// The file is read as a stream of JSON tokens, never decoded whole: a
+// mode's IDs are counted as they come and refused as soon as they
+// outnumber the model's mode (dims) or tensor.MaxDim, so what it holds
+// is at most the model's IDs, however large the file.
 func ReadJSON(path string, dims []int) (*Dicts, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("dictionaries %s: "+format, append([]any{path}, a...)...)
@@ -218,11 +227,25 @@ func ReadJSON(path string, dims []int) (*Dicts, error) {
 	if st.Size() > MaxDictFile {
 		return nil, bad("%d bytes: above the limit of %d", st.Size(), MaxDictFile)
 	}
-	dec := json.NewDecoder(io.LimitReader(f, MaxDictFile+1))
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	var js dictJSON
-	if err := dec.Decode(&js); err != nil {
+	return readDicts(bufio.NewReaderSize(io.LimitReader(f, MaxDictFile+1), 1<<16), dims, bad)
+}
+
+// dictError is an error of the file's content (bad words it).
+type dictError struct{ msg string }
+
+func (e *dictError) Error() string { return e.msg }
+
+// readDicts reads a dictionaries file from r (ReadJSON); bad makes its
+// errors.
+func readDicts(r io.Reader, dims []int, bad func(string, ...any) error) (*Dicts, error) {
+	dr := &dictReader{dec: json.NewDecoder(r), dims: dims}
+	dr.dec.UseNumber()
+	js, err := dr.read()
+	if err != nil {
+		var de *dictError
+		if errors.As(err, &de) {
+			return nil, bad("%s", de.msg)
+		}
 		return nil, bad("not a dictionaries file: %v", err)
 	}
 	if js.Format != DictFormat {
@@ -274,7 +297,7 @@ func ReadJSON(path string, dims []int) (*Dicts, error) {
 		dm := &Dict{Column: m.Column, Kind: m.Kind, Size: int(m.Size)}
 		switch m.Kind {
 		case KindTime:
-			if m.IDs != nil {
+			if m.HasIDs {
 				return nil, bad("%s: a time mode has no ids", where)
 			}
 			b, err := ParseBin(m.Bin)
@@ -302,44 +325,297 @@ func ReadJSON(path string, dims []int) (*Dicts, error) {
 			if int64(len(m.IDs)) != m.Size {
 				return nil, bad("%s: %d ids, its size is %d", where, len(m.IDs), m.Size)
 			}
-			dm.IDs = make([]string, len(m.IDs))
-			dm.index = make(map[string]int32, len(m.IDs))
-			for i, v := range m.IDs {
-				var s string
-				switch v := v.(type) {
-				case string:
-					s = v
-				case json.Number:
-					s = v.String()
-				case bool:
-					s = strconv.FormatBool(v)
-				default:
-					return nil, bad("%s.ids[%d]: want a string, number or boolean", where, i)
-				}
-				if m.Kind == KindInt {
-					x, err := strconv.ParseInt(s, 10, 64)
-					if _, isNum := v.(json.Number); !isNum || err != nil || strconv.FormatInt(x, 10) != s {
-						return nil, bad("%s.ids[%d] = %s: the kind int wants integers", where, i, tensor.Echo(s))
-					}
-				}
-				if len(s) > MaxID {
-					return nil, bad("%s.ids[%d]: %d bytes, above the limit %d", where, i, len(s), MaxID)
-				}
-				if j, dup := dm.index[s]; dup {
-					return nil, bad("%s.ids[%d] = %s: the same ID as ids[%d]", where, i, tensor.Echo(s), j)
-				}
-				dm.index[s] = int32(i)
-				dm.IDs[i] = s
+			if m.Kind == KindInt && m.notInt >= 0 {
+				return nil, bad("%s.ids[%d] = %s: the kind int wants integers", where, m.notInt, tensor.Echo(m.IDs[m.notInt]))
 			}
+			dm.IDs, dm.index = m.IDs, m.index
 		default:
 			return nil, bad("%s.kind %s: want int, string, mixed or time", where, tensor.Echo(m.Kind))
 		}
 		d.Modes = append(d.Modes, dm)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, bad("more after the JSON object")
-	}
 	return d, nil
+}
+
+// dictReader reads a dictionaries file token by token (json.Decoder's
+// Token; scalars with Decode).
+type dictReader struct {
+	dec   *json.Decoder
+	dims  []int // the model's mode sizes, or nil
+	total int64 // IDs read over all modes
+}
+
+func dictErrorf(format string, a ...any) error { return &dictError{fmt.Sprintf(format, a...)} }
+
+// object reads a JSON object (where names it in errors), calling member
+// for each key with the decoder before its value; a key given twice is
+// an error.
+func (r *dictReader) object(where string, member func(key string) error) error {
+	if err := r.delim('{', where, "an object"); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for r.dec.More() {
+		t, err := r.dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := t.(string)
+		if seen[key] {
+			if where == "" {
+				return dictErrorf("field %s given twice", tensor.Echo(key))
+			}
+			return dictErrorf("%s: field %s given twice", where, tensor.Echo(key))
+		}
+		seen[key] = true
+		if err := member(key); err != nil {
+			return err
+		}
+	}
+	_, err := r.dec.Token() // '}'
+	return err
+}
+
+// delim reads the delimiter d ('{' or '['), or says that where is not
+// what.
+func (r *dictReader) delim(d json.Delim, where, what string) error {
+	t, err := r.dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != d {
+		if where == "" {
+			return fmt.Errorf("want a JSON object")
+		}
+		return dictErrorf("%s: want %s", where, what)
+	}
+	return nil
+}
+
+// value reads the next value, a scalar, into v (*string, *int, *int64
+// or **int64, where null leaves nil), naming where. An array or object
+// is refused at its first token, never read whole.
+func (r *dictReader) value(where string, v any) error {
+	t, err := r.dec.Token()
+	if err != nil {
+		return err
+	}
+	got := "a JSON " + jsonKind(t)
+	switch v := v.(type) {
+	case *string:
+		s, ok := t.(string)
+		if !ok {
+			return dictErrorf("%s: want a string, got %s", where, got)
+		}
+		*v = s
+		return nil
+	case **int64:
+		if t == nil {
+			*v = nil
+			return nil
+		}
+		var x int64
+		if err := intToken(t, where, got, &x); err != nil {
+			return err
+		}
+		*v = &x
+		return nil
+	case *int64:
+		return intToken(t, where, got, v)
+	case *int:
+		var x int64
+		if err := intToken(t, where, got, &x); err != nil {
+			return err
+		}
+		*v = int(x)
+		return nil
+	}
+	panic("dictReader.value: unsupported type")
+}
+
+// intToken stores the integer token t in x.
+func intToken(t json.Token, where, got string, x *int64) error {
+	n, ok := t.(json.Number)
+	if !ok {
+		return dictErrorf("%s: want an integer, got %s", where, got)
+	}
+	v, err := strconv.ParseInt(n.String(), 10, 64)
+	if err != nil {
+		return dictErrorf("%s %s: want an integer", where, tensor.Echo(n.String()))
+	}
+	*x = v
+	return nil
+}
+
+// jsonKind names the kind of the token t for a message.
+func jsonKind(t json.Token) string {
+	switch t := t.(type) {
+	case string:
+		return "string"
+	case json.Number:
+		return "number"
+	case bool:
+		return "boolean"
+	case json.Delim:
+		if t == '[' {
+			return "array"
+		}
+		return "object"
+	}
+	return "null"
+}
+
+// read reads the whole file.
+func (r *dictReader) read() (*dictJSON, error) {
+	js := &dictJSON{}
+	err := r.object("", func(key string) error {
+		switch key {
+		case "format":
+			return r.value("format", &js.Format)
+		case "version":
+			return r.value("version", &js.Version)
+		case "table":
+			return r.value("table", &js.Table)
+		case "value":
+			return r.value("value", &js.Value)
+		case "ids":
+			return r.value("ids", &js.IDs)
+		case "modes":
+			if err := r.delim('[', "modes", "an array"); err != nil {
+				return err
+			}
+			for r.dec.More() {
+				n := len(js.Modes)
+				if n >= MaxOrder {
+					return dictErrorf("more than %d modes", MaxOrder)
+				}
+				if r.dims != nil && n >= len(r.dims) {
+					return dictErrorf("more than %d modes, the model's order is %d", len(r.dims), len(r.dims))
+				}
+				m, err := r.mode(n)
+				if err != nil {
+					return err
+				}
+				js.Modes = append(js.Modes, m)
+			}
+			_, err := r.dec.Token() // ']'
+			return err
+		}
+		return fmt.Errorf("unknown field %s", tensor.Echo(key))
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.dec.Token(); err != io.EOF {
+		return nil, dictErrorf("more after the JSON object")
+	}
+	return js, nil
+}
+
+// mode reads modes[n].
+func (r *dictReader) mode(n int) (*modeJSON, error) {
+	where := fmt.Sprintf("modes[%d]", n)
+	m := &modeJSON{notInt: -1}
+	err := r.object(where, func(key string) error {
+		at := where + "." + key
+		switch key {
+		case "column":
+			return r.value(at, &m.Column)
+		case "kind":
+			return r.value(at, &m.Kind)
+		case "size":
+			if err := r.value(at, &m.Size); err != nil {
+				return err
+			}
+			if m.Size < 1 || m.Size > tensor.MaxDim {
+				return dictErrorf("%s %d: want 1…%d", at, m.Size, tensor.MaxDim)
+			}
+			if r.dims != nil && int64(r.dims[n]) != m.Size {
+				return dictErrorf("%s %d, the model's mode %d has %d entities", at, m.Size, n+1, r.dims[n])
+			}
+			return nil
+		case "ids":
+			return r.ids(n, m, at)
+		case "bin":
+			return r.value(at, &m.Bin)
+		case "bin_seconds":
+			return r.value(at, &m.BinSeconds)
+		case "first_bin":
+			return r.value(at, &m.FirstBin)
+		case "origin":
+			return r.value(at, &m.Origin)
+		}
+		return fmt.Errorf("unknown field %s in %s", tensor.Echo(key), where)
+	})
+	return m, err
+}
+
+// ids reads the array modes[n].ids (at) into m: every ID checked as it
+// comes (a scalar, at most MaxID bytes, not seen before) and counted
+// against the model's mode size (dims), tensor.MaxDim and the IDs of
+// every mode together, so that a file of more IDs than its model has is
+// refused after the model's count, having held no more.
+func (r *dictReader) ids(n int, m *modeJSON, at string) error {
+	t, err := r.dec.Token()
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return nil // null: no ids
+	}
+	if t != json.Delim('[') {
+		return dictErrorf("%s: want an array", at)
+	}
+	m.HasIDs = true
+	limit, why := int64(tensor.MaxDim), fmt.Sprintf("above the limit %d", tensor.MaxDim)
+	if r.dims != nil {
+		limit, why = int64(r.dims[n]), fmt.Sprintf("the model's mode %d has %d entities", n+1, r.dims[n])
+	}
+	if m.Size > 0 && m.Size < limit { // the size, when it came first
+		limit, why = m.Size, fmt.Sprintf("its size is %d", m.Size)
+	}
+	m.index = map[string]int32{}
+	for r.dec.More() {
+		i := len(m.IDs)
+		if int64(i) >= limit {
+			return dictErrorf("%s: more than %d IDs, %s", at, limit, why)
+		}
+		if r.total >= tensor.MaxDim {
+			return dictErrorf("more than %d IDs over all modes: above the limit %d", tensor.MaxDim, tensor.MaxDim)
+		}
+		t, err := r.dec.Token()
+		if err != nil {
+			return err
+		}
+		var s string
+		isInt := false
+		switch v := t.(type) {
+		case string:
+			s = v
+		case json.Number:
+			s = v.String()
+			x, err := strconv.ParseInt(s, 10, 64)
+			isInt = err == nil && strconv.FormatInt(x, 10) == s
+		case bool:
+			s = strconv.FormatBool(v)
+		default:
+			return dictErrorf("%s[%d]: want a string, number or boolean", at, i)
+		}
+		if len(s) > MaxID {
+			return dictErrorf("%s[%d]: %d bytes, above the limit %d", at, i, len(s), MaxID)
+		}
+		if j, dup := m.index[s]; dup {
+			return dictErrorf("%s[%d] = %s: the same ID as ids[%d]", at, i, tensor.Echo(s), j)
+		}
+		if !isInt && m.notInt < 0 {
+			m.notInt = i
+		}
+		m.index[s] = int32(i)
+		m.IDs = append(m.IDs, s)
+		r.total++
+	}
+	_, err = r.dec.Token() // ']'
+	return err
 }
 
 // WriteJSONFile writes d to path atomically (tensor.AtomicWrite).

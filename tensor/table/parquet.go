@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"unsafe"
@@ -30,11 +31,13 @@ const (
 
 // pqColumn is one column of a Parquet table that a read uses.
 type pqColumn struct {
-	name  string
-	index int // leaf column index
-	kind  colKind
-	div   int64 // colTimeUnit: values per second
-	typ   string
+	name     string
+	index    int // leaf column index
+	kind     colKind
+	div      int64 // colTimeUnit: values per second
+	typ      string
+	unsigned bool // colInt: UINT_8…UINT_64 (INT(n, false)): the physical value's bits are unsigned
+	bits     int  // colInt: the integer's width, 8…64 (the physical width unless the type says less)
 }
 
 // columnOf describes the top-level leaf column name of schema, or says
@@ -44,25 +47,33 @@ func columnOf(schema *parquet.Schema, name string) (pqColumn, string) {
 	if !ok || leaf.Node == nil || !leaf.Node.Leaf() {
 		var cols []string
 		for _, f := range schema.Fields() {
+			if f.Name() == name && !f.Leaf() {
+				return pqColumn{}, fmt.Sprintf("column %s is %s, which is not supported: a column read must hold one integer, number or text value per row", quote(name), nestedKind(f))
+			}
 			cols = append(cols, f.Name())
 		}
 		return pqColumn{}, fmt.Sprintf("no column %s; the file has %s", quote(name), listCols(cols))
 	}
 	if leaf.MaxRepetitionLevel > 0 {
-		return pqColumn{}, fmt.Sprintf("column %s is repeated (a list): want one value per row", quote(name))
+		return pqColumn{}, fmt.Sprintf("column %s is a repeated (LIST) column, which is not supported: a column read must hold one value per row", quote(name))
 	}
 	t := leaf.Node.Type()
 	c := pqColumn{name: name, index: leaf.ColumnIndex, typ: t.String()}
 	lt := t.LogicalType()
 	ct := t.ConvertedType()
+	if (lt != nil && isDecimal(lt)) || (ct != nil && *ct == deprecated.Decimal) {
+		return pqColumn{}, fmt.Sprintf("column %s has type %s, which is not supported: want integers, numbers or text", quote(name), c.typ)
+	}
 	switch t.Kind() {
 	case parquet.Int32:
-		c.kind = colInt
+		c.kind, c.bits = colInt, 32
 		if (lt != nil && isDate(lt)) || (ct != nil && *ct == deprecated.Date) {
 			c.kind = colDate
 		}
+		c.intType(lt, ct)
 	case parquet.Int64:
-		c.kind = colInt
+		c.kind, c.bits = colInt, 64
+		c.intType(lt, ct)
 		if lt != nil {
 			if ts, ok := lt.Value.(*format.TimestampType); ok && ts.Unit.Value != nil {
 				c.kind, c.div = colTimeUnit, int64(1e9/ts.Unit.Value.Duration())
@@ -90,6 +101,89 @@ func columnOf(schema *parquet.Schema, name string) (pqColumn, string) {
 func isDate(lt *format.LogicalType) bool {
 	_, ok := lt.Value.(*format.DateType)
 	return ok
+}
+
+func isDecimal(lt *format.LogicalType) bool {
+	_, ok := lt.Value.(*format.DecimalType)
+	return ok
+}
+
+// nestedKind names the kind of the group field f for a message: "a LIST
+// column", "a MAP column" or "a nested column (a group of N fields)".
+func nestedKind(f parquet.Field) string {
+	if lt := f.Type().LogicalType(); lt != nil {
+		switch lt.Value.(type) {
+		case *format.ListType:
+			return "a LIST column"
+		case *format.MapType:
+			return "a MAP column"
+		}
+	}
+	if ct := f.Type().ConvertedType(); ct != nil {
+		switch *ct {
+		case deprecated.List:
+			return "a LIST column"
+		case deprecated.Map, deprecated.MapKeyValue:
+			return "a MAP column"
+		}
+	}
+	return fmt.Sprintf("a nested column (a group of %d fields)", len(f.Fields()))
+}
+
+// intType sets c's signedness and width from the INT logical type or the
+// INT_8…UINT_64 converted type of an integer column (else signed, the
+// physical width).
+func (c *pqColumn) intType(lt *format.LogicalType, ct *deprecated.ConvertedType) {
+	if lt != nil {
+		if it, ok := lt.Value.(*format.IntType); ok {
+			c.unsigned = !it.IsSigned
+			if b := int(it.BitWidth); b == 8 || b == 16 || b == 32 || b == 64 {
+				c.bits = min(c.bits, b)
+			}
+			return
+		}
+	}
+	if ct == nil {
+		return
+	}
+	switch *ct {
+	case deprecated.Uint8, deprecated.Uint16, deprecated.Uint32, deprecated.Uint64:
+		c.unsigned = true
+		c.bits = min(c.bits, 8<<(*ct-deprecated.Uint8))
+	case deprecated.Int8, deprecated.Int16, deprecated.Int32, deprecated.Int64:
+		c.bits = min(c.bits, 8<<(*ct-deprecated.Int8))
+	}
+}
+
+// integer returns the integer v of the colInt column c exactly: as x, or,
+// for an unsigned 64-bit value above 2⁶³−1 (UINT_64 stores 2⁶⁴−1 as the
+// INT64 −1), as big (x is then 0). A value outside its type's range (a
+// UINT_8 of 300, an INT_16 of −40000: a writer's error) is an error naming
+// the type and the range.
+func (c pqColumn) integer(v parquet.Value) (x int64, big uint64, err error) {
+	switch {
+	case v.Kind() == parquet.Int32 && c.unsigned:
+		x = int64(uint32(v.Int32()))
+	case v.Kind() == parquet.Int32:
+		x = int64(v.Int32())
+	case c.unsigned:
+		if u := uint64(v.Int64()); u > math.MaxInt64 {
+			return 0, u, nil // 64 bits: every value is in range
+		}
+		x = v.Int64()
+	default:
+		x = v.Int64()
+	}
+	if c.bits < 64 {
+		lo, hi := -int64(1)<<(c.bits-1), int64(1)<<(c.bits-1)-1
+		if c.unsigned {
+			lo, hi = 0, int64(1)<<c.bits-1
+		}
+		if x < lo || x > hi {
+			return 0, 0, fmt.Errorf("value %d is outside the range of its type %s, %d…%d", x, c.typ, lo, hi)
+		}
+	}
+	return x, 0, nil
 }
 
 // cursor reads one column chunk's values a page at a time.
@@ -153,6 +247,9 @@ func readParquet(path string, b *builder) (err error) {
 	st, err := f.Stat()
 	if err != nil {
 		return err
+	}
+	if st.Mode()&(os.ModeNamedPipe|os.ModeSocket|os.ModeCharDevice) != 0 {
+		return &tensor.ParseError{File: b.file, Msg: "Parquet needs a seekable file (a pipe cannot be read as Parquet): save it to a file first"}
 	}
 	row := 0
 	defer func() {
@@ -253,7 +350,15 @@ func readParquet(path string, b *builder) (err error) {
 func (b *builder) pqID(n int, c pqColumn, v parquet.Value, row int, scratch []byte) ([]byte, error) {
 	switch c.kind {
 	case colInt:
-		scratch = strconv.AppendInt(scratch[:0], intOf(v), 10)
+		x, big, err := c.integer(v)
+		if err != nil {
+			return scratch, b.errf(row, c.name, "%v", err)
+		}
+		if big != 0 {
+			scratch = strconv.AppendUint(scratch[:0], big, 10)
+		} else {
+			scratch = strconv.AppendInt(scratch[:0], x, 10)
+		}
 		return scratch, b.id(n, unsafe.String(unsafe.SliceData(scratch), len(scratch)), row)
 	case colBool:
 		return scratch, b.id(n, strconv.FormatBool(v.Boolean()), row)
@@ -266,7 +371,14 @@ func (b *builder) pqID(n int, c pqColumn, v parquet.Value, row int, scratch []by
 func (b *builder) pqTime(n int, c pqColumn, v parquet.Value, row int) error {
 	switch c.kind {
 	case colInt:
-		return b.time(n, intOf(v), row)
+		x, big, err := c.integer(v)
+		if err != nil {
+			return b.errf(row, c.name, "%v", err)
+		}
+		if big != 0 {
+			return b.errf(row, c.name, "time %d s is out of range (years 1 to 9999)", big)
+		}
+		return b.time(n, x, row)
 	case colTimeUnit:
 		return b.time(n, floorDiv(v.Int64(), c.div), row)
 	case colDate:
@@ -290,18 +402,18 @@ func (b *builder) pqTime(n int, c pqColumn, v parquet.Value, row int) error {
 func (b *builder) pqValue(c pqColumn, v parquet.Value, row int) error {
 	switch c.kind {
 	case colInt:
-		return b.valueFloat(float64(intOf(v)), row)
+		x, big, err := c.integer(v)
+		if err != nil {
+			return b.errf(row, c.name, "%v", err)
+		}
+		if big != 0 {
+			return b.valueFloat(float64(big), row)
+		}
+		return b.valueFloat(float64(x), row)
 	case colFloat:
 		return b.valueFloat(floatOf(v), row)
 	}
 	return b.value(string(v.ByteArray()), row)
-}
-
-func intOf(v parquet.Value) int64 {
-	if v.Kind() == parquet.Int32 {
-		return int64(v.Int32())
-	}
-	return v.Int64()
 }
 
 func floatOf(v parquet.Value) float64 {

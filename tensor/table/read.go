@@ -103,6 +103,9 @@ func Resolve(spec Spec, known *Dicts) (Spec, error) {
 	if len(spec.Modes) != len(known.Modes) {
 		return spec, fmt.Errorf("-index names %d columns, the model has %d modes (%s)", len(spec.Modes), len(known.Modes), FormatIndex(known.Spec().Modes))
 	}
+	if err := MatchColumns(spec, known); err != nil {
+		return spec, err
+	}
 	modes := slices.Clone(spec.Modes)
 	for n, k := range known.Modes {
 		m := &modes[n]
@@ -117,6 +120,37 @@ func Resolve(spec Spec, known *Dicts) (Spec, error) {
 	}
 	spec.Modes = modes
 	return spec, nil
+}
+
+// MatchColumns checks that spec's mode columns are known's, by name and
+// in known's order: a mode's IDs are looked up in (or added to) the
+// dictionary of the mode of the same place, so -index item,user on a
+// model of user,item would take item IDs for users. The error names the
+// columns: those given in another order (a swap), or the first that the
+// model lacks, and the model's modes (its -index).
+func MatchColumns(spec Spec, known *Dicts) error {
+	want := known.Spec().Modes
+	at := map[string]int{}
+	for n, m := range want {
+		at[m.Column] = n
+	}
+	var moved []string
+	for n, m := range spec.Modes {
+		k, ok := at[m.Column]
+		if !ok {
+			return fmt.Errorf("column %s (mode %d) is not one of the model's: its modes are the columns %s, in that order", quote(m.Column), n+1, FormatIndex(want))
+		}
+		if k != n {
+			moved = append(moved, fmt.Sprintf("%s is the model's mode %d, not %d", quote(m.Column), k+1, n+1))
+		}
+	}
+	if len(spec.Modes) != len(want) {
+		return fmt.Errorf("%d columns, the model has %d modes: the columns %s", len(spec.Modes), len(want), FormatIndex(want))
+	}
+	if len(moved) > 0 {
+		return fmt.Errorf("the model's columns in another order (%s): give them as the model's modes, %s", strings.Join(moved, "; "), FormatIndex(want))
+	}
+	return nil
 }
 
 // builder gathers the cells of a table row by row.
@@ -359,7 +393,10 @@ func (b *builder) finish() (*tensor.COO, *Dicts, error) {
 				m.sortIDs(b.idx, n, b.order)
 			}
 			kind := m.kind
-			if kind == "" {
+			if kind == "" || (kind == KindInt && !m.allInt) {
+				// By content; or a typed integer column holding an ID
+				// beyond int64 (a UINT64 above 2⁶³−1), kept exactly as
+				// text, as a CSV table's would be.
 				kind = KindString
 				if m.allInt {
 					kind = KindInt
