@@ -19,6 +19,7 @@ import (
 
 	"github.com/dainx/dainx/checkpoint"
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/internal/outtx"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tracin"
@@ -167,6 +168,9 @@ type checkpointer struct {
 	ranks   int      // the processes of the run (0 or 1: one)
 	hook    func(CheckpointPoint) error
 	pending bool // training states go to the pending file (see path)
+
+	release  func() // the directory's lock (LockCheckpoint)
+	manifest string // the manifest of the run (for a rank, the job's)
 }
 
 // ErrCheckpointExists is returned (wrapped) when a run without Resume
@@ -187,13 +191,23 @@ func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*checkpointer
 // its own kind there; or the number of processes of a run over processes
 // whose own directory (rank-R-of-P) ck.Dir is, whose kind
 // openDistCheckpoint has checked.
-func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func(string, ...any), x *tensor.COO, ranks int) (*checkpointer, error) {
+func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func(string, ...any), x *tensor.COO, ranks int) (c *checkpointer, err error) {
 	if ck.Dir == "" {
 		return nil, fmt.Errorf("dain: checkpoint directory not given")
 	}
 	if err := os.MkdirAll(ck.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dain: checkpoint directory: %w", err)
 	}
+	// The directory is this run's until it returns (cklock.go).
+	release, err := LockCheckpoint(ck.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	var have ckKind
 	if ranks == 0 {
 		var err error
@@ -204,26 +218,29 @@ func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func
 			return nil, err
 		}
 	}
-	c := &checkpointer{dir: ck.Dir, hook: ck.Hook, cfg: cfg, ranks: ranks, head: ckHeader{
+	c = &checkpointer{dir: ck.Dir, hook: ck.Hook, cfg: cfg, ranks: ranks, release: release, head: ckHeader{
 		Dainx: ck.Program, Config: configFields(cfg, be.Name()), Backend: be.Device()}}
+	if ranks == 0 {
+		c.manifest = filepath.Join(ck.Dir, ckManifestName)
+	} else {
+		c.manifest = filepath.Join(filepath.Dir(ck.Dir), ckManifestName)
+	}
+	// Temporaries a killed run left (no other run writes here: the lock).
+	sweepCheckpoint(ck.Dir)
 	entries, err := os.ReadDir(ck.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("dain: checkpoint directory: %w", err)
 	}
 	var files []string
 	for _, de := range entries {
-		name := de.Name()
-		switch {
-		case strings.HasPrefix(name, ".") && strings.Contains(name, ".ckpt.tmp-"):
-			os.Remove(filepath.Join(ck.Dir, name)) // a write a kill interrupted
-		case strings.HasSuffix(name, ".ckpt"):
+		if name := de.Name(); strings.HasSuffix(name, ".ckpt") {
 			files = append(files, name)
 		}
 	}
-	if len(files) > 0 && !ck.Resume {
-		return nil, fmt.Errorf("dain: %w: %s holds %s; continue that run with -resume, or remove them or choose another directory to start afresh", ErrCheckpointExists, ck.Dir, strings.Join(files, ", "))
-	}
 	c.head.Input = fingerprint(x, ck.Input)
+	if len(files) > 0 && !ck.Resume {
+		return nil, c.existing(ck.Dir, files)
+	}
 	if ck.Resume && len(files) == 0 {
 		logf("checkpoint: %s holds no checkpoint yet; starting from the beginning", ck.Dir)
 	}
@@ -244,7 +261,11 @@ func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func
 		logf("%s", n)
 	}
 	if len(files) > 0 {
-		logf("checkpoint: resuming from %s (%s)", ck.Dir, strings.Join(files, ", "))
+		if c.finishedRun() {
+			logf("checkpoint: %s holds a finished run (%s); taking its results from there", ck.Dir, strings.Join(files, ", "))
+		} else {
+			logf("checkpoint: resuming from %s (%s)", ck.Dir, strings.Join(files, ", "))
+		}
 	}
 	if ranks == 0 && filepath.Base(have.from) != ckManifestName {
 		// Recorded once the directory is accepted and before any
@@ -255,6 +276,94 @@ func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func
 		}
 	}
 	return c, nil
+}
+
+// sweepCheckpoint removes from the checkpoint directory dir the
+// temporaries of killed runs: those of dead processes (outtx.Sweep), and
+// those of a dainx that named them .NAME.tmp-N.
+func sweepCheckpoint(dir string) {
+	outtx.Sweep(dir, "")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, de := range entries {
+		name := de.Name()
+		if strings.HasPrefix(name, ".") && (strings.Contains(name, ".ckpt.tmp-") || strings.HasPrefix(name, "."+ckManifestName+".tmp-")) {
+			os.Remove(filepath.Join(dir, name))
+		}
+	}
+}
+
+// existsError is an ErrCheckpointExists error with its own message.
+type existsError string
+
+func (e existsError) Error() string        { return string(e) }
+func (e existsError) Is(target error) bool { return target == ErrCheckpointExists }
+
+func existsErrorf(format string, args ...any) error {
+	return existsError(fmt.Sprintf(format, args...))
+}
+
+// finishedRun reports whether the run that wrote c's checkpoint finished
+// (its manifest says so).
+func (c *checkpointer) finishedRun() bool {
+	if c == nil {
+		return false
+	}
+	m, err := readCkManifest(c.manifest)
+	return err == nil && m.Finished
+}
+
+// existing is the error of a run without Resume on the checkpoint files
+// in dir (ErrCheckpointExists): it says whether they are a finished run's,
+// an interrupted run's of this input and flags, or another run's, and what
+// to run.
+func (c *checkpointer) existing(dir string, files []string) error {
+	afresh := fmt.Sprintf("to start afresh, remove %s or give another -checkpoint directory", dir)
+	for _, name := range files {
+		f, err := readCkFile(filepath.Join(dir, name), "header")
+		if err != nil {
+			return existsErrorf("dain: %s holds %s, which is not a checkpoint this dainx can read (%v); %s", dir, name, err, afresh)
+		}
+		if diff := c.difference(f.header, filepath.Join(dir, name)); diff != "" {
+			return existsErrorf("dain: %s holds the checkpoint of another run (%s); %s", dir, diff, afresh)
+		}
+	}
+	if c.finishedRun() {
+		return existsErrorf("dain: %s holds the checkpoint of a finished run of this input and flags; the same command with -resume gives its result again from there; %s", dir, afresh)
+	}
+	return existsErrorf("dain: %s holds the checkpoint of an interrupted run of this input and flags (%s); to continue it, run the same command with -resume; %s", dir, strings.Join(files, ", "), afresh)
+}
+
+// done records in the manifest that the run finished (its result is
+// whole), for the messages of later runs on the directory.
+func (c *checkpointer) done() error {
+	if c == nil || c.ranks != 0 {
+		return nil
+	}
+	return markFinished(c.manifest)
+}
+
+// markFinished sets Finished in the manifest at path.
+func markFinished(path string) error {
+	m, err := readCkManifest(path)
+	if err != nil || m.Finished {
+		return nil // no manifest to mark: the messages say "interrupted"
+	}
+	m.Finished = true
+	if err := writeCkManifest(filepath.Dir(path), m); err != nil {
+		return fmt.Errorf("dain: checkpoint: %w", err)
+	}
+	return nil
+}
+
+// close releases the checkpoint directory's lock.
+func (c *checkpointer) close() {
+	if c != nil && c.release != nil {
+		c.release()
+		c.release = nil
+	}
 }
 
 // ckLegacy returns the value that every run of a dainx that predates
@@ -355,14 +464,20 @@ func (c *checkpointer) effective(name, value string) string {
 }
 
 // compatible returns an error naming the first difference between the
-// saved header h (of file path) and this run's. Settings are compared by
-// their effective values, and a setting h lacks by its ckLegacy value.
+// saved header h (of file path) and this run's (difference), or nil.
 func (c *checkpointer) compatible(h ckHeader, path string) error {
-	refuse := func(what string) error {
-		return fmt.Errorf("dain: -resume: %s; resume with the same input and flags, or start afresh with another -checkpoint directory", what)
+	if diff := c.difference(h, path); diff != "" {
+		return fmt.Errorf("dain: -resume: %s; resume with the same input and flags, or start afresh with another -checkpoint directory", diff)
 	}
+	return nil
+}
+
+// difference names the first difference between the saved header h (of
+// file path) and this run's, or returns "". Settings are compared by
+// their effective values, and a setting h lacks by its ckLegacy value.
+func (c *checkpointer) difference(h ckHeader, path string) string {
 	if h.Input.SHA256 != c.head.Input.SHA256 || h.Input.Cells != c.head.Input.Cells || !slices.Equal(h.Input.Dims, c.head.Input.Dims) {
-		return refuse(fmt.Sprintf("the checkpoint in %s was made from another input, %v; this run reads %v", c.dir, h.Input, c.head.Input))
+		return fmt.Sprintf("the checkpoint in %s was made from another input, %v; this run reads %v", c.dir, h.Input, c.head.Input)
 	}
 	saved := map[string]string{}
 	for _, f := range h.Config {
@@ -382,15 +497,15 @@ func (c *checkpointer) compatible(h ckHeader, path string) error {
 			if !ok {
 				v = "(not recorded)"
 			}
-			return refuse(fmt.Sprintf("the checkpoint in %s was made with %s %s%s; this run has %s %s", c.dir, f.Name, v, note, f.Name, f.Value))
+			return fmt.Sprintf("the checkpoint in %s was made with %s %s%s; this run has %s %s", c.dir, f.Name, v, note, f.Name, f.Value)
 		}
 	}
 	for _, f := range h.Config {
 		if !have[f.Name] {
-			return refuse(fmt.Sprintf("%s records a setting this dainx does not have, %s %s (written by dainx %s)", path, f.Name, f.Value, h.Dainx))
+			return fmt.Sprintf("%s records a setting this dainx does not have, %s %s (written by dainx %s)", path, f.Name, f.Value, h.Dainx)
 		}
 	}
-	return nil
+	return ""
 }
 
 // path returns the file of a stage's record of kind. With pending set
@@ -698,6 +813,9 @@ func (c *checkpointer) loadAugmented() (*augRecord, *tensor.COO, error) {
 	if err != nil || file == nil {
 		return nil, nil, err
 	}
+	if err := c.keepsNotSaved(); err != nil {
+		return nil, nil, err
+	}
 	var r augRecord
 	path := c.path(kindAugmented, "")
 	if err := file.decode("augmented", &r); err != nil {
@@ -711,6 +829,40 @@ func (c *checkpointer) loadAugmented() (*augRecord, *tensor.COO, error) {
 		aug.Idx, aug.Val = nil, nil // as Augment makes no cells
 	}
 	return &r, aug, nil
+}
+
+// keepsNotSaved returns, for a run that resumes after steps 1–4 (their
+// record is in the checkpoint), the error that what the run was asked to
+// keep of them (Config.Keep: the cell scores, the entity importance, the
+// models Θ and Θ_p) is not in the checkpoint, saying whether the run
+// there finished or was interrupted and exactly what to run; nil if it
+// was asked for none of them.
+func (c *checkpointer) keepsNotSaved() error {
+	k := c.cfg.Keep
+	var what, flags []string
+	if k.Scores {
+		what, flags = append(what, "the cell scores"), append(flags, "-scores-out")
+	}
+	if k.Importance {
+		what, flags = append(what, "the entity importance"), append(flags, "-importance-out")
+	}
+	if k.Model != nil && k.AllModels {
+		what, flags = append(what, "the models Θ and Θ_p"), append(flags, "-model-out-all")
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	dir := c.dir
+	if c.ranks != 0 {
+		dir = filepath.Dir(dir)
+	}
+	state := "was interrupted after steps 1–4"
+	resume := "to finish that run, run the same command with -resume but without " + strings.Join(flags, ", ")
+	if c.finishedRun() {
+		state = "finished"
+		resume = "to have that run's result again, run the same command with -resume but without " + strings.Join(flags, ", ")
+	}
+	return fmt.Errorf("dain: -resume: the run in %s %s, and its checkpoint does not keep %s (%s), which steps 1–4 compute; %s; to have them, remove %s (or give another -checkpoint directory) and run the same command without -resume", dir, state, strings.Join(what, ", "), strings.Join(flags, ", "), resume, dir)
 }
 
 // checkAugmented reports what in the augmented record r and its cells aug

@@ -36,6 +36,8 @@ type ckManifest struct {
 	Ranks int    `json:"ranks,omitempty"`
 	Input string `json:"input"`
 	Cells int    `json:"cells"`
+	// Finished is set once a run on the directory returned its result.
+	Finished bool `json:"finished,omitempty"`
 }
 
 // The kinds of ckManifest.Kind.

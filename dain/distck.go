@@ -37,6 +37,10 @@ type stageCheckpoint interface {
 	// process's share) with the record of steps 1–4.
 	loadAugmented() (*augRecord, *tensor.COO, error)
 	saveAugmented(r augRecord, aug *tensor.COO) error
+	// done records that the run finished (its result is whole); close
+	// releases the checkpoint directory's lock (cklock.go).
+	done() error
+	close()
 }
 
 var (
@@ -80,6 +84,7 @@ type distCheckpoint struct {
 	c        *checkpointer
 	cl       cluster.Cluster
 	rank, np int
+	release  func() // rank 0: the checkpoint directory's lock
 }
 
 // openDistCheckpoint prepares the checkpoint of this process (rank of
@@ -93,19 +98,30 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl clust
 	if cfg.split() != SplitKeyed {
 		return nil, fmt.Errorf("dain: a run over processes is checkpointed with the keyed split only (-split keyed, the default)")
 	}
-	// Rank 0 reads what wrote the directory (every rank sees the same).
+	// Rank 0 holds the directory's lock (cklock.go) and reads what wrote
+	// it (every rank sees the same).
 	err := os.MkdirAll(ck.Dir, 0o755)
 	this := ckKind{kind: ckMPI, ranks: np}
 	var have ckKind
 	if err == nil && rank == 0 {
-		if have, err = checkpointKind(ck.Dir); err == nil {
+		d.release, err = LockCheckpoint(ck.Dir)
+		if err == nil {
+			sweepCheckpoint(ck.Dir)
+			have, err = checkpointKind(ck.Dir)
+		}
+		if err == nil {
 			err = checkKind(ck.Dir, have, this)
 		}
 		if err == nil && have.kind != "" && !ck.Resume {
-			err = fmt.Errorf("dain: %w: %s holds a checkpoint of %s; continue it with -resume, or remove it or choose another directory to start afresh", ErrCheckpointExists, ck.Dir, have)
+			state := "an interrupted run"
+			if m, merr := readCkManifest(filepath.Join(ck.Dir, ckManifestName)); merr == nil && m.Finished {
+				state = "a finished run"
+			}
+			err = existsErrorf("dain: %s holds the checkpoint of %s (%s); to continue it, run the same command with -resume; to start afresh, remove %s or give another -checkpoint directory", ck.Dir, state, have, ck.Dir)
 		}
 	}
 	if err := d.agree(err); err != nil {
+		d.close()
 		return nil, err
 	}
 	own := *ck
@@ -115,6 +131,7 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl clust
 	}
 	d.c, err = openCheckpointFor(&own, cfg, be, logf, shard, np)
 	if err := d.agree(err); err != nil {
+		d.close()
 		return nil, err
 	}
 	// Recorded once every process has accepted the directory and before
@@ -123,9 +140,36 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl clust
 		err = writeCkManifest(ck.Dir, ckManifest{Kind: ckMPI, Dainx: ck.Program, Ranks: np, Input: ck.Input, Cells: nnz})
 	}
 	if err := d.agree(err); err != nil {
+		d.close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// done records, on rank 0 once every process finished, that the run
+// finished.
+func (d *distCheckpoint) done() error {
+	if d == nil {
+		return nil
+	}
+	var err error
+	if d.rank == 0 {
+		err = markFinished(d.c.manifest)
+	}
+	return d.agree(err)
+}
+
+// close releases the locks this process holds: its own directory's, and
+// on rank 0 the checkpoint directory's.
+func (d *distCheckpoint) close() {
+	if d == nil {
+		return
+	}
+	d.c.close()
+	if d.release != nil {
+		d.release()
+		d.release = nil
+	}
 }
 
 // agree returns err on the process that has it, an error saying that

@@ -197,22 +197,38 @@ func writeParallel(path string, part *COO, opt WriteOptions, g Group, commit boo
 		return "", nil
 	}
 
-	// Rank 0 creates the temporary file under a name every member knows.
+	// Rank 0 creates the temporary file under a name every member knows,
+	// carrying rank 0's PID (outtx.TempName), after removing those of
+	// path that a killed run left (outtx.Sweep).
 	dir, file := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	key := []int64{0}
+	key := []int64{0, 0, 0}
 	if rank == 0 {
-		key[0] = int64(rand.Uint64() >> 1)
+		outtx.Sweep(dir, file)
+		pid, host := outtx.Owner()
+		key[0], key[1], key[2] = int64(pid), int64(host), int64(rand.Uint64()>>1)
 	}
 	g.SumI64(key)
-	tmp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%016x", file, key[0]))
+	tmp := outtx.TempNameFor(dir, file, int(key[0]), uint32(key[1]), uint64(key[2]))
+	// Errors name path, not the temporary.
+	named := func(err error) error {
+		var pe *os.PathError
+		var le *os.LinkError
+		switch {
+		case errors.As(err, &pe) && pe.Path == tmp:
+			return &os.PathError{Op: pe.Op, Path: path, Err: pe.Err}
+		case errors.As(err, &le) && le.Old == tmp:
+			return &os.PathError{Op: le.Op, Path: path, Err: le.Err}
+		}
+		return err
+	}
 	var f *os.File
 	if rank == 0 {
 		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
-	if err := agree(g, path, err); err != nil {
+	if err := agree(g, path, named(err)); err != nil {
 		return "", err
 	}
 	if rank != 0 {
@@ -235,7 +251,7 @@ func writeParallel(path string, part *COO, opt WriteOptions, g Group, commit boo
 			err = cerr
 		}
 	}
-	if err := agree(g, path, err); err != nil {
+	if err := agree(g, path, named(err)); err != nil {
 		if rank == 0 {
 			os.Remove(tmp)
 		}
@@ -255,7 +271,7 @@ func writeParallel(path string, part *COO, opt WriteOptions, g Group, commit boo
 			outtx.SyncDir(dir)
 		}
 	}
-	if err := agree(g, path, err); err != nil {
+	if err := agree(g, path, named(err)); err != nil {
 		return "", err
 	}
 	if commit {

@@ -3,6 +3,7 @@ package tensor
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -129,12 +130,15 @@ func Encode(w io.Writer, name string, t *COO, opt WriteOptions) error {
 }
 
 // AtomicWrite creates path with the bytes that fill writes, atomically: it
-// writes a temporary file in the same directory, syncs it and renames it
-// over path, so on any error (fill's included) no file at path is created
-// or changed and the temporary file is removed. The new file gets mode 0644
-// (the umask is not applied). A path that exists and is not a regular file
+// writes a temporary file in the same directory (named after path and this
+// process, outtx.TempName), syncs it and renames it over path, so on any
+// error (fill's included) no file at path is created or changed and the
+// temporary file is removed. Temporaries of path that a killed process
+// left are removed first (outtx.Sweep). The new file gets mode 0644 (the
+// umask is not applied). A path that exists and is not a regular file
 // (/dev/null, /dev/stdout, a named pipe) is written in place instead, since
-// it cannot be replaced by a rename without destroying it.
+// it cannot be replaced by a rename without destroying it. Errors name
+// path, never the temporary.
 func AtomicWrite(path string, fill func(w io.Writer) error) (err error) {
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
@@ -151,14 +155,21 @@ func AtomicWrite(path string, fill func(w io.Writer) error) (err error) {
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+file+".tmp-*")
+	outtx.Sweep(dir, file)
+	tmp, err := outtx.CreateTemp(dir, file)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "create", Path: path, Err: outtx.Bare(err)}
 	}
 	defer func() {
 		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
+			var pe *os.PathError
+			if errors.As(err, &pe) && pe.Path == tmp.Name() {
+				err = &os.PathError{Op: pe.Op, Path: path, Err: pe.Err}
+			} else if strings.Contains(err.Error(), tmp.Name()) {
+				err = errors.New(strings.ReplaceAll(err.Error(), tmp.Name(), path))
+			}
 		}
 	}()
 	if err := fill(tmp); err != nil {
@@ -174,7 +185,7 @@ func AtomicWrite(path string, fill func(w io.Writer) error) (err error) {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
+		return &os.PathError{Op: "rename", Path: path, Err: outtx.Bare(err)}
 	}
 	outtx.SyncDir(dir)
 	return nil

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/dainx/dainx/internal/outtx"
 )
 
 // EnvMode names the environment variable that sets the Mode.
@@ -167,7 +169,8 @@ func (c *Cache) Put(k Key, e Entry) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("gemmtune: write cache: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".gemm-tune-*.json")
+	outtx.Sweep(dir, filepath.Base(c.path))
+	tmp, err := outtx.CreateTemp(dir, filepath.Base(c.path))
 	if err != nil {
 		return fmt.Errorf("gemmtune: write cache: %w", err)
 	}
@@ -181,7 +184,7 @@ func (c *Cache) Put(k Key, e Entry) error {
 	}
 	if werr != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("gemmtune: write cache: %w", werr)
+		return fmt.Errorf("gemmtune: write cache %s: %w", c.path, outtx.Bare(werr))
 	}
 	return nil
 }

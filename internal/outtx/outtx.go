@@ -28,9 +28,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Tx is the set of inputs and outputs of one command. The zero value is not
@@ -39,6 +41,7 @@ type Tx struct {
 	inputs []input
 	outs   []*entry
 	done   bool
+	err    error // an input found to clash with an output registered before it
 }
 
 type input struct {
@@ -88,6 +91,13 @@ func (t *Tx) addInput(path string, dir bool) error {
 	target, err := resolve(path)
 	if err != nil {
 		target = path
+		if errors.Is(err, errLoop) {
+			err = fmt.Errorf("cannot read %s: %v", path, err)
+			if t.err == nil {
+				t.err = err
+			}
+			return err
+		}
 	}
 	in := input{user: path, target: target, dir: dir}
 	if st, err := os.Stat(target); err == nil {
@@ -97,6 +107,16 @@ func (t *Tx) addInput(path string, dir bool) error {
 		}
 	}
 	t.inputs = append(t.inputs, in)
+	// Outputs registered before this input are checked against it too.
+	for _, e := range t.outs {
+		if why := e.clashesWithInput(in); why != "" {
+			err := fmt.Errorf("cannot write %s: %s", e.user, why)
+			if t.err == nil {
+				t.err = err
+			}
+			return err
+		}
+	}
 	return nil
 }
 
@@ -155,8 +175,26 @@ func (t *Tx) Paths() []string {
 }
 
 func (t *Tx) add(path string, dir bool, owns func(string) bool) (*entry, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
 	fail := func(format string, args ...any) (*entry, error) {
 		return nil, fmt.Errorf("cannot write %s: "+format, append([]any{path}, args...)...)
+	}
+	// A device or a pipe (/dev/stdout, /dev/stderr, /dev/null, a named
+	// pipe) is written in place, through the path as given: no temporary
+	// can replace it, and its directory (/proc/PID/fd for a pipe behind
+	// /dev/stdout) need not be writable.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		if dir {
+			return fail("it exists and is not a directory")
+		}
+		e := &entry{user: path, target: path, info: st, special: true}
+		if err := t.checkClashes(e); err != nil {
+			return nil, err
+		}
+		t.outs = append(t.outs, e)
+		return e, nil
 	}
 	target, err := resolve(path)
 	if err != nil {
@@ -165,7 +203,18 @@ func (t *Tx) add(path string, dir bool, owns func(string) bool) (*entry, error) 
 	e := &entry{user: path, target: target, dir: dir, owns: owns, mode: 0o644}
 	parent := filepath.Dir(target)
 	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
-		return fail("directory %s does not exist", filepath.Dir(filepath.Clean(path)))
+		why := "does not exist"
+		if err == nil || errors.Is(err, syscall.ENOTDIR) {
+			why = "is not a directory"
+		}
+		if lst, lerr := os.Lstat(path); lerr == nil && lst.Mode()&os.ModeSymlink != 0 {
+			link, _ := os.Readlink(path)
+			if link != target {
+				link += " (" + target + ")"
+			}
+			return fail("it is a symbolic link to %s, whose directory %s %s", link, parent, why)
+		}
+		return fail("directory %s %s", filepath.Dir(filepath.Clean(path)), why)
 	}
 	if st, err := os.Stat(target); err == nil {
 		e.info = st
@@ -182,20 +231,17 @@ func (t *Tx) add(path string, dir bool, owns func(string) bool) (*entry, error) 
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fail("%v", Bare(err))
 	}
-	for _, in := range t.inputs {
-		if why := e.clashesWithInput(in); why != "" {
-			return fail("%s", why)
-		}
-	}
-	for _, o := range t.outs {
-		if why := e.clashesWithOutput(o); why != "" {
-			return fail("%s", why)
-		}
+	if err := t.checkClashes(e); err != nil {
+		return nil, err
 	}
 	if !e.special {
+		// What a killed command left of this output goes first (its
+		// probes too, below).
+		Sweep(parent, filepath.Base(target))
 		probeDir := parent
 		if dir && e.info != nil {
 			probeDir = target
+			Sweep(target, probeTag)
 		}
 		if err := probe(probeDir); err != nil {
 			return fail("%v", err)
@@ -211,8 +257,30 @@ func (t *Tx) add(path string, dir bool, owns func(string) bool) (*entry, error) 
 	return e, nil
 }
 
+// checkClashes returns the error of output e against the inputs and the
+// outputs registered so far, or nil.
+func (t *Tx) checkClashes(e *entry) error {
+	for _, in := range t.inputs {
+		if why := e.clashesWithInput(in); why != "" {
+			return fmt.Errorf("cannot write %s: %s", e.user, why)
+		}
+	}
+	for _, o := range t.outs {
+		if why := e.clashesWithOutput(o); why != "" {
+			return fmt.Errorf("cannot write %s: %s", e.user, why)
+		}
+	}
+	return nil
+}
+
 // clashesWithInput says why e may not be written given input in, or "".
+// An output the same file as the input is refused, whatever its name
+// (through a symbolic link or a hard link); so is a directory output
+// holding, among the files of its names, one that is the input.
 func (e *entry) clashesWithInput(in input) string {
+	if e.special && e.info.Mode()&os.ModeCharDevice != 0 {
+		return "" // a terminal, /dev/null: writing it reads no input away
+	}
 	same := func(info os.FileInfo, target string) bool {
 		if e.info != nil && info != nil {
 			return os.SameFile(e.info, info)
@@ -229,9 +297,17 @@ func (e *entry) clashesWithInput(in input) string {
 					return fmt.Sprintf("it is a file of the input %s, which this command reads", in.user)
 				}
 			}
+			if e.info != nil {
+				if name := linkIn(in.target, e.info); name != "" {
+					return fmt.Sprintf("it is %s of the input %s under another name (a hard link), which this command reads", filepath.Join(in.user, name), in.user)
+				}
+			}
 			return ""
 		}
 		if same(in.info, in.target) {
+			if e.info != nil && in.info != nil && e.target != in.target && !isLinkTo(e.user, in.target) {
+				return fmt.Sprintf("it is the input %s under another name (a hard link), which this command reads", in.user)
+			}
 			return fmt.Sprintf("it is the input %s, which this command reads", in.user)
 		}
 		return ""
@@ -247,19 +323,71 @@ func (e *entry) clashesWithInput(in input) string {
 	if in.dir && strings.HasPrefix(e.target+string(filepath.Separator), in.target+string(filepath.Separator)) {
 		return fmt.Sprintf("it lies inside the input %s", in.user)
 	}
+	if e.info != nil && in.info != nil {
+		// A file of the directory's names that is the input (or a file of
+		// the input directory) under another name.
+		es, _ := os.ReadDir(e.target)
+		for _, de := range es {
+			if !e.owns(de.Name()) || !de.Type().IsRegular() {
+				continue
+			}
+			st, err := os.Stat(filepath.Join(e.target, de.Name()))
+			if err != nil {
+				continue
+			}
+			switch {
+			case !in.dir && os.SameFile(st, in.info):
+				return fmt.Sprintf("its file %s is the input %s under another name (a hard link), which this command would replace", de.Name(), in.user)
+			case in.dir:
+				if name := linkIn(in.target, st); name != "" {
+					return fmt.Sprintf("its file %s is %s of the input %s under another name (a hard link), which this command would replace", de.Name(), filepath.Join(in.user, name), in.user)
+				}
+			}
+		}
+	}
 	return ""
+}
+
+// linkIn returns the name of the regular file in dir that is info's file,
+// or "".
+func linkIn(dir string, info os.FileInfo) string {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, de := range es {
+		if !de.Type().IsRegular() {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(dir, de.Name())); err == nil && os.SameFile(st, info) {
+			return de.Name()
+		}
+	}
+	return ""
+}
+
+// isLinkTo reports whether path reaches target through symbolic links.
+func isLinkTo(path, target string) bool {
+	r, err := resolve(path)
+	return err == nil && r == target
 }
 
 // clashesWithOutput says why e may not be written beside output o, or "".
 func (e *entry) clashesWithOutput(o *entry) string {
+	if e.special && e.info.Mode()&os.ModeCharDevice != 0 || o.special && o.info.Mode()&os.ModeCharDevice != 0 {
+		return "" // two outputs on a terminal or /dev/null
+	}
 	if e.target == o.target || (e.info != nil && o.info != nil && os.SameFile(e.info, o.info)) {
 		return fmt.Sprintf("it is also the output %s", o.user)
 	}
 	inside := func(file, dir *entry) bool {
 		return !file.dir && dir.dir && filepath.Dir(file.target) == dir.target && dir.owns(filepath.Base(file.target))
 	}
-	if inside(e, o) || inside(o, e) {
-		return fmt.Sprintf("it clashes with the output directory %s, which this command fills", pick(e.dir, e.user, o.user))
+	switch {
+	case inside(e, o):
+		return fmt.Sprintf("it is the file %s of the output directory %s, which this command fills", filepath.Base(e.target), o.user)
+	case inside(o, e):
+		return fmt.Sprintf("the output %s is its file %s, which this command fills", o.user, filepath.Base(o.target))
 	}
 	if e.dir && o.dir {
 		a, b := e.target+string(filepath.Separator), o.target+string(filepath.Separator)
@@ -268,13 +396,6 @@ func (e *entry) clashesWithOutput(o *entry) string {
 		}
 	}
 	return ""
-}
-
-func pick(c bool, a, b string) string {
-	if c {
-		return a
-	}
-	return b
 }
 
 func sameDir(path string, info os.FileInfo) bool {
@@ -289,7 +410,7 @@ func fileIn(dir, name string) bool {
 
 // probe creates and removes a file in dir.
 func probe(dir string) error {
-	f, err := os.CreateTemp(dir, ".dainx-probe-*")
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%s%s-%016x", probeTag, owner(), rand.Uint64())), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("directory %s is not writable (%v)", dir, Bare(err))
 	}
@@ -297,6 +418,9 @@ func probe(dir string) error {
 	f.Close()
 	return os.Remove(name)
 }
+
+// errLoop is resolve's error for a path whose symbolic links never end.
+var errLoop = errors.New("too many levels of symbolic links")
 
 // resolve returns path made absolute with every symlink followed, also a
 // final symlink whose target does not exist yet (up to 40 links).
@@ -307,13 +431,16 @@ func resolve(path string) (string, error) {
 	}
 	for hops := 0; ; hops++ {
 		if hops > 40 {
-			return "", fmt.Errorf("too many levels of symbolic links")
+			return "", errLoop
 		}
 		dir, base := filepath.Split(abs)
 		rdir, err := filepath.EvalSymlinks(dir)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return abs, nil // the caller reports the missing directory
+			}
+			if errors.Is(err, syscall.ELOOP) || strings.Contains(err.Error(), "too many links") {
+				return "", errLoop
 			}
 			return "", err
 		}
@@ -389,7 +516,7 @@ func (f *File) Write(fill func(w io.Writer) error) error {
 		os.Remove(e.staged)
 		e.staged = ""
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(e.target), "."+filepath.Base(e.target)+".tmp-*")
+	tmp, err := CreateTemp(filepath.Dir(e.target), filepath.Base(e.target))
 	if err != nil {
 		return fail(err)
 	}
@@ -456,7 +583,7 @@ func (d *Dir) Path() (string, error) {
 	if e.staged != "" {
 		return e.staged, nil
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(e.target), "."+filepath.Base(e.target)+".tmp-*")
+	tmp, err := MkdirTemp(filepath.Dir(e.target), filepath.Base(e.target))
 	if err != nil {
 		return "", fmt.Errorf("cannot write %s: %w", e.user, Bare(err))
 	}
@@ -494,6 +621,10 @@ func (t *Tx) Abort() {
 func (t *Tx) Commit() (err error) {
 	if t.done {
 		return errors.New("outtx: Commit called twice")
+	}
+	if t.err != nil {
+		t.Abort()
+		return t.err
 	}
 	var order []*entry
 	for _, e := range t.outs {
@@ -587,8 +718,8 @@ func (e *entry) commitDir() error {
 	if err != nil {
 		return err
 	}
-	bk, err := os.MkdirTemp(filepath.Dir(e.target), "."+filepath.Base(e.target)+".old-*")
-	if err != nil {
+	bk := oldName(e.target)
+	if err := os.Mkdir(bk, 0o700); err != nil {
 		return err
 	}
 	e.backup = bk
@@ -661,16 +792,7 @@ var commitHook func(userPath string) error
 func SetCommitHook(hook func(userPath string) error) { commitHook = hook }
 
 // backupName returns an unused name beside target for the file it replaces.
-func backupName(target string) string {
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".old-*")
-	if err != nil {
-		return target + ".old"
-	}
-	name := f.Name()
-	f.Close()
-	os.Remove(name)
-	return name
-}
+func backupName(target string) string { return oldName(target) }
 
 // SyncDir makes the renames in dir durable where the OS supports it
 // (fsync of the directory); failures are ignored, since the renames
