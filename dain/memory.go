@@ -90,7 +90,7 @@ const estimatedCellCopies = 2
 // MemoryParts estimates the memory in bytes of this process's part of a
 // run of cfg on nnz cells (this process's share) of a tensor with dims,
 // with its embedding tables sharded over shards processes (1: whole), by
-// what holds it: the cells, the largest model the run trains (nn.Bytes:
+// what holds it: the cells, the new cells, the largest model the run trains (nn.Bytes:
 // parameters, gradients, Adam's moments and activations at its batch and
 // the evaluation batch; the run trains its models one at a time), the
 // alias tables and bayes-fm's kept samples when it fits one. Each part
@@ -106,6 +106,12 @@ func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
 	order := len(dims)
 	parts := []memlimit.Part{{What: "the cells", Flags: fmt.Sprintf("%d cells of the input", nnz),
 		Bytes: estimatedCellCopies * float64(4*order+8) * float64(nnz)}}
+	// The new cells (-ratio × the training cells, over every process's
+	// share alike), each with its value and its place in the observed
+	// set's check.
+	nAug := cfg.Ratio * float64(nnz) * (1 - cfg.TestFrac) * (1 - cfg.ValFrac)
+	parts = append(parts, memlimit.Part{What: "the new cells", Flags: fmt.Sprintf("-ratio %v", cfg.Ratio),
+		Bytes: estimatedCellCopies * float64(4*order+8) * nAug})
 	kinds := map[string]bool{}
 	p := cfg.Pipeline()
 	walk(p.Cells, map[stage]bool{}, func(s stage) {

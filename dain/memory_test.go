@@ -75,3 +75,52 @@ func TestRunBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxMemory (issue 46): a Config whose estimate exceeds MaxMemory is
+// refused by NewExperiment before any model is built, naming the largest
+// part's flags; the estimate counts -ratio's new cells and CoSTCo's
+// rank × channels without overflow; a limit it fits is accepted.
+func TestMaxMemory(t *testing.T) {
+	g, err := tensor.NewGenerator([]int{30, 20, 10}, 2000, 3, 0.1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := g.Tensor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Rank, cfg.Channels = 1<<20, 1<<20
+	cfg.MaxMemory = 1 << 40
+	_, err = NewExperiment(x, cfg, cpu.New())
+	if err == nil || !strings.Contains(err.Error(), "the CoSTCo model (-rank 1048576, -channels 1048576, -costco-batch 256)") || !strings.Contains(err.Error(), "-max-memory 1.0 TiB") {
+		t.Errorf("rank and channels 2²⁰: %v", err)
+	}
+	sum := func(cfg Config) (total float64, byWhat map[string]float64) {
+		byWhat = map[string]float64{}
+		for _, p := range MemoryParts(x.NNZ(), x.Dims, cfg, 1) {
+			total += p.Bytes
+			byWhat[p.What] += p.Bytes
+		}
+		return
+	}
+	cfg = DefaultConfig()
+	_, one := sum(cfg)
+	cfg.Ratio = 1000
+	_, many := sum(cfg)
+	if many["the new cells"] != 2000*one["the new cells"] || one["the new cells"] <= 0 {
+		t.Errorf("new cells at ratio 0.5 %v and 1000 %v bytes", one["the new cells"], many["the new cells"])
+	}
+	cfg = DefaultConfig()
+	total, _ := sum(cfg)
+	cfg.MaxMemory = int64(total) + 1
+	e, err := NewExperiment(x, cfg, cpu.New())
+	if err != nil {
+		t.Fatalf("a limit the estimate fits: %v", err)
+	}
+	e.Close()
+	cfg.MaxMemory = int64(total) - 1
+	if _, err := NewExperiment(x, cfg, cpu.New()); err == nil || !strings.Contains(err.Error(), "the mlp model (-layers 150,1024,1024,128, -batch 1024)") {
+		t.Errorf("a limit one byte below the estimate: %v", err)
+	}
+}
