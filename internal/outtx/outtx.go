@@ -203,6 +203,9 @@ func (t *Tx) add(path string, dir bool, owns func(string) bool) (*entry, error) 
 	e := &entry{user: path, target: target, dir: dir, owns: owns, mode: 0o644}
 	parent := filepath.Dir(target)
 	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+		if err := t.checkClashes(e); err != nil {
+			return nil, err // inside a directory output yet to be made
+		}
 		why := "does not exist"
 		if err == nil || errors.Is(err, syscall.ENOTDIR) {
 			why = "is not a directory"
