@@ -56,3 +56,27 @@ func TestGraphsOption(t *testing.T) {
 		t.Errorf(`gemm-tune "fast": %v`, err)
 	}
 }
+
+// TestMaxMemoryOption (issue 46): the option "max-memory" is the flag's
+// (Python's max_memory keyword): a size as a string or a number of bytes;
+// a run whose estimate exceeds it fails before training with the estimate
+// and the flags of its largest part, and a bad size is an input error.
+func TestMaxMemoryOption(t *testing.T) {
+	x, err := buildTensor(libCells(400))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []string{`"1MB"`, `1000000`} {
+		_, err := augment(context.Background(), x, `{"layers":"12,8","epochs":1,"backend":"cpu","quiet":true,"rank":4096,"max-memory":`+limit+`}`, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), "needs about") || !strings.Contains(err.Error(), "-rank 4096") || !strings.Contains(err.Error(), "-max-memory 977 KiB") {
+			t.Errorf("max-memory %s: %v", limit, err)
+		}
+	}
+	if _, err := augment(context.Background(), x, `{"layers":"12,8","epochs":1,"backend":"cpu","quiet":true,"max-memory":"1GiB"}`, io.Discard, nil); err != nil {
+		t.Errorf("max-memory 1GiB: %v", err)
+	}
+	_, err = augment(context.Background(), x, `{"quiet":true,"max-memory":"much"}`, io.Discard, nil)
+	if err == nil || codeOf(err) != codeInput || !strings.Contains(err.Error(), `option "max-memory": invalid value "much"`) {
+		t.Errorf(`max-memory "much": %v`, err)
+	}
+}
