@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/dainx/dainx/compute"
@@ -47,9 +48,42 @@ func (c *checkpointFlags) run(ctx context.Context, t *tensor.COO, cfg dain.Confi
 	}
 	res, err := dain.RunCheckpointed(ctx, t, cfg, be, dain.Checkpoint{Dir: c.dir, Resume: c.resume, Input: input, Program: version(), Hook: checkpointHook})
 	if err != nil && ctx.Err() != nil {
-		return nil, &keptError{msg: fmt.Sprintf("nothing written but the checkpoint in %s, which keeps the last finished epoch; the same command with -resume continues the run", c.dir)}
+		return nil, &keptError{msg: c.interrupted(cfg.Keep)}
 	}
 	return res, err
+}
+
+// interrupted says what an interrupted checkpointed run left and exactly
+// what to run next: the same command with -resume, or, when steps 1–4
+// had finished (their record is in the checkpoint) and the run was to
+// keep what only they compute (keep: -scores-out, -importance-out,
+// -model-out-all), which -resume cannot give, what to drop or remove.
+func (c *checkpointFlags) interrupted(keep dain.Keep) string {
+	msg := fmt.Sprintf("nothing written but the checkpoint in %s, which keeps the last finished epoch; the same command with -resume continues the run", c.dir)
+	var flags []string
+	if keep.Scores {
+		flags = append(flags, "-scores-out")
+	}
+	if keep.Importance {
+		flags = append(flags, "-importance-out")
+	}
+	if keep.Model != nil && keep.AllModels {
+		flags = append(flags, "-model-out-all")
+	}
+	if len(flags) == 0 {
+		return msg
+	}
+	steps14 := false
+	for _, p := range []string{filepath.Join(c.dir, "augmented.ckpt"), filepath.Join(c.dir, "rank-0-of-*", "augmented.ckpt")} {
+		if m, _ := filepath.Glob(p); len(m) > 0 {
+			steps14 = true
+		}
+	}
+	if !steps14 {
+		return msg
+	}
+	f := strings.Join(flags, ", ")
+	return fmt.Sprintf("nothing written but the checkpoint in %s, which keeps the last finished epoch; steps 1–4 had finished, and the checkpoint does not keep what %s writes: the same command with -resume but without %s finishes the run; to have them, remove %s and run the same command without -resume", c.dir, f, f, c.dir)
 }
 
 // adoptRecorded sets in c, for `dainx eval -resume` of the evaluation in

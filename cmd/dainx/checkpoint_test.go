@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,18 @@ import (
 // point of a checkpointed run (with SIGINT if DAINX_TEST_SIGNAL=INT, and
 // goes on).
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("DAINX_TEST_HOLD_CHECKPOINT"); dir != "" {
+		// Hold dir's checkpoint lock until standard input closes.
+		release, err := dain.LockCheckpoint(dir)
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Println("held")
+		io.Copy(io.Discard, os.Stdin)
+		release()
+		os.Exit(0)
+	}
 	if os.Getenv("DAINX_TEST_AS_DAINX") != "1" {
 		os.Exit(m.Run())
 	}
@@ -172,7 +186,7 @@ func TestCheckpointFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-checkpoint", ck}, "continue that run with -resume"},
+		{[]string{"-checkpoint", ck}, "an interrupted run of this input and flags"},
 		{[]string{"-checkpoint", ck, "-resume", "-lr", "0.01"}, "was made with -lr 0.001; this run has -lr 0.01"},
 		{[]string{"-checkpoint", ck, "-resume", "-costco-lr", "0.01"}, "-costco-lr"},
 		{[]string{"-checkpoint", ck, "-resume", "-seed", "4"}, "-seed 3; this run has -seed 4"},
