@@ -78,7 +78,7 @@ Methods:
 		if out == "" {
 			return exitFor("eval", fmt.Errorf("%w: -merge needs -out DIR", errUsage), nil, stderr)
 		}
-		return exitFor("eval", mergeEval(splitList(merge), out, stdout), nil, stderr)
+		return exitFor("eval", outDirGuard(out)(mergeEval(splitList(merge), out, stdout)), nil, stderr)
 	}
 	spec := eval.Spec{Methods: splitList(methods), Repeats: repeats}
 	if baselines != "" {
@@ -125,9 +125,33 @@ Methods:
 		if resume || diagnose {
 			return exitFor("eval", fmt.Errorf("%w: -dist mpi runs neither -resume nor -diagnose", errUsage), nil, stderr)
 		}
-		return evalDist(ctx, spec, &in, out, *spread, args, stdout, stderr)
+		guard := outDirGuard(out)
+		code := evalDist(ctx, spec, &in, out, *spread, args, stdout, stderr)
+		if code != exitOK && code != exitInterrupted {
+			guard(errors.New("failed"))
+		}
+		return code
 	}
-	return exitFor("eval", runEval(ctx, spec, &in, out, resume, diagnose, args, stdout, stderr), ctx, stderr)
+	return exitFor("eval", outDirGuard(out)(runEval(ctx, spec, &in, out, resume, diagnose, args, stdout, stderr)), ctx, stderr)
+}
+
+// outDirGuard notes whether the output directory dir exists before the
+// command, and returns the function that, given the command's error,
+// removes dir if the command failed, made it, and left nothing in it but
+// its temporaries: a failed command leaves no empty output directory
+// behind. A directory holding finished repeats (resumable with -resume)
+// is kept.
+func outDirGuard(dir string) func(error) error {
+	_, err := os.Lstat(dir)
+	existed := err == nil
+	return func(cerr error) error {
+		if cerr == nil || existed {
+			return cerr
+		}
+		outtx.Sweep(dir, "")
+		os.Remove(dir) // only when empty
+		return cerr
+	}
 }
 
 func splitList(s string) []string {
