@@ -77,7 +77,7 @@ func TestDistCheckpointKind(t *testing.T) {
 		n      int
 		resume bool
 		want   string
-	}{{3, true, "written by an MPI run of 2 ranks"}, {3, false, "written by an MPI run of 2 ranks"}, {2, false, "continue it with -resume"}} {
+	}{{3, true, "written by an MPI run of 2 ranks"}, {3, false, "written by an MPI run of 2 ranks"}, {2, false, "an interrupted run (an MPI run of 2 ranks); to continue it, run the same command with -resume"}} {
 		a := append(append([]string(nil), margs...), "-checkpoint", mpiCk, "-output", filepath.Join(dir, "m.tsv"))
 		if c.resume {
 			a = append(a, "-resume")

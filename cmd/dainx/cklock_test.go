@@ -97,3 +97,32 @@ func TestInterruptedKeepsNotSaved(t *testing.T) {
 		t.Errorf("a refused run wrote %s", scores)
 	}
 }
+
+// TestDistCheckpointInUse: under MPI rank 0 takes the same lock as one
+// process: a job on a checkpoint directory another process holds exits 1
+// on every rank, rank 0 naming the holder, and writes nothing there; and a
+// one-process run is refused while a job's rank holds its directory.
+// It runs with DAINX_TEST_MPI=1.
+func TestDistCheckpointInUse(t *testing.T) {
+	if os.Getenv("DAINX_TEST_MPI") != "1" {
+		t.Skip("DAINX_TEST_MPI=1 runs the MPI tests")
+	}
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	pid := holdCheckpointLock(t, ck)
+	for _, resume := range []bool{false, true} {
+		a := append([]string{"augment", "-dist", "mpi", "-input", "testdata/golden/input.tsv"}, distFlags...)
+		a = append(a, "-checkpoint", ck, "-output", filepath.Join(dir, "m.tsv"))
+		if resume {
+			a = append(a, "-resume")
+		}
+		code, out := mpiRun(t, l, 2, nil, a...)
+		if code != 1 || !strings.Contains(out, fmt.Sprintf("checkpoint directory %s is in use by process %d", ck, pid)) {
+			t.Errorf("resume %v: exit %d\n%s", resume, code, out)
+		}
+	}
+	if es, _ := os.ReadDir(ck); len(es) != 1 {
+		t.Errorf("the refused jobs wrote into %s: %v", ck, es)
+	}
+}
