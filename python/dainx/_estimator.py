@@ -9,7 +9,7 @@ import tempfile
 
 import numpy as np
 
-from . import _native
+from . import _native, _savedir
 
 # Files of a model directory: model.json and model.safetensors as
 # `dainx augment -model-out DIR` writes them (docs/model-format.md), and,
@@ -430,7 +430,9 @@ class DAIN:
         directory beside path (same parent), which then replaces path (an
         older save is renamed aside, the new one renamed in, the old one
         removed). On any failure nothing of this save remains and an older
-        save at path is intact. IDs must be str, int, float or bool
+        save at path is intact; the OSError names path (never a temporary:
+        those are .NAME.dainx-tmp-PID-..., and a killed save's are removed by
+        the next save once their process is gone). IDs must be str, int, float or bool
         (TypeError otherwise). ValueError if path is an existing file or
         other non-directory, or a directory holding anything but a saved
         model's files (it is never emptied)."""
@@ -448,39 +450,16 @@ class DAIN:
         files[_PYTHON_FILE] = (json.dumps(side, ensure_ascii=False) + "\n").encode()
         if dict_file is not None:
             files[_DICT_FILE] = dict_file
-        path = os.path.abspath(os.fspath(path))
+        user_path = os.fspath(path)
+        path = os.path.abspath(user_path)
         if os.path.lexists(path):
             if not os.path.isdir(path) or os.path.islink(path):
-                raise ValueError("save: %s exists and is not a directory" % path)
+                raise ValueError("save: %s exists and is not a directory" % user_path)
             other = sorted(set(os.listdir(path)) - set(_MODEL_FILES) - {_PYTHON_FILE, _DICT_FILE})
             if other:
                 raise ValueError("save: %s holds %s, not only a saved model's files; not replacing it"
-                                 % (path, ", ".join(repr(o) for o in other[:5])))
-        parent, base = os.path.split(path)
-        os.makedirs(parent, exist_ok=True)
-        new = tempfile.mkdtemp(prefix="." + base + ".new-", dir=parent)
-        aside = None
-        try:
-            for name, b in files.items():
-                with open(os.path.join(new, name), "wb") as f:
-                    f.write(b)
-                    f.flush()
-                    os.fsync(f.fileno())
-            os.chmod(new, 0o755)
-            if os.path.isdir(path):
-                aside = tempfile.mkdtemp(prefix="." + base + ".old-", dir=parent)
-                os.rename(path, os.path.join(aside, "old"))
-            os.rename(new, path)
-        except BaseException:
-            shutil.rmtree(new, ignore_errors=True)
-            if aside is not None:
-                old = os.path.join(aside, "old")
-                if os.path.isdir(old) and not os.path.lexists(path):
-                    os.rename(old, path)
-                shutil.rmtree(aside, ignore_errors=True)
-            raise
-        if aside is not None:
-            shutil.rmtree(aside, ignore_errors=True)
+                                 % (user_path, ", ".join(repr(o) for o in other[:5])))
+        _savedir.save_dir(path, files, user_path)
         return self
 
 
