@@ -841,9 +841,11 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	}
 	if saved != nil {
 		if k := cfg.Keep; k.Scores || k.Importance || (k.Model != nil && k.AllModels) {
-			return nil, nil, fmt.Errorf("dain: the cell scores, entity importance and models Θ and Θ_p come from steps 1–4, which finished before the interruption and are not in the checkpoint: run again without resuming to have them")
+			// checkpointer.keepsNotSaved refuses this first, saying
+			// whether the run there finished or was interrupted.
+			return nil, nil, fmt.Errorf("dain: -resume: the cell scores, entity importance and models Θ and Θ_p come from steps 1–4, whose result the checkpoint holds without them: resume without -scores-out, -importance-out and -model-out-all, or remove the checkpoint directory and run without -resume to have them")
 		}
-		// Steps 1–4 finished before the interruption.
+		// Steps 1–4 finished in an earlier run on the checkpoint.
 		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = saved.RMSEBefore, saved.BestEpoch, saved.HistoryBefore
 		rep.ValRMSEBefore = bestValRMSE(saved.HistoryBefore, saved.BestEpoch)
 		st := saved.Stats
@@ -861,7 +863,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
 		rep.Seconds = saved.Seconds
 		rep.Diagnostics = saved.Diagnostics
-		e.logf("steps 1–4 finished before the interruption (checkpoint): test RMSE %.6f before augmentation, %d new cells", rep.RMSEBefore, rep.NAug)
+		e.logf("steps 1–4 taken from the checkpoint: test RMSE %.6f before augmentation, %d new cells", rep.RMSEBefore, rep.NAug)
 		e.sp.dist.mark(e.sp.cl) // train
 		// auto chooses again as it did: the same split and seeds.
 		if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {

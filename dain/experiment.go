@@ -456,7 +456,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		for i, p := range passes {
 			e.cellScores[p] = &done[compute.F32]{t.accs[i].Scores(), s[i]}
 		}
-		e.logf("%s: trained before the interruption (checkpoint): best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.res.BestEpoch, t.res.BestValMSE, t.rmse)
+		e.logf("%s: taken from the checkpoint: best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.res.BestEpoch, t.res.BestValMSE, t.rmse)
 		ok = true
 		return t, seconds, nil
 	}
