@@ -190,10 +190,11 @@ func restore(old, target string) {
 	if err != nil {
 		return
 	}
+	if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+		os.Rename(old, target) // the whole file or directory was set aside
+		return
+	}
 	if !st.IsDir() {
-		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
-			os.Rename(old, target)
-		}
 		return
 	}
 	es, err := os.ReadDir(old)

@@ -98,6 +98,14 @@ func TestStaleTemporariesSwept(t *testing.T) {
 	if s := read(t, filepath.Join(d, "c.tsv")); s != "the old c" {
 		t.Errorf("c.tsv holds %q, want the file the killed Commit replaced", s)
 	}
+	// A whole directory set aside (Python's save) comes back too.
+	aside := filepath.Join(d, fmt.Sprintf(".py%s%d-%08x-%016x", oldTag, dead, host, 8))
+	os.Mkdir(aside, 0o755)
+	write(t, filepath.Join(aside, "model.json"), "old")
+	Sweep(d, "py")
+	if s := read(t, filepath.Join(d, "py", "model.json")); s != "old" {
+		t.Errorf("the directory set aside was not put back: %q", s)
+	}
 }
 
 // TestHelperKilledWriter is not a test: run as a child with
