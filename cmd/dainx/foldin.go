@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -109,7 +108,7 @@ func runFoldIn(ctx context.Context, f *cli.FoldIn, input, format string, base in
 	var t *tensor.COO
 	var extra cli.Extra
 	if index != "" {
-		if t, extra, err = readFoldTable(input, format, index, value, f.Model, dp, meta.Dims); err != nil {
+		if t, extra, err = readFoldTable(input, format, index, value, f.Model, meta.Dims); err != nil {
 			return err
 		}
 	} else {
@@ -163,24 +162,14 @@ func readFoldTensor(input, format string, base int, meta model.Meta) (*tensor.CO
 }
 
 // readFoldTable reads the cells of a fold-in given as a table of IDs
-// (-index, -value) against the model's dictionaries (the file dp),
-// renumbered as the grown model indexes them (foldin.MapTable), and
-// returns them with the function that writes the grown dictionaries.
-func readFoldTable(input, format, index, value, modelPath, dp string, dims []int) (*tensor.COO, cli.Extra, error) {
-	modes, err := table.ParseIndex(index)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: -index %s: %v", errUsage, tensor.Echo(index), err)
-	}
-	spec := table.Spec{Modes: modes, Value: value}
-	known, err := table.ReadJSON(dp, dims)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("%w: -index: the model %s has no %s (it was trained on a tensor of indices, not a table); give -input as a tensor of indices, without -index", errUsage, modelPath, table.DictFile)
-	}
+// (-index, -value) against the model's dictionaries (cli.KnownTable:
+// matched by column, a swap refused), renumbered as the grown model
+// indexes them (foldin.MapTable), and returns them with the function
+// that writes the grown dictionaries.
+func readFoldTable(input, format, index, value, modelPath string, dims []int) (*tensor.COO, cli.Extra, error) {
+	spec, known, err := cli.KnownTable(index, value, modelPath, dims, "give -input as a tensor of indices, without -index")
 	if err != nil {
 		return nil, nil, err
-	}
-	if spec, err = table.Resolve(spec, known); err != nil {
-		return nil, nil, fmt.Errorf("%w: -index %s: %v", errUsage, tensor.Echo(index), err)
 	}
 	tf, err := cli.TableFormat(&cli.Input{Input: input, Format: format})
 	if err != nil {

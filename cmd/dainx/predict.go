@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/compute"
@@ -316,8 +317,7 @@ func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, boo
 		return nil, false, err
 	}
 	defer closeText()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<16), maxQueryLine)
+	sc := tensor.NewLineScanner(r, maxQueryLine)
 	t := &tensor.COO{Dims: append([]int(nil), dims...)}
 	values := -1 // unknown until the first cell
 	line := 0
@@ -327,15 +327,15 @@ func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, boo
 		if l == "" || l[0] == '#' {
 			continue
 		}
-		fs := strings.Fields(l)
-		v := len(fs) - order
+		fs, nf := fieldsOf(l, order+1)
+		v := nf - order
 		if v != 0 && v != 1 {
-			return nil, false, fmt.Errorf("%s:%d: want %d indices, optionally a value, got %d fields", path, line, order, len(fs))
+			return nil, false, fmt.Errorf("%s:%d: want %d indices, optionally a value, got %d fields", path, line, order, nf)
 		}
 		if values < 0 {
 			values = v
 		} else if v != values {
-			return nil, false, fmt.Errorf("%s:%d: %d fields, the lines before had %d (values on every line or on none)", path, line, len(fs), order+values)
+			return nil, false, fmt.Errorf("%s:%d: %d fields, the lines before had %d (values on every line or on none)", path, line, nf, order+values)
 		}
 		for n := 0; n < order; n++ {
 			i, err := strconv.ParseInt(fs[n], 10, 64)
@@ -361,9 +361,30 @@ func readQueryCells(path, format string, base int, dims []int) (*tensor.COO, boo
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
 		return nil, false, fmt.Errorf("%s:%d: line longer than %d MiB (a cell is N indices and a value)", path, line+1, maxQueryLine>>20)
 	} else if err != nil {
-		return nil, false, fmt.Errorf("%s:%d: %w", path, line+1, err)
+		return nil, false, tensor.ReadError(path, line, err) // a truncated gzip stream: after the whole lines
 	}
 	return t, values == 1, nil
+}
+
+// fieldsOf returns the fields of line l (separated by white space, as
+// strings.Fields splits), at most max of them, and how many it has: a
+// line of millions of fields sizes nothing.
+func fieldsOf(l string, max int) ([]string, int) {
+	var fs []string
+	for n := 0; ; n++ {
+		l = strings.TrimLeftFunc(l, unicode.IsSpace)
+		if l == "" {
+			return fs, n
+		}
+		i := strings.IndexFunc(l, unicode.IsSpace)
+		if i < 0 {
+			i = len(l)
+		}
+		if len(fs) < max {
+			fs = append(fs, l[:i])
+		}
+		l = l[i:]
+	}
 }
 
 // maxQueryLine is the longest line of a -cells file, in bytes.

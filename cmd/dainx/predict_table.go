@@ -1,15 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"path/filepath"
 	"time"
 
 	"github.com/dainx/dainx/cmd/internal/cli"
-	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tensor/table"
 )
@@ -25,11 +21,12 @@ func runPredictTable(path, cells, index, value, output, report, format string, b
 	if base >= 0 {
 		return fmt.Errorf("%w: -index-base is for cells of indices; -index reads IDs", errUsage)
 	}
+	// -index and -value checked before the model is loaded; again with its
+	// dictionaries (cli.KnownTable).
 	modes, err := table.ParseIndex(index)
 	if err != nil {
 		return fmt.Errorf("%w: -index %s: %v", errUsage, tensor.Echo(index), err)
 	}
-	spec := table.Spec{Modes: modes, Value: value}
 	for _, m := range modes {
 		if m.Column == value {
 			return fmt.Errorf("%w: column %s is both in -index and -value", errUsage, tensor.Echo(value))
@@ -39,18 +36,10 @@ func runPredictTable(path, cells, index, value, output, report, format string, b
 	if err != nil {
 		return err
 	}
-	jp, _ := model.Paths(path)
-	dp := filepath.Join(filepath.Dir(jp), table.DictFile)
 	return withPredictModel(path, cells, output, report, backend, evalBatch, stderr, func(p *predictModel) error {
-		known, err := table.ReadJSON(dp, p.meta.Dims)
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%w: -index: the model %s has no %s (it was trained on a tensor of indices, not a table); give -cells FILE of indices", errUsage, path, table.DictFile)
-		}
+		spec, known, err := cli.KnownTable(index, value, path, p.meta.Dims, "give -cells FILE of indices")
 		if err != nil {
 			return err
-		}
-		if spec, err = table.Resolve(spec, known); err != nil {
-			return fmt.Errorf("%w: -index %s: %v", errUsage, tensor.Echo(index), err)
 		}
 		t, _, err := table.ReadFile(cells, spec, table.Options{Format: tf, Known: known, Repeats: true})
 		if err != nil {

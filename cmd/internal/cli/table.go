@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/outtx"
+	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tensor/table"
 )
@@ -132,6 +135,41 @@ func ReadTable(in *Input, stderr io.Writer) (*tensor.COO, *table.Dicts, error) {
 		fmt.Fprintf(stderr, "dainx: read %s (%s): %d cells; %s\n", in.Input, f, t.NNZ(), d.Summary())
 	}
 	return t, d, nil
+}
+
+// KnownTable parses -index and -value of cells given by ID to a model
+// trained on a table (predict, fold-in: the one check both make), reads
+// the model's dictionaries (table.DictFile beside the model.json of
+// modelPath) against its mode sizes dims (table.ReadJSON: their IDs
+// counted as they come) and matches -index with them by column
+// (table.Resolve: the model's columns in its order, so that a swap such
+// as -index item,user on a model of user,item is refused naming the
+// columns). A bad -index, a swap or a model without dictionaries is a
+// usage error; without is the advice for the last ("give -cells FILE of
+// indices").
+func KnownTable(index, value, modelPath string, dims []int, without string) (table.Spec, *table.Dicts, error) {
+	modes, err := table.ParseIndex(index)
+	if err != nil {
+		return table.Spec{}, nil, fmt.Errorf("%w: -index %s: %v", ErrUsage, tensor.Echo(index), err)
+	}
+	for _, m := range modes {
+		if m.Column == value {
+			return table.Spec{}, nil, fmt.Errorf("%w: column %s is both in -index and -value", ErrUsage, tensor.Echo(value))
+		}
+	}
+	spec := table.Spec{Modes: modes, Value: value}
+	jp, _ := model.Paths(modelPath)
+	known, err := table.ReadJSON(filepath.Join(filepath.Dir(jp), table.DictFile), dims)
+	if errors.Is(err, fs.ErrNotExist) {
+		return table.Spec{}, nil, fmt.Errorf("%w: -index: the model %s has no %s (it was trained on a tensor of indices, not a table); %s", ErrUsage, modelPath, table.DictFile, without)
+	}
+	if err != nil {
+		return table.Spec{}, nil, err
+	}
+	if spec, err = table.Resolve(spec, known); err != nil {
+		return table.Spec{}, nil, fmt.Errorf("%w: -index %s: %v", ErrUsage, tensor.Echo(index), err)
+	}
+	return spec, known, nil
 }
 
 // TableOut is the table format of an output file of a run on a table
