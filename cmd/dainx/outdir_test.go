@@ -40,3 +40,22 @@ func TestEvalOutFullDisk(t *testing.T) {
 		t.Errorf("left %v", es)
 	}
 }
+
+// TestFileInsideModelOut: -importance-out inside the -model-out directory,
+// among the names it fills, is refused naming the file, whether the
+// directory exists or not.
+func TestFileInsideModelOut(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTSV(t, dir, "x.tsv", 600)
+	for _, made := range []bool{false, true} {
+		m := filepath.Join(dir, "m")
+		if made {
+			os.Mkdir(m, 0o755)
+		}
+		imp := filepath.Join(m, "model.json")
+		code, _, stderr := runCLI(append([]string{"augment", "-input", in, "-backend", "cpu", "-output", filepath.Join(dir, "a.tsv"), "-model-out", m, "-importance-out", imp}, tiny...)...)
+		if code != exitFailure || !strings.Contains(stderr, "cannot write "+imp+": it is the file model.json of the output directory "+m) {
+			t.Errorf("directory made %v: exit %d, %q", made, code, stderr)
+		}
+	}
+}

@@ -375,6 +375,24 @@ func isLinkTo(path, target string) bool {
 	return err == nil && r == target
 }
 
+// InsideDir returns the error of registering the output file path beside
+// the output directory dir whose files are the names owns accepts (nil:
+// every name), when dir fills path; else nil. A command that registers
+// its files before its directories calls it first, so that a file inside
+// a directory yet to be made is named as such rather than as a missing
+// directory.
+func InsideDir(path, dir string, owns func(string) bool) error {
+	if path == "" || dir == "" {
+		return nil
+	}
+	f, err1 := resolve(path)
+	d, err2 := resolve(dir)
+	if err1 != nil || err2 != nil || filepath.Dir(f) != d || owns != nil && !owns(filepath.Base(f)) {
+		return nil
+	}
+	return fmt.Errorf("cannot write %s: it is the file %s of the output directory %s, which this command fills", path, filepath.Base(f), dir)
+}
+
 // clashesWithOutput says why e may not be written beside output o, or "".
 func (e *entry) clashesWithOutput(o *entry) string {
 	if e.special && e.info.Mode()&os.ModeCharDevice != 0 || o.special && o.info.Mode()&os.ModeCharDevice != 0 {

@@ -364,3 +364,14 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("left %v", n)
 	}
 }
+
+// InsideDir names a file that a directory output yet to be made fills.
+func TestInsideDir(t *testing.T) {
+	d := t.TempDir()
+	m, f := filepath.Join(d, "m"), filepath.Join(d, "m", "model.json")
+	owns := func(n string) bool { return n == "model.json" }
+	mustErr(t, InsideDir(f, m, owns), "cannot write "+f, "file model.json of the output directory "+m)
+	if err := InsideDir(filepath.Join(m, "imp.tsv"), m, owns); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -128,6 +128,18 @@ func (a *Augment) Begin(checkpoint string, ins ...string) (*Transaction, error) 
 	if err := t.Tx.InputDir(checkpoint); err != nil {
 		return nil, err
 	}
+	// A file among a directory output's own names is named as such,
+	// also when the directory is yet to be made.
+	for _, f := range []string{a.Output, a.Out.ScoresOut, a.Out.ImportOut, a.Report} {
+		for _, d := range []struct {
+			path string
+			owns func(string) bool
+		}{{a.Out.SplitOut, splitFile}, {a.Out.ModelOut, ModelFile}} {
+			if err := outtx.InsideDir(f, d.path, d.owns); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var err error
 	if t.Output, err = t.Tx.File(a.Output); err != nil {
 		return nil, err
