@@ -246,3 +246,27 @@ func TestTableTruncatedGzip(t *testing.T) {
 		}
 	}
 }
+
+// TestSortedBigIntegers: -ids sorted orders integer IDs beyond int64 (a
+// Parquet UINT64's, a CSV's) exactly, by value, not as float64 (where
+// 9999999999999999999 and 10000000000000000000 are one number).
+func TestSortedBigIntegers(t *testing.T) {
+	type row struct {
+		U uint64  `parquet:"u"`
+		R float64 `parquet:"r"`
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "u.parquet")
+	if err := parquet.WriteFile(p, []row{{10000000000000000000, 1}, {math.MaxUint64, 2}, {9999999999999999999, 3}, {1, 4}}); err != nil {
+		t.Fatal(err)
+	}
+	_, d, err := ReadFile(p, mustSpec(t, "u", "r", true), Options{})
+	if want := []string{"1", "9999999999999999999", "10000000000000000000", "18446744073709551615"}; err != nil || !slices.Equal(d.Modes[0].IDs, want) {
+		t.Errorf("parquet: %v %q, want %q", err, d.Modes[0].IDs, want)
+	}
+	q := write(t, dir, "b.csv", "u,r\n99999999999999999999,1\n-5,2\n-100000000000000000000,3\n3,4\n-99999999999999999999,5\n0,6\n")
+	_, d, err = ReadFile(q, mustSpec(t, "u", "r", true), Options{})
+	if want := []string{"-100000000000000000000", "-99999999999999999999", "-5", "0", "3", "99999999999999999999"}; err != nil || !slices.Equal(d.Modes[0].IDs, want) {
+		t.Errorf("csv: %v %q, want %q", err, d.Modes[0].IDs, want)
+	}
+}

@@ -180,6 +180,7 @@ type modeState struct {
 	ids    map[string]int32
 	list   []string
 	allInt bool // every ID a canonical int64
+	allDec bool // every ID a canonical decimal integer of any size (a UINT64 above 2⁶³−1)
 	allNum bool // every ID a finite number
 	known  *Dict
 	// Time modes: indices are bin − base (the first row's bin) until
@@ -195,7 +196,7 @@ func newBuilder(file string, spec Spec, opt Options) *builder {
 	for n, m := range spec.Modes {
 		s := &b.modes[n]
 		s.Mode = m
-		s.allInt, s.allNum = true, true
+		s.allInt, s.allNum, s.allDec = true, true, true
 		if opt.Known != nil {
 			s.known = opt.Known.Modes[n]
 		} else if !m.Bin.IsTime() {
@@ -254,6 +255,9 @@ func (b *builder) id(n int, s string, line int) error {
 		if m.allInt {
 			x, err := strconv.ParseInt(s, 10, 64)
 			m.allInt = err == nil && strconv.FormatInt(x, 10) == s
+		}
+		if m.allDec && !m.allInt {
+			m.allDec = canonicalInt(s)
 		}
 		if m.allNum && !m.allInt {
 			x, err := strconv.ParseFloat(s, 64)
@@ -424,7 +428,8 @@ func (b *builder) finish() (*tensor.COO, *Dicts, error) {
 }
 
 // sortIDs renumbers mode n's IDs in sorted order (numbers as numbers when
-// every ID is one, ties by text; else by text) and its indices in idx.
+// every ID is one: integers exactly, of any size, others as float64 with
+// ties by text; else by text) and its indices in idx.
 func (m *modeState) sortIDs(idx []int32, n, order int) {
 	perm := make([]int32, len(m.list)) // sorted position → old index
 	for i := range perm {
@@ -437,6 +442,8 @@ func (m *modeState) sortIDs(idx []int32, n, order int) {
 			v[i], _ = strconv.ParseInt(s, 10, 64)
 		}
 		sort.Slice(perm, func(a, b int) bool { return v[perm[a]] < v[perm[b]] })
+	case m.allDec: // integers beyond int64: exactly, by their text
+		sort.Slice(perm, func(a, b int) bool { return intTextLess(m.list[perm[a]], m.list[perm[b]]) })
 	case m.allNum:
 		v := make([]float64, len(m.list))
 		for i, s := range m.list {
@@ -463,6 +470,37 @@ func (m *modeState) sortIDs(idx []int32, n, order int) {
 	for k := n; k < len(idx); k += order {
 		idx[k] = newIdx[idx[k]]
 	}
+}
+
+// canonicalInt reports whether s is a decimal integer as
+// strconv.FormatInt would write one, of any size: an optional '-', then
+// "0" or digits without a leading 0 ("-0" is not one).
+func canonicalInt(s string) bool {
+	d := strings.TrimPrefix(s, "-")
+	if d == "" || (d[0] == '0' && (len(d) > 1 || len(s) > 1)) {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// intTextLess orders two canonical decimal integers (canonicalInt) of
+// any size by value.
+func intTextLess(a, b string) bool {
+	na, nb := a[0] == '-', b[0] == '-'
+	switch {
+	case na != nb:
+		return na
+	case a == b:
+		return false
+	case len(a) != len(b):
+		return (len(a) < len(b)) != na
+	}
+	return (a < b) != na
 }
 
 // lineMap maps row numbers to line numbers in little memory: a run of
