@@ -393,12 +393,15 @@ func (r *dictReader) delim(d json.Delim, where, what string) error {
 }
 
 // value reads the next value, a scalar, into v (*string, *int, *int64
-// or **int64, where null leaves nil), naming where. An array or object
+// or **int64; null leaves v as it is), naming where. An array or object
 // is refused at its first token, never read whole.
 func (r *dictReader) value(where string, v any) error {
 	t, err := r.dec.Token()
 	if err != nil {
 		return err
+	}
+	if t == nil {
+		return nil // null: the field's zero value, as encoding/json leaves it
 	}
 	got := "a JSON " + jsonKind(t)
 	switch v := v.(type) {
@@ -410,10 +413,6 @@ func (r *dictReader) value(where string, v any) error {
 		*v = s
 		return nil
 	case **int64:
-		if t == nil {
-			*v = nil
-			return nil
-		}
 		var x int64
 		if err := intToken(t, where, got, &x); err != nil {
 			return err
