@@ -171,6 +171,8 @@ type checkpointer struct {
 
 	release  func() // the directory's lock (LockCheckpoint)
 	manifest string // the manifest of the run (for a rank, the job's)
+	created  bool   // this run made the directory
+	finished bool   // the run returned its result (done)
 }
 
 // ErrCheckpointExists is returned (wrapped) when a run without Resume
@@ -195,6 +197,8 @@ func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func
 	if ck.Dir == "" {
 		return nil, fmt.Errorf("dain: checkpoint directory not given")
 	}
+	_, statErr := os.Stat(ck.Dir)
+	created := errors.Is(statErr, os.ErrNotExist)
 	if err := os.MkdirAll(ck.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dain: checkpoint directory: %w", err)
 	}
@@ -218,7 +222,7 @@ func openCheckpointFor(ck *Checkpoint, cfg Config, be compute.Backend, logf func
 			return nil, err
 		}
 	}
-	c = &checkpointer{dir: ck.Dir, hook: ck.Hook, cfg: cfg, ranks: ranks, release: release, head: ckHeader{
+	c = &checkpointer{dir: ck.Dir, hook: ck.Hook, cfg: cfg, ranks: ranks, release: release, created: created, head: ckHeader{
 		Dainx: ck.Program, Config: configFields(cfg, be.Name()), Backend: be.Device()}}
 	if ranks == 0 {
 		c.manifest = filepath.Join(ck.Dir, ckManifestName)
@@ -339,7 +343,11 @@ func (c *checkpointer) existing(dir string, files []string) error {
 // done records in the manifest that the run finished (its result is
 // whole), for the messages of later runs on the directory.
 func (c *checkpointer) done() error {
-	if c == nil || c.ranks != 0 {
+	if c == nil {
+		return nil
+	}
+	c.finished = true
+	if c.ranks != 0 {
 		return nil
 	}
 	return markFinished(c.manifest)
@@ -358,11 +366,31 @@ func markFinished(path string) error {
 	return nil
 }
 
-// close releases the checkpoint directory's lock.
+// close releases the checkpoint directory's lock. A directory this run
+// made and left without a checkpoint file (it failed before its first
+// epoch was saved) is removed: a failed command leaves no empty
+// checkpoint directory behind.
 func (c *checkpointer) close() {
-	if c != nil && c.release != nil {
-		c.release()
-		c.release = nil
+	if c == nil || c.release == nil {
+		return
+	}
+	empty := false
+	if c.created && !c.finished {
+		empty = true
+		es, _ := os.ReadDir(c.dir)
+		for _, de := range es {
+			if n := de.Name(); n != ckManifestName && n != ckLockName {
+				empty = false
+			}
+		}
+		if empty && c.ranks == 0 {
+			os.Remove(filepath.Join(c.dir, ckManifestName))
+		}
+	}
+	c.release()
+	c.release = nil
+	if empty {
+		os.Remove(c.dir) // fails if another run has taken it since
 	}
 }
 

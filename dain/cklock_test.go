@@ -192,3 +192,27 @@ func TestCheckpointStaleTemporaries(t *testing.T) {
 		t.Errorf("%s (owner %s, running) was removed: %v", filepath.Base(live), strconv.Itoa(os.Getppid()), err)
 	}
 }
+
+// TestCheckpointDirOfFailedRun: a run that made its checkpoint directory
+// and failed before saving anything in it leaves no directory behind; one
+// that saved an epoch keeps it, to resume.
+func TestCheckpointDirOfFailedRun(t *testing.T) {
+	x := demoTensor(t, 1500)
+	c := ckConfig()
+	c.Epochs = 2
+	dir := filepath.Join(t.TempDir(), "ck")
+	failed := errors.New("failed")
+	_, err := dain.RunCheckpointed(context.Background(), x, c, cpu.New(), dain.Checkpoint{Dir: dir,
+		Hook: func(p dain.CheckpointPoint) error { return failed }})
+	if !errors.Is(err, failed) {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		es, _ := os.ReadDir(dir)
+		t.Fatalf("the failed run left %s: %v", dir, es)
+	}
+	killAt(t, x, c, dir, false, dain.CheckpointPoint{Stage: "theta-mlp.tracin-last", Epoch: 1, Event: "saved"})
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		t.Fatalf("the run that saved an epoch lost its checkpoint: %v", err)
+	}
+}

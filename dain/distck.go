@@ -152,6 +152,7 @@ func (d *distCheckpoint) done() error {
 	if d == nil {
 		return nil
 	}
+	d.c.finished = true
 	var err error
 	if d.rank == 0 {
 		err = markFinished(d.c.manifest)
