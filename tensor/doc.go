@@ -21,7 +21,9 @@
 // Input compressed with gzip is detected by its content (magic bytes), not by
 // the file name; WriteFile compresses when the path ends in ".gz".
 //
-// The order N is fixed by the first data line. The mode sizes are not stored
+// The order N is fixed by the first data line, at most MaxOrder (1024):
+// a first line of more fields is refused before anything is sized by it,
+// and a later line's fields are only counted. The mode sizes are not stored
 // in the file: Dims[n] is the largest index of mode n plus one, exactly as
 // DAIN's loader computes it. Every index must fit in int32 (at most 2^31-2,
 // so that Dims fits in int32 as well).
@@ -55,7 +57,8 @@
 // # Errors
 //
 // Bad input (a malformed line, a non-integer or negative index, a NaN or
-// infinite value, a duplicate cell, an empty tensor, a corrupt gzip stream)
+// infinite value, a duplicate cell, an empty tensor, a corrupt or truncated
+// gzip stream, reported after the last whole line, never as the line it cut)
 // is reported as a *ParseError naming the file and, when the problem is on a
 // line, its 1-based line number (an empty tensor or a corrupt gzip stream has
 // line 0); reading never panics on bad input. Bad .bin input (a wrong magic
