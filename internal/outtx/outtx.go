@@ -14,8 +14,15 @@
 // files they replace until every rename succeeded. If any step fails,
 // Commit puts the replaced files back and removes what this run created;
 // Abort (deferred by the caller) removes whatever was staged. Only an
-// output that is not a regular file (a device, a pipe: /dev/stdout) is
-// written directly, at Write.
+// output that is not a regular file (a device, a pipe: /dev/stdout, also
+// into a pipe, a named pipe) is written directly, at Write, through the
+// path given: no transaction is possible for it, and its directory is not
+// probed.
+//
+// Temporaries carry the output's name and the owning process
+// (.NAME.dainx-tmp-PID-HOST-RANDOM, temp.go); registering an output first
+// removes those of it that a killed command left (Sweep), never those of
+// a process that still runs.
 //
 // A directory output (a model directory, a split directory) ends holding
 // exactly this run's files of the names it owns: files of those names that
