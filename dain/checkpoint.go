@@ -136,8 +136,9 @@ func fingerprint(x *tensor.COO, name string) ckInput {
 	return ckInput{Name: name, Cells: x.NNZ(), Dims: append([]int(nil), x.Dims...), SHA256: hex.EncodeToString(h.Sum(nil))}
 }
 
-// configFields lists every setting of c (every field but Progress, OnEpoch
-// and Keep, which change what a run reports, not what it computes, so a
+// configFields lists every setting of c (every field but Progress, OnEpoch,
+// Keep and MaxMemory, which change what a run reports or whether it
+// starts, not what it computes, so a
 // field added to Config is covered without a change here), by its
 // Setting.CkName (the flag of `dainx augment` that sets it, or else its
 // Go name), and the backend.
@@ -148,7 +149,7 @@ func configFields(c Config, backend string) []ckField {
 	v := reflect.ValueOf(c)
 	for i := 0; i < v.NumField(); i++ {
 		f, x := v.Type().Field(i), v.Field(i)
-		if f.Name == "Progress" || f.Name == "OnEpoch" || f.Name == "Keep" || !f.IsExported() {
+		if f.Name == "Progress" || f.Name == "OnEpoch" || f.Name == "Keep" || f.Name == "MaxMemory" || !f.IsExported() {
 			continue
 		}
 		name := f.Name
