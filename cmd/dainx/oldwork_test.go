@@ -74,7 +74,7 @@ func TestOldWorkResumes(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "aug.tsv")
 		// A refused run leaves the directory as it was: no manifest.
 		code, _, stderr := runCLI(append([]string{"augment", "-checkpoint", ck, "-output", out}, oldFlags...)...)
-		if _, err := os.Stat(filepath.Join(ck, "manifest.json")); code != 1 || !strings.Contains(stderr, "already holds a checkpoint") || err == nil {
+		if _, err := os.Stat(filepath.Join(ck, "manifest.json")); code != 1 || !strings.Contains(stderr, "holds the checkpoint of another run") || !strings.Contains(stderr, "made with -split legacy") || err == nil {
 			t.Errorf("a new run into the old checkpoint: exit %d: %s; manifest written: %v", code, stderr, err == nil)
 		}
 		args := append([]string{"augment", "-checkpoint", ck, "-resume", "-output", out}, oldFlags...)
