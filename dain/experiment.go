@@ -610,6 +610,13 @@ func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key u
 	}
 	dev.Free()
 	if err != nil {
+		if errors.Is(err, sampling.ErrSupport) {
+			hint := "use a smaller -ratio"
+			if e.cfg.Temperature > 1 {
+				hint = fmt.Sprintf("-temperature %v concentrates the importance on few entities: use a smaller τ (1 is the paper's), -mix to spread it, or a smaller -ratio", e.cfg.Temperature)
+			}
+			return nil, fmt.Errorf("dain: %w; %s", err, hint)
+		}
 		return nil, fmt.Errorf("dain: %w", err)
 	}
 	st.Sample = time.Since(t0).Seconds()

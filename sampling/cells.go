@@ -1,6 +1,7 @@
 package sampling
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/dainx/dainx/compute"
@@ -122,7 +123,7 @@ func (t *Tables) CellsExcluding(observed [][]int32, n int, opt Options) ([]int32
 	}
 	support := t.supportSize()
 	if support-float64(inSupport) < float64(n) {
-		return nil, st, fmt.Errorf("sampling: cannot draw %d new cells: the entities of positive importance span %.0f cells, %d of them observed", n, support, inSupport)
+		return nil, st, supportError(n, support, inSupport)
 	}
 	maxDraws := opt.MaxDraws
 	if maxDraws <= 0 {
@@ -190,4 +191,20 @@ func (t *Tables) supportSize() float64 {
 		s *= float64(k)
 	}
 	return s
+}
+
+// ErrSupport is the error (errors.Is) of a draw of more new cells than the
+// entities of positive importance span, less the observed cells among
+// them.
+var ErrSupport = errors.New("sampling: more new cells than the entities of positive importance span")
+
+type errSupport struct{ msg string }
+
+func (e errSupport) Error() string        { return e.msg }
+func (e errSupport) Is(target error) bool { return target == ErrSupport }
+
+// supportError is ErrSupport for n new cells, a support of support cells
+// and inSupport observed cells in it.
+func supportError(n int, support float64, inSupport int) error {
+	return errSupport{fmt.Sprintf("sampling: cannot draw %d new cells: the entities of positive importance span %.0f cells, %d of them observed", n, support, inSupport)}
 }

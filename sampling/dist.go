@@ -64,7 +64,7 @@ func (t *Tables) CellsShared(owned *tensor.CellSet, inSupport int, n int, opt Op
 	}
 	support := t.supportSize()
 	if support-float64(inSupport) < float64(n) {
-		return nil, 0, st, fmt.Errorf("sampling: cannot draw %d new cells: the entities of positive importance span %.0f cells, %d of them observed", n, support, inSupport)
+		return nil, 0, st, supportError(n, support, inSupport)
 	}
 	maxDraws := opt.MaxDraws
 	if maxDraws <= 0 {

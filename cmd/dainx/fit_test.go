@@ -80,3 +80,14 @@ func TestConfigurationsThatCannotFit(t *testing.T) {
 		t.Errorf("-max-memory lots: exit %d: %s", code, stderr)
 	}
 }
+
+// TestHugeTemperature (issue 46): -temperature 1e308 was "every weight of
+// mode 1 is zero", naming no flag; now α^τ that underflows sharpens to the
+// entities of largest importance, and when they span too few cells for
+// -ratio the error names -temperature and what to change.
+func TestHugeTemperature(t *testing.T) {
+	code, stdout, stderr := runCLI(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-backend", "cpu", "-temperature", "1e308"}, tiny...)...)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "cannot draw") || !strings.Contains(stderr, "-temperature 1e+308 concentrates the importance on few entities") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("-temperature 1e308: exit %d: %s", code, stderr)
+	}
+}
