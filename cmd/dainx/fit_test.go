@@ -1,32 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// underMemoryLimit runs the test binary as dainx with args under an
-// address-space limit of limitKB (bash's ulimit -v), and returns its exit
-// code and standard error.
-func underMemoryLimit(t *testing.T, limitKB string, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command("bash", append([]string{"-c", `ulimit -v "$0" && exec "$@"`, limitKB, os.Args[0]}, args...)...)
-	cmd.Env = append(os.Environ(), "DAINX_TEST_AS_DAINX=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, stderr.String()
-}
 
 // TestConfigurationsThatCannotFit (issue 46): settings within their caps
 // whose product cannot fit (a 10⁶-wide layer, CoSTCo's rank or channels at
@@ -59,7 +38,7 @@ func TestConfigurationsThatCannotFit(t *testing.T) {
 		{[]string{"-final-model", "fm", "-fm-rank", "4096", "-batch", "16777216"}, "the fm model (-fm-rank 4096, -batch 16777216)"},
 		{[]string{"-max-memory", "64MiB", "-layers", "24,4096"}, "(-max-memory 64 MiB)"},
 	} {
-		code, stderr := underMemoryLimit(t, "4000000", append(augment, tc.args...)...)
+		code, stderr, _ := limitedRun(t, 4000, append(augment, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")
 		if code != 1 || len(lines) != 1 || !strings.Contains(stderr, "needs about") || !strings.Contains(stderr, tc.want) {
 			t.Errorf("augment %v: exit %d, want 1 with one line naming %q: %s", tc.args, code, tc.want, stderr)
@@ -68,12 +47,12 @@ func TestConfigurationsThatCannotFit(t *testing.T) {
 			t.Errorf("augment %v: wrote %s", tc.args, out)
 		}
 	}
-	code, stderr := underMemoryLimit(t, "4000000", "synth", "-dims", "100000,100000,1000", "-nnz", "1000000000", "-output", out)
+	code, stderr, _ := limitedRun(t, 4000, "synth", "-dims", "100000,100000,1000", "-nnz", "1000000000", "-output", out)
 	if code != 1 || !strings.Contains(stderr, "the cells (-nnz 1000000000)") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Errorf("synth of 10⁹ cells: exit %d: %s", code, stderr)
 	}
 	// What fits runs under the same limit.
-	if code, stderr := underMemoryLimit(t, "4000000", append(augment, tiny...)...); code != 0 {
+	if code, stderr, _ := limitedRun(t, 4000, append(augment, tiny...)...); code != 0 {
 		t.Errorf("a run that fits: exit %d: %s", code, stderr)
 	}
 	if code, _, stderr := runCLI(append(augment, "-max-memory", "lots")...); code != 2 || !strings.Contains(stderr, `invalid value "lots" for flag -max-memory`) {
