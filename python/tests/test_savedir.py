@@ -5,7 +5,9 @@ name the caller's path. It needs neither numpy nor libdainx."""
 
 import importlib.util
 import os
+import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -16,7 +18,8 @@ _spec.loader.exec_module(savedir)
 
 
 def dead_pid():
-    p = subprocess.Popen(["true"])
+    # The interpreter itself: the wheel's tests run with an empty PATH.
+    p = subprocess.Popen([sys.executable, "-c", ""])
     p.wait()
     return p.pid
 
@@ -77,7 +80,11 @@ class SaveDir(unittest.TestCase):
     def test_full_disk_names_the_path(self):
         disk = os.path.join(self.parent, "disk")
         os.mkdir(disk)
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", disk],
+        mount = shutil.which("mount", path=os.defpath + ":/usr/sbin:/sbin")
+        umount = shutil.which("umount", path=os.defpath + ":/usr/sbin:/sbin")
+        if mount is None or umount is None:
+            self.skipTest("no mount command")
+        if subprocess.run([mount, "-t", "tmpfs", "-o", "size=4k", "tmpfs", disk],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0:
             self.skipTest("no tmpfs (needs root)")
         try:
@@ -89,7 +96,7 @@ class SaveDir(unittest.TestCase):
             self.assertNotIn("dainx-tmp", str(cm.exception))
             self.assertEqual(os.listdir(disk), [])
         finally:
-            subprocess.run(["umount", disk])
+            subprocess.run([umount, disk])
 
 
 if __name__ == "__main__":
