@@ -300,14 +300,19 @@ func sweepCheckpoint(dir string) {
 	}
 }
 
-// existsError is an ErrCheckpointExists error with its own message.
-type existsError string
+// kindError is an error with its own message that is (errors.Is) the
+// sentinel kind: ErrCheckpointExists, ErrCheckpointInUse,
+// ErrCheckpointKind.
+type kindError struct {
+	msg  string
+	kind error
+}
 
-func (e existsError) Error() string        { return string(e) }
-func (e existsError) Is(target error) bool { return target == ErrCheckpointExists }
+func (e kindError) Error() string        { return e.msg }
+func (e kindError) Is(target error) bool { return target == e.kind }
 
-func existsErrorf(format string, args ...any) error {
-	return existsError(fmt.Sprintf(format, args...))
+func kindErrorf(kind error, format string, args ...any) error {
+	return kindError{fmt.Sprintf(format, args...), kind}
 }
 
 // finishedRun reports whether the run that wrote c's checkpoint finished
@@ -329,16 +334,16 @@ func (c *checkpointer) existing(dir string, files []string) error {
 	for _, name := range files {
 		f, err := readCkFile(filepath.Join(dir, name), "header")
 		if err != nil {
-			return existsErrorf("dain: %s holds %s, which is not a checkpoint this dainx can read (%v); %s", dir, name, err, afresh)
+			return kindErrorf(ErrCheckpointExists, "dain: %s holds %s, which is not a checkpoint this dainx can read (%v); %s", dir, name, err, afresh)
 		}
 		if diff := c.difference(f.header, filepath.Join(dir, name)); diff != "" {
-			return existsErrorf("dain: %s holds the checkpoint of another run (%s); %s", dir, diff, afresh)
+			return kindErrorf(ErrCheckpointExists, "dain: %s holds the checkpoint of another run (%s); %s", dir, diff, afresh)
 		}
 	}
 	if c.finishedRun() {
-		return existsErrorf("dain: %s holds the checkpoint of a finished run of this input and flags; the same command with -resume gives its result again from there; %s", dir, afresh)
+		return kindErrorf(ErrCheckpointExists, "dain: %s holds the checkpoint of a finished run of this input and flags; the same command with -resume gives its result again from there; %s", dir, afresh)
 	}
-	return existsErrorf("dain: %s holds the checkpoint of an interrupted run of this input and flags (%s); to continue it, run the same command with -resume; %s", dir, strings.Join(files, ", "), afresh)
+	return kindErrorf(ErrCheckpointExists, "dain: %s holds the checkpoint of an interrupted run of this input and flags (%s); to continue it, run the same command with -resume; %s", dir, strings.Join(files, ", "), afresh)
 }
 
 // done records in the manifest that the run finished (its result is
@@ -860,15 +865,10 @@ func (c *checkpointer) loadAugmented() (*augRecord, *tensor.COO, error) {
 	return &r, aug, nil
 }
 
-// keepsNotSaved returns, for a run that resumes after steps 1–4 (their
-// record is in the checkpoint), the error that what the run was asked to
-// keep of them (Config.Keep: the cell scores, the entity importance, the
-// models Θ and Θ_p) is not in the checkpoint, saying whether the run
-// there finished or was interrupted and exactly what to run; nil if it
-// was asked for none of them.
-func (c *checkpointer) keepsNotSaved() error {
-	k := c.cfg.Keep
-	var what, flags []string
+// fromSteps14 returns what k asks for that only steps 1–4 compute, which
+// a checkpoint does not keep (the cell scores, the entity importance, the
+// models Θ and Θ_p), and the flags of dainx augment that ask for each.
+func (k Keep) fromSteps14() (what, flags []string) {
 	if k.Scores {
 		what, flags = append(what, "the cell scores"), append(flags, "-scores-out")
 	}
@@ -878,6 +878,25 @@ func (c *checkpointer) keepsNotSaved() error {
 	if k.Model != nil && k.AllModels {
 		what, flags = append(what, "the models Θ and Θ_p"), append(flags, "-model-out-all")
 	}
+	return what, flags
+}
+
+// Steps14Flags returns the flags of dainx augment (-scores-out,
+// -importance-out, -model-out-all) by which k asks for what only steps 1–4
+// compute: a run resumed after them cannot give it.
+func (k Keep) Steps14Flags() []string {
+	_, flags := k.fromSteps14()
+	return flags
+}
+
+// keepsNotSaved returns, for a run that resumes after steps 1–4 (their
+// record is in the checkpoint), the error that what the run was asked to
+// keep of them (Config.Keep: the cell scores, the entity importance, the
+// models Θ and Θ_p) is not in the checkpoint, saying whether the run
+// there finished or was interrupted and exactly what to run; nil if it
+// was asked for none of them.
+func (c *checkpointer) keepsNotSaved() error {
+	what, flags := c.cfg.Keep.fromSteps14()
 	if len(what) == 0 {
 		return nil
 	}

@@ -177,14 +177,8 @@ func checkKind(dir string, have, want ckKind) error {
 	default:
 		instead = fmt.Sprintf("resume it with mpiexec -n %d dainx augment -dist mpi -checkpoint %s -resume", have.ranks, dir)
 	}
-	return kindError(fmt.Sprintf("dain: checkpoint %s was written by %s (%s); this run is %s; %s (with the same flags), or give a new -checkpoint directory", dir, have, have.from, want, instead))
+	return kindErrorf(ErrCheckpointKind, "dain: checkpoint %s was written by %s (%s); this run is %s; %s (with the same flags), or give a new -checkpoint directory", dir, have, have.from, want, instead)
 }
-
-// kindError is an ErrCheckpointKind error with its own message.
-type kindError string
-
-func (e kindError) Error() string        { return string(e) }
-func (e kindError) Is(target error) bool { return target == ErrCheckpointKind }
 
 // writeCkManifest writes m as dir's manifest, atomically.
 func writeCkManifest(dir string, m ckManifest) error {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/dainx/dainx/internal/outtx"
 )
 
 // A checkpoint directory has one owner: the run that writes it holds a
@@ -28,12 +30,6 @@ const ckLockName = ".dainx-lock"
 // ErrCheckpointInUse is returned (wrapped) when another process holds the
 // lock of the checkpoint directory.
 var ErrCheckpointInUse = errors.New("the checkpoint directory is in use")
-
-// inUseError is an ErrCheckpointInUse error with its own message.
-type inUseError string
-
-func (e inUseError) Error() string        { return string(e) }
-func (e inUseError) Is(target error) bool { return target == ErrCheckpointInUse }
 
 // ckLock is a checkpoint directory's lock held by this process.
 type ckLock struct {
@@ -101,13 +97,13 @@ func takeLock(dir, path string) (*os.File, error) {
 	for try := 0; ; try++ {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("dain: checkpoint directory %s: cannot create its lock: %w", dir, bare(err))
+			return nil, fmt.Errorf("dain: checkpoint directory %s: cannot create its lock: %w", dir, outtx.Bare(err))
 		}
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			owner := lockOwner(f)
 			f.Close()
-			return nil, inUseError(fmt.Sprintf("dain: checkpoint directory %s is in use by %s, which holds its lock (%s); wait until it ends, or give another -checkpoint directory", dir, owner, filepath.Join(dir, ckLockName)))
+			return nil, kindErrorf(ErrCheckpointInUse, "dain: checkpoint directory %s is in use by %s, which holds its lock (%s); wait until it ends, or give another -checkpoint directory", dir, owner, filepath.Join(dir, ckLockName))
 		}
 		if err != nil {
 			// No locks here (some network file systems): unlocked.
@@ -152,13 +148,4 @@ func lockOwner(f *os.File) string {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return "another process"
-}
-
-// bare is err without an *os.PathError's operation and path.
-func bare(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

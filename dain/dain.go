@@ -840,7 +840,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		return nil, nil, err
 	}
 	if saved != nil {
-		if k := cfg.Keep; k.Scores || k.Importance || (k.Model != nil && k.AllModels) {
+		if len(cfg.Keep.Steps14Flags()) > 0 {
 			// checkpointer.keepsNotSaved refuses this first, saying
 			// whether the run there finished or was interrupted.
 			return nil, nil, fmt.Errorf("dain: -resume: the cell scores, entity importance and models Θ and Θ_p come from steps 1–4, whose result the checkpoint holds without them: resume without -scores-out, -importance-out and -model-out-all, or remove the checkpoint directory and run without -resume to have them")

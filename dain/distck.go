@@ -117,7 +117,7 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl clust
 			if m, merr := readCkManifest(filepath.Join(ck.Dir, ckManifestName)); merr == nil && m.Finished {
 				state = "a finished run"
 			}
-			err = existsErrorf("dain: %s holds the checkpoint of %s (%s); to continue it, run the same command with -resume; to start afresh, remove %s or give another -checkpoint directory", ck.Dir, state, have, ck.Dir)
+			err = kindErrorf(ErrCheckpointExists, "dain: %s holds the checkpoint of %s (%s); to continue it, run the same command with -resume; to start afresh, remove %s or give another -checkpoint directory", ck.Dir, state, have, ck.Dir)
 		}
 	}
 	if err := d.agree(err); err != nil {

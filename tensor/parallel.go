@@ -213,17 +213,7 @@ func writeParallel(path string, part *COO, opt WriteOptions, g Group, commit boo
 	g.SumI64(key)
 	tmp := outtx.TempNameFor(dir, file, int(key[0]), uint32(key[1]), uint64(key[2]))
 	// Errors name path, not the temporary.
-	named := func(err error) error {
-		var pe *os.PathError
-		var le *os.LinkError
-		switch {
-		case errors.As(err, &pe) && pe.Path == tmp:
-			return &os.PathError{Op: pe.Op, Path: path, Err: pe.Err}
-		case errors.As(err, &le) && le.Old == tmp:
-			return &os.PathError{Op: le.Op, Path: path, Err: le.Err}
-		}
-		return err
-	}
+	named := func(err error) error { return outtx.Named(err, tmp, path) }
 	var f *os.File
 	if rank == 0 {
 		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)

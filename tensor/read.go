@@ -217,13 +217,10 @@ func (p *parser) run(r io.Reader) error {
 		if errors.Is(err, bufio.ErrTooLong) {
 			return p.errf(line+1, "line longer than the limit of %d bytes", maxLine)
 		}
-		return readErr(p.name, line, err)
+		return ReadError(p.name, line, err)
 	}
 	return nil
 }
-
-// readErr is the error for a failed read (not a bad line) after line.
-func readErr(name string, line int, err error) error { return ReadError(name, line, err) }
 
 // ReadError is the *ParseError (line 0) for input name whose reading
 // failed, other than at its end, after line whole lines: "truncated gzip

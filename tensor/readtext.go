@@ -269,7 +269,7 @@ func readParallel(src io.Reader, name string, base int64, block int, cr *countin
 		return nil, firstE
 	}
 	if readLines {
-		return nil, readErr(name, lines, readErrV)
+		return nil, ReadError(name, lines, readErrV)
 	}
 	return finish(name, base, order, idx, val, maxIdx, &runs)
 }

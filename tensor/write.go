@@ -3,7 +3,6 @@ package tensor
 import (
 	"bufio"
 	"compress/gzip"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -164,12 +163,7 @@ func AtomicWrite(path string, fill func(w io.Writer) error) (err error) {
 		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
-			var pe *os.PathError
-			if errors.As(err, &pe) && pe.Path == tmp.Name() {
-				err = &os.PathError{Op: pe.Op, Path: path, Err: pe.Err}
-			} else if strings.Contains(err.Error(), tmp.Name()) {
-				err = errors.New(strings.ReplaceAll(err.Error(), tmp.Name(), path))
-			}
+			err = outtx.Named(err, tmp.Name(), path)
 		}
 	}()
 	if err := fill(tmp); err != nil {

@@ -60,16 +60,7 @@ func (c *checkpointFlags) run(ctx context.Context, t *tensor.COO, cfg dain.Confi
 // -model-out-all), which -resume cannot give, what to drop or remove.
 func (c *checkpointFlags) interrupted(keep dain.Keep) string {
 	msg := fmt.Sprintf("nothing written but the checkpoint in %s, which keeps the last finished epoch; the same command with -resume continues the run", c.dir)
-	var flags []string
-	if keep.Scores {
-		flags = append(flags, "-scores-out")
-	}
-	if keep.Importance {
-		flags = append(flags, "-importance-out")
-	}
-	if keep.Model != nil && keep.AllModels {
-		flags = append(flags, "-model-out-all")
-	}
+	flags := keep.Steps14Flags()
 	if len(flags) == 0 {
 		return msg
 	}

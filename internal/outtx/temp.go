@@ -211,3 +211,23 @@ func restore(old, target string) {
 		}
 	}
 }
+
+// Named returns err with the temporary tmp that stages path replaced by
+// path in it (an *os.PathError or *os.LinkError on tmp becomes an
+// *os.PathError on path, and tmp in any other message becomes path), so
+// that no error names a temporary; nil stays nil.
+func Named(err error, tmp, path string) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pe) && pe.Path == tmp:
+		return &fs.PathError{Op: pe.Op, Path: path, Err: pe.Err}
+	case errors.As(err, &le) && le.Old == tmp:
+		return &fs.PathError{Op: le.Op, Path: path, Err: le.Err}
+	case strings.Contains(err.Error(), tmp):
+		return errors.New(strings.ReplaceAll(err.Error(), tmp, path))
+	}
+	return err
+}
