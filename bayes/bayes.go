@@ -47,6 +47,9 @@ import (
 // MaxRank is the largest Config.Rank accepted.
 const MaxRank = 1 << 16
 
+// MaxNewWeight is the largest Config.NewWeight accepted.
+const MaxNewWeight = 1e6
+
 // MaxParams is the largest number of parameters, 1 + Σ_n dims[n]·(K+1),
 // Fit accepts (16 GiB of float64s); a larger model is an error rather
 // than an allocation failure.
@@ -81,6 +84,23 @@ type Config struct {
 	// features. The default (false) gives each mode its own, as with a
 	// libFM -meta file that puts each mode in its own group.
 	SharedPriors bool
+	// NewCells ≥ 0 is the number of this process's training cells, the
+	// last ones of train, that are new cells of an augmentation rather
+	// than observations (it may differ between processes). They have a
+	// noise precision of their own, α_new (NewWeight, NewLearn), in
+	// place of α: y_c | ŷ_c ~ N(ŷ_c, 1/α_new). α is drawn from the
+	// observed cells alone, and TrainRMSE and the clamp range are theirs.
+	// With 0 on every process the chain is the one without new cells,
+	// bit for bit. See docs/bayes-fm.md, "New cells as softer evidence".
+	NewCells int
+	// NewWeight > 0 (with NewCells) fixes α_new = NewWeight·α in every
+	// sweep: a new cell counts as NewWeight of an observation (a
+	// tempered likelihood). Ignored when NewLearn is set.
+	NewWeight float64
+	// NewLearn draws α_new in every sweep from its full conditional under
+	// its own Gamma(α0/2, γ0/2) prior, as α is drawn: the chain learns
+	// how closely the new cells' values agree with the model.
+	NewLearn bool
 	// Workers ≥ 0 is the number of goroutines drawing the entities of a
 	// mode in parallel (0: GOMAXPROCS). It does not change the results.
 	Workers int
@@ -112,6 +132,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bayes: keep %d samples: want 0..%d (samples − burn-in)", c.KeepSamples, c.Samples-c.BurnIn)
 	case c.Workers < 0:
 		return fmt.Errorf("bayes: %d workers: want ≥ 0 (0: GOMAXPROCS)", c.Workers)
+	case c.NewCells < 0:
+		return fmt.Errorf("bayes: %d new cells: want ≥ 0", c.NewCells)
+	case c.NewCells > 0 && !c.NewLearn && !(c.NewWeight > 0 && c.NewWeight <= MaxNewWeight):
+		return fmt.Errorf("bayes: new-cell weight %v: want a value in (0, %g], or NewLearn", c.NewWeight, float64(MaxNewWeight))
 	}
 	return nil
 }
@@ -133,7 +157,10 @@ type Result struct {
 	// Alpha is the noise precision α of the last sample (1/value²); 1/√α
 	// is the sampled noise standard deviation.
 	Alpha float64
-	// Min and Max are the smallest and largest training values: every
+	// AlphaNew is the new cells' noise precision α_new of the last sample
+	// (0 without new cells; Config.NewCells).
+	AlphaNew float64
+	// Min and Max are the smallest and largest observed training values: every
 	// prediction is clamped to [Min, Max], as libFM does for regression.
 	Min, Max float64
 	// Model holds Config.KeepSamples parameter samples (nil when 0).
@@ -283,6 +310,9 @@ func FitOn(ctx context.Context, cl cluster.Cluster, train *tensor.COO, queries [
 	if err == nil {
 		err = checkTrain(train, cl.Size() > 1)
 	}
+	if err == nil && cfg.NewCells > train.NNZ() {
+		err = fmt.Errorf("bayes: %d new cells among %d training cells", cfg.NewCells, train.NNZ())
+	}
 	for j, q := range queries {
 		if err == nil {
 			err = checkQuery(q, train.Dims, fmt.Sprintf("query set %d", j))
@@ -302,13 +332,15 @@ func FitOn(ctx context.Context, cl cluster.Cluster, train *tensor.COO, queries [
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	lo, hi := valueRange(cl, train.Val)
+	real := train.NNZ() - cfg.NewCells
+	lo, hi := valueRange(cl, train.Val[:real])
 	if lo > hi {
-		return nil, errors.New("bayes: empty training tensor")
+		return nil, errors.New("bayes: no observed training cells")
 	}
 	dims := append([]int(nil), train.Dims...)
-	s := newSampler(cl, dims, train.Idx, train.Val, cfg.Rank, cfg.Seed, cfg.InitStd, workers)
+	s := newSampler(cl, dims, train.Idx, train.Val, real, cfg.Rank, cfg.Seed, cfg.InitStd, workers)
 	s.shared = cfg.SharedPriors
+	s.newWeight, s.newLearn = cfg.NewWeight, cfg.NewLearn
 	s.refresh(lo, hi)
 
 	res := &Result{
@@ -368,6 +400,9 @@ func FitOn(ctx context.Context, cl cluster.Cluster, train *tensor.COO, queries [
 		}
 	}
 	res.Alpha = s.alpha
+	if s.allNew > 0 {
+		res.AlphaNew = s.alphaN
+	}
 	res.Elapsed = time.Since(start)
 	return res, nil
 }

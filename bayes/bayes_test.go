@@ -271,7 +271,7 @@ func checkMoments(t *testing.T, what string, draws []float64, mean, variance flo
 // conditionals too.
 func TestConditionals(t *testing.T) {
 	x, _ := fmTensor([]int{6, 5, 4}, 2, 60, 0.3, 4)
-	s := newSampler(cluster.Local{}, x.Dims, x.Idx, x.Val, 2, 9, 0.5, 1)
+	s := newSampler(cluster.Local{}, x.Dims, x.Idx, x.Val, x.NNZ(), 2, 9, 0.5, 1)
 	s.refresh(math.Inf(-1), math.Inf(1))
 	for sweep := range 3 { // a non-trivial state
 		s.sweep(sweep)
@@ -310,7 +310,8 @@ func TestConditionals(t *testing.T) {
 	mean, variance := closed(&s.w[m][i], s.muW[m], s.lamW[m])
 	got := make([]float64, draws)
 	for d := range got {
-		s.drawW(m, i, s.sumW(m, i), r.NormFloat64())
+		t, tn := s.sumW(m, i)
+		s.drawW(m, i, t, tn, r.NormFloat64())
 		got[d] = s.w[m][i]
 	}
 	checkMoments(t, "w[1][2]", got, mean, variance)
@@ -319,8 +320,8 @@ func TestConditionals(t *testing.T) {
 		s.fillQ(f)
 		mean, variance := closed(&s.v[m][i*s.k+f], s.muV[m][f], s.lamV[m][f])
 		for d := range got {
-			t, hh := s.sumV(m, i)
-			s.drawV(m, i, f, t, hh, r.NormFloat64())
+			t, hh, tn, hhn := s.sumV(m, i)
+			s.drawV(m, i, f, t, hh, tn, hhn, r.NormFloat64())
 			got[d] = s.v[m][i*s.k+f]
 		}
 		checkMoments(t, "V entry", got, mean, variance)
@@ -444,7 +445,7 @@ func checkGamma(t *testing.T, what string, draws []float64, shape, rate float64)
 // MovieLens-sized tensor: 610×9724×8215, 72,600 cells, rank 32.
 func BenchmarkSweep(b *testing.B) {
 	x, _ := fmTensor([]int{610, 9724, 8215}, 2, 72600, 0.5, 5)
-	s := newSampler(cluster.Local{}, x.Dims, x.Idx, x.Val, 32, 1, 0.1, 1)
+	s := newSampler(cluster.Local{}, x.Dims, x.Idx, x.Val, x.NNZ(), 32, 1, 0.1, 1)
 	s.refresh(math.Inf(-1), math.Inf(1))
 	b.ResetTimer()
 	for i := range b.N {
@@ -549,5 +550,140 @@ func TestFitOnRanks(t *testing.T) {
 	})
 	if !errors.Is(errs[0], errOther) || errs[1] == nil || !strings.Contains(errs[1].Error(), "outside") {
 		t.Fatalf("a bad share on rank 1: errors %v", errs)
+	}
+}
+
+// withNew returns obs's cells followed by aug's, as one training tensor
+// whose last aug.NNZ() cells are new (Config.NewCells).
+func withNew(obs, aug *tensor.COO) *tensor.COO {
+	return &tensor.COO{Dims: obs.Dims, Idx: slices.Concat(obs.Idx, aug.Idx), Val: slices.Concat(obs.Val, aug.Val)}
+}
+
+// TestNewCellsNoiseRecovery: with NewLearn the chain recovers both noise
+// levels of a tensor from the model class whose observed cells have noise
+// σ = 0.1 and whose new cells have σ_new = 0.4 (the sampled 1/√α and
+// 1/√α_new within 20%); with NewWeight it holds α_new = NewWeight·α; and
+// weighting the noisy new cells down completes the held-out cells better
+// than counting them as observations.
+func TestNewCellsNoiseRecovery(t *testing.T) {
+	const sigma, sigmaNew = 0.1, 0.4
+	x, clean := fmTensor([]int{60, 50, 40}, 3, 20000, sigma, 11)
+	obs, rest := splitCOO(x, 0.4) // 12000 observed cells
+	aug, test := splitCOO(rest, 0.25)
+	// The new cells' values: the clean value plus noise of sd σ_new.
+	r := rand.New(rand.NewPCG(12, 1))
+	aug = &tensor.COO{Dims: aug.Dims, Idx: aug.Idx, Val: slices.Clone(aug.Val)}
+	for c := range aug.Val {
+		aug.Val[c] = clean[obs.NNZ()+c] + sigmaNew*r.NormFloat64()
+	}
+	train := withNew(obs, aug)
+	fit := func(c Config) *Result {
+		c.Rank, c.Samples, c.BurnIn, c.Seed, c.InitStd = 3, 150, 50, 3, 0.1
+		res, err := Fit(context.Background(), train, []*tensor.COO{test}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	learn := fit(Config{NewCells: aug.NNZ(), NewLearn: true})
+	sd, sdNew := 1/math.Sqrt(learn.Alpha), 1/math.Sqrt(learn.AlphaNew)
+	t.Logf("learned: noise sd %.4f (true %.2f), new cells' %.4f (true %.2f), held-out RMSE %.4f", sd, sigma, sdNew, sigmaNew, rmse(learn.Pred[0], test.Val))
+	if math.Abs(sd-sigma) > 0.2*sigma || math.Abs(sdNew-sigmaNew) > 0.2*sigmaNew {
+		t.Errorf("sampled noise sd %.4f and %.4f; true %.2f and %.2f", sd, sdNew, sigma, sigmaNew)
+	}
+	weighted := fit(Config{NewCells: aug.NNZ(), NewWeight: 0.25})
+	if got := weighted.AlphaNew / weighted.Alpha; math.Abs(got-0.25) > 1e-12 {
+		t.Errorf("NewWeight 0.25: α_new/α = %v", got)
+	}
+	plain := fit(Config{})
+	if plain.AlphaNew != 0 {
+		t.Errorf("no new cells: AlphaNew %v, want 0", plain.AlphaNew)
+	}
+	a, b := rmse(learn.Pred[0], test.Val), rmse(plain.Pred[0], test.Val)
+	t.Logf("held-out RMSE: new cells learned %.4f, as observations %.4f", a, b)
+	if !(a < b) {
+		t.Errorf("held-out RMSE %.4f with α_new learned, %.4f with the noisy cells as observations: want lower", a, b)
+	}
+}
+
+// TestNewCellsNone: NewCells 0 is the chain without new cells bit for bit
+// (the default path), and a chain whose last cells are new differs from
+// one that counts them as observations; new cells are refused where they
+// cannot be.
+func TestNewCellsNone(t *testing.T) {
+	x, _ := fmTensor([]int{30, 20, 10}, 3, 3000, 0.3, 4)
+	cfg := Config{Rank: 4, Samples: 10, Seed: 2, InitStd: 0.1}
+	a, err := Fit(context.Background(), x, []*tensor.COO{x}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NewWeight, cfg.NewLearn = 0.5, true // ignored without NewCells
+	b, err := Fit(context.Background(), x, []*tensor.COO{x}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Pred[0], b.Pred[0]) || a.Alpha != b.Alpha {
+		t.Error("NewWeight and NewLearn without NewCells changed the chain")
+	}
+	cfg.NewCells, cfg.NewLearn = 1000, false
+	c, err := Fit(context.Background(), x, []*tensor.COO{x}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(a.Pred[0], c.Pred[0]) {
+		t.Error("1000 new cells of weight 0.5 gave the chain without new cells")
+	}
+	for _, bad := range []Config{{NewCells: -1}, {NewCells: 10}, {NewCells: 10, NewWeight: -1}, {NewCells: 10, NewWeight: 2 * MaxNewWeight}, {NewCells: 3001, NewWeight: 1}} {
+		bad.Rank, bad.Samples = 2, 2
+		if _, err := Fit(context.Background(), x, nil, bad); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
+
+// TestNewCellsOnRanks: with new cells on some ranks (none on one), FitOn
+// over ranks gives Fit's chain up to the order of the sums.
+func TestNewCellsOnRanks(t *testing.T) {
+	x, _ := fmTensor([]int{30, 20, 10}, 3, 3000, 0.3, 5)
+	obs, aug := splitCOO(x, 0.3)
+	q := &tensor.COO{Dims: x.Dims, Idx: x.Idx[:600], Val: x.Val[:200]}
+	cfg := Config{Rank: 4, Samples: 20, Seed: 3, InitStd: 0.1, NewCells: aug.NNZ(), NewLearn: true}
+	want, err := Fit(context.Background(), withNew(obs, aug), []*tensor.COO{q}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := func(c *tensor.COO, lo, hi int) *tensor.COO {
+		n := len(c.Dims)
+		return &tensor.COO{Dims: c.Dims, Idx: c.Idx[lo*n : hi*n], Val: c.Val[lo:hi]}
+	}
+	// Rank 0: half the observed cells and every new cell; rank 1: the
+	// other half, no new cell.
+	res := make([]*Result, 2)
+	errs := make([]error, 2)
+	clustertest.Run(2, func(r clustertest.Rank) {
+		h := obs.NNZ() / 2
+		c := cfg
+		var tr *tensor.COO
+		if r.Rank() == 0 {
+			tr = withNew(part(obs, 0, h), aug)
+		} else {
+			tr, c.NewCells = part(obs, h, obs.NNZ()), 0
+		}
+		qs := part(q, r.Rank()*100, r.Rank()*100+100)
+		res[r.Rank()], errs[r.Rank()] = FitOn(context.Background(), r, tr, []*tensor.COO{qs}, c)
+	})
+	for k, e := range errs {
+		if e != nil {
+			t.Fatalf("rank %d: %v", k, e)
+		}
+	}
+	pred := append(slices.Clone(res[0].Pred[0]), res[1].Pred[0]...)
+	for c := range pred {
+		if math.Abs(pred[c]-want.Pred[0][c]) > 1e-9*max(1, math.Abs(want.Pred[0][c])) {
+			t.Fatalf("query cell %d predicted %v over 2 ranks, Fit's %v", c, pred[c], want.Pred[0][c])
+		}
+	}
+	if math.Abs(res[0].AlphaNew-want.AlphaNew) > 1e-9*want.AlphaNew || res[1].AlphaNew != res[0].AlphaNew {
+		t.Fatalf("α_new %v and %v over 2 ranks, Fit's %v", res[0].AlphaNew, res[1].AlphaNew, want.AlphaNew)
 	}
 }

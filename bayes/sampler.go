@@ -79,11 +79,23 @@ type sampler struct {
 	n    int   // order N
 	dims []int // mode sizes
 	nnz  int   // training cells of this process
-	// all is the number of training cells over every process; cnt[n][i]
-	// the number of entity i's (mode n) over every process.
+	// all is the number of observed training cells over every process;
+	// cnt[n][i] the number of entity i's (mode n) over every process.
 	all int
 	cnt [][]float64
-	// red is the scratch of the per-entity sums, 2·max(dims).
+	// New cells (Config.NewCells): the last nnz − real of this process's
+	// cells, noise precision alphaN. allNew is their number over every
+	// process (0: none anywhere, and every draw is the chain without
+	// them); cntN[n][i] entity i's new cells over every process (cnt then
+	// counts its observed ones); mid[n][i] the position in cells[n] of
+	// entity i's first new cell (ptr[n][i+1] when it has none).
+	real, allNew int
+	cntN         [][]float64
+	mid          [][]int
+	alphaN       float64
+	newWeight    float64 // α_new = newWeight·α, unless newLearn
+	newLearn     bool    // α_new drawn from its own conditional
+	// red is the scratch of the per-entity sums, 4·max(dims).
 	red []float64
 	idx []int32 // training indices, nnz×N row-major
 	y   []float64
@@ -112,9 +124,11 @@ type sampler struct {
 // newSampler builds the state for training cells (dims, idx, y) and rank
 // k; the parameters are initialised as libFM does: w0 = 0, w = 0, V entries
 // N(0, initStd²), every μ = 0, every λ = 1, α = 1.
-func newSampler(cl cluster.Cluster, dims []int, idx []int32, y []float64, k int, seed uint64, initStd float64, workers int) *sampler {
+func newSampler(cl cluster.Cluster, dims []int, idx []int32, y []float64, real int, k int, seed uint64, initStd float64, workers int) *sampler {
 	n := len(dims)
 	nnz := len(y)
+	news := []int64{int64(nnz - real)}
+	cl.SumI64(news)
 	s := &sampler{
 		params: params{k: k, w: make([][]float64, n), v: make([][]float64, n)},
 		cl:     cl, n: n, dims: dims, nnz: nnz, idx: idx, y: y, cnt: make([][]float64, n),
@@ -122,7 +136,7 @@ func newSampler(cl cluster.Cluster, dims []int, idx []int32, y []float64, k int,
 		ptr: make([][]int, n), cells: make([][]int32, n), split: make([][]int, n),
 		muW: make([]float64, n), lamW: make([]float64, n),
 		muV: make([][]float64, n), lamV: make([][]float64, n),
-		alpha: 1, seed: seed,
+		alpha: 1, seed: seed, real: real, allNew: int(news[0]), alphaN: 1,
 		rng:     rand.New(rand.NewPCG(seed, 0x6261_7965_735f_726e)),
 		workers: max(workers, 1),
 	}
@@ -159,6 +173,27 @@ func newSampler(cl cluster.Cluster, dims []int, idx []int32, y []float64, k int,
 		for i := range cnt {
 			cnt[i] = int64(ptr[i+1] - ptr[i])
 		}
+		if s.allNew > 0 {
+			// Each entity's cells are in file order: its observed cells,
+			// then its new ones.
+			mid := make([]int, dims[m])
+			cntN := make([]int64, dims[m])
+			for i := range mid {
+				j := ptr[i]
+				for j < ptr[i+1] && int(cells[j]) < real {
+					j++
+				}
+				mid[i] = j
+				cntN[i] = int64(ptr[i+1] - j)
+				cnt[i] -= cntN[i]
+			}
+			cl.SumI64(cntN)
+			s.mid = append(s.mid, mid)
+			s.cntN = append(s.cntN, make([]float64, dims[m]))
+			for i, c := range cntN {
+				s.cntN[m][i] = float64(c)
+			}
+		}
 		cl.SumI64(cnt)
 		s.cnt[m] = make([]float64, dims[m])
 		for i, c := range cnt {
@@ -180,8 +215,8 @@ func newSampler(cl cluster.Cluster, dims []int, idx []int32, y []float64, k int,
 	for j := range s.scratch {
 		s.scratch[j] = make([]float64, 2*k)
 	}
-	s.red = make([]float64, 2*max(slices.Max(dims), 1))
-	all := []int64{int64(nnz)}
+	s.red = make([]float64, 4*max(slices.Max(dims), 1))
+	all := []int64{int64(real)}
 	cl.SumI64(all)
 	s.all = int(all[0])
 	return s
@@ -269,7 +304,8 @@ func (s *sampler) sumBlocks(count int, fn func(worker, lo, hi int) float64) floa
 
 // refresh recomputes the residuals e = y − ŷ from the parameters (done
 // once per sweep so that rounding in the incremental updates cannot
-// accumulate) and returns Σ (clamp(ŷ) − y)², clamping ŷ to [lo, hi].
+// accumulate) and returns Σ (clamp(ŷ) − y)² over the observed cells,
+// clamping ŷ to [lo, hi].
 func (s *sampler) refresh(lo, hi float64) float64 {
 	return s.sumBlocks(s.nnz, func(w, a, b int) float64 {
 		sc := s.scratch[w]
@@ -277,8 +313,10 @@ func (s *sampler) refresh(lo, hi float64) float64 {
 		for c := a; c < b; c++ {
 			p := s.predict(s.idx[c*s.n:(c+1)*s.n], sc[:s.k], sc[s.k:])
 			s.eq[c].e = s.y[c] - p
-			d := min(max(p, lo), hi) - s.y[c]
-			sse += d * d
+			if c < s.real {
+				d := min(max(p, lo), hi) - s.y[c]
+				sse += d * d
+			}
 		}
 		return sse
 	})
@@ -291,6 +329,7 @@ func (s *sampler) refresh(lo, hi float64) float64 {
 // It expects e to hold the current residuals and keeps them current.
 func (s *sampler) sweep(sweep int) {
 	s.drawAlpha()
+	s.drawAlphaNew()
 	s.drawW0()
 	if s.shared {
 		lam, mu := s.drawHyper(s.w, 0, 1, s.muW[0])
@@ -332,32 +371,41 @@ func (s *sampler) sweep(sweep int) {
 // Within a mode the entities' cells are disjoint, so drawing them one
 // after another or all from the sums taken before is the same chain.
 func (s *sampler) drawWs(sweep, m int) {
-	t := s.red[:s.dims[m]]
+	d := s.dims[m]
+	t, tn := s.red[:d], s.red[d:2*d]
 	s.forParts(m, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			t[i] = s.sumW(m, i)
+			t[i], tn[i] = s.sumW(m, i)
 		}
 	})
-	s.cl.SumF64(t)
+	if s.allNew > 0 {
+		s.cl.SumF64(s.red[:2*d])
+	} else {
+		s.cl.SumF64(t)
+	}
 	s.forParts(m, func(_, lo, hi int) {
 		forDraws(lo, hi, func(p int) uint64 { return drawKey(s.seed, sweep, 0, m, 0, p) },
-			func(i int, z float64) { s.drawW(m, i, t[i], z) })
+			func(i int, z float64) { s.drawW(m, i, t[i], tn[i], z) })
 	})
 }
 
 // drawVs draws every V[m][i,f] as drawWs draws w[m].
 func (s *sampler) drawVs(sweep, m, f int) {
 	d := s.dims[m]
-	t, hh := s.red[:d], s.red[d:2*d]
+	t, hh, tn, hhn := s.red[:d], s.red[d:2*d], s.red[2*d:3*d], s.red[3*d:4*d]
 	s.forParts(m, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			t[i], hh[i] = s.sumV(m, i)
+			t[i], hh[i], tn[i], hhn[i] = s.sumV(m, i)
 		}
 	})
-	s.cl.SumF64(s.red[:2*d])
+	if s.allNew > 0 {
+		s.cl.SumF64(s.red[:4*d])
+	} else {
+		s.cl.SumF64(s.red[:2*d])
+	}
 	s.forParts(m, func(_, lo, hi int) {
 		forDraws(lo, hi, func(p int) uint64 { return drawKey(s.seed, sweep, 1, m, f, p) },
-			func(i int, z float64) { s.drawV(m, i, f, t[i], hh[i], z) })
+			func(i int, z float64) { s.drawV(m, i, f, t[i], hh[i], tn[i], hhn[i], z) })
 	})
 }
 
@@ -383,26 +431,63 @@ func (s *sampler) fillQ(f int) {
 }
 
 // drawAlpha draws the noise precision from its conditional
-// α | rest ~ Gamma((α0 + nnz)/2, (γ0 + Σ_c e_c²)/2) (shape, rate).
+// α | rest ~ Gamma((α0 + nnz)/2, (γ0 + Σ_c e_c²)/2) (shape, rate), nnz and
+// the sum over the observed cells.
 func (s *sampler) drawAlpha() {
 	var sse float64
-	for _, x := range s.eq {
+	for _, x := range s.eq[:s.real] {
 		sse += x.e * x.e
 	}
 	sse = s.sumAll(sse)
 	s.alpha = gammaRate(s.rng, (prAlpha0+float64(s.all))/2, (prGamma0+sse)/2)
 }
 
+// drawAlphaNew sets the new cells' noise precision α_new (when there are
+// new cells): newWeight·α, or with newLearn a draw from its conditional
+// under its own Gamma(α0/2, γ0/2) prior, α_new | rest ~ Gamma((α0 +
+// n_new)/2, (γ0 + Σ_new e_c²)/2), the sum over the new cells.
+func (s *sampler) drawAlphaNew() {
+	if s.allNew == 0 {
+		return
+	}
+	if !s.newLearn {
+		s.alphaN = s.newWeight * s.alpha
+		return
+	}
+	var sse float64
+	for _, x := range s.eq[s.real:] {
+		sse += x.e * x.e
+	}
+	sse = s.sumAll(sse)
+	s.alphaN = gammaRate(s.rng, (prAlpha0+float64(s.allNew))/2, (prGamma0+sse)/2)
+}
+
 // drawW0 draws the global bias under a flat prior (libFM's default
 // regularisation 0 for w0): w0 | rest ~ N(Σ_c (e_c + w0)/nnz, 1/(α·nnz)).
+//
+// With new cells, each cell's term is weighted by its precision:
+// w0 | rest ~ N(Σ_c a_c (e_c + w0) / Σ_c a_c, 1/Σ_c a_c), a_c = α for an
+// observed cell, α_new for a new one.
 func (s *sampler) drawW0() {
 	var t float64
-	for _, x := range s.eq {
+	for _, x := range s.eq[:s.real] {
 		t += x.e + s.w0
 	}
-	t = s.sumAll(t)
-	prec := s.alpha * float64(s.all)
-	nw := t/float64(s.all) + s.rng.NormFloat64()/math.Sqrt(prec)
+	var nw float64
+	if s.allNew == 0 {
+		t = s.sumAll(t)
+		prec := s.alpha * float64(s.all)
+		nw = t/float64(s.all) + s.rng.NormFloat64()/math.Sqrt(prec)
+	} else {
+		var tn float64
+		for _, x := range s.eq[s.real:] {
+			tn += x.e + s.w0
+		}
+		b := []float64{t, tn}
+		s.cl.SumF64(b)
+		prec := s.alpha*float64(s.all) + s.alphaN*float64(s.allNew)
+		nw = (s.alpha*b[0]+s.alphaN*b[1])/prec + s.rng.NormFloat64()/math.Sqrt(prec)
+	}
 	d := nw - s.w0
 	for c := range s.eq {
 		s.eq[c].e -= d
@@ -444,22 +529,35 @@ func (s *sampler) drawHyper(xs [][]float64, off, stride int, mu float64) (lam, n
 //
 //	θ | rest ~ N(μ*, 1/λ*),  λ* = α Σ_c h_c² + λ,
 //	μ* = (α Σ_c h_c (e_c + θ h_c) + λ μ) / λ*.
-func (s *sampler) sumW(m, i int) float64 {
+//
+// tn is the same sum over the entity's new cells (0 without new cells),
+// whose terms are weighted by α_new instead of α.
+func (s *sampler) sumW(m, i int) (t, tn float64) {
 	wi := s.w[m][i]
-	var t float64
-	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
+	lo, mid, hi := s.ptr[m][i], s.ptr[m][i+1], s.ptr[m][i+1]
+	if s.allNew > 0 {
+		mid = s.mid[m][i]
+	}
+	for _, c := range s.cells[m][lo:mid] {
 		t += s.eq[c].e + wi
 	}
-	return t
+	for _, c := range s.cells[m][mid:hi] {
+		tn += s.eq[c].e + wi
+	}
+	return t, tn
 }
 
 // drawW sets w[m][i] = μ* + z/√λ* (z a standard normal), t being sumW over
 // every process, and updates the residuals of this process's cells of
 // entity i.
-func (s *sampler) drawW(m, i int, t, z float64) {
+func (s *sampler) drawW(m, i int, t, tn, z float64) {
 	lam := s.lamW[m]
 	prec := s.alpha*s.cnt[m][i] + lam
 	mean := (s.alpha*t + lam*s.muW[m]) / prec
+	if s.allNew > 0 {
+		prec = s.alpha*s.cnt[m][i] + s.alphaN*s.cntN[m][i] + lam
+		mean = (s.alpha*t + s.alphaN*tn + lam*s.muW[m]) / prec
+	}
 	nw := mean + z/math.Sqrt(prec)
 	d := nw - s.w[m][i]
 	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
@@ -472,23 +570,38 @@ func (s *sampler) drawW(m, i int, t, z float64) {
 // process's cells c of entity i of mode m, h_c = Σ_{n≠m} V_n[i_n,f] =
 // q_c − V[m][i,f]: the sums of V[m][i,f]'s full conditional (see sumW). q
 // must hold factor f's sums (fillQ).
-func (s *sampler) sumV(m, i int) (t, hh float64) {
+// tn and hhn are the same sums over the entity's new cells (0 without
+// new cells).
+func (s *sampler) sumV(m, i int) (t, hh, tn, hhn float64) {
 	vi := s.col[m][i]
-	for _, c := range s.cells[m][s.ptr[m][i]:s.ptr[m][i+1]] {
+	lo, mid, hi := s.ptr[m][i], s.ptr[m][i+1], s.ptr[m][i+1]
+	if s.allNew > 0 {
+		mid = s.mid[m][i]
+	}
+	for _, c := range s.cells[m][lo:mid] {
 		h := s.eq[c].q - vi
 		t += h * (s.eq[c].e + vi*h)
 		hh += h * h
 	}
-	return t, hh
+	for _, c := range s.cells[m][mid:hi] {
+		h := s.eq[c].q - vi
+		tn += h * (s.eq[c].e + vi*h)
+		hhn += h * h
+	}
+	return t, hh, tn, hhn
 }
 
 // drawV sets V[m][i,f] = μ* + z/√λ*, t and hh being sumV's over every
 // process, and updates the residuals e_c −= h_c·Δ and the sums q_c += Δ of
 // this process's cells of entity i.
-func (s *sampler) drawV(m, i, f int, t, hh, z float64) {
+func (s *sampler) drawV(m, i, f int, t, hh, tn, hhn, z float64) {
 	lam := s.lamV[m][f]
 	prec := s.alpha*hh + lam
 	mean := (s.alpha*t + lam*s.muV[m][f]) / prec
+	if s.allNew > 0 {
+		prec = s.alpha*hh + s.alphaN*hhn + lam
+		mean = (s.alpha*t + s.alphaN*tn + lam*s.muV[m][f]) / prec
+	}
 	vi := s.col[m][i]
 	nv := mean + z/math.Sqrt(prec)
 	d := nv - vi
