@@ -61,13 +61,14 @@ func pairwise() *tensor.COO {
 	return x
 }
 
-// TestFinalAuto (issue 37): -final-model auto -predictor auto picks, on
-// the split, the candidate (MLP, fm, bayes-fm) of lowest validation RMSE trained on the
-// training cells alone, and then runs exactly as the explicit
-// configuration of that choice: bayes-fm (with its value predictor) on the
-// demo tensor, which an FM fits better than the MLP; the MLP (with the
-// paper's CoSTCo values) on a tensor of an order-3 interaction, which an
-// FM of order 2 cannot fit; the fm (with its own values) on a tensor of
+// TestFinalAuto (issues 37, 51): -final-model auto -predictor auto picks,
+// on the split, the candidate (MLP, fm, hybrid, bayes-fm) of lowest
+// validation RMSE trained on the training cells alone, values the new
+// cells with the ensemble of the candidates, and then runs exactly as the
+// explicit configuration of that choice with -predictor ensemble: bayes-fm
+// on the demo tensor, which an FM fits better than the MLP; the hybrid
+// (an MLP beside the pairwise term) on a tensor of an order-3
+// interaction, which an FM of order 2 cannot fit; the fm on a tensor of
 // pairwise products, which it fits exactly while a two-sweep Gibbs chain
 // has not converged.
 func TestFinalAuto(t *testing.T) {
@@ -83,9 +84,9 @@ func TestFinalAuto(t *testing.T) {
 		cfg              dain.Config
 		final, predictor string
 	}{
-		{"demo", demoTensor(t, 3000), demo, dain.FinalBayesFM, dain.FinalBayesFM},
-		{"order 3", threeWay(), three, dain.FinalMLP, "costco"},
-		{"pairwise", pairwise(), pair, dain.FinalFM, dain.FinalFM},
+		{"demo", demoTensor(t, 3000), demo, dain.FinalBayesFM, dain.PredictorEnsemble},
+		{"order 3", threeWay(), three, dain.FinalHybrid, dain.PredictorEnsemble},
+		{"pairwise", pairwise(), pair, dain.FinalFM, dain.PredictorEnsemble},
 	} {
 		auto := c.cfg
 		auto.FinalModel, auto.Predictor = dain.FinalAuto, dain.FinalAuto
@@ -95,7 +96,7 @@ func TestFinalAuto(t *testing.T) {
 		}
 		rep := r.Report
 		a := rep.AutoChoice
-		if a == nil || len(a.Candidates) != 3 || a.Candidates[dain.FinalFM] == 0 {
+		if a == nil || len(a.Candidates) != 4 || a.Candidates[dain.FinalFM] == 0 || a.Candidates[dain.FinalHybrid] == 0 {
 			t.Fatalf("%s: auto choice %+v", c.name, a)
 		}
 		if a.FinalModel != c.final || a.Predictor != c.predictor || rep.FinalModel != c.final || rep.Predictor != c.predictor {

@@ -21,6 +21,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/dainx/dainx/cluster"
@@ -127,6 +128,10 @@ type Config struct {
 	// -meta) or BayesPriorsAuto (both chains, the one of lower validation
 	// MSE kept; twice the time). "" means BayesPriorsAuto.
 	BayesPriors string
+	// AugWeight is how much a new cell counts against an observed one in
+	// the final model's fit (see AugWeight): AugWeightAuto (the zero
+	// value), AugWeightLearn or a weight > 0.
+	AugWeight AugWeight
 
 	Rank, Channels int     // CoSTCo's R and C (20, 20)
 	CoSTCoLR       float64 // CoSTCo's Adam learning rate (1e-3; see DefaultConfig)
@@ -229,6 +234,9 @@ func settings() []Setting {
 			Help: "with -final-model bayes-fm, the first `sweeps` not averaged (0 averages all, as libFM)"},
 		{Field: "BayesPriors", Flag: "bayes-priors", Bind: "training", Key: "bayes_priors", Unset: BayesPriorsAuto, Legacy: BayesPriorsMode,
 			Help: "with bayes-fm, its prior `groups`: mode (a mean and precision per mode, as libFM with -meta), shared (one for every mode, libFM without -meta) or auto (both chains, the one of lower validation RMSE kept: twice the time)"},
+		// New cells counted as observations before -aug-weight.
+		{Field: "AugWeight", Flag: "aug-weight", Bind: "training", Key: "aug_weight", Legacy: AugWeight(1),
+			Help: "how much a new cell counts against an observed one when the final model is fitted: a `weight` w > 0 (bayes-fm: the new cells' noise precision is w·α, α the observed cells'; 1 counts them as observations), learn (bayes-fm: their own noise precision, drawn in every Gibbs sweep) or auto (1 for mlp, fm and hybrid, which take only 1 so far; " + strconv.FormatFloat(DefaultBayesAugWeight, 'g', -1, 64) + " for bayes-fm)"},
 		// The default fm rank, and no L2 penalty, before -fm-rank and -l2.
 		{Field: "FMRank", Flag: "fm-rank", Bind: "training", Key: "fm_rank", Legacy: DefaultFMRank,
 			Help: "the fm model's `rank` K (factors per entity; its embedding width is K+1, the last column the entity's bias), as -model, -predictor or -final-model"},
@@ -598,6 +606,11 @@ type Report struct {
 	// BayesPriors is the prior grouping bayes-fm's final chain used
 	// (mode or shared; with auto, the one it chose).
 	BayesPriors string `json:"bayes_priors,omitempty"`
+	// AugWeight says how much the new cells counted in the final model's
+	// fit (Config.AugWeight with auto resolved for the final model):
+	// "weight 1" (as observations), "weight 0.1", "learned", prefixed
+	// "auto: " when -aug-weight was auto; empty without new cells.
+	AugWeight string `json:"aug_weight,omitempty"`
 	// Preset is the -preset the settings came from (set by the program
 	// that parsed them; empty when none).
 	Preset    string  `json:"preset,omitempty"`
@@ -949,6 +962,9 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
 	rep.BayesPriors = e.lastBayesPriors
+	if rep.NAug > 0 {
+		rep.AugWeight = e.cfg.AugWeight.applied(e.applyAuto(e.cfg).finalModel())
+	}
 	rep.ValRMSEAfter = math.Sqrt(res.BestValMSE)
 	// No new cell is no augmentation: a lower RMSE then is the
 	// retraining's noise.

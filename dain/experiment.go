@@ -99,6 +99,11 @@ type Experiment struct {
 	// made once (chooseAuto). Both survive release.
 	bayesAlone *bayesRun
 	auto       *AutoChoice
+	// keepAlone makes bayesAlone keep its chain's samples (a
+	// configuration may use the ensemble predictor); ens is that
+	// predictor, fitted once (ensemble).
+	keepAlone bool
+	ens       memo[struct{}, *ensembleModel]
 	// lastStage: the next Downstream is the run's last stage (Run's
 	// retraining), which may drop the split once its sets hold it.
 	lastStage bool
@@ -236,6 +241,7 @@ func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backe
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}
+		e.keepAlone = e.keepAlone || c.usesEnsemble()
 		walk(c.Pipeline().Cells, seen, func(s stage) {
 			if t, ok := s.(TracIn); ok {
 				e.plan[t.Model] = append(e.plan[t.Model], t)
@@ -344,7 +350,7 @@ func (e *Experiment) release() {
 	e.models, e.cellScores = memo[Embedding, *trained]{}, memo[CellImportance, compute.F32]{}
 	e.entity, e.nbrs = memo[EntityImportance, []*sampling.Alias]{}, memo[Neighbours, [][][]int32]{}
 	e.retrained, e.owned = nil, nil
-	e.bayesP = nil
+	e.bayesP, e.ens = nil, nil
 	settle()
 }
 
@@ -758,6 +764,8 @@ func (e *Experiment) SharedSeconds(c Config) Shared {
 	})
 	if p.Values != nil && p.Values.Model.Kind == FinalBayesFM {
 		s.Predictor = e.bayesP.seconds(struct{}{})
+	} else if p.Values != nil && p.Values.Model.Kind == PredictorEnsemble {
+		s.Predictor = e.ens.seconds(struct{}{})
 	} else if p.Values != nil && !seen[p.Values.Model] {
 		s.Predictor = e.models.seconds(p.Values.Model)
 	}

@@ -21,7 +21,7 @@ var FinalModels = []Choice[struct{}]{
 	{"fm", "a factorization machine of order 2 trained by Adam as Θ is (-fm-rank, -l2)", struct{}{}},
 	{"hybrid", "the MLP plus a factorization machine's pairwise term over the same embeddings, trained by Adam (-layers, -l2)", struct{}{}},
 	{"bayes-fm", "a Bayesian factorization machine (order 2 over the modes, a prior per mode) fitted by Gibbs sampling and averaged over its samples: no learning rate or regulariser (package bayes; Rendle, ACM TIST 2012)", struct{}{}},
-	{"auto", "the kind of Θ (mlp when Θ is costco), fm or bayes-fm, whichever has the lowest validation RMSE trained on the training cells alone (chosen once per split; the report's auto_choice gives each)", struct{}{}},
+	{"auto", "the kind of Θ (mlp when Θ is costco), fm, hybrid or bayes-fm, whichever has the lowest validation RMSE trained on the training cells alone (chosen once per split; the report's auto_choice gives each)", struct{}{}},
 }
 
 // Final-model names.
@@ -77,20 +77,16 @@ func (c Config) autoFamily() string {
 
 // chooseAuto resolves -final-model auto once per experiment: it trains
 // (or takes the memoised) gradient-trained candidates on the training
-// cells — the kind of Θ (autoFamily) and the fm — and fits bayes-fm on
-// them alone (kept for rmse_before and the ratio-0 baseline), and picks
-// the candidate of lowest validation MSE (ties: the first of Θ's kind,
-// fm, bayes-fm). The value predictor follows the choice: bayes-fm and fm
-// value the new cells themselves (bayes-fm's chain on the training cells;
-// the fm candidate), the MLP with the paper's CoSTCo.
+// cells — the kind of Θ (autoFamily), the fm and the hybrid (autoKinds) —
+// and fits bayes-fm on them alone (kept for rmse_before and the ratio-0
+// baseline), and picks the candidate of lowest validation MSE (ties: the
+// first of autoKinds, then bayes-fm). -predictor auto then gives the
+// ensemble of the candidates (ensembleModel).
 func (e *Experiment) chooseAuto(ctx context.Context) (*AutoChoice, error) {
 	if e.auto != nil {
 		return e.auto, nil
 	}
-	kinds := []string{e.cfg.autoFamily()}
-	if kinds[0] != FinalFM {
-		kinds = append(kinds, FinalFM)
-	}
+	kinds := e.cfg.autoKinds()
 	a := &AutoChoice{Candidates: map[string]float64{}}
 	for _, k := range kinds {
 		t, err := e.model(ctx, Embedding{k})
@@ -112,6 +108,9 @@ func (e *Experiment) chooseAuto(ctx context.Context) (*AutoChoice, error) {
 		}
 	}
 	a.Predictor = autoPredictor(a.FinalModel)
+	if e.cfg.Predictor == FinalAuto {
+		a.Predictor = PredictorEnsemble
+	}
 	var b strings.Builder
 	for _, k := range kinds {
 		fmt.Fprintf(&b, " %s %.6f", k, a.Candidates[k])
@@ -143,15 +142,20 @@ func (e *Experiment) resolve(ctx context.Context, c Config) (Config, error) {
 	return e.applyAuto(c), nil
 }
 
-// applyAuto replaces c's auto settings by what they resolved to: a final
+// applyAuto replaces c's auto settings by what they resolve to: a final
 // model auto by e.auto's choice (left as is while none is made), a
-// predictor auto by the one that follows the final model (autoPredictor).
+// predictor auto by the ensemble when the final model was auto, else by
+// the one that follows the final model (autoPredictor).
 func (e *Experiment) applyAuto(c Config) Config {
-	if c.finalModel() == FinalAuto && e.auto != nil {
+	wasAuto := c.finalModel() == FinalAuto
+	if wasAuto && e.auto != nil {
 		c.FinalModel = e.auto.FinalModel
 	}
 	if c.Predictor == FinalAuto && c.finalModel() != FinalAuto { // else not chosen yet
 		c.Predictor = autoPredictor(c.finalModel())
+		if wasAuto {
+			c.Predictor = PredictorEnsemble
+		}
 	}
 	return c
 }
@@ -204,14 +208,14 @@ func (c Config) finalModel() string {
 // matter.
 func (c Config) UsesBayesFM() bool {
 	f := c.finalModel()
-	return f == FinalBayesFM || f == FinalAuto || c.Predictor == FinalBayesFM
+	return f == FinalBayesFM || f == FinalAuto || c.Predictor == FinalBayesFM || c.Predictor == PredictorEnsemble
 }
 
 // UsesFM reports whether a run of c trains the gradient factorization
 // machine (as Θ, value predictor or final model): only then does FMRank
 // matter.
 func (c Config) UsesFM() bool {
-	return c.Model == FinalFM || c.Predictor == FinalFM || c.finalModel() == FinalFM
+	return c.Model == FinalFM || c.Predictor == FinalFM || c.finalModel() == FinalFM || c.finalModel() == FinalAuto || c.usesEnsemble()
 }
 
 // FinalModelName is c.FinalModel with "" read as its default, mlp: what a
@@ -228,6 +232,12 @@ func (c Config) checkFinal() error {
 	}
 	if c.UsesFM() && (c.FMRank < 1 || c.FMRank > MaxFMRank) {
 		return fmt.Errorf("fm rank %d: want 1 to %d", c.FMRank, MaxFMRank)
+	}
+	if err := c.AugWeight.check(); err != nil {
+		return err
+	}
+	if f := c.finalModel(); c.AugWeight != AugWeightAuto && c.AugWeight != 1 && f != FinalBayesFM && f != FinalAuto {
+		return fmt.Errorf("aug weight %s: the %s final model takes only 1 (or auto) so far; a weight or learn needs -final-model bayes-fm (or auto)", c.AugWeight.String(), f)
 	}
 	if !c.UsesBayesFM() {
 		return nil
@@ -319,13 +329,20 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 	}
 	t0 := time.Now()
 	train := e.Train
+	cfg := e.cfg.bayesConfig()
+	if !alone {
+		e.cfg.newCells(&cfg, aug.NNZ())
+	}
 	if aug != nil && aug.NNZ() > 0 {
 		order := e.x.Order()
 		train = &tensor.COO{Dims: e.x.Dims, Idx: make([]int32, 0, (e.Train.NNZ()+aug.NNZ())*order), Val: make([]float64, 0, e.Train.NNZ()+aug.NNZ())}
 		train.Idx = append(append(train.Idx, e.Train.Idx...), aug.Idx...)
 		train.Val = append(append(train.Val, e.Train.Val...), aug.Val...)
 	}
-	cfg := e.cfg.bayesConfig()
+	if alone && e.keepAlone {
+		// Kept for the ensemble predictor; the chain is the same.
+		cfg.KeepSamples = min(maxKeptBayes, cfg.Samples-cfg.BurnIn)
+	}
 	if e.cfg.Progress != nil && label != "" {
 		cfg.Progress = &prefixWriter{prefix: "  " + label + " ", w: e.cfg.Progress, every: max(1, cfg.Samples/10), n: 0}
 	}
@@ -347,12 +364,57 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		e.onTestPred(res.Pred[1])
 	}
 	if alone {
-		e.bayesAlone = &bayesRun{rmse: rmse, res: out, seconds: time.Since(t0).Seconds(), priors: priors, testPred: res.Pred[1]}
+		e.bayesAlone = &bayesRun{rmse: rmse, res: out, seconds: time.Since(t0).Seconds(), priors: priors, testPred: res.Pred[1], model: res.Model}
 	}
 	if label != "" {
-		e.logf("%s: bayes-fm, rank %d, %d samples (burn-in %d), priors by %s, on %d cells: noise sd %.4g, %.1fs", label, cfg.Rank, cfg.Samples, cfg.BurnIn, priors, e.globalNNZ(train), 1/math.Sqrt(res.Alpha), time.Since(t0).Seconds())
+		news := ""
+		if res.AlphaNew > 0 {
+			news = fmt.Sprintf(", new cells' %.4g (%s)", 1/math.Sqrt(res.AlphaNew), e.cfg.AugWeight.applied(FinalBayesFM))
+		}
+		e.logf("%s: bayes-fm, rank %d, %d samples (burn-in %d), priors by %s, on %d cells: noise sd %.4g%s, %.1fs", label, cfg.Rank, cfg.Samples, cfg.BurnIn, priors, e.globalNNZ(train), 1/math.Sqrt(res.Alpha), news, time.Since(t0).Seconds())
 	}
 	return rmse, out, time.Since(t0).Seconds(), nil
+}
+
+// newCells sets b, the bayes-fm final chain's configuration on train ∪
+// aug, for this process's n new cells (the last n of its training cells)
+// under c.AugWeight: with a weight other than 1, or learn, they get their
+// own noise precision; with 1 they are observations (NewCells 0, the
+// chain of every dainx before the setting).
+func (c Config) newCells(b *bayes.Config, n int) {
+	switch w := c.AugWeight.resolve(FinalBayesFM); w {
+	case 1:
+	case AugWeightLearn:
+		b.NewCells, b.NewLearn = n, true
+	default:
+		b.NewCells, b.NewWeight = n, float64(w)
+	}
+}
+
+// resolve returns the weight w stands for with final model kind:
+// AugWeightAuto's default for that kind, else w.
+func (w AugWeight) resolve(kind string) AugWeight {
+	if w != AugWeightAuto {
+		return w
+	}
+	if kind == FinalBayesFM {
+		return DefaultBayesAugWeight
+	}
+	return 1
+}
+
+// applied describes the weight w gives final model kind, as logs and
+// reports say it: "weight 0.1", "learned", "auto: weight 0.1".
+func (w AugWeight) applied(kind string) string {
+	r := w.resolve(kind)
+	s := "weight " + r.String()
+	if r == AugWeightLearn {
+		s = "learned"
+	}
+	if w == AugWeightAuto {
+		s = "auto: " + s
+	}
+	return s
 }
 
 // bayesRun is a bayes-fm final model's fit on the training cells alone,
@@ -362,6 +424,7 @@ type bayesRun struct {
 	res           nn.Result
 	priors        string
 	testPred      []float64
+	model         *bayes.Model // its kept samples (Experiment.keepAlone), else nil
 }
 
 // mseAll is mse over every process's p and y (each process passing its

@@ -122,14 +122,13 @@ func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
 	if p.Values != nil {
 		kinds[p.Values.Model.Kind] = true
 	}
-	switch f := cfg.finalModel(); f {
-	case FinalAuto:
-		kinds[FinalMLP], kinds[FinalFM] = true, true
-	default:
+	if f := cfg.finalModel(); f != FinalAuto {
 		kinds[f] = true
 	}
-	if cfg.Predictor == FinalAuto {
-		kinds[FinalMLP], kinds[FinalFM] = true, true
+	if cfg.finalModel() == FinalAuto || cfg.usesEnsemble() {
+		for _, k := range cfg.autoKinds() {
+			kinds[k] = true
+		}
 	}
 	capacity := max(cfg.Batch, cfg.EvalBatch)
 	var big memlimit.Part

@@ -59,7 +59,16 @@ func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO,
 	if err != nil {
 		return nil, st, err
 	}
-	if p.Values != nil && p.Values.Model.Kind == FinalBayesFM {
+	if p.Values != nil && p.Values.Model.Kind == PredictorEnsemble {
+		if _, err := e.ensemble(ctx); err != nil {
+			return nil, st, err
+		}
+		t0 := time.Now()
+		if aug.Val, err = e.predictEnsemble(ctx, aug.Idx); err != nil {
+			return nil, st, err
+		}
+		st.Predict = time.Since(t0).Seconds()
+	} else if p.Values != nil && p.Values.Model.Kind == FinalBayesFM {
 		m, err := e.bayesPredictor(ctx)
 		if err != nil {
 			return nil, st, err

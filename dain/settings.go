@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
 )
@@ -286,3 +287,77 @@ func formatSetting(x reflect.Value) string {
 // does not record last). It is a variable only so that a test can add a
 // setting; programs never change it.
 var Settings = sync.OnceValue(settings)
+
+// AugWeight is Config.AugWeight: how much a new cell counts against an
+// observed one when the final model Θ′ is fitted (step 5). Its pointer is
+// a flag.Value (dainx -aug-weight): a number w > 0, learn or auto.
+//
+// For the bayes-fm final model a weight w gives the new cells the noise
+// precision α_new = w·α (bayes.Config.NewWeight; α the observed cells'),
+// and AugWeightLearn draws α_new in every Gibbs sweep under its own
+// Gamma prior (bayes.Config.NewLearn). 1 counts them as observations, as
+// every dainx before the setting did. The Adam-trained final models (mlp,
+// fm, hybrid) take only 1 so far.
+type AugWeight float64
+
+// Special values of AugWeight.
+const (
+	// AugWeightAuto, the zero value (the default): 1 for the Adam-trained
+	// final models, DefaultBayesAugWeight for bayes-fm.
+	AugWeightAuto AugWeight = 0
+	// AugWeightLearn draws bayes-fm's α_new (bayes-fm only).
+	AugWeightLearn AugWeight = -1
+)
+
+// DefaultBayesAugWeight is what AugWeightAuto gives the bayes-fm final
+// model: a new cell counts as a tenth of an observation (α_new = α/10).
+// Chosen by the study in docs/augment-best-model.md: on MovieLens, new
+// cells as full observations raised bayes-fm's test RMSE, learned α_new
+// trusted them most (the chain fits its own new cells closely) and raised
+// it most, and a weight of about a tenth lowered it.
+const DefaultBayesAugWeight = 0.1
+
+// String returns w as the flag takes it.
+func (w *AugWeight) String() string {
+	switch *w {
+	case AugWeightAuto:
+		return "auto"
+	case AugWeightLearn:
+		return "learn"
+	}
+	return strconv.FormatFloat(float64(*w), 'g', -1, 64)
+}
+
+// Set parses auto, learn or a weight in (0, bayes.MaxNewWeight].
+func (w *AugWeight) Set(s string) error {
+	switch s {
+	case "auto":
+		*w = AugWeightAuto
+		return nil
+	case "learn":
+		*w = AugWeightLearn
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0 && v <= bayes.MaxNewWeight) {
+		return fmt.Errorf("want auto, learn or a weight in (0, %g]", float64(bayes.MaxNewWeight))
+	}
+	*w = AugWeight(v)
+	return nil
+}
+
+// MarshalText writes w as the flag takes it (auto, learn or the weight),
+// as JSON records it.
+func (w AugWeight) MarshalText() ([]byte, error) { return []byte(w.String()), nil }
+
+// UnmarshalText parses what MarshalText writes (Set).
+func (w *AugWeight) UnmarshalText(b []byte) error { return w.Set(string(b)) }
+
+// check reports a weight that is none of the accepted values (a Config
+// built in code rather than by Set).
+func (w AugWeight) check() error {
+	if w == AugWeightAuto || w == AugWeightLearn || (w > 0 && w <= bayes.MaxNewWeight) {
+		return nil
+	}
+	return fmt.Errorf("aug weight %v: want auto, learn or a weight in (0, %g]", float64(w), float64(bayes.MaxNewWeight))
+}

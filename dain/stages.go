@@ -80,7 +80,8 @@ var Models = []Choice[struct{}]{
 // cells by Gibbs sampling; predictions averaged over thinned samples).
 var Predictors = append(slices.Clone(Models),
 	Choice[struct{}]{"bayes-fm", "a Bayesian factorization machine fitted by Gibbs sampling on the training cells (package bayes; -bayes-rank, -bayes-samples)", struct{}{}},
-	Choice[struct{}]{"auto", "the final model itself when it is (or auto chooses) bayes-fm or fm, else costco", struct{}{}})
+	Choice[struct{}]{PredictorEnsemble, "the candidates of -final-model auto (Θ's kind, fm, hybrid, bayes-fm) trained on the training cells, stacked with weights fitted on the validation cells by least squares", struct{}{}},
+	Choice[struct{}]{"auto", "ensemble with -final-model auto; the final model itself when it is bayes-fm or fm; else costco", struct{}{}})
 
 // Influences are the accepted Config.Influence values: the cell-importance
 // estimator (step 2).

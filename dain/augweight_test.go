@@ -1,0 +1,175 @@
+package dain_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/tensor"
+)
+
+// rmseOf returns the RMSE of p against y.
+func rmseOf(p, y []float64) float64 {
+	s := 0.0
+	for i, v := range p {
+		d := v - y[i]
+		s += d * d
+	}
+	return math.Sqrt(s / float64(len(p)))
+}
+
+// TestAugWeightBayesFM (issue 51): with the bayes-fm final model,
+// -aug-weight sets how much the new cells count. Its rmse_after is
+// bayes.Fit on train ∪ the new cells: as observations with weight 1 (the
+// chain of every dainx before the setting: NewCells 0), with their own
+// noise precision w·α with a weight w (auto: DefaultBayesAugWeight), drawn
+// with learn. Each of these gives another result, and the report says
+// which was used.
+func TestAugWeightBayesFM(t *testing.T) {
+	x := demoTensor(t, 2000)
+	run := func(w dain.AugWeight) (*dain.Result, float64) {
+		c := small()
+		c.FinalModel, c.BayesSamples, c.Ratio, c.BayesPriors, c.AugWeight = dain.FinalBayesFM, 30, 0.5, dain.BayesPriorsMode, w
+		c.Keep.Split = true
+		r, err := dain.Run(context.Background(), x, c, cpu.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc := bayes.DefaultConfig()
+		bc.Rank, bc.Samples, bc.BurnIn, bc.Seed = dain.DefaultBayesRank, 30, 0, dain.BayesSeed(c.Seed)
+		switch w {
+		case 1:
+		case dain.AugWeightLearn:
+			bc.NewCells, bc.NewLearn = r.Aug.NNZ(), true
+		case dain.AugWeightAuto:
+			bc.NewCells, bc.NewWeight = r.Aug.NNZ(), dain.DefaultBayesAugWeight
+		default:
+			bc.NewCells, bc.NewWeight = r.Aug.NNZ(), float64(w)
+		}
+		train := &tensor.COO{Dims: x.Dims, Idx: slices.Concat(r.Split.Train.Idx, r.Aug.Idx), Val: slices.Concat(r.Split.Train.Val, r.Aug.Val)}
+		fit, err := bayes.Fit(context.Background(), train, []*tensor.COO{r.Split.Test}, bc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, rmseOf(fit.Pred[0], r.Split.Test.Val)
+	}
+	seen := map[float64]dain.AugWeight{}
+	for _, c := range []struct {
+		w      dain.AugWeight
+		report string
+	}{{1, "weight 1"}, {0.25, "weight 0.25"}, {dain.AugWeightLearn, "learned"}, {dain.AugWeightAuto, "auto: weight 0.1"}} {
+		r, want := run(c.w)
+		rep := r.Report
+		if rep.RMSEAfter != want {
+			t.Errorf("-aug-weight %s: rmse_after %v, bayes.Fit on train ∪ new cells %v", c.w.String(), rep.RMSEAfter, want)
+		}
+		if rep.AugWeight != c.report {
+			t.Errorf("-aug-weight %s: report says %q, want %q", c.w.String(), rep.AugWeight, c.report)
+		}
+		if w, ok := seen[rep.RMSEAfter]; ok {
+			t.Errorf("-aug-weight %s and %s gave the same rmse_after %v", w.String(), c.w.String(), rep.RMSEAfter)
+		}
+		seen[rep.RMSEAfter] = c.w
+	}
+}
+
+// TestAugWeightErrors: -aug-weight parses auto, learn and weights in
+// (0, bayes.MaxNewWeight] and nothing else; an Adam-trained final model
+// refuses a weight other than 1.
+func TestAugWeightErrors(t *testing.T) {
+	for _, s := range []string{"0", "-1", "nan", "inf", "2e6", "", "half"} {
+		var w dain.AugWeight
+		if err := w.Set(s); err == nil {
+			t.Errorf("-aug-weight %q: no error", s)
+		}
+	}
+	for s, want := range map[string]dain.AugWeight{"auto": dain.AugWeightAuto, "learn": dain.AugWeightLearn, "0.1": 0.1, "1": 1, "1e6": 1e6} {
+		var w dain.AugWeight
+		if err := w.Set(s); err != nil || w != want || w.String() != s && s != "1e6" {
+			t.Errorf("-aug-weight %q: %v, %v (%s)", s, err, float64(w), w.String())
+		}
+	}
+	x := demoTensor(t, 300)
+	for _, f := range []string{dain.FinalMLP, dain.FinalFM, dain.FinalHybrid} {
+		c := small()
+		c.FinalModel, c.AugWeight = f, 0.5
+		if _, err := dain.Run(context.Background(), x, c, cpu.New()); err == nil || !strings.Contains(err.Error(), "aug weight") {
+			t.Errorf("-final-model %s -aug-weight 0.5: error %v", f, err)
+		}
+	}
+	c := small()
+	c.FinalModel, c.AugWeight = dain.FinalBayesFM, -3
+	if _, err := dain.Run(context.Background(), x, c, cpu.New()); err == nil {
+		t.Error("aug weight -3 in code: no error")
+	}
+}
+
+// TestEnsemblePredictor (issue 51): -predictor ensemble values the new
+// cells with the candidates of -final-model auto stacked on the
+// validation cells. The values lie in the training range and are not any
+// one candidate's; and the stack never sees a test cell: changing every
+// test cell's value leaves the new cells and their values unchanged bit
+// for bit (while rmse_before, which is measured on them, changes).
+func TestEnsemblePredictor(t *testing.T) {
+	x := demoTensor(t, 2000)
+	c := small()
+	c.Predictor, c.FinalModel, c.BayesSamples, c.Ratio = dain.PredictorEnsemble, dain.FinalBayesFM, 20, 0.4
+	c.Keep.Split = true
+	r, err := dain.Run(context.Background(), x, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Report.Predictor != dain.PredictorEnsemble || r.Aug.NNZ() == 0 {
+		t.Fatalf("report: predictor %q, %d new cells", r.Report.Predictor, r.Aug.NNZ())
+	}
+	lo, hi := slices.Min(r.Split.Train.Val), slices.Max(r.Split.Train.Val)
+	for _, v := range r.Aug.Val {
+		if !(v >= lo && v <= hi) {
+			t.Fatalf("a new cell's value %v outside the training range [%v, %v]", v, lo, hi)
+		}
+	}
+	other := c
+	other.Predictor = dain.FinalBayesFM
+	r2, err := dain.Run(context.Background(), x, other, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(r2.Aug.Val, r.Aug.Val) || !slices.Equal(r2.Aug.Idx, r.Aug.Idx) {
+		t.Error("-predictor ensemble and bayes-fm gave the same values (or other cells)")
+	}
+	// The test cells' values, changed: the cells are found by their
+	// indices in x.
+	key := func(idx []int32) string { return fmt.Sprint(idx) }
+	test := map[string]bool{}
+	n := x.Order()
+	for i := range r.Split.Test.NNZ() {
+		test[key(r.Split.Test.Idx[i*n:(i+1)*n])] = true
+	}
+	y := &tensor.COO{Dims: x.Dims, Idx: x.Idx, Val: slices.Clone(x.Val)}
+	changed := 0
+	for i := range y.NNZ() {
+		if test[key(y.Idx[i*n:(i+1)*n])] {
+			y.Val[i] = -y.Val[i] + 7
+			changed++
+		}
+	}
+	if changed != r.Split.Test.NNZ() {
+		t.Fatalf("found %d of the %d test cells", changed, r.Split.Test.NNZ())
+	}
+	r3, err := dain.Run(context.Background(), y, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r3.Aug.Idx, r.Aug.Idx) || !slices.Equal(r3.Aug.Val, r.Aug.Val) {
+		t.Error("changing the test cells' values changed the new cells or their ensemble values")
+	}
+	if r3.Report.RMSEBefore == r.Report.RMSEBefore {
+		t.Error("changing the test cells' values left rmse_before as it was: the test did not reach them")
+	}
+}
