@@ -210,6 +210,31 @@ func (m *Model) Predict(cells *tensor.COO) ([]float64, error) {
 	return out, nil
 }
 
+// Variance returns, for each cell of cells (as Predict takes them), the
+// variance over the kept samples of their clamped predictions: the
+// posterior variance of the cell's mean prediction (epistemic; the noise
+// 1/α is not added), 0 with one kept sample. Units: value². It returns
+// Predict's errors.
+func (m *Model) Variance(cells *tensor.COO) ([]float64, error) {
+	mean, err := m.Predict(cells)
+	if err != nil {
+		return nil, err
+	}
+	n := len(m.Dims)
+	out := make([]float64, len(mean))
+	sum, sq := make([]float64, m.Rank), make([]float64, m.Rank)
+	for _, p := range m.samples {
+		for c := range out {
+			d := min(max(p.predict(cells.Idx[c*n:(c+1)*n], sum, sq), m.Min), m.Max) - mean[c]
+			out[c] += d * d
+		}
+	}
+	for c := range out {
+		out[c] /= float64(len(m.samples))
+	}
+	return out, nil
+}
+
 // checkTrain reports the first problem with the training tensor (empty:
 // whether it may hold no cells, as one process's share may).
 func checkTrain(t *tensor.COO, empty bool) error {

@@ -687,3 +687,41 @@ func TestNewCellsOnRanks(t *testing.T) {
 		t.Fatalf("α_new %v and %v over 2 ranks, Fit's %v", res[0].AlphaNew, res[1].AlphaNew, want.AlphaNew)
 	}
 }
+
+// TestVariance: Model.Variance is the variance over the kept samples of
+// each one's clamped prediction (computed here one sample at a time), 0
+// with one kept sample.
+func TestVariance(t *testing.T) {
+	x, _ := fmTensor([]int{20, 15, 10}, 2, 1500, 0.3, 8)
+	q := &tensor.COO{Dims: x.Dims, Idx: x.Idx[:300], Val: x.Val[:100]}
+	for _, keep := range []int{1, 5} {
+		res, err := Fit(context.Background(), x, nil, Config{Rank: 3, Samples: 10, Seed: 4, InitStd: 0.1, KeepSamples: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := res.Model.Variance(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, sq := make([]float64, 3), make([]float64, 3)
+		for c := range q.NNZ() {
+			var ys []float64
+			for _, p := range res.Model.samples {
+				ys = append(ys, min(max(p.predict(q.Idx[c*3:c*3+3], sum, sq), res.Min), res.Max))
+			}
+			var m, v float64
+			for _, y := range ys {
+				m += y / float64(len(ys))
+			}
+			for _, y := range ys {
+				v += (y - m) * (y - m) / float64(len(ys))
+			}
+			if math.Abs(got[c]-v) > 1e-12*max(1, v) || (keep == 1 && got[c] != 0) {
+				t.Fatalf("%d kept: cell %d variance %v, want %v", keep, c, got[c], v)
+			}
+			if keep == 5 && c == 0 && !(v > 0) {
+				t.Fatalf("5 kept samples: variance %v", v)
+			}
+		}
+	}
+}

@@ -173,3 +173,44 @@ func TestEnsemblePredictor(t *testing.T) {
 		t.Error("changing the test cells' values left rmse_before as it was: the test did not reach them")
 	}
 }
+
+// TestUncertaintyPlacement (issue 51): -influence uncertainty scores each
+// training cell by the posterior variance of the bayes-fm chain on the
+// training cells alone (its kept samples: bayes.Fit with the run's chain
+// seed, bayes.Model.Variance), and uncertainty-tracin by that variance
+// times TracIn's |α_z|; both draw other new cells than TracIn alone.
+func TestUncertaintyPlacement(t *testing.T) {
+	x := demoTensor(t, 2000)
+	run := func(influence string) *dain.Result {
+		c := small()
+		c.FinalModel, c.BayesSamples, c.Ratio, c.BayesPriors, c.Influence = dain.FinalBayesFM, 20, 0.3, dain.BayesPriorsMode, influence
+		c.Keep.Split, c.Keep.Scores = true, true
+		r, err := dain.Run(context.Background(), x, c, cpu.New())
+		if err != nil {
+			t.Fatalf("-influence %s: %v", influence, err)
+		}
+		return r
+	}
+	unc, both, tr := run(dain.InfluenceUncertainty), run(dain.InfluenceUncertaintyTracIn), run("tracin")
+	bc := bayes.DefaultConfig()
+	bc.Rank, bc.Samples, bc.BurnIn, bc.Seed, bc.KeepSamples = dain.DefaultBayesRank, 20, 0, dain.BayesSeed(1), 20
+	fit, err := bayes.Fit(context.Background(), unc.Split.Train, nil, bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fit.Model.Variance(unc.Split.Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for z, v := range want {
+		if got := unc.Scores.Alpha[z]; got != float32(v) {
+			t.Fatalf("cell %d: uncertainty score %v, the chain's posterior variance %v", z, got, v)
+		}
+		if got, w := both.Scores.Alpha[z], float32(v)*tr.Scores.Alpha[z]; got != w {
+			t.Fatalf("cell %d: uncertainty-tracin score %v, variance × |TracIn| %v", z, got, w)
+		}
+	}
+	if slices.Equal(unc.Aug.Idx, tr.Aug.Idx) || slices.Equal(both.Aug.Idx, tr.Aug.Idx) {
+		t.Error("placement by uncertainty drew TracIn's cells")
+	}
+}

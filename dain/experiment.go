@@ -241,7 +241,7 @@ func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backe
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}
-		e.keepAlone = e.keepAlone || c.usesEnsemble()
+		e.keepAlone = e.keepAlone || c.usesEnsemble() || c.usesUncertainty()
 		walk(c.Pipeline().Cells, seen, func(s stage) {
 			if t, ok := s.(TracIn); ok {
 				e.plan[t.Model] = append(e.plan[t.Model], t)

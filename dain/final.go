@@ -208,7 +208,7 @@ func (c Config) finalModel() string {
 // matter.
 func (c Config) UsesBayesFM() bool {
 	f := c.finalModel()
-	return f == FinalBayesFM || f == FinalAuto || c.Predictor == FinalBayesFM || c.Predictor == PredictorEnsemble
+	return f == FinalBayesFM || f == FinalAuto || c.Predictor == FinalBayesFM || c.Predictor == PredictorEnsemble || c.usesUncertainty()
 }
 
 // UsesFM reports whether a run of c trains the gradient factorization

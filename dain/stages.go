@@ -95,6 +95,12 @@ var Influences = []Choice[func(Config) CellImportance]{
 	{"tracin-adam", "TracIn-CP with each checkpoint's Adam preconditioner: Σ_k η·G_kᵀ·diag(1/(√v̂_k+ε))·∇ℓ(Θ_k, z), over -influence-layers", func(c Config) CellImportance {
 		return TracIn{Model: Embedding{c.Model}, Layers: c.InfluenceLayers, Estimator: EstimatorAdam}
 	}},
+	{InfluenceUncertainty, "the bayes-fm chain's posterior variance of its prediction at each training cell (over its kept samples, fitted on the training cells alone; -bayes-rank, -bayes-samples): new cells go where the Bayesian model is least sure", func(c Config) CellImportance {
+		return Uncertainty{Model: Embedding{c.Model}}
+	}},
+	{InfluenceUncertaintyTracIn, "TracIn-CP's |α_z| (eq. 5) times the bayes-fm posterior variance at the cell (uncertainty × influence)", func(c Config) CellImportance {
+		return Uncertainty{Model: Embedding{c.Model}, Influence: TracIn{Model: Embedding{c.Model}, Layers: c.InfluenceLayers}}
+	}},
 	{"in-run", "Adam-preconditioned terms taken during Θ's training, at every -influence-every'th step, for the step's batch at its own parameters, against a fixed sample of -influence-val-sample validation cells, over -influence-layers", func(c Config) CellImportance {
 		return TracIn{Model: Embedding{c.Model}, Layers: c.InfluenceLayers, Estimator: EstimatorInRun, Every: c.influenceEvery(), ValSample: c.influenceValSample()}
 	}},
