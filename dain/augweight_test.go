@@ -214,3 +214,58 @@ func TestUncertaintyPlacement(t *testing.T) {
 		t.Error("placement by uncertainty drew TracIn's cells")
 	}
 }
+
+// TestFinalEnsemble (issue 51): -final-model ensemble stacks the
+// candidates of auto, each trained on train ∪ the new cells exactly as
+// that final model is (-final-model mlp, fm, hybrid, bayes-fm on the same
+// split and new cells), with weights fitted on the validation cells: its
+// validation RMSE is at most the best member's (each member alone is one
+// of the stacks least squares chooses among), and the test cells play no
+// part in it (changing their values changes rmse_after but not the
+// validation RMSE).
+func TestFinalEnsemble(t *testing.T) {
+	x := demoTensor(t, 2000)
+	run := func(x *tensor.COO, final string) dain.Report {
+		c := small()
+		c.FinalModel, c.BayesSamples, c.Ratio, c.BayesPriors, c.Predictor = final, 20, 0.3, dain.BayesPriorsMode, dain.PredictorEnsemble
+		c.Keep.Split = true
+		r, err := dain.Run(context.Background(), x, c, cpu.New())
+		if err != nil {
+			t.Fatalf("-final-model %s: %v", final, err)
+		}
+		return r.Report
+	}
+	ens := run(x, dain.FinalEnsemble)
+	best := math.Inf(1)
+	for _, k := range []string{dain.FinalMLP, dain.FinalFM, dain.FinalHybrid, dain.FinalBayesFM} {
+		rep := run(x, k)
+		t.Logf("%s: validation RMSE %.5f, test %.5f", k, rep.ValRMSEAfter, rep.RMSEAfter)
+		best = min(best, rep.ValRMSEAfter)
+	}
+	t.Logf("ensemble: validation RMSE %.5f, test %.5f", ens.ValRMSEAfter, ens.RMSEAfter)
+	if !(ens.ValRMSEAfter <= best*(1+1e-6)) || ens.FinalModel != dain.FinalEnsemble {
+		t.Errorf("ensemble (final %q): validation RMSE %v above its best member's %v", ens.FinalModel, ens.ValRMSEAfter, best)
+	}
+	// Every test value moved: the stack's validation fit is the same.
+	y := &tensor.COO{Dims: x.Dims, Idx: x.Idx, Val: slices.Clone(x.Val)}
+	c := small()
+	c.Keep.Split = true
+	r, err := dain.Run(context.Background(), x, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := map[string]bool{}
+	n := x.Order()
+	for i := range r.Split.Test.NNZ() {
+		test[fmt.Sprint(r.Split.Test.Idx[i*n:(i+1)*n])] = true
+	}
+	for i := range y.NNZ() {
+		if test[fmt.Sprint(y.Idx[i*n:(i+1)*n])] {
+			y.Val[i] += 0.5
+		}
+	}
+	moved := run(y, dain.FinalEnsemble)
+	if moved.ValRMSEAfter != ens.ValRMSEAfter || moved.RMSEAfter == ens.RMSEAfter {
+		t.Errorf("test values moved: validation RMSE %v → %v (want unchanged), test RMSE %v → %v (want changed)", ens.ValRMSEAfter, moved.ValRMSEAfter, ens.RMSEAfter, moved.RMSEAfter)
+	}
+}

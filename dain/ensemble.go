@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -207,4 +208,81 @@ func (e *Experiment) bayesAloneModel(ctx context.Context) (*bayes.Model, error) 
 		return nil, err
 	}
 	return e.bayesAlone.model, nil
+}
+
+// downstreamEnsemble is Downstream with -final-model ensemble: each
+// candidate of auto (autoKinds, then bayes-fm) trained on train ∪ aug as
+// Downstream trains that final model (bayes-fm with -aug-weight), their
+// validation and test predictions stacked with weights fitted on the
+// validation cells (stackWeights; the test cells unseen), clamped to the
+// training values' range. It returns the stack's test RMSE (its
+// validation RMSE without a test set), an nn.Result whose BestValMSE is
+// the stack's validation MSE, and the members' wall time. Each member's
+// checkpoint stage is stage-kind.
+func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, label, stage string) (float64, nn.Result, float64, error) {
+	t0 := time.Now()
+	saved, savedOnTest := e.cfg, e.onTestPred
+	defer func() { e.cfg, e.finalPreds, e.onTestPred = saved, nil, savedOnTest }()
+	e.onTestPred = nil
+	kinds := append(saved.autoKinds(), FinalBayesFM)
+	var val, test [][]float64
+	for _, k := range kinds {
+		e.cfg = saved
+		e.cfg.FinalModel = k
+		var pv, pt []float64
+		e.finalPreds = func(v, t []float64) { pv, pt = v, t }
+		l := ""
+		if label != "" {
+			l = label + " " + k
+		}
+		var err error
+		if k == FinalBayesFM {
+			_, _, _, err = e.downstreamBayes(ctx, aug, l)
+		} else {
+			_, _, _, err = e.downstreamAt(ctx, aug, l, stage+"-"+k)
+		}
+		if err != nil {
+			return 0, nn.Result{}, 0, err
+		}
+		val, test = append(val, pv), append(test, pt)
+	}
+	w, err := e.stackWeights(val, e.Val.Val)
+	if err != nil {
+		return 0, nn.Result{}, 0, err
+	}
+	lo, hi := e.trainRange()
+	m := &ensembleModel{kinds: kinds, weights: w, lo: lo, hi: hi}
+	pv, pt := m.combine(val), m.combine(test)
+	valMSE := e.mseAll(pv, e.Val.Val)
+	rmse := math.Sqrt(valMSE)
+	if e.sp.counts[2] > 0 {
+		rmse = math.Sqrt(e.mseAll(pt, e.Test.Val))
+	}
+	if savedOnTest != nil {
+		savedOnTest(pt)
+	}
+	var b strings.Builder
+	for j, k := range kinds {
+		fmt.Fprintf(&b, ", %s %.4f", k, w[j+1])
+	}
+	if label != "" {
+		e.logf("%s: ensemble, weights on the validation cells: intercept %.4f%s; validation RMSE %.6f, %.1fs", label, w[0], b.String(), math.Sqrt(valMSE), time.Since(t0).Seconds())
+	}
+	return rmse, nn.Result{BestValMSE: valMSE}, time.Since(t0).Seconds(), nil
+}
+
+// trainRange returns the smallest and largest training value over every
+// process.
+func (e *Experiment) trainRange() (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range e.Train.Val {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if e.many() {
+		all := e.sp.cl.GatherF64([]float64{lo, hi})
+		for r := 0; r+1 < len(all); r += 2 {
+			lo, hi = min(lo, all[r]), max(hi, all[r+1])
+		}
+	}
+	return lo, hi
 }

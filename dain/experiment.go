@@ -89,6 +89,9 @@ type Experiment struct {
 	// onTestPred, if not nil, gets the test predictions of every final
 	// model that is not a net (bayes-fm; OnRetrained).
 	onTestPred func([]float64)
+	// finalPreds, while -final-model ensemble trains its members, gets
+	// each member's validation and test predictions.
+	finalPreds func(val, test []float64)
 	// bayesP is the bayes-fm value predictor, fitted once (bayesPredictor).
 	bayesP memo[struct{}, *bayes.Model]
 	// lastBayesPriors is the prior grouping of the last bayes-fm final
@@ -663,8 +666,11 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		return 0, nn.Result{}, 0, err
 	}
 	kind := c.finalModel()
-	if kind == FinalBayesFM {
+	switch kind {
+	case FinalBayesFM:
 		return e.downstreamBayes(ctx, aug, label)
+	case FinalEnsemble:
+		return e.downstreamEnsemble(ctx, aug, label, stage)
 	}
 	t0 := time.Now()
 	m, tc, err := e.newNet(kind, rng(e.cfg.Seed, streamInitAfter))
@@ -679,7 +685,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	val, test := m.NewSet(e.Val.Idx, e.Val.Val), m.NewSet(e.Test.Idx, e.Test.Val)
 	defer val.Free()
 	defer test.Free()
-	if e.single && e.lastStage {
+	if e.single && e.lastStage && e.finalPreds == nil {
 		// The retraining is the last stage of a single configuration,
 		// and its sets hold the split: the split itself is not held
 		// beside them.
@@ -714,6 +720,17 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		if mse, err = e.evalMSE(m, test, n); err != nil {
 			return 0, res, 0, fmt.Errorf("dain: testing the retrained model: %w", err)
 		}
+	}
+	if e.finalPreds != nil {
+		pv, err := predict(m, e.Val.Idx)
+		if err != nil {
+			return 0, res, 0, err
+		}
+		pt, err := predict(m, e.Test.Idx)
+		if err != nil {
+			return 0, res, 0, err
+		}
+		e.finalPreds(pv, pt)
 	}
 	if e.sp.dist != nil {
 		if err := replicas(e.sp.cl, m); err != nil {

@@ -21,6 +21,7 @@ var FinalModels = []Choice[struct{}]{
 	{"fm", "a factorization machine of order 2 trained by Adam as Θ is (-fm-rank, -l2)", struct{}{}},
 	{"hybrid", "the MLP plus a factorization machine's pairwise term over the same embeddings, trained by Adam (-layers, -l2)", struct{}{}},
 	{"bayes-fm", "a Bayesian factorization machine (order 2 over the modes, a prior per mode) fitted by Gibbs sampling and averaged over its samples: no learning rate or regulariser (package bayes; Rendle, ACM TIST 2012)", struct{}{}},
+	{"ensemble", "the candidates of auto (Θ's kind, fm, hybrid, bayes-fm), each trained on train ∪ the new cells as that final model would be, their predictions stacked with weights fitted on the validation cells by least squares (the test cells unseen)", struct{}{}},
 	{"auto", "the kind of Θ (mlp when Θ is costco), fm, hybrid or bayes-fm, whichever has the lowest validation RMSE trained on the training cells alone (chosen once per split; the report's auto_choice gives each)", struct{}{}},
 }
 
@@ -29,8 +30,9 @@ const (
 	FinalMLP     = "mlp"
 	FinalFM      = "fm"
 	FinalHybrid  = "hybrid"
-	FinalBayesFM = "bayes-fm"
-	FinalAuto    = "auto"
+	FinalBayesFM  = "bayes-fm"
+	FinalEnsemble = "ensemble"
+	FinalAuto     = "auto"
 )
 
 // FinalModelNamed returns the FinalModels choice called name.
@@ -208,14 +210,14 @@ func (c Config) finalModel() string {
 // matter.
 func (c Config) UsesBayesFM() bool {
 	f := c.finalModel()
-	return f == FinalBayesFM || f == FinalAuto || c.Predictor == FinalBayesFM || c.Predictor == PredictorEnsemble || c.usesUncertainty()
+	return f == FinalBayesFM || f == FinalAuto || f == FinalEnsemble || c.Predictor == FinalBayesFM || c.Predictor == PredictorEnsemble || c.usesUncertainty()
 }
 
 // UsesFM reports whether a run of c trains the gradient factorization
 // machine (as Θ, value predictor or final model): only then does FMRank
 // matter.
 func (c Config) UsesFM() bool {
-	return c.Model == FinalFM || c.Predictor == FinalFM || c.finalModel() == FinalFM || c.finalModel() == FinalAuto || c.usesEnsemble()
+	return c.Model == FinalFM || c.Predictor == FinalFM || c.finalModel() == FinalFM || c.finalModel() == FinalAuto || c.finalModel() == FinalEnsemble || c.usesEnsemble()
 }
 
 // FinalModelName is c.FinalModel with "" read as its default, mlp: what a
@@ -236,8 +238,8 @@ func (c Config) checkFinal() error {
 	if err := c.AugWeight.check(); err != nil {
 		return err
 	}
-	if f := c.finalModel(); c.AugWeight != AugWeightAuto && c.AugWeight != 1 && f != FinalBayesFM && f != FinalAuto {
-		return fmt.Errorf("aug weight %s: the %s final model takes only 1 (or auto) so far; a weight or learn needs -final-model bayes-fm (or auto)", c.AugWeight.String(), f)
+	if f := c.finalModel(); c.AugWeight != AugWeightAuto && c.AugWeight != 1 && f != FinalBayesFM && f != FinalAuto && f != FinalEnsemble {
+		return fmt.Errorf("aug weight %s: the %s final model takes only 1 (or auto) so far; a weight or learn needs -final-model bayes-fm (or auto, or ensemble, whose bayes-fm takes it)", c.AugWeight.String(), f)
 	}
 	if !c.UsesBayesFM() {
 		return nil
@@ -252,7 +254,7 @@ func (c Config) checkFinal() error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
-	if f := c.finalModel(); c.Keep.Model != nil && (f == FinalBayesFM || f == FinalAuto) {
+	if f := c.finalModel(); c.Keep.Model != nil && (f == FinalBayesFM || f == FinalAuto || f == FinalEnsemble) {
 		return fmt.Errorf("final model %s has no saved form yet: -model-out saves a net Θ′ (give -final-model mlp, fm or hybrid, or no -model-out)", f)
 	}
 	return nil
@@ -324,6 +326,9 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		if e.onTestPred != nil {
 			e.onTestPred(a.testPred)
 		}
+		if e.finalPreds != nil {
+			e.finalPreds(a.valPred, a.testPred)
+		}
 		e.lastBayesPriors = a.priors
 		return a.rmse, a.res, a.seconds, nil
 	}
@@ -363,8 +368,11 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 	if e.onTestPred != nil {
 		e.onTestPred(res.Pred[1])
 	}
+	if e.finalPreds != nil {
+		e.finalPreds(res.Pred[0], res.Pred[1])
+	}
 	if alone {
-		e.bayesAlone = &bayesRun{rmse: rmse, res: out, seconds: time.Since(t0).Seconds(), priors: priors, testPred: res.Pred[1], model: res.Model}
+		e.bayesAlone = &bayesRun{rmse: rmse, res: out, seconds: time.Since(t0).Seconds(), priors: priors, valPred: res.Pred[0], testPred: res.Pred[1], model: res.Model}
 	}
 	if label != "" {
 		news := ""
@@ -397,7 +405,7 @@ func (w AugWeight) resolve(kind string) AugWeight {
 	if w != AugWeightAuto {
 		return w
 	}
-	if kind == FinalBayesFM {
+	if kind == FinalBayesFM || kind == FinalEnsemble { // the ensemble's bayes-fm
 		return DefaultBayesAugWeight
 	}
 	return 1
@@ -423,6 +431,7 @@ type bayesRun struct {
 	rmse, seconds float64
 	res           nn.Result
 	priors        string
+	valPred       []float64
 	testPred      []float64
 	model         *bayes.Model // its kept samples (Experiment.keepAlone), else nil
 }

@@ -22,14 +22,15 @@ type Preset struct {
 // new cells valued by CoSTCo): dainx's defaults, kept as the default
 // because it is what the paper's results and every saved model (-model-out,
 // dainx predict) rest on. accurate is the most accurate completion measured
-// (issue 37, docs/bayes-fm.md): the final model chosen on each split by
-// validation RMSE among Θ's MLP, the fm and the Bayesian factorization
-// machine (-final-model auto), and the value predictor that goes with it
-// (the FMs themselves, or the paper's CoSTCo for the MLP); bayes-fm has
-// no saved form yet, so -model-out refuses auto.
+// (issues 37 and 51, docs/bayes-fm.md, docs/augment-best-model.md): the
+// final model chosen on each split by validation RMSE among Θ's MLP, the
+// fm, the hybrid and the Bayesian factorization machine (-final-model
+// auto), and the new cells valued by the ensemble of those candidates
+// (-predictor auto); bayes-fm has no saved form yet, so -model-out
+// refuses auto.
 var Presets = []Preset{
 	{"paper", "the paper's setup: an MLP Θ′ retrained on train ∪ the new cells, valued by CoSTCo (the defaults)", nil},
-	{"accurate", "the most accurate completion measured: -final-model auto -predictor auto (on each split the final model of lowest validation RMSE — Θ's MLP, the fm or the Bayesian factorization machine fitted by Gibbs sampling — and its value predictor: the FMs value new cells themselves, the MLP keeps the paper's CoSTCo; no saved form for -model-out yet)",
+	{"accurate", "the most accurate completion measured: -final-model auto -predictor auto (on each split the final model of lowest validation RMSE — Θ's MLP, the fm, the hybrid or the Bayesian factorization machine fitted by Gibbs sampling — with the new cells valued by the ensemble of those candidates, stacked on the validation cells; bayes-fm counts a new cell as a tenth of an observation, -aug-weight auto; no saved form for -model-out yet)",
 		[][2]string{{"final-model", "auto"}, {"predictor", "auto"}}},
 }
 
