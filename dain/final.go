@@ -27,9 +27,9 @@ var FinalModels = []Choice[struct{}]{
 
 // Final-model names.
 const (
-	FinalMLP     = "mlp"
-	FinalFM      = "fm"
-	FinalHybrid  = "hybrid"
+	FinalMLP      = "mlp"
+	FinalFM       = "fm"
+	FinalHybrid   = "hybrid"
 	FinalBayesFM  = "bayes-fm"
 	FinalEnsemble = "ensemble"
 	FinalAuto     = "auto"
