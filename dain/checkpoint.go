@@ -156,6 +156,11 @@ func configFields(c Config, backend string) []ckField {
 		if s, ok := settingOf(f.Name); ok {
 			name = s.CkName()
 		}
+		if f.Name == "AugWeight" && c.finalModel() != FinalAuto {
+			// What the weight is for this final model (auto for mlp and
+			// 1 compute alike): 1 in every checkpoint before the setting.
+			x = reflect.ValueOf(c.AugWeight.Resolve(c.finalModel()))
+		}
 		out = append(out, ckField{name, formatSetting(x)})
 	}
 	return append(out, ckField{"-backend", backend})

@@ -606,10 +606,12 @@ type Report struct {
 	// BayesPriors is the prior grouping bayes-fm's final chain used
 	// (mode or shared; with auto, the one it chose).
 	BayesPriors string `json:"bayes_priors,omitempty"`
-	// AugWeight says how much the new cells counted in the final model's
-	// fit (Config.AugWeight with auto resolved for the final model):
-	// "weight 1" (as observations), "weight 0.1", "learned", prefixed
-	// "auto: " when -aug-weight was auto; empty without new cells.
+	// AugWeight says how much the new cells counted in the fit of a
+	// bayes-fm final model (or an ensemble's; Config.AugWeight with auto
+	// resolved): "weight 1" (as observations), "weight 0.1", "learned",
+	// prefixed "auto: " when -aug-weight was auto; empty without new
+	// cells and for the Adam-trained final models, which count them as
+	// observations.
 	AugWeight string `json:"aug_weight,omitempty"`
 	// Preset is the -preset the settings came from (set by the program
 	// that parsed them; empty when none).
@@ -962,8 +964,8 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
 	rep.BayesPriors = e.lastBayesPriors
-	if rep.NAug > 0 {
-		rep.AugWeight = e.cfg.AugWeight.applied(e.applyAuto(e.cfg).finalModel())
+	if f := e.applyAuto(e.cfg).finalModel(); rep.NAug > 0 && (f == FinalBayesFM || f == FinalEnsemble) {
+		rep.AugWeight = e.cfg.AugWeight.applied(f)
 	}
 	rep.ValRMSEAfter = math.Sqrt(res.BestValMSE)
 	// No new cell is no augmentation: a lower RMSE then is the

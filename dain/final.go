@@ -390,7 +390,7 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 // own noise precision; with 1 they are observations (NewCells 0, the
 // chain of every dainx before the setting).
 func (c Config) newCells(b *bayes.Config, n int) {
-	switch w := c.AugWeight.resolve(FinalBayesFM); w {
+	switch w := c.AugWeight.Resolve(FinalBayesFM); w {
 	case 1:
 	case AugWeightLearn:
 		b.NewCells, b.NewLearn = n, true
@@ -399,9 +399,11 @@ func (c Config) newCells(b *bayes.Config, n int) {
 	}
 }
 
-// resolve returns the weight w stands for with final model kind:
-// AugWeightAuto's default for that kind, else w.
-func (w AugWeight) resolve(kind string) AugWeight {
+// Resolve returns the weight w stands for with final model kind (a
+// FinalModels name but auto): AugWeightAuto's default for that kind
+// (DefaultBayesAugWeight for bayes-fm and the ensemble's bayes-fm, else
+// 1), else w.
+func (w AugWeight) Resolve(kind string) AugWeight {
 	if w != AugWeightAuto {
 		return w
 	}
@@ -414,7 +416,7 @@ func (w AugWeight) resolve(kind string) AugWeight {
 // applied describes the weight w gives final model kind, as logs and
 // reports say it: "weight 0.1", "learned", "auto: weight 0.1".
 func (w AugWeight) applied(kind string) string {
-	r := w.resolve(kind)
+	r := w.Resolve(kind)
 	s := "weight " + r.String()
 	if r == AugWeightLearn {
 		s = "learned"

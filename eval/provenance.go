@@ -264,9 +264,10 @@ func (t Training) Effective(dims []int) Training {
 	if !t.config().UsesFM() { // the fm rank does not matter
 		t.FMRank = 0
 	}
-	if f := t.config().FinalModelName(); f != dain.FinalBayesFM && f != dain.FinalAuto {
-		// The Adam-trained final models take only 1 (auto's value).
-		t.set("aug_weight", dain.AugWeight(1))
+	if c := t.config(); c.FinalModelName() != dain.FinalAuto {
+		// What the weight is for this final model (the Adam-trained ones
+		// take only 1, auto's value for them).
+		t.set("aug_weight", c.AugWeight.Resolve(c.FinalModelName()))
 	}
 	if t.Layers == nil && len(dims) > 0 {
 		t.Layers = nn.DefaultLayers(len(dims))

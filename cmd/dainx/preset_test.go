@@ -17,7 +17,7 @@ func TestPreset(t *testing.T) {
 		final, predictor, preset string
 	}{
 		{nil, "mlp", "costco", "paper"},
-		{[]string{"-preset", "accurate"}, "bayes-fm", "bayes-fm", "accurate"}, // auto: bayes-fm validates better on the golden input
+		{[]string{"-preset", "accurate"}, "bayes-fm", "ensemble", "accurate"}, // auto: bayes-fm validates better on the golden input; the candidates' ensemble values the cells
 		{[]string{"-preset", "accurate", "-predictor", "costco"}, "bayes-fm", "costco", "accurate"},
 		{[]string{"-preset", "accurate", "-final-model", "mlp"}, "mlp", "costco", "accurate"}, // the predictor follows the final model
 		{[]string{"-preset", "accurate", "-final-model", "bayes-fm"}, "bayes-fm", "bayes-fm", "accurate"},
