@@ -319,7 +319,9 @@ func BayesSeed(seed uint64) uint64 { return rng(seed, streamBayes).Uint64() }
 // time. The same split and seed give the same chain whatever aug holds, so
 // runs on one split differ only by aug.
 func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label string) (float64, nn.Result, float64, error) {
-	alone := aug == nil || aug.NNZ() == 0
+	// New cells on any process (one's share may be empty while another's
+	// is not: every process must take the same path).
+	alone := aug == nil || e.globalNNZ(aug) == 0
 	if a := e.bayesAlone; alone && a != nil {
 		// The chain on the training cells alone ran already (chooseAuto):
 		// the same seed and cells give the same chain.
@@ -336,7 +338,7 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 	train := e.Train
 	cfg := e.cfg.bayesConfig()
 	if !alone {
-		e.cfg.newCells(&cfg, aug.NNZ())
+		e.cfg.newCells(&cfg, aug.NNZ()) // this process's, the last of its cells
 	}
 	if aug != nil && aug.NNZ() > 0 {
 		order := e.x.Order()
