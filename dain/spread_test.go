@@ -31,16 +31,22 @@ func TestRunOnRanks(t *testing.T) {
 	x := denseTensor(16, 12, 10, 0.6)
 	defer func(r int) { exchangeRound = r }(exchangeRound)
 	exchangeRound = 97
-	for _, method := range []string{"dain", "degree", "duplication", "dain-agree", "dain-in-run", "bayes-fm", "auto"} {
+	for _, method := range []string{"dain", "degree", "duplication", "dain-agree", "dain-in-run", "bayes-fm", "auto", "ensemble", "uncertainty"} {
 		cfg := DefaultConfig()
 		cfg.Layers, cfg.Epochs, cfg.Batch, cfg.Ratio = []int{24, 16, 8}, 3, 128, 0.3
 		cfg.InfluenceValSample = 50 // in-run's sample, drawn over the ranks' validation cells
 		cfg.BayesRank, cfg.BayesSamples = 4, 20
 		if v, ok := VariantNamed(method); ok {
 			v.Set(&cfg)
+		} else if method == "uncertainty" {
+			// Placement by bayes-fm's posterior variance; its bayes-fm
+			// final model counts the new cells as a tenth of an observation.
+			cfg.Influence, cfg.FinalModel = InfluenceUncertaintyTracIn, FinalBayesFM
 		} else {
 			// bayes-fm's Gibbs chain (final model and value predictor),
-			// and auto's choice among it and the trained models.
+			// auto's choice among it and the trained models (the new
+			// cells valued by their ensemble), and the ensemble as final
+			// model and value predictor (its weights' sums over ranks).
 			cfg.FinalModel, cfg.Predictor = method, method
 		}
 		want, err := Run(context.Background(), x, cfg, cpu.New())
