@@ -30,12 +30,15 @@ func rmseOf(p, y []float64) float64 {
 // chain of every dainx before the setting: NewCells 0), with their own
 // noise precision w·α with a weight w (auto: DefaultBayesAugWeight), drawn
 // with learn. Each of these gives another result, and the report says
-// which was used.
+// which was used. With -bayes-priors auto and a weight, the chain on
+// train ∪ the new cells takes the grouping the chain on the training
+// cells chose (the report's bayes_priors), without fitting the other.
 func TestAugWeightBayesFM(t *testing.T) {
 	x := demoTensor(t, 2000)
+	priors := dain.BayesPriorsMode
 	run := func(w dain.AugWeight) (*dain.Result, float64) {
 		c := small()
-		c.FinalModel, c.BayesSamples, c.Ratio, c.BayesPriors, c.AugWeight = dain.FinalBayesFM, 30, 0.5, dain.BayesPriorsMode, w
+		c.FinalModel, c.BayesSamples, c.Ratio, c.BayesPriors, c.AugWeight = dain.FinalBayesFM, 30, 0.5, priors, w
 		c.Keep.Split = true
 		r, err := dain.Run(context.Background(), x, c, cpu.New())
 		if err != nil {
@@ -43,6 +46,7 @@ func TestAugWeightBayesFM(t *testing.T) {
 		}
 		bc := bayes.DefaultConfig()
 		bc.Rank, bc.Samples, bc.BurnIn, bc.Seed = dain.DefaultBayesRank, 30, 0, dain.BayesSeed(c.Seed)
+		bc.SharedPriors = r.Report.BayesPriors == dain.BayesPriorsShared
 		switch w {
 		case 1:
 		case dain.AugWeightLearn:
@@ -76,6 +80,13 @@ func TestAugWeightBayesFM(t *testing.T) {
 			t.Errorf("-aug-weight %s and %s gave the same rmse_after %v", w.String(), c.w.String(), rep.RMSEAfter)
 		}
 		seen[rep.RMSEAfter] = c.w
+	}
+	priors = dain.BayesPriorsAuto
+	for _, w := range []dain.AugWeight{0.25, dain.AugWeightLearn} {
+		r, want := run(w)
+		if r.Report.RMSEAfter != want || (r.Report.BayesPriors != dain.BayesPriorsMode && r.Report.BayesPriors != dain.BayesPriorsShared) {
+			t.Errorf("-bayes-priors auto -aug-weight %s: rmse_after %v with priors %q, bayes.Fit with that grouping %v", w.String(), r.Report.RMSEAfter, r.Report.BayesPriors, want)
+		}
 	}
 }
 

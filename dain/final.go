@@ -353,7 +353,18 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 	if e.cfg.Progress != nil && label != "" {
 		cfg.Progress = &prefixWriter{prefix: "  " + label + " ", w: e.cfg.Progress, every: max(1, cfg.Samples/10), n: 0}
 	}
-	res, priors, err := e.fitBayes(ctx, train, []*tensor.COO{e.Val, e.Test}, cfg)
+	var res *bayes.Result
+	var priors string
+	var err error
+	if a := e.bayesAlone; a != nil && !alone && e.cfg.AugWeight.Resolve(FinalBayesFM) != 1 && e.cfg.bayesPriors() == BayesPriorsAuto {
+		// New cells of their own precision: the chain takes the prior
+		// grouping that validation chose for the chain on the training
+		// cells alone (one chain, not both groupings again).
+		cfg.SharedPriors, priors = a.priors == BayesPriorsShared, a.priors
+		res, err = bayes.FitOn(ctx, e.sp.cl, train, []*tensor.COO{e.Val, e.Test}, cfg)
+	} else {
+		res, priors, err = e.fitBayes(ctx, train, []*tensor.COO{e.Val, e.Test}, cfg)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nn.Result{}, 0, ctx.Err()
