@@ -79,8 +79,8 @@ type Config struct {
 	// The variant of each step, by name; stages.go lists the names.
 	Method          string  // how cells are made: a Methods name (dain, duplication, …)
 	Model           string  // embedding model Θ: a Models name (mlp, the paper's; costco, fm, hybrid)
-	Predictor       string  // value predictor Θ_p: a Predictors name (costco, the paper's; Θ's kind reuses Θ; bayes-fm; auto)
-	Influence       string  // cell importance: an Influences name (tracin, the paper's; representer; tracin-adam; in-run)
+	Predictor       string  // value predictor Θ_p: a Predictors name (costco, the paper's; Θ's kind reuses Θ; bayes-fm; ensemble; auto)
+	Influence       string  // cell importance: an Influences name (tracin, the paper's; representer; tracin-adam; in-run; uncertainty; uncertainty-tracin)
 	InfluenceLayers string  // TracIn's parameters: an InfluenceLayers name (last, the paper's, or all)
 	Entity          string  // entity importance: an Entities name (sum, eq. 6, the paper's; cp1; max)
 	Sign            string  // cell score to importance: a Signs name (abs, the paper's; "" means abs)
@@ -104,7 +104,8 @@ type Config struct {
 	// FinalModel is the model Θ′ trained on train ∪ augmentation (step 5)
 	// whose test RMSE the run reports: a FinalModels name, "mlp" (the
 	// paper's, "" too), "fm" or "hybrid" (trained by Adam as Θ is),
-	// "bayes-fm" (package bayes) or "auto" (AutoChoice). With a final
+	// "bayes-fm" (package bayes), "ensemble" (the candidates of auto
+	// stacked; downstreamEnsemble) or "auto" (AutoChoice). With a final
 	// model other than the MLP the report's rmse_before is that model's on
 	// train alone (and theta_rmse Θ's), so that improved compares one model
 	// with and without the new cells.
