@@ -54,34 +54,13 @@
 #   NICE=10        niceness of the libFM runs
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
-here="$root/bench/peers/libfm"
-
-input="" split="keyed" seeds="${SEEDS:-1}" testfrac=0.1 valfrac=0.2 base=-1 format="" out=""
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-input) input="$2"; shift 2 ;;
-	-split) split="$2"; shift 2 ;;
-	-seed | -seeds) seeds="$2"; shift 2 ;;
-	-test-frac) testfrac="$2"; shift 2 ;;
-	-val-frac) valfrac="$2"; shift 2 ;;
-	-index-base) base="$2"; shift 2 ;;
-	-format) format="$2"; shift 2 ;;
-	-out) out="$2"; shift 2 ;;
-	-h | -help | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "run.sh: unknown argument $1 (see -h)" >&2; exit 2 ;;
-	esac
-done
-[ -n "$input" ] || { echo "run.sh: -input TENSOR is required (see -h)" >&2; exit 2; }
-[ -r "$input" ] || { echo "run.sh: cannot read $input" >&2; exit 2; }
-case "$split" in legacy | keyed) ;; *) echo "run.sh: -split $split: want legacy or keyed" >&2; exit 2 ;; esac
+peer=libfm
+# shellcheck source-path=SCRIPTDIR source=../peer.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../peer.sh" # peer_args, peer_source, verify, rmse, …
+peer_args "$@"
 
 method="${METHOD:-mcmc}" dim="${DIM:-1,1,32}" iter="${ITER:-200}"
 libfm_seed="${LIBFM_SEED:-1}" meta="${META:-0}" init_stdev="${INIT_STDEV:-}"
-nice_n="${NICE:-10}"
-go_cmd="${GO:-$root/scripts/go}"
-cache="${LIBFM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dainx-libfm}"
-mkdir -p "$cache"
 
 # --- tools -----------------------------------------------------------------
 need_build_tools() {
@@ -96,35 +75,13 @@ need_build_tools() {
 }
 
 # --- libFM source, commit and build ----------------------------------------
-if [ -n "${LIBFM_SRC:-}" ]; then
-	src="$(cd "$LIBFM_SRC" && pwd)"
-else
-	src="$cache/src"
-	if [ ! -d "$src/.git" ]; then
-		repo="${LIBFM_REPO:-https://github.com/srendle/libfm}"
-		echo "run.sh: cloning $repo into $src (needs the network; or set LIBFM_SRC)" >&2
-		rm -rf "$src"
-		git clone --quiet "$repo" "$src" >&2
-	fi
-	if [ -n "${LIBFM_REF:-}" ]; then
-		git -C "$src" checkout --quiet "$LIBFM_REF"
-	fi
-fi
-if commit="$(git -C "$src" rev-parse HEAD 2>/dev/null)" && [ "$(git -C "$src" rev-parse --show-toplevel 2>/dev/null)" = "$src" ]; then
-	if [ -n "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-		commit="$commit-dirty"
-	fi
-else
-	commit="${LIBFM_COMMIT:-unknown}"
-fi
+peer_source https://github.com/srendle/libfm
 build="$cache/build-$commit"
 libfm="$build/bin/libFM"
-if [ "$commit" = unknown ] || [[ "$commit" == *-dirty ]] || [ ! -x "$libfm" ]; then
+if ! peer_clean_commit || [ ! -x "$libfm" ]; then
 	need_build_tools
 	echo "run.sh: building libFM $commit in $build" >&2
-	rm -rf "$build"
-	mkdir -p "$build"
-	(cd "$src" && tar --exclude=.git -cf - .) | (cd "$build" && tar xf -)
+	peer_copy_src "$build"
 	make -C "$build" libFM >"$build/build.log" 2>&1 || {
 		tail -20 "$build/build.log" >&2
 		echo "run.sh: building libFM failed (log: $build/build.log)" >&2
@@ -133,70 +90,11 @@ if [ "$commit" = unknown ] || [[ "$commit" == *-dirty ]] || [ ! -x "$libfm" ]; t
 fi
 [ -x "$libfm" ] || { echo "run.sh: no $libfm after the build" >&2; exit 1; }
 
-# --- work directory and the split writer -----------------------------------
-if [ -n "${WORK:-}" ]; then
-	work="$WORK"
-	mkdir -p "$work"
-else
-	work="$(mktemp -d "${TMPDIR:-/tmp}/dainx-libfm.XXXXXX")"
-	trap 'rm -rf "$work"' EXIT
-fi
-(cd "$root" && "$go_cmd" build -o "$work/libfmdata" ./bench/peers/libfm/libfmdata)
-
-# rmse PRED LIBFMFILE: the RMSE of the predictions against the targets
-# (the first field of each libFM line), line by line.
-rmse() {
-	paste -d' ' "$1" <(cut -d' ' -f1 "$2") | awk '
-		NF != 2 { bad = 1; exit }
-		{ d = $1 - $2; s += d * d; n++ }
-		END { if (bad || n == 0) exit 1; printf "%.6f", sqrt(s / n) }'
-}
-
-# verify DIR SEED: dainx augment -split-out's cells against DIR's libFM files.
-verify() {
-	local dir="$1" seed="$2" dainx="${DAINX:-$root/dainx}" so="$1/split-out" offsets order
-	[ -x "$dainx" ] || { echo "run.sh: VERIFY=1 needs $dainx (make build)" >&2; exit 1; }
-	offsets="$(sed -n 's/.*"offsets":\[\([0-9,]*\)\].*/\1/p' "$dir/split.json")"
-	order="$(awk -F, '{print NF}' <<<"$offsets")"
-	mkdir -p "$so"
-	local fmt=()
-	if [ -n "$format" ]; then fmt=(-format "$format"); fi
-	"$dainx" augment -input "$input" "${fmt[@]}" -index-base "$base" -split "$split" -seed "$seed" \
-		-test-frac "$testfrac" -val-frac "$valfrac" -split-out "$so" \
-		-method duplication -ratio 0.0001 -epochs 1 -layers "$order,4" -backend cpu -quiet >/dev/null
-	# -split-out writes in the output's index base: the input's (-1: the format's own).
-	local b="$base"
-	if [ "$b" = -1 ]; then
-		case "${format:-$input}" in *tns | *.tns.gz | tns) b=1 ;; *) b=0 ;; esac
-	fi
-	local part
-	for part in train val test; do
-		awk -v offs="$offsets" -v b="$b" 'BEGIN { n = split(offs, o, ",") }
-			{ printf "%.17g", $(n + 1); for (i = 1; i <= n; i++) printf " %d:1", o[i] + $i - b; printf "\n" }' \
-			"$so/$part.tsv" >"$dir/$part.dainx"
-		awk '{ $1 = sprintf("%.17g", $1); print }' "$dir/$part.libfm" >"$dir/$part.ours"
-		if ! cmp -s "$dir/$part.dainx" "$dir/$part.ours"; then
-			echo "run.sh: VERIFY: $part cells differ from dainx augment -split-out's (seed $seed)" >&2
-			exit 1
-		fi
-	done
-	echo "run.sh: VERIFY: seed $seed: train, val and test cells identical to dainx augment -split-out's" >&2
-}
-
-json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
-
-cpu="$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)"
+# --- the runs ----------------------------------------------------------------
+peer_prepare
 for seed in $seeds; do
 	dir="$work/seed$seed"
-	mkdir -p "$dir"
-	fmt=()
-	if [ -n "$format" ]; then fmt=(-format "$format"); fi
-	"$work/libfmdata" -input "$input" "${fmt[@]}" -index-base "$base" -split "$split" -seed "$seed" \
-		-test-frac "$testfrac" -val-frac "$valfrac" -out "$dir" >"$dir/split.json"
-	if [ "${VERIFY:-0}" = 1 ]; then verify "$dir" "$seed"; fi
-	n_train="$(sed -n 's/.*"n_train":\([0-9]*\).*/\1/p' "$dir/split.json")"
-	n_val="$(sed -n 's/.*"n_val":\([0-9]*\).*/\1/p' "$dir/split.json")"
-	n_test="$(sed -n 's/.*"n_test":\([0-9]*\).*/\1/p' "$dir/split.json")"
+	peer_split "$dir" "$seed"
 	args=(-task r -method "$method" -dim "$dim" -iter "$iter"
 		-train "$dir/train.libfm" -test "$dir/test.libfm" -out "$dir/pred.txt")
 	if [ "$libfm_seed" != none ]; then args+=(-seed "$libfm_seed"); fi
@@ -209,18 +107,15 @@ for seed in $seeds; do
 		echo "run.sh: libFM failed (seed $seed)" >&2
 		exit 1
 	}
-	t1="$(date +%s.%N)"
-	secs="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
-	r="$(rmse "$dir/pred.txt" "$dir/test.libfm")" || { echo "run.sh: predictions do not match the test cells" >&2; exit 1; }
+	secs="$(peer_since "$t0")"
+	r="$(rmse "$dir/pred.txt" "$dir/test.libfm")" || exit 1
 	printed="$(grep -o 'Test=[0-9.e+-]*' "$dir/libfm.log" | tail -n1 | cut -d= -f2)"
-	line="{\"peer\":\"libfm\",\"tensor\":$(json_str "$input"),\"split\":\"$split\",\"seed\":$seed"
-	line+=",\"test_frac\":$testfrac,\"val_frac\":$valfrac,\"n_train\":$n_train,\"n_val\":$n_val,\"n_test\":$n_test"
+	line="$(peer_json_head "$seed")"
 	line+=",\"rmse\":$r,\"libfm_printed_rmse\":${printed:-null},\"seconds\":$secs"
 	line+=",\"method\":\"$method\",\"dim\":\"$dim\",\"iter\":$iter"
 	if [ "$libfm_seed" = none ]; then line+=",\"libfm_seed\":null"; else line+=",\"libfm_seed\":$libfm_seed"; fi
 	if [ "$meta" = 1 ]; then line+=",\"meta\":true"; else line+=",\"meta\":false"; fi
 	if [ -n "$init_stdev" ]; then line+=",\"init_stdev\":$init_stdev"; fi
-	line+=",\"libfm_commit\":\"$commit\",\"cpu\":$(json_str "$cpu"),\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}"
-	echo "$line"
-	if [ -n "$out" ]; then echo "$line" >>"$out"; fi
+	line+=",\"libfm_commit\":\"$commit\"$(peer_json_tail)"
+	peer_emit "$line"
 done

@@ -64,39 +64,19 @@
 #   NICE=10        niceness of the build and the myFM runs
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+peer=myfm
+# shellcheck source-path=SCRIPTDIR source=../peer.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../peer.sh" # peer_args, peer_source, verify, rmse, …
+peer_args "$@"
 here="$root/bench/peers/myfm"
-
-input="" split="keyed" seeds="${SEEDS:-1}" testfrac=0.1 valfrac=0.2 base=-1 format="" out=""
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-input) input="$2"; shift 2 ;;
-	-split) split="$2"; shift 2 ;;
-	-seed | -seeds) seeds="$2"; shift 2 ;;
-	-test-frac) testfrac="$2"; shift 2 ;;
-	-val-frac) valfrac="$2"; shift 2 ;;
-	-index-base) base="$2"; shift 2 ;;
-	-format) format="$2"; shift 2 ;;
-	-out) out="$2"; shift 2 ;;
-	-h | -help | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "run.sh: unknown argument $1 (see -h)" >&2; exit 2 ;;
-	esac
-done
-[ -n "$input" ] || { echo "run.sh: -input TENSOR is required (see -h)" >&2; exit 2; }
-[ -r "$input" ] || { echo "run.sh: cannot read $input" >&2; exit 2; }
-case "$split" in legacy | keyed) ;; *) echo "run.sh: -split $split: want legacy or keyed" >&2; exit 2 ;; esac
 
 rank="${RANK:-32}" iter="${ITER:-200}" n_kept="${N_KEPT:-$iter}" myfm_seed="${MYFM_SEED:-1}"
 groups="${MYFM_GROUPS:-per-mode}" init_stdev="${INIT_STDEV:-0.1}"
 case "$groups" in per-mode | one) ;; *) echo "run.sh: MYFM_GROUPS=$groups: want per-mode or one" >&2; exit 2 ;; esac
-nice_n="${NICE:-10}"
-go_cmd="${GO:-$root/scripts/go}"
 if [ -z "${PYTHON:-}" ]; then
 	if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
 fi
 eigen="${EIGEN3_INCLUDE_DIR:-/usr/include/eigen3}"
-cache="${MYFM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dainx-myfm}"
-mkdir -p "$cache"
 
 # --- tools -----------------------------------------------------------------
 debs=(g++ python3-dev python3-numpy python3-scipy python3-pandas python3-tqdm python3-typing-extensions
@@ -121,38 +101,14 @@ need_build_tools() {
 }
 
 # --- myFM source, commit and build -----------------------------------------
-if [ -n "${MYFM_SRC:-}" ]; then
-	src="$(cd "$MYFM_SRC" && pwd)"
-else
-	src="$cache/src"
-	if [ ! -d "$src/.git" ]; then
-		repo="${MYFM_REPO:-https://github.com/tohtsky/myFM}"
-		echo "run.sh: cloning $repo into $src (needs the network; or set MYFM_SRC or MYFM_REPO)" >&2
-		rm -rf "$src"
-		git clone --quiet "$repo" "$src" >&2
-	fi
-	if [ -n "${MYFM_REF:-}" ]; then
-		git -C "$src" checkout --quiet "$MYFM_REF"
-	fi
-fi
-version=""
-if commit="$(git -C "$src" rev-parse HEAD 2>/dev/null)" && [ "$(git -C "$src" rev-parse --show-toplevel 2>/dev/null)" = "$src" ]; then
-	version="$(git -C "$src" describe --tags 2>/dev/null || true)"
-	if [ -n "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-		commit="$commit-dirty"
-	fi
-else
-	commit="${MYFM_COMMIT:-unknown}"
-fi
+peer_source https://github.com/tohtsky/myFM
 pyver="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 build="$cache/build-$commit-py$pyver"
 can_import() { PYTHONPATH="$build/src" "$PYTHON" -c 'import myfm; myfm.MyFMRegressor' 2>/dev/null; }
-if [ "$commit" = unknown ] || [[ "$commit" == *-dirty ]] || ! can_import; then
+if ! peer_clean_commit || ! can_import; then
 	need_build_tools
 	echo "run.sh: building myFM $commit for $PYTHON in $build" >&2
-	rm -rf "$build"
-	mkdir -p "$build"
-	(cd "$src" && tar --exclude=.git -cf - .) | (cd "$build" && tar xf -)
+	peer_copy_src "$build"
 	# EIGEN3_INCLUDE_DIR: setup.py takes Eigen from there instead of downloading it.
 	# SETUPTOOLS_SCM_PRETEND_VERSION: the copy has no .git for setuptools_scm (when installed).
 	(cd "$build" && EIGEN3_INCLUDE_DIR="$eigen" SETUPTOOLS_SCM_PRETEND_VERSION="${version:-0.0.0}" \
@@ -168,73 +124,15 @@ if [ "$commit" = unknown ] || [[ "$commit" == *-dirty ]] || ! can_import; then
 	}
 fi
 
-# --- work directory and the split writer -----------------------------------
-if [ -n "${WORK:-}" ]; then
-	work="$WORK"
-	mkdir -p "$work"
-else
-	work="$(mktemp -d "${TMPDIR:-/tmp}/dainx-myfm.XXXXXX")"
-	trap 'rm -rf "$work"' EXIT
-fi
-(cd "$root" && nice -n "$nice_n" "$go_cmd" build -o "$work/libfmdata" ./bench/peers/libfm/libfmdata)
-
-# rmse PRED LIBFMFILE: the RMSE of the predictions against the targets
-# (the first field of each libFM line), line by line.
-rmse() {
-	paste -d' ' "$1" <(cut -d' ' -f1 "$2") | awk '
-		NF != 2 { bad = 1; exit }
-		{ d = $1 - $2; s += d * d; n++ }
-		END { if (bad || n == 0) exit 1; printf "%.6f", sqrt(s / n) }'
-}
-
-# verify DIR SEED: dainx augment -split-out's cells (tsv, one line per cell:
-# the indices then the value) against the cells of DIR's libFM files.
-verify() {
-	local dir="$1" seed="$2" dainx="${DAINX:-$root/dainx}" so="$1/split-out" offsets order b part
-	[ -x "$dainx" ] || { echo "run.sh: VERIFY=1 needs $dainx (make build)" >&2; exit 1; }
-	offsets="$(sed -n 's/.*"offsets":\[\([0-9,]*\)\].*/\1/p' "$dir/split.json")"
-	order="$(awk -F, '{print NF}' <<<"$offsets")"
-	mkdir -p "$so"
-	local fmt=()
-	if [ -n "$format" ]; then fmt=(-format "$format"); fi
-	nice -n "$nice_n" "$dainx" augment -input "$input" "${fmt[@]}" -index-base "$base" -split "$split" -seed "$seed" \
-		-test-frac "$testfrac" -val-frac "$valfrac" -split-out "$so" \
-		-method duplication -ratio 0.0001 -epochs 1 -layers "$order,4" -backend cpu -quiet >/dev/null
-	# -split-out writes in the input's index base (-1: the format's own).
-	b="$base"
-	if [ "$b" = -1 ]; then
-		case "${format:-$input}" in *tns | *.tns.gz | tns) b=1 ;; *) b=0 ;; esac
-	fi
-	for part in train val test; do
-		if ! cmp -s \
-			<(awk -v offs="$offsets" -v b="$b" 'BEGIN { n = split(offs, o, ",") }
-				{ printf "%.17g", $(n + 1); for (i = 1; i <= n; i++) printf " %d:1", o[i] + $i - b; printf "\n" }' "$so/$part.tsv") \
-			<(awk '{ $1 = sprintf("%.17g", $1); print }' "$dir/$part.libfm"); then
-			echo "run.sh: VERIFY: $part cells differ from dainx augment -split-out's (seed $seed)" >&2
-			exit 1
-		fi
-	done
-	rm -rf "$so"
-	echo "run.sh: VERIFY: seed $seed: train, val and test cells identical to dainx augment -split-out's" >&2
-}
-
-json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
+# --- the runs ----------------------------------------------------------------
 # field NAME JSON: the value of a scalar field of a flat JSON object.
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" <<<"$2"; }
 
-cpu="$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)"
+peer_prepare
 for seed in $seeds; do
 	dir="$work/seed$seed"
-	mkdir -p "$dir"
-	fmt=()
-	if [ -n "$format" ]; then fmt=(-format "$format"); fi
-	"$work/libfmdata" -input "$input" "${fmt[@]}" -index-base "$base" -split "$split" -seed "$seed" \
-		-test-frac "$testfrac" -val-frac "$valfrac" -out "$dir" >"$dir/split.json"
-	if [ "${VERIFY:-0}" = 1 ]; then verify "$dir" "$seed"; fi
+	peer_split "$dir" "$seed"
 	rm -f "$dir/val.libfm" # not used: myFM is trained on the training cells alone
-	n_train="$(sed -n 's/.*"n_train":\([0-9]*\).*/\1/p' "$dir/split.json")"
-	n_val="$(sed -n 's/.*"n_val":\([0-9]*\).*/\1/p' "$dir/split.json")"
-	n_test="$(sed -n 's/.*"n_test":\([0-9]*\).*/\1/p' "$dir/split.json")"
 	args=(-dir "$dir" -rank "$rank" -n-iter "$iter" -n-kept "$n_kept" -seed "$myfm_seed"
 		-init-stdev "$init_stdev" -groups "$groups" -pred "$dir/pred.txt")
 	echo "run.sh: seed $seed: run_myfm.py ${args[*]}" >&2
@@ -244,12 +142,10 @@ for seed in $seeds; do
 		echo "run.sh: myFM failed (seed $seed)" >&2
 		exit 1
 	}
-	t1="$(date +%s.%N)"
-	secs="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
-	r="$(rmse "$dir/pred.txt" "$dir/test.libfm")" || { echo "run.sh: predictions do not match the test cells" >&2; exit 1; }
+	secs="$(peer_since "$t0")"
+	r="$(rmse "$dir/pred.txt" "$dir/test.libfm")" || exit 1
 	res="$(cat "$dir/myfm.json")"
-	line="{\"peer\":\"myfm\",\"tensor\":$(json_str "$input"),\"split\":\"$split\",\"seed\":$seed"
-	line+=",\"test_frac\":$testfrac,\"val_frac\":$valfrac,\"n_train\":$n_train,\"n_val\":$n_val,\"n_test\":$n_test"
+	line="$(peer_json_head "$seed")"
 	line+=",\"rmse\":$r,\"myfm_printed_rmse\":$(field rmse "$res"),\"seconds\":$secs,\"fit_seconds\":$(field fit_seconds "$res")"
 	line+=",\"method\":\"gibbs\",\"rank\":$rank,\"n_iter\":$iter,\"n_kept_samples\":$(field n_kept_samples "$res")"
 	line+=",\"myfm_seed\":$myfm_seed,\"init_stdev\":$init_stdev"
@@ -258,8 +154,6 @@ for seed in $seeds; do
 	else
 		line+=",\"group_shapes\":\"one group\",\"meta\":false"
 	fi
-	line+=",\"myfm_commit\":\"$commit\",\"myfm_version\":$(json_str "$version"),\"python\":\"$pyver\""
-	line+=",\"cpu\":$(json_str "$cpu"),\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}"
-	echo "$line"
-	if [ -n "$out" ]; then echo "$line" >>"$out"; fi
+	line+=",\"myfm_commit\":\"$commit\",\"myfm_version\":$(json_str "$version"),\"python\":\"$pyver\"$(peer_json_tail)"
+	peer_emit "$line"
 done
