@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,7 +25,14 @@ func backends(tb testing.TB) []compute.Backend {
 		}
 		bes = append(bes, be)
 	}
-	if gpu, err := cuda.New(); err == nil {
+	// The settings the dainx commands take from the environment
+	// (docs/environment.md); the cuda package reads none.
+	o := cuda.Options{SerialSplitK: os.Getenv("DAINX_GEMM_SERIAL") == "1", Sync: os.Getenv("DAINX_CUDA_SYNC") == "1", Library: os.Getenv("DAINX_LIBCUDA")}
+	o.Device, _ = strconv.Atoi(os.Getenv("DAINX_DEVICE"))
+	if v := os.Getenv("DAINX_GEMM_TUNE"); v != "" {
+		o.GemmTune, _ = cuda.ParseGemmTune(v)
+	}
+	if gpu, err := cuda.NewWith(o); err == nil {
 		bes = append(bes, gpu)
 	} else {
 		tb.Logf("no CUDA backend: %v", err)

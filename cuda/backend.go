@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"os"
 	"runtime"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/dainx/dainx/compute"
@@ -60,11 +58,12 @@ type Backend struct {
 
 var _ compute.Backend = (*Backend)(nil)
 
-// DeviceEnv names the environment variable New reads the device ordinal
-// from (default 0).
-const DeviceEnv = "DAINX_DEVICE"
-
-// Options configures NewWith.
+// Options configures NewWith. The zero value is device 0, exact float32,
+// the 64×64 GEMM kernels, no serial split-K, asynchronous launches and the
+// usual places for the driver: what New opens. This package reads no
+// environment: the dainx commands fill Options from their flags and the
+// variables docs/environment.md lists (DAINX_DEVICE, DAINX_GEMM_TUNE,
+// DAINX_GEMM_SERIAL, DAINX_CUDA_SYNC, DAINX_LIBCUDA).
 type Options struct {
 	// Device is the ordinal of the GPU, 0 ≤ Device < the driver's device
 	// count (as CUDA_VISIBLE_DEVICES leaves them).
@@ -73,50 +72,46 @@ type Options struct {
 	// the zero value, is exact float32).
 	Precision compute.Precision
 	// GemmTune is how each GEMM shape's kernel variant is chosen:
-	// GemmTuneOff, GemmTuneModel or GemmTuneTime; GemmTuneEnv, the zero
-	// value, takes $DAINX_GEMM_TUNE (off when unset).
+	// GemmTuneOff (the zero value), GemmTuneModel or GemmTuneTime.
 	GemmTune GemmTune
 	// SerialSplitK, with the tuner on (model or time), runs every split
 	// GEMM on a tile body as serial split-K (kernels/splitk.cuh) instead of
-	// the parts and split_k_reduce: SerialSplitKOn or SerialSplitKOff (the
-	// faster, measured on an H200); SerialSplitKEnv, the zero value, takes
-	// $DAINX_GEMM_SERIAL=1 as on.
-	SerialSplitK SerialSplitK
+	// the parts and split_k_reduce; false, the zero value, is the faster,
+	// measured on an H200.
+	SerialSplitK bool
+	// Sync makes the backend wait for, and check, every kernel launch, so
+	// that an asynchronous fault is reported under the name of the kernel
+	// that caused it (slow: for debugging).
+	Sync bool
+	// Library, when not empty, names the CUDA driver library (a file or
+	// a soname) to try before the usual places (driver.Options.Library).
+	Library string
 }
 
-// New is NewWith with the device ordinal of $DAINX_DEVICE (0 when unset)
-// and FP32 precision. A DAINX_DEVICE that is not a non-negative integer is
-// an error.
+// New is NewWith(Options{}): device 0, FP32, the default settings.
 func New() (*Backend, error) {
-	dev, err := DeviceFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	return NewWith(Options{Device: dev})
-}
-
-// DeviceFromEnv returns the device ordinal $DAINX_DEVICE names, 0 when it is
-// unset or empty, or an error when it is not a non-negative integer.
-func DeviceFromEnv() (int, error) {
-	s := os.Getenv(DeviceEnv)
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("cuda: %s=%q: want a device ordinal (0, 1, …)", DeviceEnv, s)
-	}
-	return n, nil
+	return NewWith(Options{})
 }
 
 // DeviceCount returns the number of CUDA devices the driver sees
-// (cuDeviceGetCount); an error when the driver cannot be loaded.
-func DeviceCount() (int, error) {
-	drv, err := driver.Load()
+// (cuDeviceGetCount), the driver loaded as o.Library says; an error when
+// the driver cannot be loaded.
+func DeviceCount(o Options) (int, error) {
+	drv, err := driver.Load(driver.Options{Library: o.Library})
 	if err != nil {
 		return 0, fmt.Errorf("cuda: %w", err)
 	}
 	n, err := drv.DeviceCount()
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %w", err)
+	}
+	return n, nil
+}
+
+// DeviceCount returns the number of CUDA devices the backend's driver
+// sees (cuDeviceGetCount).
+func (be *Backend) DeviceCount() (int, error) {
+	n, err := be.drv.DeviceCount()
 	if err != nil {
 		return 0, fmt.Errorf("cuda: %w", err)
 	}
@@ -132,7 +127,7 @@ func DeviceCount() (int, error) {
 // …" for an ordinal out of range, and the JIT log of the driver where a
 // module does not load.
 //
-// Set DAINX_CUDA_SYNC=1 to wait for, and check, every kernel launch.
+// With o.Sync it waits for, and checks, every kernel launch.
 func NewWith(o Options) (*Backend, error) {
 	switch o.Precision {
 	case compute.FP32, compute.TF32, compute.TF32x3:
@@ -143,7 +138,7 @@ func NewWith(o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	drv, err := driver.Load()
+	drv, err := driver.Load(driver.Options{Library: o.Library})
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
@@ -186,7 +181,7 @@ func NewWith(o Options) (*Backend, error) {
 		desc:   desc,
 		sms:    sms,
 		prec:   o.Precision,
-		sync:   os.Getenv("DAINX_CUDA_SYNC") == "1",
+		sync:   o.Sync,
 		args:   driver.NewArgs(),
 		cache:  map[int64][]driver.DevicePtr{},
 		live:   map[driver.DevicePtr]bool{},
@@ -300,7 +295,7 @@ func (be *Backend) fail(op string, err error) {
 	}
 }
 
-// launch starts kernel k on the backend's stream and, with DAINX_CUDA_SYNC=1,
+// launch starts kernel k on the backend's stream and, with Options.Sync,
 // waits for it. Called by the generated launchers. Context thread.
 func (be *Backend) launch(k kernelID, grid, block driver.Dim3, shared uint32, a *driver.Args) error {
 	f := be.fns[k]

@@ -13,10 +13,10 @@ import (
 // there is none.
 func newBackend(t *testing.T) *cuda.Backend {
 	t.Helper()
-	be, err := cuda.New()
+	be, err := cuda.NewWith(cuda.EnvOptions(t, compute.FP32))
 	if err != nil {
 		if err.Error() == "" || !strings.HasPrefix(err.Error(), "cuda: ") {
-			t.Errorf("cuda.New error %q does not say why", err)
+			t.Errorf("cuda.NewWith error %q does not say why", err)
 		}
 		t.Skipf("no CUDA device: %v", err)
 	}
@@ -32,11 +32,7 @@ func newBackend(t *testing.T) *cuda.Backend {
 // $DAINX_DEVICE.
 func newBackendWith(t *testing.T, p compute.Precision) *cuda.Backend {
 	t.Helper()
-	dev, err := cuda.DeviceFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	be, err := cuda.NewWith(cuda.Options{Device: dev, Precision: p})
+	be, err := cuda.NewWith(cuda.EnvOptions(t, p))
 	if err != nil {
 		t.Skipf("no CUDA device: %v", err)
 	}
@@ -65,14 +61,17 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// TestSynchronous runs the suite again with DAINX_CUDA_SYNC=1, the mode
-// that waits for and checks every launch.
+// TestSynchronous runs the suite again with Options.Sync
+// (DAINX_CUDA_SYNC=1), the mode that waits for and checks every launch.
 func TestSynchronous(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
 	t.Setenv("DAINX_CUDA_SYNC", "1")
 	be := newBackend(t)
+	if !be.Synchronous() {
+		t.Fatal("DAINX_CUDA_SYNC=1 did not reach Options.Sync")
+	}
 	computetest.RunWith(t, be, computetest.Options{
 		Nondeterministic: []string{"ScatterRows", "EntityImportance"},
 	})
@@ -81,7 +80,7 @@ func TestSynchronous(t *testing.T) {
 // TestStickyError checks that a driver failure becomes the sticky error:
 // reported by Sync, Download and Close, with later operations doing nothing.
 func TestStickyError(t *testing.T) {
-	be, err := cuda.New()
+	be, err := cuda.NewWith(cuda.EnvOptions(t, compute.FP32))
 	if err != nil {
 		t.Skipf("no CUDA device: %v", err)
 	}
@@ -111,7 +110,7 @@ func TestStickyError(t *testing.T) {
 
 // TestUseAfterClose checks that using a closed backend panics.
 func TestUseAfterClose(t *testing.T) {
-	be, err := cuda.New()
+	be, err := cuda.NewWith(cuda.EnvOptions(t, compute.FP32))
 	if err != nil {
 		t.Skipf("no CUDA device: %v", err)
 	}
@@ -127,10 +126,10 @@ func TestUseAfterClose(t *testing.T) {
 	be.Fill(x, 0)
 }
 
-// TestNoDevice checks the error of New on a machine without a GPU: it
+// TestNoDevice checks the error of NewWith on a machine without a GPU: it
 // names the reason and never panics.
 func TestNoDevice(t *testing.T) {
-	be, err := cuda.New()
+	be, err := cuda.NewWith(cuda.EnvOptions(t, compute.FP32))
 	if err == nil {
 		be.Close()
 		t.Skip("a CUDA device is present")

@@ -39,9 +39,10 @@
 // call is recorded as the backend's sticky error, wrapped as
 // "cuda: <kernel or operation>: <call>: <CUDA error name>: <description>";
 // the first is kept, every later operation becomes a no-op, and Sync,
-// Download and Close return it. With DAINX_CUDA_SYNC=1 in the environment
-// the backend waits after every launch, so that an asynchronous fault is
-// reported under the name of the kernel that caused it.
+// Download and Close return it. With Options.Sync (dainx: DAINX_CUDA_SYNC=1
+// in the environment) the backend waits after every launch, so that an
+// asynchronous fault is reported under the name of the kernel that caused
+// it.
 //
 // # Results
 //

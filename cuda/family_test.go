@@ -26,7 +26,7 @@ func TestGemmFamily(t *testing.T) {
 		shapes = shapes[2:]
 	}
 	for _, prec := range []compute.Precision{compute.FP32, compute.TF32, compute.TF32x3} {
-		be, err := NewWith(Options{Precision: prec})
+		be, err := NewWith(EnvOptions(t, prec))
 		if err != nil {
 			t.Skipf("no CUDA device: %v", err)
 		}
@@ -166,16 +166,20 @@ func TestGemmTuned(t *testing.T) {
 	const batch = 1024
 	for _, prec := range []compute.Precision{compute.FP32, compute.TF32, compute.TF32x3} {
 		var want [][]float32
-		// "serial": with DAINX_GEMM_SERIAL=1.
+		// "serial": with Options.SerialSplitK (DAINX_GEMM_SERIAL=1).
 		modes := []string{"off", "model", "model serial", "time", "time serial"}
 		if testing.Short() {
 			modes = modes[:3] // under the sanitizers: no timing
 		}
 		for _, mode := range modes {
 			tuneMode, serial, _ := strings.Cut(mode, " ")
-			t.Setenv(gemmtune.EnvMode, tuneMode)
-			t.Setenv(EnvSerial, map[bool]string{true: "1", false: "0"}[serial == "serial"])
-			be, err := NewWith(Options{Precision: prec})
+			o := EnvOptions(t, prec)
+			var err error
+			if o.GemmTune, err = ParseGemmTune(tuneMode); err != nil {
+				t.Fatal(err)
+			}
+			o.SerialSplitK = serial == "serial"
+			be, err := NewWith(o)
 			if err != nil {
 				t.Skipf("no CUDA device: %v", err)
 			}
@@ -207,7 +211,7 @@ func TestGemmTuned(t *testing.T) {
 				}
 			}
 			choices, _ := be.GEMMChoices()
-			// With the tuner on and DAINX_GEMM_SERIAL=1, every split
+			// With the tuner on and serial split-K on, every split
 			// GEMM on a tile body (all but simt_64x64) runs as serial
 			// split-K; otherwise none.
 			for _, c := range choices {
@@ -234,7 +238,7 @@ func TestGemmTuned(t *testing.T) {
 			for i := range want {
 				for j := range want[i] {
 					if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
-						t.Fatalf("%v, DAINX_GEMM_TUNE=%s: output %d, element %d is %g, off gives %g", prec, mode, i, j, got[i][j], want[i][j])
+						t.Fatalf("%v, tuning %s: output %d, element %d is %g, off gives %g", prec, mode, i, j, got[i][j], want[i][j])
 					}
 				}
 			}

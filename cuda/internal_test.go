@@ -156,7 +156,7 @@ func BenchmarkLinear(b *testing.B) {
 	const batch = 1024
 	layers := [][2]int{{150, 1024}, {1024, 1024}, {1024, 128}, {128, 1}}
 	for _, p := range []compute.Precision{compute.FP32, compute.TF32, compute.TF32x3} {
-		be, err := NewWith(Options{Precision: p})
+		be, err := NewWith(EnvOptions(b, p))
 		if err != nil {
 			b.Skipf("no CUDA device: %v", err)
 		}

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/dainx/dainx/cuda/gemmtune"
 )
@@ -12,13 +11,11 @@ import (
 type GemmTune int
 
 const (
-	// GemmTuneEnv, the zero value, takes $DAINX_GEMM_TUNE (off when
-	// unset), as a program that sets no option always did. The dainx
-	// commands and libdainx read the variable once, for the default of
-	// their -gemm-tune flag, and pass the result explicitly.
-	GemmTuneEnv GemmTune = iota
-	// GemmTuneOff keeps the 64×64 kernels of before tuning.
-	GemmTuneOff
+	// GemmTuneOff, the zero value, keeps the 64×64 kernels of before
+	// tuning (the default until a GPU run has verified the family). The
+	// dainx commands take the tuning from -gemm-tune, whose default
+	// $DAINX_GEMM_TUNE sets; this package reads no environment.
+	GemmTuneOff GemmTune = iota
 	// GemmTuneModel takes the analytic model's first choice.
 	GemmTuneModel
 	// GemmTuneTime times the model's best few on the device and caches
@@ -26,11 +23,9 @@ const (
 	GemmTuneTime
 )
 
-// String returns off, model or time ("env" for GemmTuneEnv).
+// String returns off, model or time.
 func (t GemmTune) String() string {
 	switch t {
-	case GemmTuneEnv:
-		return "env"
 	case GemmTuneOff:
 		return "off"
 	case GemmTuneModel:
@@ -52,74 +47,22 @@ func ParseGemmTune(s string) (GemmTune, error) {
 	case "time":
 		return GemmTuneTime, nil
 	}
-	return GemmTuneEnv, fmt.Errorf("gemm-tune %q: want off, model or time", s)
+	return GemmTuneOff, fmt.Errorf("gemm-tune %q: want off, model or time", s)
 }
 
-// GemmTuneFromEnv returns the tuning $DAINX_GEMM_TUNE sets: off when it
-// is unset or empty, an error naming the variable when it is not off,
-// model or time.
-func GemmTuneFromEnv() (GemmTune, error) {
-	v := os.Getenv(gemmtune.EnvMode)
-	if v == "" {
-		return GemmTuneOff, nil
-	}
-	t, err := ParseGemmTune(v)
-	if err != nil {
-		return GemmTuneEnv, fmt.Errorf("cuda: %s=%q: want off, model or time", gemmtune.EnvMode, v)
-	}
-	return t, nil
-}
-
-// SerialSplitK is Options.SerialSplitK.
-type SerialSplitK int
-
-const (
-	// SerialSplitKEnv, the zero value, takes $DAINX_GEMM_SERIAL (on when
-	// it is 1).
-	SerialSplitKEnv SerialSplitK = iota
-	SerialSplitKOff
-	SerialSplitKOn
-)
-
-// SerialSplitKFromEnv returns what $DAINX_GEMM_SERIAL sets: on when it is
-// 1, else off.
-func SerialSplitKFromEnv() SerialSplitK {
-	if os.Getenv(EnvSerial) == "1" {
-		return SerialSplitKOn
-	}
-	return SerialSplitKOff
-}
-
-// tuning returns the tuner's mode and serial split-K setting that o says,
-// the environment's where o leaves them at their zero values.
+// tuning returns the tuner's mode and serial split-K setting that o says.
 func (o Options) tuning() (gemmtune.Mode, bool, error) {
-	t := o.GemmTune
-	if t == GemmTuneEnv {
-		var err error
-		if t, err = GemmTuneFromEnv(); err != nil {
-			return gemmtune.Off, false, err
-		}
-	}
 	mode := gemmtune.Off
-	switch t {
+	switch o.GemmTune {
 	case GemmTuneOff:
 	case GemmTuneModel:
 		mode = gemmtune.ModelOnly
 	case GemmTuneTime:
 		mode = gemmtune.Time
 	default:
-		return gemmtune.Off, false, fmt.Errorf("cuda: unknown GEMM tuning %v", t)
+		return gemmtune.Off, false, fmt.Errorf("cuda: unknown GEMM tuning %v", o.GemmTune)
 	}
-	s := o.SerialSplitK
-	if s == SerialSplitKEnv {
-		s = SerialSplitKFromEnv()
-	}
-	switch s {
-	case SerialSplitKOff, SerialSplitKOn:
-	default:
-		return gemmtune.Off, false, fmt.Errorf("cuda: unknown serial split-K setting %d", int(s))
-	}
-	return mode, s == SerialSplitKOn, nil
+	return mode, o.SerialSplitK, nil
 }
 
 // GemmTune returns how the backend chooses its GEMM kernels: off, model

@@ -18,10 +18,10 @@ import (
 // DAINX_GEMM_TUNE=time failed at the epoch's last, smaller batch. Skipped
 // without a GPU.
 func TestCaptureSerialSplit(t *testing.T) {
-	t.Setenv(gemmtune.EnvMode, "model")
-	t.Setenv(EnvSerial, "1")
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	be, err := NewWith(Options{Precision: compute.TF32})
+	o := EnvOptions(t, compute.TF32)
+	o.GemmTune, o.SerialSplitK = GemmTuneModel, true
+	be, err := NewWith(o)
 	if err != nil {
 		t.Skipf("no CUDA device: %v", err)
 	}

@@ -19,8 +19,8 @@ import (
 // for fp32, tensor-core tiles for TF32 and 3xTF32; docs/gpu-tuning.md)
 // that the tuner chose for its shape and split, at its first use:
 //
-//   - off (Options.GemmTune; dainx -gemm-tune, whose default is
-//     $DAINX_GEMM_TUNE): the 64×64 kernels of before tuning;
+//   - off (Options.GemmTune's zero value; dainx -gemm-tune, whose default
+//     is $DAINX_GEMM_TUNE): the 64×64 kernels of before tuning;
 //   - model: the analytic model's first choice (gemmtune.Rank);
 //   - time: the model's three best that fit, timed on the device (a
 //     warm-up, then the median of five launches between CUDA events) on
@@ -34,8 +34,16 @@ import (
 // The variants of a class give the same bits (the emulator checks it in CI
 // and TestGemmFamily on a GPU), and the split is fixed by the shape and the
 // SM count, so the choice changes the speed only. Until a GPU run has
-// verified the family (TestGemmFamily, TestGemmTuned), the default (an
-// unset DAINX_GEMM_TUNE) is off.
+// verified the family (TestGemmFamily, TestGemmTuned), the default (the
+// zero Options.GemmTune; dainx with DAINX_GEMM_TUNE unset) is off.
+//
+// Serial split-K (Options.SerialSplitK; dainx -gemm-serial, whose default
+// is $DAINX_GEMM_SERIAL=1): with the tuner on (model or time), every split
+// GEMM on a tile body runs as serial split-K (kernels/splitk.cuh). Off by
+// default: on an H200 (2026-11-26) the serial forms were 2.3–3.6× slower
+// than the parts and split_k_reduce on the default model's split shapes
+// (the S blocks of a tile wait for each other's turn), which made the
+// tuned TF32 step 427 µs against 315 µs with the 64×64 kernels.
 
 // gemmTuner is a backend's choice of variants. Context thread.
 type gemmTuner struct {
@@ -52,16 +60,6 @@ type gemmTuner struct {
 	// (Options.SerialSplitK with the tuner on; see serialSplit).
 	serial bool
 }
-
-// EnvSerial names the environment variable whose 1 is the default of
-// Options.SerialSplitK (SerialSplitKEnv): with the tuner on (model or
-// time), every split GEMM on a tile body runs as serial split-K
-// (kernels/splitk.cuh). Off by default: on an H200
-// (2026-11-26) the serial forms were 2.3–3.6× slower than the parts and
-// split_k_reduce on the default model's split shapes (the S blocks of a
-// tile wait for each other's turn), which made the tuned TF32 step 427 µs
-// against 315 µs with the 64×64 kernels.
-const EnvSerial = "DAINX_GEMM_SERIAL"
 
 // GEMMChoice is the variant the backend runs a GEMM shape on, and why.
 type GEMMChoice struct {

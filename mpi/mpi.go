@@ -56,9 +56,59 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-// LibraryEnv names the environment variable that, when set, names the MPI
-// library Init loads (a path or a soname) instead of the usual sonames.
-const LibraryEnv = "DAINX_LIBMPI"
+// Options configures Init. The package reads no environment itself: the
+// dainx commands fill Options from the variables docs/environment.md lists
+// (DAINX_LIBMPI, DAINX_MPI_YIELD, DAINX_MPI_WAIT) and pass the process's
+// environment reader (package os's Getenv) as Getenv. The zero value loads
+// the usual sonames, detects no launcher, yields where the node is
+// oversubscribed and gives the core away with sched_yield.
+type Options struct {
+	// Library, when not empty, names the MPI library (a path or a
+	// soname) Init loads instead of the usual sonames.
+	Library string
+	// Getenv reads the process's environment, as the launcher set it (a
+	// program started by mpiexec or srun passes package os's Getenv, as
+	// the dainx commands do). Init reads from it which launcher started
+	// the process (OMPI_COMM_WORLD_SIZE: Open MPI's, whose library is then
+	// tried first), how many ranks it started on this node
+	// (MPI_LOCALNRANKS, OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE),
+	// and whether OMPI_MCA_mpi_yield_when_idle and
+	// MPIR_CVAR_POLLS_BEFORE_YIELD are set already (then Init leaves them
+	// as they are; else it sets the one that fits the node's load in the
+	// process's environment, for the MPI library to read at MPI_Init).
+	// nil reads an empty environment: no launcher, both variables unset.
+	Getenv func(string) string
+	// Yield says whether collectives give the core away while they wait:
+	// YieldAuto (the zero value) where the node runs more ranks than it
+	// has CPUs, YieldOn or YieldOff whatever the node's load.
+	Yield Yield
+	// SleepWait makes the yielding collectives sleep between tests
+	// instead of giving the core to another process with sched_yield.
+	SleepWait bool
+}
+
+// Yield is Options.Yield.
+type Yield int
+
+const (
+	// YieldAuto, the zero value, yields where the node is oversubscribed
+	// (Comm.Oversubscribed).
+	YieldAuto Yield = iota
+	// YieldOn runs the collectives as their nonblocking forms, completed
+	// by MPI_Test with the core given away between tests, so that a rank
+	// that waits leaves its core to the others.
+	YieldOn
+	// YieldOff runs the blocking collectives, which poll.
+	YieldOff
+)
+
+// getenv returns o.Getenv, or a function that finds nothing when it is nil.
+func (o Options) getenv() func(string) string {
+	if o.Getenv != nil {
+		return o.Getenv
+	}
+	return func(string) string { return "" }
+}
 
 // ABI is the binary interface of the loaded library.
 type ABI int
@@ -180,8 +230,10 @@ type Comm struct {
 	// yield: collectives run as their nonblocking forms (nonblocking maps
 	// each blocking function to its MPI_I… form), completed by MPI_Test
 	// with sleeps in between, so that a waiting rank gives its core to
-	// the ranks it waits for (set when the node is oversubscribed).
+	// the ranks it waits for (Options.Yield: by default set when the node
+	// is oversubscribed).
 	yield       bool
+	sleepWait   bool // Options.SleepWait
 	nonblocking map[uintptr]uintptr
 	test        uintptr
 
@@ -204,29 +256,31 @@ var (
 	initErr error
 )
 
-// sonames are tried in order when $DAINX_LIBMPI is not set: Open MPI's
+// sonames are tried in order when Options.Library is empty: Open MPI's
 // first when its launcher started this process (it sets
-// OMPI_COMM_WORLD_SIZE), MPICH's otherwise.
-func sonames() []string {
+// OMPI_COMM_WORLD_SIZE in the environment getenv reads), MPICH's
+// otherwise.
+func sonames(getenv func(string) string) []string {
 	mpich := []string{"libmpich.so.12", "libmpi.so.12"}
 	ompi := []string{"libmpi.so.40"}
-	if os.Getenv("OMPI_COMM_WORLD_SIZE") != "" {
+	if getenv("OMPI_COMM_WORLD_SIZE") != "" {
 		return append(ompi, mpich...)
 	}
 	return append(mpich, ompi...)
 }
 
-// Init loads the MPI library, calls MPI_Init_thread (once per process) and
-// returns MPI_COMM_WORLD. Without mpiexec it gives a world of one rank
-// (MPI's singleton initialisation). It returns an error naming every
-// library tried with the loader's reason when none loads, or why the one
-// loaded cannot be used.
-func Init() (*Comm, error) {
-	once.Do(func() { world, initErr = initialise() })
+// Init loads the MPI library as o says, calls MPI_Init_thread (once per
+// process: a later call returns the first call's Comm, whatever its
+// options) and returns MPI_COMM_WORLD. Without mpiexec it gives a world of
+// one rank (MPI's singleton initialisation). It returns an error naming
+// every library tried with the loader's reason when none loads, or why the
+// one loaded cannot be used.
+func Init(o Options) (*Comm, error) {
+	once.Do(func() { world, initErr = initialise(o) })
 	return world, initErr
 }
 
-func initialise() (*Comm, error) {
+func initialise(o Options) (*Comm, error) {
 	// MPICH's progress loop yields the core after 1000 polls by default;
 	// with other work on the machine, even at the lowest priority, every
 	// yield costs a scheduler slice (measured here: a 1-float Allreduce
@@ -237,27 +291,43 @@ func initialise() (*Comm, error) {
 	// same collective, and every wait lasts scheduler slices (3 ranks on 2
 	// cores spent 9 s of a 10 s test run waiting): then MPICH keeps its
 	// default and Open MPI is asked to yield when idle. A variable set in
-	// the environment wins either way.
-	if n := launcherLocalRanks(); n > NodeCPUs() {
-		if os.Getenv("OMPI_MCA_mpi_yield_when_idle") == "" {
+	// the environment (as o.Getenv reads it) wins either way.
+	getenv := o.getenv()
+	if n := launcherLocalRanks(getenv); n > NodeCPUs() {
+		if getenv("OMPI_MCA_mpi_yield_when_idle") == "" {
 			os.Setenv("OMPI_MCA_mpi_yield_when_idle", "1")
 		}
-	} else if os.Getenv("MPIR_CVAR_POLLS_BEFORE_YIELD") == "" {
+	} else if getenv("MPIR_CVAR_POLLS_BEFORE_YIELD") == "" {
 		os.Setenv("MPIR_CVAR_POLLS_BEFORE_YIELD", "1000000000")
 	}
-	if p := os.Getenv(LibraryEnv); p != "" {
-		return load([]string{p})
+	paths := sonames(getenv)
+	if o.Library != "" {
+		paths = []string{o.Library}
 	}
-	return load(sonames())
+	c, err := load(paths)
+	if err != nil {
+		return nil, err
+	}
+	switch o.Yield {
+	case YieldOn:
+		c.yield = true
+	case YieldOff:
+	case YieldAuto:
+		c.yield = c.Oversubscribed()
+	default:
+		return nil, fmt.Errorf("mpi: unknown Options.Yield %d", int(o.Yield))
+	}
+	c.sleepWait = o.SleepWait
+	return c, nil
 }
 
 // launcherLocalRanks returns the number of ranks the launcher started on
 // this node, as its environment says (MPICH's Hydra: MPI_LOCALNRANKS;
 // Open MPI: OMPI_COMM_WORLD_LOCAL_SIZE; Slurm's srun:
 // SLURM_NTASKS_PER_NODE when it is one number), or 0 when none says.
-func launcherLocalRanks() int {
+func launcherLocalRanks(getenv func(string) string) int {
 	for _, v := range []string{"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"} {
-		if n, err := strconv.Atoi(os.Getenv(v)); err == nil && n > 0 {
+		if n, err := strconv.Atoi(getenv(v)); err == nil && n > 0 {
 			return n
 		}
 	}
@@ -309,7 +379,7 @@ func load(paths []string) (*Comm, error) {
 		}
 		return open(lib, p)
 	}
-	return nil, fmt.Errorf("%w: tried %s (install MPICH or Open MPI, e.g. apt-get install mpich, or name the library in $%s)", ErrNoMPI, strings.Join(tried, "; "), LibraryEnv)
+	return nil, fmt.Errorf("%w: tried %s (install MPICH or Open MPI, e.g. apt-get install mpich, or name the library in $DAINX_LIBMPI)", ErrNoMPI, strings.Join(tried, "; "))
 }
 
 func open(lib uintptr, path string) (*Comm, error) {
@@ -405,24 +475,8 @@ func open(lib uintptr, path string) (*Comm, error) {
 	if err := c.nodeLocal(); err != nil {
 		return nil, err
 	}
-	// YieldEnv=1 or 0 forces the yielding collectives on or off; by
-	// default they are on where the node is oversubscribed.
-	switch os.Getenv(YieldEnv) {
-	case "1":
-		c.yield = true
-	case "0":
-	default:
-		c.yield = c.Oversubscribed()
-	}
 	return c, nil
 }
-
-// YieldEnv names the environment variable that turns the yielding
-// collectives on (1) or off (0) whatever the node's load: collectives
-// then run as MPI's nonblocking forms, completed by MPI_Test with sleeps
-// between tests, so a rank that waits leaves its core to the others (by
-// default on where the node runs more ranks than cores).
-const YieldEnv = "DAINX_MPI_YIELD"
 
 // Yielding reports whether collectives yield the core while they wait.
 func (c *Comm) Yielding() bool { return c.yield }
@@ -542,7 +596,7 @@ func (c *Comm) collective(name string, fn uintptr, sent int64, args ...uintptr) 
 // away between tests, so that the ranks it waits for run: with
 // sched_yield (Linux), which hands the core to the next runnable process
 // of its run queue (with more ranks than cores, mostly the other ranks),
-// or, where there is none or WaitEnv says sleep, by sleeping (20 µs,
+// or, where there is none or Options.SleepWait says so, by sleeping (20 µs,
 // doubling up to 200 µs). On the 2-core VM (4 ranks of dainx augment,
 // 2M cells) sched_yield took 20.5 s where the sleeps took 227 s: each
 // message of a collective waited for its receiver's next wake-up. It
@@ -561,7 +615,7 @@ func (c *Comm) yielding(nb uintptr, args []uintptr) uintptr {
 			return r
 		}
 		if i >= 20 {
-			if !sleepWait && osYield() {
+			if !c.sleepWait && osYield() {
 				continue
 			}
 			time.Sleep(sleep)
@@ -572,13 +626,6 @@ func (c *Comm) yielding(nb uintptr, args []uintptr) uintptr {
 
 // maxCount is the largest element count of one call (MPI counts are C ints).
 const maxCount = 1<<31 - 1
-
-// WaitEnv names the environment variable that, set to sleep, makes the
-// yielding collectives sleep between tests instead of giving the core
-// to another process with sched_yield.
-const WaitEnv = "DAINX_MPI_WAIT"
-
-var sleepWait = os.Getenv(WaitEnv) == "sleep"
 
 // buffer returns the address, element count and type of a slice of a
 // supported element type.

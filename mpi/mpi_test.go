@@ -26,6 +26,61 @@ func launcher() []string {
 	return cmd
 }
 
+// envOptions returns the Options the dainx commands take from the
+// environment (cmd/internal/cli.MPIOptions): DAINX_LIBMPI, DAINX_MPI_YIELD,
+// DAINX_MPI_WAIT and the launcher's variables through os.Getenv.
+func envOptions() Options {
+	o := Options{Library: os.Getenv("DAINX_LIBMPI"), Getenv: os.Getenv, SleepWait: os.Getenv("DAINX_MPI_WAIT") == "sleep"}
+	switch os.Getenv("DAINX_MPI_YIELD") {
+	case "1":
+		o.Yield = YieldOn
+	case "0":
+		o.Yield = YieldOff
+	}
+	return o
+}
+
+// TestLauncherEnvironment: which launcher started the process, and how
+// many ranks it started on the node, are read from Options.Getenv alone
+// (nil: an empty environment).
+func TestLauncherEnvironment(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	t.Setenv("OMPI_COMM_WORLD_SIZE", "4")
+	t.Setenv("MPI_LOCALNRANKS", "4")
+	if got := sonames(Options{}.getenv()); got[0] != "libmpich.so.12" {
+		t.Errorf("nil Getenv: sonames %v, want MPICH's first", got)
+	}
+	if n := launcherLocalRanks(Options{}.getenv()); n != 0 {
+		t.Errorf("nil Getenv: %d local ranks, want 0", n)
+	}
+	if got := sonames(env("OMPI_COMM_WORLD_SIZE", "2")); got[0] != "libmpi.so.40" {
+		t.Errorf("under Open MPI's launcher: sonames %v, want Open MPI's first", got)
+	}
+	for _, c := range []struct {
+		kv   []string
+		want int
+	}{
+		{nil, 0},
+		{[]string{"MPI_LOCALNRANKS", "3"}, 3},
+		{[]string{"OMPI_COMM_WORLD_LOCAL_SIZE", "5"}, 5},
+		{[]string{"SLURM_NTASKS_PER_NODE", "2(x3)"}, 0},
+		{[]string{"SLURM_NTASKS_PER_NODE", "7"}, 7},
+	} {
+		if n := launcherLocalRanks(env(c.kv...)); n != c.want {
+			t.Errorf("%v: %d local ranks, want %d", c.kv, n, c.want)
+		}
+	}
+}
+
 func TestNoLibrary(t *testing.T) {
 	_, err := load([]string{"/nonexistent/libmpi.so.12"})
 	if !errors.Is(err, ErrNoMPI) || !strings.Contains(err.Error(), "/nonexistent/libmpi.so.12") || !strings.Contains(err.Error(), "apt-get install mpich") {
@@ -35,7 +90,8 @@ func TestNoLibrary(t *testing.T) {
 
 // TestCollectives runs TestRanks under mpiexec with 1, 2 and 3 ranks,
 // with the blocking collectives and with the yielding ones (their
-// nonblocking forms completed by MPI_Test between sleeps, YieldEnv=1).
+// nonblocking forms completed by MPI_Test between sleeps,
+// DAINX_MPI_YIELD=1: Options.Yield YieldOn).
 func TestCollectives(t *testing.T) {
 	if os.Getenv("DAINX_MPI_CHILD") != "" {
 		t.Skip("in a rank")
@@ -51,7 +107,7 @@ func TestCollectives(t *testing.T) {
 		n := c.n
 		args := append(append([]string(nil), l[1:]...), "-n", strconv.Itoa(n), os.Args[0], "-test.run", "^TestRanks$", "-test.v")
 		cmd := exec.Command(l[0], args...)
-		cmd.Env = append(os.Environ(), "DAINX_MPI_CHILD=1", "DAINX_MPI_SIZE="+strconv.Itoa(n), YieldEnv+"="+c.yield)
+		cmd.Env = append(os.Environ(), "DAINX_MPI_CHILD=1", "DAINX_MPI_SIZE="+strconv.Itoa(n), "DAINX_MPI_YIELD="+c.yield)
 		// Open MPI refuses root and more ranks than cores unless told.
 		cmd.Env = append(cmd.Env, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1")
 		out, err := cmd.CombinedOutput()
@@ -74,7 +130,7 @@ func TestRanks(t *testing.T) {
 	if os.Getenv("DAINX_MPI_CHILD") == "" {
 		t.Skip("run by TestCollectives under mpiexec")
 	}
-	c, err := Init()
+	c, err := Init(envOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +145,8 @@ func TestRanks(t *testing.T) {
 		t.Errorf("node-local rank %d of %d, want %d of %d (one node)", lr, ln, r, p)
 	}
 	t.Logf("%s (%s), rank %d of %d, yielding %v", c.Version(), c.ABI(), r, p, c.Yielding())
-	if want := os.Getenv(YieldEnv) == "1"; c.Yielding() != want {
-		t.Errorf("yielding collectives %v with %s=%q", c.Yielding(), YieldEnv, os.Getenv(YieldEnv))
+	if want := os.Getenv("DAINX_MPI_YIELD") == "1"; c.Yielding() != want {
+		t.Errorf("yielding collectives %v with DAINX_MPI_YIELD=%q", c.Yielding(), os.Getenv("DAINX_MPI_YIELD"))
 	}
 
 	f := []float32{float32(r), 1, float32(-r)}

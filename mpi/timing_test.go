@@ -12,7 +12,7 @@ func TestTiming(t *testing.T) {
 	if os.Getenv("DAINX_MPI_TIMING") == "" {
 		t.Skip("DAINX_MPI_TIMING=1 under mpiexec")
 	}
-	c, err := Init()
+	c, err := Init(envOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

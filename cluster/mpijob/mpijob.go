@@ -1,7 +1,8 @@
 // Package mpijob runs dainx spread over the processes of an MPI job
 // (dainx augment -dist mpi): the cluster.Cluster over MPI that the pipeline's collectives go
-// through (with NCCL for device buffers when $DAINX_NCCL=1 and libnccl.so.2
-// is present; off by default until a GPU run verifies it), and
+// through (with NCCL for device buffers when the caller asks for it, as
+// dainx augment -nccl on does, and libnccl.so.2 is present; off by default
+// until a GPU run verifies it), and
 // the distributed reading of a tensor file, in which every rank reads its
 // own byte range and the ranks agree the order, the line numbers, the dims
 // and the duplicate cells.
@@ -11,9 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/dainx/dainx/cluster"
@@ -121,6 +120,27 @@ func Agree(c *mpi.Comm, err error, key int64) error {
 	return ErrReported
 }
 
+// ReadOptions are the options of ReadText and ReadBin: the tensor's
+// (format, index base) and the size of the rounds of the search for
+// repeated cells.
+type ReadOptions struct {
+	tensor.ReadOptions
+	// DupRound is the most cells a rank sends, on average, in one round
+	// of the search for repeated cells (each about 44 bytes in the
+	// exchange's buffers). 0, the zero value, is 2²¹ (about 90 MB of
+	// buffers); a small value splits a small tensor into many rounds
+	// (the tests' -dist mpi runs: cmd/dainx's TestMain sets it).
+	DupRound int
+}
+
+// dupRound is o.DupRound, or its default when o leaves it 0.
+func (o ReadOptions) dupRound() int {
+	if o.DupRound > 0 {
+		return o.DupRound
+	}
+	return 2 << 20
+}
+
 // ReadText reads this rank's share of the text tensor file at path (TSV or
 // TNS, plain or gzip) and agrees it with the other ranks: the order is the
 // file's first data line's, dims the largest index of each mode over all
@@ -130,7 +150,7 @@ func Agree(c *mpi.Comm, err error, key int64) error {
 // (ErrReported on the others). A cell repeated anywhere in the file is found
 // by its owner rank (cells are hash-partitioned) and reported with both
 // lines. No rank holds more than its share of the cells.
-func ReadText(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, error) {
+func ReadText(c *mpi.Comm, path string, opt ReadOptions) (*dain.Shard, error) {
 	rank, size := c.Rank(), c.Size()
 	if opt.Format == tensor.BIN {
 		return ReadBin(c, path, opt)
@@ -156,7 +176,7 @@ func ReadText(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, er
 	if order < 0 {
 		order = 0 // that rank's parse reports the line
 	}
-	part, perr := tensor.ReadPart(path, opt, lo, hi, order)
+	part, perr := tensor.ReadPart(path, opt.ReadOptions, lo, hi, order)
 	// Number every rank's lines: the lines of the ranges before this one.
 	before := []int64{int64(part.Lines)}
 	c.Exscan(before, mpi.Sum)
@@ -193,7 +213,7 @@ func ReadText(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, er
 	dupErr := func(line int64, cell []int32, first int64) error {
 		return tensor.DuplicateError(part.Name, part.Base, int(line), cell, int(first))
 	}
-	if err := duplicates(c, part.Idx, part.NNZ(), dims, lineOf, dupErr); err != nil {
+	if err := duplicates(c, part.Idx, part.NNZ(), dims, opt.dupRound(), lineOf, dupErr); err != nil {
 		return nil, err
 	}
 	return &dain.Shard{Cells: &tensor.COO{Dims: dims, Idx: part.Idx, Val: part.Val}, First: int(first[0]), NNZ: int(nnz[0])}, nil
@@ -207,7 +227,7 @@ func ReadText(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, er
 // rank that holds it, and every rank returns an error (ErrReported on the
 // others); a repeated cell is found by its owner rank and reported with
 // both cell numbers.
-func ReadBin(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, error) {
+func ReadBin(c *mpi.Comm, path string, opt ReadOptions) (*dain.Shard, error) {
 	base, err := tensor.ResolveIndexBase(tensor.BIN, opt.IndexBase)
 	if err := Agree(c, err, 0); err != nil {
 		return nil, err
@@ -220,7 +240,7 @@ func ReadBin(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, err
 	dupErr := func(k int64, cell []int32, first int64) error {
 		return tensor.BinDuplicateError(path, base, cell, int(first), int(k))
 	}
-	if err := duplicates(c, part.Idx, len(part.Val), part.Dims, lineOf, dupErr); err != nil {
+	if err := duplicates(c, part.Idx, len(part.Val), part.Dims, opt.dupRound(), lineOf, dupErr); err != nil {
 		return nil, err
 	}
 	return &dain.Shard{Cells: &tensor.COO{Dims: part.Dims, Idx: part.Idx, Val: part.Val}, First: part.First, NNZ: part.NNZ}, nil
@@ -228,10 +248,11 @@ func ReadBin(c *mpi.Comm, path string, opt tensor.ReadOptions) (*dain.Shard, err
 
 // duplicates sends every one of this rank's nnz cells (idx, nnz×order),
 // with its global line (lineOf: a text file's line, a .bin file's cell
-// number), to its owner rank, which finds repeated cells; the earliest
-// repeat in the file is reported as dupErr(line, cell, first line of the
-// cell), as Read reports it.
-func duplicates(c *mpi.Comm, idx []int32, nnz int, dims []int, lineOf func(k int) int64, dupErr func(line int64, cell []int32, first int64) error) error {
+// number), to its owner rank, in rounds of about dupRound cells a rank;
+// the owner finds repeated cells; the earliest repeat in the file is
+// reported as dupErr(line, cell, first line of the cell), as Read reports
+// it.
+func duplicates(c *mpi.Comm, idx []int32, nnz int, dims []int, dupRound int, lineOf func(k int) int64, dupErr func(line int64, cell []int32, first int64) error) error {
 	size, order := c.Size(), len(dims)
 	if size == 1 {
 		// One rank owns every cell: the search one process does, without
@@ -291,17 +312,6 @@ func duplicates(c *mpi.Comm, idx []int32, nnz int, dims []int, lineOf func(k int
 		err = dupErr(bad, badCell, firstLine)
 	}
 	return Agree(c, err, bad)
-}
-
-// dupRound is the number of cells a rank sends in one round of the
-// duplicate search (about 90 MB of buffers). DAINX_TEST_DUP_ROUND sets it
-// for tests (many rounds on a small tensor).
-var dupRound = 2 << 20
-
-func init() {
-	if v, err := strconv.Atoi(os.Getenv("DAINX_TEST_DUP_ROUND")); err == nil && v > 0 {
-		dupRound = v
-	}
 }
 
 // earliestRepeat returns, of the records in recv (order indices and a

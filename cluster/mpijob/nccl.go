@@ -2,7 +2,6 @@ package mpijob
 
 import (
 	"fmt"
-	"os"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -28,24 +27,17 @@ const (
 	ncclSum          = 0
 )
 
-// NCCLEnv set to 1 makes NCCL's default on (NCCLDefault): the default of
-// `dainx augment -nccl`; unset or anything else leaves it off, the default
-// until a run on GPUs has verified this path (gradients then go through
-// host memory and MPI).
-const NCCLEnv = "DAINX_NCCL"
-
-// NCCLDefault is whether NCCL is on when the command line does not say
-// (-nccl): $DAINX_NCCL = 1.
-func NCCLDefault() bool { return os.Getenv(NCCLEnv) == "1" }
-
 // dlopen opens a shared library (purego.Dlopen; a variable for tests).
 var dlopen = purego.Dlopen
 
 // loadNCCL fills n's functions from libnccl.so.2 when on, and otherwise
-// opens nothing. It returns why NCCL is not used ("" when it may be).
+// opens nothing. It returns why NCCL is not used ("" when it may be). Off
+// is the default until a run on GPUs has verified this path (gradients
+// then go through host memory and MPI); the reason names dainx's switches
+// (-nccl, whose default $DAINX_NCCL=1 turns on).
 func loadNCCL(n *NCCL, on bool) string {
 	if !on {
-		return "NCCL is off by default until a GPU run verifies it (-nccl on, or $" + NCCLEnv + "=1, turns it on)"
+		return "NCCL is off by default until a GPU run verifies it (-nccl on, or $DAINX_NCCL=1, turns it on)"
 	}
 	lib, err := dlopen(ncclLibrary, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
@@ -109,7 +101,7 @@ func OpenNCCL(c *mpi.Comm, be compute.Backend, on bool) (DeviceComm, string) {
 	why := loadNCCL(n, on)
 	if why == "" {
 		_, local := c.LocalRank()
-		why = shareGPUs(local, cuda.DeviceCount)
+		why = shareGPUs(local, cb.DeviceCount)
 	}
 	have := []int32{1}
 	if why != "" {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/dainx/dainx/cluster/mpijob"
 	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/tensor"
@@ -25,7 +24,7 @@ func augment(args []string, stdout, stderr io.Writer) int {
 	shardTables := fs.String("shard-tables", "auto", "with -dist mpi, shard each model's embedding table by row over the ranks (each row on one rank, with its Adam moments; a step fetches its rows from their owners and sends their gradients back): `on`, off, or auto (on with more than one rank when a table holds at least 64 MiB); a sharded table trains with sparse-adam")
 	exchangeEnv := bindExchange(fs, &a.Config.Exchange)
 	ncclDefault := "off"
-	if mpijob.NCCLDefault() {
+	if cli.NCCLDefault() {
 		ncclDefault = "on"
 	}
 	nccl := fs.String("nccl", ncclDefault, "with -dist mpi and the CUDA backend, sum gradients on the GPUs with NCCL (libnccl.so.2): `on` or off; off (the default, unless $DAINX_NCCL=1) sends them through host memory and MPI. NCCL needs one GPU per rank (when a node runs more ranks than GPUs, or its set-up fails, gradients go through MPI); it has not yet been verified on GPUs")

@@ -10,7 +10,10 @@ import (
 var errUsage = cli.ErrUsage
 
 // newCUDA opens the CUDA backend on device dev with GEMM precision prec and
-// the 64×64 GEMM kernels, whatever the environment says (cli.NewCUDA).
+// the 64×64 GEMM kernels, whatever $DAINX_GEMM_TUNE says (cli.NewCUDA;
+// $DAINX_CUDA_SYNC and $DAINX_LIBCUDA apply, cli.CUDAEnvOptions).
 func newCUDA(dev int, prec compute.Precision) (compute.Backend, error) {
-	return cli.NewCUDA(cuda.Options{Device: dev, Precision: prec, GemmTune: cuda.GemmTuneOff, SerialSplitK: cuda.SerialSplitKOff})
+	o := cli.CUDAEnvOptions()
+	o.Device, o.Precision, o.GemmTune = dev, prec, cuda.GemmTuneOff
+	return cli.NewCUDA(o)
 }

@@ -34,10 +34,11 @@ func checkDist(v string) error {
 	return nil
 }
 
-// openMPI initialises MPI for -dist mpi. Without an MPI library it says
-// why and how to get one.
+// openMPI initialises MPI for -dist mpi, with the options the environment
+// sets (cli.MPIOptions). Without an MPI library it says why and how to get
+// one.
 func openMPI() (*mpi.Comm, error) {
-	c, err := mpi.Init()
+	c, err := mpi.Init(cli.MPIOptions())
 	if err != nil {
 		return nil, fmt.Errorf("-dist mpi: %w", err)
 	}
@@ -52,7 +53,7 @@ func openDistBackend(c *mpi.Comm, in *inputFlags, stderr io.Writer) (compute.Bac
 	f := *in
 	local, _ := c.LocalRank()
 	if f.Backend != "cpu" {
-		f.Device = rankDevice(f.Device, local, cuda.DeviceCount)
+		f.Device = rankDevice(f.Device, local, func() (int, error) { return cuda.DeviceCount(cli.CUDAEnvOptions()) })
 	}
 	return cli.Open(&f, stderr)
 }
@@ -215,6 +216,12 @@ func stderrIf(ok bool, w io.Writer) io.Writer {
 	return io.Discard
 }
 
+// dupRound is mpijob.ReadOptions.DupRound: 0, its default, except in the
+// MPI tests, whose test code (an init in dist_test.go) sets it from
+// $DAINX_TEST_DUP_ROUND in the ranks it starts (the search for repeated
+// cells in many rounds on a small tensor).
+var dupRound int
+
 // readShard reads this rank's share of the input: its byte range of a file,
 // or its slice of the embedded demo tensor.
 func readShard(c *mpi.Comm, in *inputFlags) (*dain.Shard, string, tensor.Format, error) {
@@ -240,7 +247,7 @@ func readShard(c *mpi.Comm, in *inputFlags) (*dain.Shard, string, tensor.Format,
 		}
 		return &dain.Shard{Cells: t.Subset(rows), First: lo, NNZ: t.NNZ()}, demoName, tensor.TSV, nil
 	}
-	sh, err := mpijob.ReadText(c, in.Input, tensor.ReadOptions{Format: format, IndexBase: in.IndexBase})
+	sh, err := mpijob.ReadText(c, in.Input, mpijob.ReadOptions{ReadOptions: tensor.ReadOptions{Format: format, IndexBase: in.IndexBase}, DupRound: dupRound})
 	return sh, in.Input, format, err
 }
 

@@ -481,6 +481,23 @@ func init() {
 	}()
 }
 
+// With DAINX_TEST_AS_DAINX=1 and DAINX_TEST_DUP_ROUND=n, the search of
+// -dist mpi for repeated cells sends at most n cells a rank in one round
+// (dupRound, mpijob.ReadOptions.DupRound): a small tensor then takes many
+// rounds. A value that is not a positive number fails the run.
+func init() {
+	v := os.Getenv("DAINX_TEST_DUP_ROUND")
+	if os.Getenv("DAINX_TEST_AS_DAINX") != "1" || v == "" {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		fmt.Fprintf(os.Stderr, "DAINX_TEST_DUP_ROUND=%q: want a positive number of cells\n", v)
+		os.Exit(3)
+	}
+	dupRound = n
+}
+
 // mpiRank returns this process's rank in an MPI job as the launcher gives
 // it, "" outside one.
 func mpiRank() string {

@@ -119,7 +119,7 @@ func runFoldIn(ctx context.Context, f *cli.FoldIn, input, format string, base in
 			return err
 		}
 	}
-	be, err := cli.Open(&cli.Input{Backend: f.Backend, Device: f.Device, Precision: f.Precision, GemmTune: f.GemmTune, Quiet: f.Quiet}, stderr)
+	be, err := cli.Open(&cli.Input{Backend: f.Backend, Device: f.Device, Precision: f.Precision, GemmTune: f.GemmTune, GemmSerial: f.GemmSerial, Quiet: f.Quiet}, stderr)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ func tune(args []string, stdout, stderr io.Writer) int {
 		modelOnly bool
 		device    string
 		ordinal   int
+		gemmSer   string
 	)
 	fs := flag.NewFlagSet("dainx tune", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -35,6 +36,7 @@ func tune(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&modelOnly, "model-only", false, "print the model's ranking for -device instead of timing on a GPU (no GPU needed)")
 	fs.StringVar(&device, "device", "h100", "with -model-only, the recorded device `properties`: "+strings.Join(knownDevices(), ", "))
 	fs.IntVar(&ordinal, "gpu", 0, "without -model-only, the CUDA device `ordinal` to tune")
+	cli.BindGemmSerial(fs, &gemmSer)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: dainx tune [flags]
 
@@ -64,8 +66,12 @@ Flags:
 	if len(layers) < 2 {
 		return exitFor("tune", fmt.Errorf("%w: -layers: want at least two widths", errUsage), nil, stderr)
 	}
+	serial, err := cli.ParseGemmSerial(gemmSer)
+	if err != nil {
+		return exitFor("tune", err, nil, stderr)
+	}
 	if !modelOnly {
-		return tuneOnGPU(layers, batch, ordinal, prec, stdout, stderr)
+		return tuneOnGPU(layers, batch, ordinal, prec, serial, stdout, stderr)
 	}
 	d, ok := gemmtune.Known[strings.ToLower(device)]
 	if !ok {
@@ -102,9 +108,12 @@ func knownDevices() []string {
 
 // tuneOnGPU runs one training step of the MLP (forward, backward) on the
 // CUDA backend with -gemm-tune time (cuda.GemmTuneTime), which times the model's top
-// choices for every GEMM shape and fills the cache, and prints the choices.
-func tuneOnGPU(layers []int, batch, ordinal int, prec compute.Precision, stdout, stderr io.Writer) int {
-	be, err := cli.NewCUDA(cuda.Options{Device: ordinal, Precision: prec, GemmTune: cuda.GemmTuneTime, SerialSplitK: cuda.SerialSplitKFromEnv()})
+// choices for every GEMM shape and fills the cache, and prints the choices;
+// serial is -gemm-serial.
+func tuneOnGPU(layers []int, batch, ordinal int, prec compute.Precision, serial bool, stdout, stderr io.Writer) int {
+	o := cli.CUDAEnvOptions()
+	o.Device, o.Precision, o.GemmTune, o.SerialSplitK = ordinal, prec, cuda.GemmTuneTime, serial
+	be, err := cli.NewCUDA(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "dainx tune: no GPU to tune on: %v\n(dainx tune -model-only -device h100 prints the model's ranking without one)\n", err)
 		return exitFailure

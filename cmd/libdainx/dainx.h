@@ -80,9 +80,12 @@ typedef struct dainx_result dainx_result;
  * then apply to "output", whose format is otherwise chosen by extension).
  * The defaults the command takes from the environment are the library's
  * too: "graphs" ("on" or "off": replay each training step as a CUDA graph;
- * off when DAINX_CUDA_GRAPHS=0, else on) and "gemm-tune" ("off", "model" or
+ * off when DAINX_CUDA_GRAPHS=0, else on), "gemm-tune" ("off", "model" or
  * "time": how the CUDA backend picks its GEMM kernels; DAINX_GEMM_TUNE,
- * else off); the report records "graphs" (and "gemm_tune" on CUDA).
+ * else off) and "gemm-serial" ("on" or "off": serial split-K with the
+ * tuner on; on when DAINX_GEMM_SERIAL=1, else off); the report records
+ * "graphs" (and "gemm_tune" on CUDA). docs/environment.md lists every
+ * variable.
  *
  * On success returns 0 and sets *out to a new result: the n_aug new cells
  * (same order as the input) with their predicted values, and the JSON

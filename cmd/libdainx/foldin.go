@@ -63,7 +63,7 @@ func foldIn(ctx context.Context, path string, t *tensor.COO, options string, std
 		return nil, inputErr("%v", message(err))
 	}
 	defer tx.Abort()
-	be, err := cli.Open(&cli.Input{Backend: f.Backend, Device: f.Device, Precision: f.Precision, GemmTune: f.GemmTune, Quiet: f.Quiet}, stderr)
+	be, err := cli.Open(&cli.Input{Backend: f.Backend, Device: f.Device, Precision: f.Precision, GemmTune: f.GemmTune, GemmSerial: f.GemmSerial, Quiet: f.Quiet}, stderr)
 	if err != nil {
 		return nil, inputErr("%v", message(err))
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -117,7 +118,7 @@ func TestLoadMissingLibrary(t *testing.T) {
 // checks that the reason is stated; where there is one, it runs a round trip
 // through device memory.
 func TestLoad(t *testing.T) {
-	d, err := Load()
+	d, err := Load(Options{Library: os.Getenv("DAINX_LIBCUDA")}) // as the commands do
 	if err != nil {
 		if err.Error() == "" {
 			t.Fatal("Load failed with an empty message")
@@ -205,13 +206,12 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// TestLoadSearch checks that Load tries $DAINX_LIBCUDA first and falls back
+// TestLoadSearch checks that Load tries Options.Library first and falls back
 // to the loader and the usual driver folders, naming every path it tried
 // when none opens.
 func TestLoadSearch(t *testing.T) {
 	const absent = "/nonexistent/dainx/libcuda.so.1"
-	t.Setenv(LibraryEnv, absent)
-	d, err := Load()
+	d, err := Load(Options{Library: absent})
 	if err == nil {
 		if d.Library() == absent {
 			t.Errorf("Load used %s, which does not exist", absent)

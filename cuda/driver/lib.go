@@ -3,7 +3,6 @@ package driver
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -16,9 +15,15 @@ import (
 // loader for.
 const Library = "libcuda.so.1"
 
-// LibraryEnv names the environment variable that, when set, names the driver
-// library Load tries first.
-const LibraryEnv = "DAINX_LIBCUDA"
+// Options says where Load looks for the driver. The zero value searches
+// the usual places only.
+type Options struct {
+	// Library, when not empty, names the driver library (a file or a
+	// soname) that Load tries first. The dainx commands take it from
+	// $DAINX_LIBCUDA (docs/environment.md); this package reads no
+	// environment.
+	Library string
+}
 
 // libraryDirs are the folders where drivers are commonly installed outside
 // the loader's search path (containers mount the host's driver under
@@ -94,17 +99,17 @@ type symbols struct {
 }
 
 // Load opens the CUDA driver library, resolves every bound entry point and
-// calls cuInit(0). It tries, in order: the file named by $DAINX_LIBCUDA (if
-// set), libcuda.so.1 through the dynamic loader's search, then libcuda.so.1
+// calls cuInit(0). It tries, in order: o.Library (if not empty),
+// libcuda.so.1 through the dynamic loader's search, then libcuda.so.1
 // in /usr/local/nvidia/lib64, /usr/lib/x86_64-linux-gnu,
 // /usr/local/cuda/compat and /usr/lib64. The first library that opens is
 // used (a later failure, such as cuInit finding no device, is returned as
 // is). When none opens, the error names every path tried with the loader's
 // reason: "no CUDA driver: tried …".
-func Load() (*Driver, error) {
+func Load(o Options) (*Driver, error) {
 	var paths []string
-	if p := os.Getenv(LibraryEnv); p != "" {
-		paths = append(paths, p)
+	if o.Library != "" {
+		paths = append(paths, o.Library)
 	}
 	paths = append(paths, Library)
 	for _, dir := range libraryDirs {

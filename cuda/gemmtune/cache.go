@@ -12,9 +12,6 @@ import (
 	"github.com/dainx/dainx/internal/outtx"
 )
 
-// EnvMode names the environment variable that sets the Mode.
-const EnvMode = "DAINX_GEMM_TUNE"
-
 // Mode is how the CUDA backend picks a variant at the first use of a GEMM
 // shape.
 type Mode int
@@ -22,8 +19,8 @@ type Mode int
 const (
 	// Time ranks by the model, times the top few on the device (events,
 	// warm-ups, median) and caches the winner on disk. ParseMode's default;
-	// the CUDA backend keeps Off while DAINX_GEMM_TUNE is unset until a GPU
-	// run has verified the family (docs/gpu-tuning.md).
+	// the CUDA backend keeps Off by default (cuda.Options.GemmTune's zero
+	// value) until a GPU run has verified the family (docs/gpu-tuning.md).
 	Time Mode = iota
 	// ModelOnly takes the model's top choice, no timing, no cache.
 	ModelOnly
@@ -44,7 +41,8 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
-// ParseMode parses a DAINX_GEMM_TUNE value: "" or "time", "model", "off".
+// ParseMode parses a mode's name: "" or "time", "model", "off" (in any
+// case, spaces around ignored).
 func ParseMode(s string) (Mode, error) {
 	switch strings.TrimSpace(strings.ToLower(s)) {
 	case "", "time":
@@ -54,11 +52,8 @@ func ParseMode(s string) (Mode, error) {
 	case "off":
 		return Off, nil
 	}
-	return Time, fmt.Errorf("%s=%q: want time, model or off", EnvMode, s)
+	return Time, fmt.Errorf("GEMM tuning mode %q: want time, model or off", s)
 }
-
-// ModeFromEnv returns the Mode that $DAINX_GEMM_TUNE sets.
-func ModeFromEnv() (Mode, error) { return ParseMode(os.Getenv(EnvMode)) }
 
 // Key identifies one tuning result: the device (GPU name, compute
 // capability, SM count, driver version), the kernels (a hash of their PTX)

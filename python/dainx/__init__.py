@@ -93,11 +93,12 @@ def augment(idx, val, progress=None, **options):
         ``-`` (ratio=0.5, seed=7, layers="48,16" or [48, 16], epochs=3,
         backend="cpu", quiet=True, test_frac=0.1, method="random",
         checkpoint="dir", resume=True, model_out="dir", graphs="off",
-        gemm_tune="time", …); None leaves a flag at its default, the
-        command's (graphs: on, or off when $DAINX_CUDA_GRAPHS=0; gemm_tune:
-        $DAINX_GEMM_TUNE, else off). "input" is refused (the cells are the
-        input); "output", "report", "model_out", "scores_out", … also write
-        files.
+        gemm_tune="time", gemm_serial="on", …); None leaves a flag at its
+        default, the command's (graphs: on, or off when
+        $DAINX_CUDA_GRAPHS=0; gemm_tune: $DAINX_GEMM_TUNE, else off;
+        gemm_serial: on when $DAINX_GEMM_SERIAL=1, else off). "input" is
+        refused (the cells are the input); "output", "report",
+        "model_out", "scores_out", … also write files.
 
     Returns (aug_idx, aug_val, report): aug_idx (n_aug, order) int32 and
     aug_val (n_aug,) float64, the new cells and their predicted values

@@ -12,7 +12,6 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/cuda/driver"
-	"github.com/dainx/dainx/cuda/gemmtune"
 	"github.com/dainx/dainx/nn"
 )
 
@@ -126,7 +125,7 @@ func gpuPeak(dev int) *GPUPeak {
 		fp32, tf32 float64
 		source     string
 	}
-	drv, err := driver.Load()
+	drv, err := driver.Load(driver.Options{Library: os.Getenv("DAINX_LIBCUDA")})
 	var d driver.Device
 	if err == nil {
 		d, err = drv.Device(dev)
@@ -285,7 +284,7 @@ func gpuBench(r *Results, py peerCmd, dev int, precs []compute.Precision, minTim
 	}
 	for _, p := range precs {
 		m := GPUMode{Mode: p.String(), PeerMode: peerMode(p)}
-		be, err := cuda.NewWith(cuda.Options{Device: dev, Precision: p})
+		be, err := newCUDA(dev, p)
 		if err != nil {
 			m.Skipped = err.Error()
 			logf("cuda %s: %v", p, err)
@@ -325,8 +324,8 @@ func gpuBench(r *Results, py peerCmd, dev int, precs []compute.Precision, minTim
 }
 
 // tunedStep measures the training step of precision p with the tuned GEMM
-// family (DAINX_GEMM_TUNE=time; the cache in a fresh directory, so that the
-// tuning time is measured) into m.
+// family (cuda.GemmTuneTime, as DAINX_GEMM_TUNE=time; the cache in a fresh
+// directory, so that the tuning time is measured) into m.
 func tunedStep(m *GPUMode, dev int, p compute.Precision, peakGF float64, minTime time.Duration) {
 	dir, err := os.MkdirTemp("", "dainx-tune-")
 	if err != nil {
@@ -334,16 +333,21 @@ func tunedStep(m *GPUMode, dev int, p compute.Precision, peakGF float64, minTime
 		return
 	}
 	defer os.RemoveAll(dir)
-	for k, v := range map[string]string{gemmtune.EnvMode: "time", "XDG_CACHE_HOME": dir} {
-		old, had := os.LookupEnv(k)
-		os.Setenv(k, v)
-		if had {
-			defer os.Setenv(k, old)
-		} else {
-			defer os.Unsetenv(k)
-		}
+	// The tuning cache is in os.UserCacheDir(), which $XDG_CACHE_HOME sets.
+	old, had := os.LookupEnv("XDG_CACHE_HOME")
+	os.Setenv("XDG_CACHE_HOME", dir)
+	if had {
+		defer os.Setenv("XDG_CACHE_HOME", old)
+	} else {
+		defer os.Unsetenv("XDG_CACHE_HOME")
 	}
-	be, err := cuda.NewWith(cuda.Options{Device: dev, Precision: p})
+	o, err := cudaOptions(dev, p)
+	if err != nil {
+		m.TunedSkipped = err.Error()
+		return
+	}
+	o.GemmTune = cuda.GemmTuneTime
+	be, err := cuda.NewWith(o)
 	if err != nil {
 		m.TunedSkipped = err.Error()
 		return

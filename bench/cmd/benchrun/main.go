@@ -63,7 +63,6 @@ import (
 	"github.com/dainx/dainx/bench"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
-	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/nn"
 )
 
@@ -368,10 +367,10 @@ func microBench(r *Results, py peerCmd, cpuRows, generic, gpu bool, precs []comp
 		}
 		bes = append(bes, named{"cpu-" + k, be, r.Peak.Machine})
 	}
-	dev, devErr := cuda.DeviceFromEnv()
+	dev, devErr := deviceFromEnv()
 	if gpu && devErr == nil {
 		r.GPUPeak = gpuPeak(dev)
-		if be, err := cuda.NewWith(cuda.Options{Device: dev}); err == nil {
+		if be, err := newCUDA(dev, compute.FP32); err == nil {
 			bes = append(bes, named{"cuda", be, r.GPUPeak.FP32TFLOPS * 1e3})
 		} else {
 			logf("cuda: %v", err)
@@ -497,7 +496,7 @@ func machine() Machine {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		m.Load = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
-	if be, err := cuda.New(); err == nil {
+	if be, err := newCUDAFromEnv(); err == nil {
 		m.GPU = be.Device()
 		be.Close()
 	} else {

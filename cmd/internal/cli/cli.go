@@ -22,7 +22,6 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/cuda"
-	"github.com/dainx/dainx/cuda/gemmtune"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/memlimit"
 	"github.com/dainx/dainx/model"
@@ -72,6 +71,9 @@ type Input struct {
 	// GemmTune is -gemm-tune (off, model or time); "" (an Input made
 	// without the flags) means $DAINX_GEMM_TUNE, else off.
 	GemmTune string
+	// GemmSerial is -gemm-serial (on or off); "" (an Input made without
+	// the flags) means on when $DAINX_GEMM_SERIAL=1, else off.
+	GemmSerial string
 }
 
 // BindInput registers the input, backend and progress flags.
@@ -79,21 +81,22 @@ func BindInput(fs *flag.FlagSet, f *Input) {
 	fs.StringVar(&f.Input, "input", "", "input tensor `file`: DAIN TSV (0-based indices, tab-separated, then the value), FROSTT .tns (1-based, # comments) or SPLATT .bin; with -index, a table (CSV, TSV or Parquet) of IDs; gzip is detected by content. Empty: the embedded demo tensor (DAIN's synthetic_10K)")
 	fs.StringVar(&f.Format, "format", "", "input `format`: tsv, tns or bin (SPLATT binary), or with -index csv, tsv or parquet; empty: by extension after any .gz (.tns is tns, .bin is bin, anything else tsv; with -index .csv, .tsv, .parquet)")
 	fs.IntVar(&f.IndexBase, "index-base", -1, "index `base` of the input and output files (0 or 1); -1: the format's own (tsv 0, tns 1)")
-	BindBackend(fs, &f.Backend, &f.Device, &f.Precision, &f.GemmTune, &f.Quiet)
+	BindBackend(fs, &f.Backend, &f.Device, &f.Precision, &f.GemmTune, &f.GemmSerial, &f.Quiet)
 }
 
 // BindBackend registers the flags that open the backend (-backend,
-// -device, -precision, -gemm-tune) and -quiet, for every command that
-// trains or predicts.
-func BindBackend(fs *flag.FlagSet, backend *string, device *int, precision, gemmTune *string, quiet *bool) {
+// -device, -precision, -gemm-tune, -gemm-serial) and -quiet, for every
+// command that trains or predicts.
+func BindBackend(fs *flag.FlagSet, backend *string, device *int, precision, gemmTune, gemmSerial *string, quiet *bool) {
 	fs.StringVar(backend, "backend", "auto", "compute `backend`: auto (CUDA if a driver and device exist, else CPU), cpu or cuda")
-	dev, err := cuda.DeviceFromEnv()
+	dev, err := DeviceFromEnv()
 	if err != nil {
 		dev = -1 // reported by OpenBackend as a bad -device
 	}
 	fs.IntVar(device, "device", dev, "CUDA device `ordinal` (default $DAINX_DEVICE, else 0); dainx shares the device's primary context")
 	fs.StringVar(precision, "precision", "fp32", "GEMM `precision` of the CUDA backend: fp32 (exact float32), tf32 (tensor cores, 10-bit mantissa products) or 3xtf32 (tensor cores, split operands, about fp32 accuracy)")
 	BindGemmTune(fs, gemmTune)
+	BindGemmSerial(fs, gemmSerial)
 	fs.BoolVar(quiet, "quiet", false, "no progress on standard error")
 }
 
@@ -101,14 +104,38 @@ func BindBackend(fs *flag.FlagSet, backend *string, device *int, precision, gemm
 // else off (a bad value of the variable is refused when the backend is
 // opened, unless the flag is given).
 func BindGemmTune(fs *flag.FlagSet, v *string) {
-	*v = cmp.Or(os.Getenv(gemmtune.EnvMode), "off")
+	*v = cmp.Or(os.Getenv(EnvGemmTune), "off")
 	fs.StringVar(v, "gemm-tune", *v, "how the CUDA backend chooses each GEMM shape's kernel: `off` (the 64×64 kernels), model (the analytic model's first choice) or time (the model's best few timed on the GPU at first use, the winner cached in the user's cache directory; dainx tune fills the cache); the same results, only the speed differs (docs/gpu-tuning.md); $DAINX_GEMM_TUNE sets the default")
+}
+
+// BindGemmSerial registers -gemm-serial, whose default is on when
+// $DAINX_GEMM_SERIAL=1, else off.
+func BindGemmSerial(fs *flag.FlagSet, v *string) {
+	*v = "off"
+	if GemmSerialFromEnv() {
+		*v = "on"
+	}
+	fs.StringVar(v, "gemm-serial", *v, "with -gemm-tune model or time, run each GEMM that the CUDA backend splits over its inner dimension (on a tuned kernel) as serial split-K, one kernel whose blocks add their parts in turn, instead of the parts and a reduction: `on` or off (off, the faster on an H200, unless $DAINX_GEMM_SERIAL=1); the same results, only the speed differs (docs/gpu-tuning.md)")
+}
+
+// ParseGemmSerial parses a -gemm-serial value: on or off; "" is
+// $DAINX_GEMM_SERIAL's default (on when it is 1).
+func ParseGemmSerial(s string) (bool, error) {
+	switch s {
+	case "":
+		return GemmSerialFromEnv(), nil
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: -gemm-serial %q: want on or off", ErrUsage, s)
 }
 
 // GraphsDefault is the default of -graphs: off when $DAINX_CUDA_GRAPHS is
 // 0, else on.
 func GraphsDefault() dain.Graphs {
-	if os.Getenv("DAINX_CUDA_GRAPHS") == "0" {
+	if os.Getenv(EnvCUDAGraphs) == "0" {
 		return dain.GraphsOff
 	}
 	return dain.GraphsOn
@@ -235,8 +262,8 @@ func (a *Augment) Finish(fs *flag.FlagSet, stderr io.Writer) error {
 	if err := a.Out.Check(); err != nil {
 		return err
 	}
-	if f := a.Config.FinalModelName(); a.Out.ModelOut != "" && (f == dain.FinalBayesFM || f == dain.FinalAuto) {
-		return fmt.Errorf("%w: -model-out saves a net Θ′ (mlp, fm or hybrid); -final-model %s (-preset accurate is auto) has no saved form yet: give -final-model mlp, fm or hybrid with -model-out", ErrUsage, f)
+	if f := a.Config.FinalModelName(); a.Out.ModelOut != "" && f == dain.FinalEnsemble {
+		return fmt.Errorf("%w: -model-out saves a net or bayes-fm Θ′; -final-model %s has no saved form yet: give -final-model mlp, fm, hybrid, bayes-fm or auto with -model-out", ErrUsage, f)
 	}
 	a.Config.Keep = a.Out.Keep()
 	return nil
@@ -346,8 +373,8 @@ func NewCUDA(o cuda.Options) (compute.Backend, error) {
 }
 
 // CUDAOptions returns the options of the CUDA backend that f's -device,
-// -precision and -gemm-tune say, with serial split-K as
-// $DAINX_GEMM_SERIAL=1 asks: every setting explicit, so that the backend
+// -precision, -gemm-tune and -gemm-serial say, with $DAINX_CUDA_SYNC and
+// $DAINX_LIBCUDA (CUDAEnvOptions): every setting explicit, as the backend
 // reads no environment. A bad value is a usage error naming its flag.
 func CUDAOptions(f *Input) (cuda.Options, error) {
 	prec, err := compute.ParsePrecision(f.Precision)
@@ -359,17 +386,23 @@ func CUDAOptions(f *Input) (cuda.Options, error) {
 	}
 	var tune cuda.GemmTune
 	if f.GemmTune == "" {
-		if tune, err = cuda.GemmTuneFromEnv(); err != nil {
-			return cuda.Options{}, fmt.Errorf("%w: %v (or give -gemm-tune)", ErrUsage, strings.TrimPrefix(err.Error(), "cuda: "))
+		if tune, err = GemmTuneFromEnv(); err != nil {
+			return cuda.Options{}, fmt.Errorf("%w: %v (or give -gemm-tune)", ErrUsage, err)
 		}
 	} else if tune, err = cuda.ParseGemmTune(f.GemmTune); err != nil {
 		why := ""
-		if f.GemmTune == os.Getenv(gemmtune.EnvMode) {
-			why = " ($" + gemmtune.EnvMode + ", its default)"
+		if f.GemmTune == os.Getenv(EnvGemmTune) {
+			why = " ($" + EnvGemmTune + ", its default)"
 		}
 		return cuda.Options{}, fmt.Errorf("%w: -gemm-tune %q%s: want off, model or time", ErrUsage, f.GemmTune, why)
 	}
-	return cuda.Options{Device: f.Device, Precision: prec, GemmTune: tune, SerialSplitK: cuda.SerialSplitKFromEnv()}, nil
+	serial, err := ParseGemmSerial(f.GemmSerial)
+	if err != nil {
+		return cuda.Options{}, err
+	}
+	o := CUDAEnvOptions()
+	o.Device, o.Precision, o.GemmTune, o.SerialSplitK = f.Device, prec, tune, serial
+	return o, nil
 }
 
 // OpenBackend returns the backend that f's -backend, -device, -precision
@@ -415,7 +448,7 @@ func OpenBackend(f *Input) (compute.Backend, string, error) {
 // printed with DAINX_VERBOSE=1), else err's message.
 func shortCUDAError(err error) string {
 	msg := err.Error()
-	if i := strings.Index(msg, "no CUDA driver: tried"); i >= 0 && os.Getenv("DAINX_VERBOSE") != "1" {
+	if i := strings.Index(msg, "no CUDA driver: tried"); i >= 0 && os.Getenv(EnvVerbose) != "1" {
 		return "no CUDA driver found; DAINX_VERBOSE=1 lists the paths tried"
 	}
 	return msg

@@ -31,8 +31,9 @@ type FoldIn struct {
 	Backend, Precision string
 	Device             int
 	Quiet              bool
-	// GemmTune is -gemm-tune, as every command's (BindGemmTune).
-	GemmTune string
+	// GemmTune is -gemm-tune, as every command's (BindGemmTune), and
+	// GemmSerial -gemm-serial (BindGemmSerial).
+	GemmTune, GemmSerial string
 }
 
 // NewFoldIn returns the defaults of `dainx fold-in` (foldin.DefaultConfig)
@@ -55,7 +56,7 @@ func NewFoldIn(fs *flag.FlagSet, model bool) *FoldIn {
 	fs.Float64Var(&c.L2, "l2", c.L2, "L2 penalty `λ` of the trained rows (each step uses g + λ·θ for the rows it updates); 0 is none")
 	fs.Float64Var(&c.ValFrac, "val-frac", c.ValFrac, "`share` of the cells held out for validation and early stopping, 0 ≤ share < 1 (a cell is trained on instead when its new entity would keep no training cell); 0: no validation, every epoch runs")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random `seed` for the new rows' initialisation, the validation share and the order of the cells")
-	BindBackend(fs, &f.Backend, &f.Device, &f.Precision, &f.GemmTune, &f.Quiet)
+	BindBackend(fs, &f.Backend, &f.Device, &f.Precision, &f.GemmTune, &f.GemmSerial, &f.Quiet)
 	return f
 }
 

@@ -53,12 +53,13 @@ func TestGraphsFlag(t *testing.T) {
 	}
 }
 
-// TestCUDAOptions: the flags -device, -precision and -gemm-tune reach
-// cuda.Options, every setting explicit ($DAINX_GEMM_TUNE is -gemm-tune's
-// default, $DAINX_GEMM_SERIAL=1 serial split-K); an Input made in Go
-// without -gemm-tune takes $DAINX_GEMM_TUNE; a bad value is a usage error
-// naming the flag (and the variable when the value came from it). No GPU
-// needed.
+// TestCUDAOptions: the flags -device, -precision, -gemm-tune and
+// -gemm-serial reach cuda.Options, every setting explicit
+// ($DAINX_GEMM_TUNE is -gemm-tune's default, $DAINX_GEMM_SERIAL=1 makes
+// -gemm-serial's on, $DAINX_CUDA_SYNC=1 and $DAINX_LIBCUDA fill Sync and
+// Library); an Input made in Go without -gemm-tune takes $DAINX_GEMM_TUNE;
+// a bad value is a usage error naming the flag (and the variable when the
+// value came from it). No GPU needed.
 func TestCUDAOptions(t *testing.T) {
 	options := func(args ...string) (cuda.Options, error) {
 		fs := flag.NewFlagSet("x", flag.ContinueOnError)
@@ -70,22 +71,43 @@ func TestCUDAOptions(t *testing.T) {
 		}
 		return CUDAOptions(&in)
 	}
+	t.Setenv("DAINX_CUDA_SYNC", "")
+	t.Setenv("DAINX_LIBCUDA", "")
+	t.Setenv("DAINX_DEVICE", "")
 	for _, c := range []struct {
 		tune, serial string
 		args         []string
 		want         cuda.Options
 	}{
-		{"", "", nil, cuda.Options{GemmTune: cuda.GemmTuneOff, SerialSplitK: cuda.SerialSplitKOff}},
-		{"time", "1", nil, cuda.Options{GemmTune: cuda.GemmTuneTime, SerialSplitK: cuda.SerialSplitKOn}},
+		{"", "", nil, cuda.Options{GemmTune: cuda.GemmTuneOff, SerialSplitK: false}},
+		{"time", "1", nil, cuda.Options{GemmTune: cuda.GemmTuneTime, SerialSplitK: true}},
 		{"time", "", []string{"-gemm-tune", "model", "-device", "2", "-precision", "tf32"},
-			cuda.Options{Device: 2, Precision: compute.TF32, GemmTune: cuda.GemmTuneModel, SerialSplitK: cuda.SerialSplitKOff}},
-		{"fast", "", []string{"-gemm-tune", "off"}, cuda.Options{GemmTune: cuda.GemmTuneOff, SerialSplitK: cuda.SerialSplitKOff}},
+			cuda.Options{Device: 2, Precision: compute.TF32, GemmTune: cuda.GemmTuneModel, SerialSplitK: false}},
+		{"fast", "", []string{"-gemm-tune", "off"}, cuda.Options{GemmTune: cuda.GemmTuneOff, SerialSplitK: false}},
+		{"model", "1", []string{"-gemm-serial", "off"}, cuda.Options{GemmTune: cuda.GemmTuneModel, SerialSplitK: false}},
+		{"model", "", []string{"-gemm-serial", "on"}, cuda.Options{GemmTune: cuda.GemmTuneModel, SerialSplitK: true}},
 	} {
 		t.Setenv("DAINX_GEMM_TUNE", c.tune)
 		t.Setenv("DAINX_GEMM_SERIAL", c.serial)
 		if o, err := options(c.args...); err != nil || o != c.want {
 			t.Errorf("DAINX_GEMM_TUNE=%q DAINX_GEMM_SERIAL=%q %v: %+v, %v; want %+v", c.tune, c.serial, c.args, o, err, c.want)
 		}
+	}
+	t.Setenv("DAINX_GEMM_TUNE", "")
+	t.Setenv("DAINX_GEMM_SERIAL", "")
+	t.Setenv("DAINX_CUDA_SYNC", "1")
+	t.Setenv("DAINX_LIBCUDA", "/opt/libcuda.so.1")
+	if o, err := options(); err != nil || !o.Sync || o.Library != "/opt/libcuda.so.1" {
+		t.Errorf("DAINX_CUDA_SYNC=1 DAINX_LIBCUDA=/opt/libcuda.so.1: %+v, %v", o, err)
+	}
+	t.Setenv("DAINX_CUDA_SYNC", "")
+	t.Setenv("DAINX_LIBCUDA", "")
+	if _, err := options("-gemm-serial", "yes"); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), `-gemm-serial "yes": want on or off`) {
+		t.Errorf("-gemm-serial yes: %v", err)
+	}
+	t.Setenv("DAINX_GEMM_SERIAL", "1")
+	if o, err := CUDAOptions(&Input{Precision: "fp32"}); err != nil || !o.SerialSplitK {
+		t.Errorf("an Input without -gemm-serial, DAINX_GEMM_SERIAL=1: %+v, %v", o, err)
 	}
 	t.Setenv("DAINX_GEMM_SERIAL", "")
 	t.Setenv("DAINX_GEMM_TUNE", "model")
