@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
@@ -289,6 +290,15 @@ type Keep struct {
 	// returns ends the run. The net is only valid during the call.
 	Model     func(role string, net *nn.Net) error
 	AllModels bool
+	// Bayes, when not nil, is called with a bayes-fm Θ′ (role
+	// "theta-prime": -final-model bayes-fm, or auto when it chooses
+	// bayes-fm) once its chain has run; the model holds BayesSamples
+	// samples (0: every sample after burn-in) rounded to float32 (Round32),
+	// and the run's rmse_after is its predictions'. Keep.Model set and
+	// Bayes nil refuses a bayes-fm (or auto) final model. The model is
+	// only valid during the call.
+	Bayes        func(role string, m *bayes.Model) error
+	BayesSamples int
 }
 
 // Split is the train/validation/test partition of a run's observed cells
@@ -758,6 +768,9 @@ func run(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be comp
 	}
 	if k := cfg.Keep.Model; k != nil {
 		e.onRetrained = func(m *nn.Net) error { return k("theta-prime", m) }
+	}
+	if k := cfg.Keep.Bayes; k != nil {
+		e.onRetrainedBayes = func(m *bayes.Model) error { return k("theta-prime", m) }
 	}
 	if err := e.step5(ctx, &rep, aug, nAug); err != nil {
 		return nil, err

@@ -86,6 +86,8 @@ type Experiment struct {
 	retrained  []*trained // Θ trained again for an unplanned TracIn pass
 	// onRetrained, if not nil, sees every model Downstream trains (OnRetrained).
 	onRetrained func(*nn.Net) error
+	// onRetrainedBayes, if not nil, sees a bayes-fm Θ′ (Keep.Bayes).
+	onRetrainedBayes func(*bayes.Model) error
 	// onTestPred, if not nil, gets the test predictions of every final
 	// model that is not a net (bayes-fm; OnRetrained).
 	onTestPred func([]float64)

@@ -254,8 +254,14 @@ func (c Config) checkFinal() error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
-	if f := c.finalModel(); c.Keep.Model != nil && (f == FinalBayesFM || f == FinalAuto || f == FinalEnsemble) {
-		return fmt.Errorf("final model %s has no saved form yet: -model-out saves a net Θ′ (give -final-model mlp, fm or hybrid, or no -model-out)", f)
+	if f := c.finalModel(); c.Keep.Model != nil && f == FinalEnsemble {
+		return fmt.Errorf("final model %s has no saved form yet: -model-out saves a net or bayes-fm Θ′ (give -final-model mlp, fm, hybrid, bayes-fm or auto, or no -model-out)", f)
+	}
+	if f := c.finalModel(); c.Keep.Model != nil && c.Keep.Bayes == nil && (f == FinalBayesFM || f == FinalAuto) {
+		return fmt.Errorf("final model %s: Keep.Model is set but Keep.Bayes, which saves a bayes-fm Θ′, is not", f)
+	}
+	if c.Keep.BayesSamples < 0 {
+		return fmt.Errorf("keep %d bayes-fm samples: want ≥ 0 (0: every sample after burn-in)", c.Keep.BayesSamples)
 	}
 	return nil
 }
@@ -322,7 +328,9 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 	// New cells on any process (one's share may be empty while another's
 	// is not: every process must take the same path).
 	alone := aug == nil || e.globalNNZ(aug) == 0
-	if a := e.bayesAlone; alone && a != nil {
+	// save: this chain is Θ′ and Keep.Bayes takes its samples.
+	save := e.lastStage && e.onRetrainedBayes != nil
+	if a := e.bayesAlone; alone && a != nil && !save {
 		// The chain on the training cells alone ran already (chooseAuto):
 		// the same seed and cells give the same chain.
 		if e.onTestPred != nil {
@@ -348,7 +356,10 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 	}
 	if alone && e.keepAlone {
 		// Kept for the ensemble predictor; the chain is the same.
-		cfg.KeepSamples = min(maxKeptBayes, cfg.Samples-cfg.BurnIn)
+		cfg.KeepSamples = e.cfg.keptBayes()
+	}
+	if save {
+		cfg.KeepSamples = e.cfg.Keep.saveSamples(cfg)
 	}
 	if e.cfg.Progress != nil && label != "" {
 		cfg.Progress = &prefixWriter{prefix: "  " + label + " ", w: e.cfg.Progress, every: max(1, cfg.Samples/10), n: 0}
@@ -356,7 +367,7 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 	var res *bayes.Result
 	var priors string
 	var err error
-	if a := e.bayesAlone; a != nil && !alone && e.cfg.AugWeight.Resolve(FinalBayesFM) != 1 && e.cfg.bayesPriors() == BayesPriorsAuto {
+	if a := e.bayesAlone; a != nil && (!alone && e.cfg.AugWeight.Resolve(FinalBayesFM) != 1 || save) && e.cfg.bayesPriors() == BayesPriorsAuto {
 		// New cells of their own precision: the chain takes the prior
 		// grouping that validation chose for the chain on the training
 		// cells alone (one chain, not both groupings again).
@@ -372,6 +383,16 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		return 0, nn.Result{}, 0, fmt.Errorf("dain: the bayes-fm final model: %w", err)
 	}
 	e.lastBayesPriors = priors
+	if save {
+		// Θ′ is what the saved model predicts: its kept samples in
+		// float32.
+		res.Model.Round32()
+		for j, q := range []*tensor.COO{e.Val, e.Test} {
+			if res.Pred[j], err = res.Model.Predict(q); err != nil {
+				return 0, nn.Result{}, 0, fmt.Errorf("dain: the bayes-fm final model: %w", err)
+			}
+		}
+	}
 	valMSE := e.mseAll(res.Pred[0], e.Val.Val)
 	out := nn.Result{BestValMSE: valMSE}
 	rmse := math.Sqrt(valMSE)
@@ -386,6 +407,11 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 	}
 	if alone {
 		e.bayesAlone = &bayesRun{rmse: rmse, res: out, seconds: time.Since(t0).Seconds(), priors: priors, valPred: res.Pred[0], testPred: res.Pred[1], model: res.Model}
+	}
+	if save {
+		if err := e.onRetrainedBayes(res.Model); err != nil {
+			return 0, nn.Result{}, 0, err
+		}
 	}
 	if label != "" {
 		news := ""
@@ -502,6 +528,26 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 // 8·(1 + Σ dims·(rank+1)) bytes.
 const maxKeptBayes = 20
 
+// keptBayes is the number of parameter samples a bayes-fm chain on the
+// training cells keeps to predict new cells (the value predictor, the
+// ensemble's member): maxKeptBayes, or every sample after burn-in when
+// there are fewer.
+func (c Config) keptBayes() int {
+	b := c.bayesConfig()
+	return min(maxKeptBayes, b.Samples-b.BurnIn)
+}
+
+// saveSamples is the number of samples the chain of cfg keeps for
+// Keep.Bayes: k.BayesSamples, or every sample after burn-in when 0 (or
+// more).
+func (k Keep) saveSamples(cfg bayes.Config) int {
+	all := cfg.Samples - cfg.BurnIn
+	if k.BayesSamples > 0 && k.BayesSamples < all {
+		return k.BayesSamples
+	}
+	return all
+}
+
 // bayesPredictor returns the bayes-fm value predictor of step 4: a Gibbs
 // chain on the training cells (its own seed stream, the final model's
 // rank, samples and burn-in), keeping up to maxKeptBayes samples, fitted
@@ -514,7 +560,7 @@ func (e *Experiment) bayesPredictor(ctx context.Context) (*bayes.Model, error) {
 		t0 := time.Now()
 		cfg := e.cfg.bayesConfig()
 		cfg.Seed = rng(e.cfg.Seed, streamBayesPredictor).Uint64()
-		cfg.KeepSamples = min(maxKeptBayes, cfg.Samples-cfg.BurnIn)
+		cfg.KeepSamples = e.cfg.keptBayes()
 		if e.cfg.Progress != nil {
 			cfg.Progress = &prefixWriter{prefix: "  Θ_p ", w: e.cfg.Progress, every: max(1, cfg.Samples/10)}
 		}
@@ -529,4 +575,13 @@ func (e *Experiment) bayesPredictor(ctx context.Context) (*bayes.Model, error) {
 			cfg.Rank, cfg.Samples, cfg.KeepSamples, priors, e.nTrain(), math.Sqrt(e.mseAll(res.Pred[0], e.Val.Val)), time.Since(t0).Seconds())
 		return res.Model, time.Since(t0).Seconds(), nil
 	})
+}
+
+// savedBayes is the number of samples a bayes-fm Θ′ keeps for Keep.Bayes
+// (0 without it).
+func (c Config) savedBayes() int {
+	if c.Keep.Bayes == nil {
+		return 0
+	}
+	return c.Keep.saveSamples(c.bayesConfig())
 }

@@ -54,7 +54,7 @@ func RunBytes(nnz int, dims []int, cfg Config, shards int) float64 {
 		for _, d := range dims {
 			params += float64(d) * float64(k+1)
 		}
-		b += 8 * params * (1 + maxKeptBayes)
+		b += 8 * params * float64(1+cfg.keptBayes()+cfg.savedBayes())
 	}
 	return b
 }
@@ -165,7 +165,7 @@ func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
 		for _, d := range dims {
 			params += float64(d) * float64(k+1)
 		}
-		parts = append(parts, memlimit.Part{What: "bayes-fm's kept samples", Flags: fmt.Sprintf("-bayes-rank %d", k), Bytes: 8 * params * (1 + maxKeptBayes)})
+		parts = append(parts, memlimit.Part{What: "bayes-fm's kept samples", Flags: fmt.Sprintf("-bayes-rank %d", k), Bytes: 8 * params * float64(1+cfg.keptBayes()+cfg.savedBayes())})
 	}
 	return parts
 }

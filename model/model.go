@@ -83,7 +83,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -97,7 +96,6 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/internal/memlimit"
 	"github.com/dainx/dainx/nn"
-	"github.com/dainx/dainx/tensor"
 )
 
 // Format and FormatVersion name the metadata's format. Load refuses any
@@ -123,7 +121,7 @@ type Meta struct {
 	Format        string `json:"format"`         // Format (from Save)
 	FormatVersion int    `json:"format_version"` // FormatVersion (from Save)
 	Version       string `json:"dainx_version"`  // dainx's version and commit (caller)
-	Kind          string `json:"kind"`           // "mlp", "costco", "fm" or "hybrid" (from the net)
+	Kind          string `json:"kind"`           // "mlp", "costco", "fm", "hybrid" (from the net) or "bayes-fm" (SaveBayes)
 	Role          string `json:"role"`           // "theta-prime", "theta" or "predictor" (caller)
 	Order         int    `json:"order"`          // N (from the net)
 	Dims          []int  `json:"dims"`           // I₁…I_N (from the net)
@@ -148,6 +146,11 @@ type Meta struct {
 	// batch), which Load uses when given no capacity, so that an RMSE
 	// sums its batches as the run did.
 	Capacity int `json:"capacity,omitempty"`
+	// Samples is a bayes-fm model's number of posterior samples S, and
+	// Clamp its clamp range [min, max] (the training values' extremes)
+	// (from the model; KindBayesFM).
+	Samples int       `json:"samples,omitempty"`
+	Clamp   []float64 `json:"clamp,omitempty"`
 	// Training holds the run's settings, flag name → value (caller).
 	Training map[string]any `json:"training,omitempty"`
 }
@@ -198,28 +201,7 @@ func Save(dir, name string, net *nn.Net, meta Meta) error {
 		"dims": string(dims), "embedding_width": strconv.Itoa(meta.Width), "layout": meta.Layout,
 		"index_base": strconv.Itoa(meta.IndexBase),
 	}
-	mj, err := json.MarshalIndent(meta, "", "  ")
-	if err != nil {
-		return fmt.Errorf("model %s: metadata: %w", name, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("model: %w", err)
-	}
-	base := filepath.Join(dir, name)
-	err = tensor.AtomicWrite(base+".safetensors", func(w io.Writer) error {
-		return safetensors.SerializeToWriter(views, info, w)
-	})
-	if err != nil {
-		return fmt.Errorf("model %s.safetensors: %w", base, err)
-	}
-	err = tensor.AtomicWrite(base+".json", func(w io.Writer) error {
-		_, err := w.Write(append(mj, '\n'))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("model %s.json: %w", base, err)
-	}
-	return nil
+	return writeModel(dir, name, views, info, meta)
 }
 
 // describe sets meta's fields that come from net, checking that net is
@@ -330,6 +312,9 @@ func Load(path string, be compute.Backend, capacity int) (*nn.Net, Meta, error) 
 	if err != nil {
 		return nil, meta, err
 	}
+	if meta.Kind == KindBayesFM {
+		return nil, meta, fmt.Errorf("model %s: kind %s holds posterior samples, not a net (load it with LoadBayes)", jp, meta.Kind)
+	}
 	layers, layout, _ := expected(meta) // ReadMeta checked it
 	what := "batch capacity"
 	if capacity <= 0 {
@@ -403,8 +388,8 @@ func ReadMeta(jsonPath string) (Meta, error) {
 		return bad("format %s, want %q", echo(meta.Format), Format)
 	case meta.FormatVersion != FormatVersion:
 		return bad("format version %d; this dainx reads version %d", meta.FormatVersion, FormatVersion)
-	case !slices.Contains(nn.Kinds, meta.Kind):
-		return bad("kind %s, want mlp, costco, fm or hybrid", echo(meta.Kind))
+	case !slices.Contains(nn.Kinds, meta.Kind) && meta.Kind != KindBayesFM:
+		return bad("kind %s, want mlp, costco, fm, hybrid or %s", echo(meta.Kind), KindBayesFM)
 	}
 	if err := checkLimits(&meta); err != nil {
 		return bad("%v", err)
@@ -421,6 +406,15 @@ func ReadMeta(jsonPath string) (Meta, error) {
 		if d <= 0 {
 			return bad("dims %s: mode %d has size %d", short(meta.Dims), n+1, d)
 		}
+	}
+	if meta.Kind == KindBayesFM {
+		if err := checkBayesMeta(meta); err != nil {
+			return bad("%v", err)
+		}
+		return meta, nil
+	}
+	if meta.Samples != 0 || meta.Clamp != nil {
+		return bad("samples and clamp belong to a %s model, not a %s", KindBayesFM, meta.Kind)
 	}
 	layers, layout, err := expected(meta)
 	if err != nil {

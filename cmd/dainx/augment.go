@@ -153,7 +153,7 @@ func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, stdout
 	defer be.Close()
 	base := cli.Base(in.IndexBase, format)
 	if tx.Model != nil {
-		cfg.Keep.Model = cli.ModelSaver(a, tx.Model, base, version())
+		cli.SaveModels(&cfg.Keep, a, tx.Model, base, version())
 	}
 	res, err := ck.run(ctx, t, cfg, be, name)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/internal/outtx"
@@ -160,8 +161,9 @@ func checkEvalBatch(evalBatch int) error {
 type predictModel struct {
 	tx         *outtx.Tx
 	outF, repF *outtx.File
-	be         compute.Backend
+	be         compute.Backend // nil for a bayes-fm model
 	net        *nn.Net
+	bayes      *bayes.Model // a bayes-fm model (meta.Kind model.KindBayesFM), else nil
 	meta       model.Meta
 }
 
@@ -175,6 +177,16 @@ func withPredictModel(path, cells, output, report, backend string, evalBatch int
 		return err
 	}
 	defer tx.Abort()
+	jp, _ := model.Paths(path)
+	if meta, err := model.ReadMeta(jp); err == nil && meta.Kind == model.KindBayesFM {
+		// Posterior samples, predicted on the CPU in float64 whatever
+		// -backend says.
+		m, meta, err := model.LoadBayes(path)
+		if err != nil {
+			return err
+		}
+		return do(&predictModel{tx: tx, outF: outF, repF: repF, bayes: m, meta: meta})
+	}
 	be, err := cli.Open(&cli.Input{Backend: backend, Precision: "fp32", Quiet: true}, stderr)
 	if err != nil {
 		return err
@@ -193,7 +205,27 @@ func withPredictModel(path, cells, output, report, backend string, evalBatch int
 // Outputs), with the RMSE against t's values when withValues.
 func (p *predictModel) predict(t *tensor.COO, path, cells string, withValues bool) ([]float32, predictReport, error) {
 	meta := p.meta
-	rep := predictReport{Model: path, Cells: cells, N: t.NNZ(), Kind: meta.Kind, Role: meta.Role, Version: version(), Trained: meta.Version, Backend: p.be.Name()}
+	rep := predictReport{Model: path, Cells: cells, N: t.NNZ(), Kind: meta.Kind, Role: meta.Role, Version: version(), Trained: meta.Version}
+	if p.bayes != nil {
+		rep.Backend = "cpu (float64, the mean over the model's posterior samples)"
+		pred, err := p.bayes.Predict(t)
+		if err != nil {
+			return nil, rep, err
+		}
+		out := make([]float32, len(pred))
+		var se float64
+		for c, v := range pred {
+			out[c] = float32(v)
+			d := v - t.Val[c]
+			se += d * d
+		}
+		if t.NNZ() > 0 && withValues {
+			r := math.Sqrt(se / float64(t.NNZ()))
+			rep.RMSE = &r
+		}
+		return out, rep, nil
+	}
+	rep.Backend = p.be.Name()
 	set := p.net.NewSet(t.Idx, t.Val)
 	defer set.Free()
 	pred, err := p.net.Predict(set)

@@ -268,7 +268,7 @@ func augment(ctx context.Context, t *tensor.COO, options string, stderr io.Write
 	}
 	defer be.Close()
 	if tx.Model != nil {
-		a.Config.Keep.Model = cli.ModelSaver(a, tx.Model, cli.Base(a.In.IndexBase, format), version())
+		cli.SaveModels(&a.Config.Keep, a, tx.Model, cli.Base(a.In.IndexBase, format), version())
 	}
 	a.Config.OnEpoch = onEpoch
 	var res *dain.Result

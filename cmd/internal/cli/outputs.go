@@ -14,6 +14,7 @@ import (
 
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/outtx"
+	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tensor/table"
 )
@@ -24,6 +25,9 @@ import (
 type Outputs struct {
 	ModelOut    string // -model-out: directory for Θ′ (and with ModelOutAll, Θ and Θ_p)
 	ModelOutAll bool   // -model-out-all
+	// ModelSamples is -model-samples: the posterior samples a saved
+	// bayes-fm Θ′ keeps (0: all after burn-in).
+	ModelSamples int
 	SplitOut    string // -split-out: directory for train.tsv, val.tsv, test.tsv
 	ScoresOut   string // -scores-out: one line per training cell
 	ImportOut   string // -importance-out: one line per entity
@@ -32,6 +36,7 @@ type Outputs struct {
 // BindOutputs registers the output flags.
 func BindOutputs(fs *flag.FlagSet, o *Outputs) {
 	fs.StringVar(&o.ModelOut, "model-out", "", "save the retrained model Θ′ in this `directory` (model.safetensors and model.json, readable by numpy and PyTorch without dainx; docs/model-format.md), for `dainx predict`")
+	fs.IntVar(&o.ModelSamples, "model-samples", 0, "with -model-out and a bayes-fm Θ′ (-preset accurate, -final-model bayes-fm or auto): the posterior `samples` the saved model keeps, evenly spaced over the chain, and rmse_after is then theirs (0: every sample after burn-in, which rmse_after averages anyway; fewer make a smaller file and cost RMSE: docs/model-format.md)")
 	fs.BoolVar(&o.ModelOutAll, "model-out-all", false, "with -model-out, also save Θ (theta.*) and the value predictor (predictor.*, when the method trains one)")
 	fs.StringVar(&o.SplitOut, "split-out", "", "write the run's train.tsv, val.tsv and test.tsv (cells and values, in the output's index base) into this `directory`, e.g. to score a saved model on the same test cells")
 	fs.StringVar(&o.ScoresOut, "scores-out", "", "write one line per training cell to this `file`: its indices and value, α_z (the importance the sampler used) and the signed TracIn sum S_z; tab-separated with a header line, gzip if it ends in .gz")
@@ -41,7 +46,7 @@ func BindOutputs(fs *flag.FlagSet, o *Outputs) {
 // Keep returns what dain.Config.Keep must ask for to write o (the models
 // are handed to ModelSaver's function, set by the caller as Keep.Model).
 func (o *Outputs) Keep() dain.Keep {
-	return dain.Keep{Split: o.SplitOut != "", Scores: o.ScoresOut != "", Importance: o.ImportOut != "", AllModels: o.ModelOutAll}
+	return dain.Keep{Split: o.SplitOut != "", Scores: o.ScoresOut != "", Importance: o.ImportOut != "", AllModels: o.ModelOutAll, BayesSamples: o.ModelSamples}
 }
 
 // Base is the index base of the outputs of a run on an input of format f
@@ -63,6 +68,12 @@ func Base(b int, f tensor.Format) int {
 func (o *Outputs) Check() error {
 	if o.ModelOutAll && o.ModelOut == "" {
 		return fmt.Errorf("%w: -model-out-all needs -model-out DIR", ErrUsage)
+	}
+	if o.ModelSamples != 0 && o.ModelOut == "" {
+		return fmt.Errorf("%w: -model-samples needs -model-out DIR", ErrUsage)
+	}
+	if o.ModelSamples < 0 || o.ModelSamples > model.MaxSamples {
+		return fmt.Errorf("%w: -model-samples %d: want 0…%d (0: every sample after burn-in)", ErrUsage, o.ModelSamples, model.MaxSamples)
 	}
 	return nil
 }

@@ -26,11 +26,11 @@ type Preset struct {
 // final model chosen on each split by validation RMSE among Θ's MLP, the
 // fm, the hybrid and the Bayesian factorization machine (-final-model
 // auto), and the new cells valued by the ensemble of those candidates
-// (-predictor auto); bayes-fm has no saved form yet, so -model-out
-// refuses auto.
+// (-predictor auto); -model-out saves whichever final model auto chose
+// (a bayes-fm as its posterior samples).
 var Presets = []Preset{
 	{"paper", "the paper's setup: an MLP Θ′ retrained on train ∪ the new cells, valued by CoSTCo (the defaults)", nil},
-	{"accurate", "the most accurate completion measured: -final-model auto -predictor auto (on each split the final model of lowest validation RMSE — Θ's MLP, the fm, the hybrid or the Bayesian factorization machine fitted by Gibbs sampling — with the new cells valued by the ensemble of those candidates, stacked on the validation cells; bayes-fm counts a new cell as a tenth of an observation, -aug-weight auto; no saved form for -model-out yet)",
+	{"accurate", "the most accurate completion measured: -final-model auto -predictor auto (on each split the final model of lowest validation RMSE — Θ's MLP, the fm, the hybrid or the Bayesian factorization machine fitted by Gibbs sampling — with the new cells valued by the ensemble of those candidates, stacked on the validation cells; bayes-fm counts a new cell as a tenth of an observation, -aug-weight auto; -model-out saves the chosen model)",
 		[][2]string{{"final-model", "auto"}, {"predictor", "auto"}}},
 }
 

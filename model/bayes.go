@@ -1,0 +1,210 @@
+package model
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/nlpodyssey/safetensors"
+
+	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/internal/memlimit"
+	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/tensor"
+)
+
+// KindBayesFM is the kind of a saved Bayesian factorization machine: the
+// posterior samples of `-final-model bayes-fm` (package bayes), which
+// predicts by averaging its samples' clamped predictions.
+const KindBayesFM = "bayes-fm"
+
+// MaxSamples is the largest number of posterior samples a saved bayes-fm
+// model may hold.
+const MaxSamples = 1 << 16
+
+// bayesLayout returns the tensors of a bayes-fm model of meta (which
+// passed checkBayesMeta): w0 [S], then embedding.n [S, dims[n], K+1] for
+// every mode n, each row the entity's K factors followed by its bias.
+func bayesLayout(meta Meta) []nn.ParamTensor {
+	want := []nn.ParamTensor{{Name: "w0", Shape: []int{meta.Samples}}}
+	for n, d := range meta.Dims {
+		want = append(want, nn.ParamTensor{Name: fmt.Sprintf("embedding.%d", n), Shape: []int{meta.Samples, d, meta.Rank + 1}})
+	}
+	return want
+}
+
+// checkBayesMeta checks the fields of a bayes-fm model's metadata
+// (ReadMeta has checked the format, the limits, order, dims and
+// index_base): samples, rank, width, layout, clamp, and no layers.
+func checkBayesMeta(m Meta) error {
+	switch {
+	case m.Samples < 1 || m.Samples > MaxSamples:
+		return fmt.Errorf("samples %d: want 1…%d", m.Samples, MaxSamples)
+	case m.Rank < 1 || m.Rank > bayes.MaxRank:
+		return fmt.Errorf("bayes-fm rank %d: want 1…%d", m.Rank, bayes.MaxRank)
+	case m.Width != m.Rank+1:
+		return fmt.Errorf("embedding_width %d, but a bayes-fm's is its rank %d + 1", m.Width, m.Rank)
+	case m.Layout != LayoutModeMajor:
+		return fmt.Errorf("layout %s; a model of kind %s has %q", echo(m.Layout), m.Kind, LayoutModeMajor)
+	case len(m.Layers) > 0 || len(m.LayerShapes) > 0 || m.Channels != 0:
+		return fmt.Errorf("a %s model has no layers, layer_shapes or channels", m.Kind)
+	case len(m.Clamp) != 2:
+		return fmt.Errorf("clamp has %d values, want 2 (the smallest and largest training value)", len(m.Clamp))
+	case !(m.Clamp[0] <= m.Clamp[1]) || math.IsInf(m.Clamp[0], 0) || math.IsInf(m.Clamp[1], 0):
+		return fmt.Errorf("clamp [%v, %v]: want finite lo ≤ hi", m.Clamp[0], m.Clamp[1])
+	}
+	_, err := paramCount(bayesLayout(m))
+	return err
+}
+
+// SaveBayes writes the bayes-fm model m as dir/name.safetensors and then
+// dir/name.json, each to a temporary file renamed into place, creating
+// dir if needed: the tensors w0 [S] and embedding.n [S, dims[n], K+1]
+// (sample s's row i holds entity i's K factors, then its bias), in
+// float32. meta gives the caller's fields (Version, Role, IndexBase,
+// Training); SaveBayes sets the others from m. The saved model predicts
+// what m predicts after m.Round32(). It returns an error for a bad name,
+// a model above the limits Load checks, or an I/O error. Memory: a copy
+// of the parameters in float32 (4·S·(1 + Σ dims·(K+1)) bytes).
+func SaveBayes(dir, name string, m *bayes.Model, meta Meta) error {
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return fmt.Errorf("model: name %q: want a file name without a directory", name)
+	}
+	s := m.NumSamples()
+	meta.Format, meta.FormatVersion, meta.Kind = Format, FormatVersion, KindBayesFM
+	meta.Order, meta.Dims, meta.Rank, meta.Width = len(m.Dims), append([]int(nil), m.Dims...), m.Rank, m.Rank+1
+	meta.Samples, meta.Clamp, meta.Layout = s, []float64{m.Min, m.Max}, LayoutModeMajor
+	meta.Layers, meta.LayerShapes, meta.Channels, meta.Capacity = nil, nil, 0, 0
+	if err := checkLimits(&meta); err != nil {
+		return fmt.Errorf("model %s: %w", name, err)
+	}
+	if err := checkBayesMeta(meta); err != nil {
+		return fmt.Errorf("model %s: %w", name, err)
+	}
+	k := m.Rank
+	put := func(b []byte, i int, v float64) { binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v))) }
+	views := map[string]safetensors.TensorView{}
+	w0 := make([]byte, 4*s)
+	for j := range s {
+		put(w0, j, m.Sample(j).W0)
+	}
+	var err error
+	if views["w0"], err = safetensors.NewTensorView(safetensors.F32, []uint64{uint64(s)}, w0); err != nil {
+		return fmt.Errorf("model %s: w0: %w", name, err)
+	}
+	for n, d := range m.Dims {
+		b := make([]byte, 4*s*d*(k+1))
+		for j := range s {
+			x := m.Sample(j)
+			off := j * d * (k + 1)
+			for i := range d {
+				for f := range k {
+					put(b, off+i*(k+1)+f, x.V[n][i*k+f])
+				}
+				put(b, off+i*(k+1)+k, x.W[n][i])
+			}
+		}
+		t := fmt.Sprintf("embedding.%d", n)
+		if views[t], err = safetensors.NewTensorView(safetensors.F32, []uint64{uint64(s), uint64(d), uint64(k + 1)}, b); err != nil {
+			return fmt.Errorf("model %s: %s: %w", name, t, err)
+		}
+	}
+	dims, _ := json.Marshal(meta.Dims)
+	info := map[string]string{
+		"format": "pt", "dainx_format": Format, "dainx_format_version": strconv.Itoa(FormatVersion),
+		"dainx_version": meta.Version, "kind": meta.Kind, "role": meta.Role, "order": strconv.Itoa(meta.Order),
+		"dims": string(dims), "embedding_width": strconv.Itoa(meta.Width), "layout": meta.Layout,
+		"index_base": strconv.Itoa(meta.IndexBase), "samples": strconv.Itoa(s),
+	}
+	return writeModel(dir, name, views, info, meta)
+}
+
+// writeModel writes the tensors views (with the safetensors metadata
+// info) and then meta as dir/name.safetensors and dir/name.json.
+func writeModel(dir, name string, views map[string]safetensors.TensorView, info map[string]string, meta Meta) error {
+	mj, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return fmt.Errorf("model %s: metadata: %w", name, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	base := filepath.Join(dir, name)
+	err = tensor.AtomicWrite(base+".safetensors", func(w io.Writer) error {
+		return safetensors.SerializeToWriter(views, info, w)
+	})
+	if err != nil {
+		return fmt.Errorf("model %s.safetensors: %w", base, err)
+	}
+	err = tensor.AtomicWrite(base+".json", func(w io.Writer) error {
+		_, err := w.Write(append(mj, '\n'))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("model %s.json: %w", base, err)
+	}
+	return nil
+}
+
+// LoadBayes reads the bayes-fm model path names (a directory, or
+// DIR/NAME with or without .json or .safetensors, as Load takes it). Both
+// files are untrusted: the metadata is checked against the limits
+// (MaxSamples, MaxParams, …) and itself, the safetensors file's size and
+// header against the metadata, and the memory the model needs (12 bytes
+// per parameter while it loads) against what this process may allocate,
+// before anything is allocated from them. Errors name the file and what
+// is wrong; a model of another kind is an error that says to use Load.
+func LoadBayes(path string) (*bayes.Model, Meta, error) {
+	jp, sp := Paths(path)
+	meta, err := ReadMeta(jp)
+	if err != nil {
+		return nil, meta, err
+	}
+	if meta.Kind != KindBayesFM {
+		return nil, meta, fmt.Errorf("model %s: kind %s is a net, not a %s (load it with Load)", jp, meta.Kind, KindBayesFM)
+	}
+	want := bayesLayout(meta)
+	total, _ := paramCount(want) // ReadMeta checked it
+	if st, err := os.Stat(sp); err == nil && uint64(st.Size()) >= 8+4*uint64(total) {
+		part := memlimit.Part{What: "the bayes-fm model", Flags: fmt.Sprintf("dims %s, rank %d, %d samples", short(meta.Dims), meta.Rank, meta.Samples), Bytes: 12 * float64(total)}
+		if err := memlimit.Check("the model", []memlimit.Part{part}, memlimit.Limit(0), 0); err != nil {
+			return nil, meta, fmt.Errorf("model %s: %w", jp, err)
+		}
+	}
+	flat, err := readTensors(jp, sp, want, total)
+	if err != nil {
+		return nil, meta, err
+	}
+	s, k := meta.Samples, meta.Rank
+	samples := make([]bayes.Sample, s)
+	for j := range s {
+		samples[j] = bayes.Sample{W0: float64(flat[j]), W: make([][]float64, meta.Order), V: make([][]float64, meta.Order)}
+	}
+	off := s
+	for n, d := range meta.Dims {
+		for j := range s {
+			w, v := make([]float64, d), make([]float64, d*k)
+			row := flat[off : off+d*(k+1)]
+			for i := range d {
+				for f := range k {
+					v[i*k+f] = float64(row[i*(k+1)+f])
+				}
+				w[i] = float64(row[i*(k+1)+k])
+			}
+			samples[j].W[n], samples[j].V[n] = w, v
+			off += d * (k + 1)
+		}
+	}
+	flat = nil
+	m, err := bayes.NewModel(meta.Dims, k, meta.Clamp[0], meta.Clamp[1], samples)
+	if err != nil {
+		return nil, meta, fmt.Errorf("model %s: %w", sp, err)
+	}
+	return m, meta, nil
+}
