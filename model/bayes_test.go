@@ -123,7 +123,12 @@ func TestLoadBayesUntrusted(t *testing.T) {
 		{"samples huge", func(m map[string]any) { m["samples"] = 1 << 40 }, nil, "samples 1099511627776"},
 		{"samples zero", func(m map[string]any) { m["samples"] = 0 }, nil, "samples 0"},
 		{"samples lie", func(m map[string]any) { m["samples"] = 5000 }, nil, "truncated, or the two files"},
-		{"params over the limit", func(m map[string]any) { m["samples"] = 60000; m["dims"] = []int{1 << 30, 1 << 20, 4}; m["rank"] = 1000; m["embedding_width"] = 1001 }, nil, "more than the limit"},
+		{"params over the limit", func(m map[string]any) {
+			m["samples"] = 60000
+			m["dims"] = []int{1 << 30, 1 << 20, 4}
+			m["rank"] = 1000
+			m["embedding_width"] = 1001
+		}, nil, "more than the limit"},
 		{"dims lie", func(m map[string]any) { m["dims"] = []int{7, 5000, 4} }, nil, "truncated, or the two files"},
 		{"width", func(m map[string]any) { m["embedding_width"] = 3 }, nil, "embedding_width 3"},
 		{"rank", func(m map[string]any) { m["rank"] = 0 }, nil, "rank 0"},

@@ -28,9 +28,9 @@ type Outputs struct {
 	// ModelSamples is -model-samples: the posterior samples a saved
 	// bayes-fm Θ′ keeps (0: all after burn-in).
 	ModelSamples int
-	SplitOut    string // -split-out: directory for train.tsv, val.tsv, test.tsv
-	ScoresOut   string // -scores-out: one line per training cell
-	ImportOut   string // -importance-out: one line per entity
+	SplitOut     string // -split-out: directory for train.tsv, val.tsv, test.tsv
+	ScoresOut    string // -scores-out: one line per training cell
+	ImportOut    string // -importance-out: one line per entity
 }
 
 // BindOutputs registers the output flags.
