@@ -179,6 +179,9 @@ type Model struct {
 	Rank     int     // K
 	Min, Max float64 // clamp range: the training values' extremes
 	samples  []*params
+	// hyper[s] are sample s's noise precision and priors (FoldIn's
+	// conditionals); nil for a model built without them (NewModel).
+	hyper []*hyper
 }
 
 // NumSamples returns the number of kept samples.
@@ -415,6 +418,7 @@ func FitOn(ctx context.Context, cl cluster.Cluster, train *tensor.COO, queries [
 		}
 		if keep[sweep] {
 			res.Model.samples = append(res.Model.samples, s.params.clone())
+			res.Model.hyper = append(res.Model.hyper, s.hyperClone())
 		}
 		s.progress(cfg, sweep, res, queries)
 	}

@@ -12,10 +12,20 @@ import (
 //
 // W[n] has Dims[n] biases and V[n] is the Dims[n]×K factor matrix of mode
 // n, row-major (K the Model's Rank).
+//
+// Alpha is the sample's noise precision α, MuW and LamW (N values) the
+// mean and precision of each mode's bias prior, MuV and LamV (N×K) those
+// of each mode's factors: the state of the chain that FoldIn draws new
+// entities under. They may be nil (all five), and FoldIn then refuses the
+// model.
 type Sample struct {
 	W0 float64
 	W  [][]float64
 	V  [][]float64
+
+	Alpha     float64
+	MuW, LamW []float64
+	MuV, LamV [][]float64
 }
 
 // Sample returns kept sample s (0 ≤ s < NumSamples, in the order of the
@@ -23,8 +33,17 @@ type Sample struct {
 // them. It panics when s is out of range.
 func (m *Model) Sample(s int) Sample {
 	p := m.samples[s]
-	return Sample{W0: p.w0, W: p.w, V: p.v}
+	x := Sample{W0: p.w0, W: p.w, V: p.v}
+	if m.hyper != nil {
+		h := m.hyper[s]
+		x.Alpha, x.MuW, x.LamW, x.MuV, x.LamV = h.alpha, h.muW, h.lamW, h.muV, h.lamV
+	}
+	return x
 }
+
+// HasPriors reports whether m holds every sample's α and priors (FoldIn
+// needs them).
+func (m *Model) HasPriors() bool { return m.hyper != nil }
 
 // NewModel returns the model that averages the clamped predictions of
 // samples (at least one) over a tensor of mode sizes dims with rank K,
@@ -68,8 +87,47 @@ func NewModel(dims []int, rank int, lo, hi float64, samples []Sample) (*Model, e
 			}
 		}
 		m.samples[s] = &params{k: rank, w0: x.W0, w: x.W, v: x.V}
+		h, err := sampleHyper(x, s, len(dims), rank)
+		if err != nil {
+			return nil, err
+		}
+		if s > 0 && (h != nil) != (m.hyper != nil) {
+			return nil, fmt.Errorf("bayes: sample %d has α and priors and sample 0 has none, or the other way round", s)
+		}
+		if h != nil {
+			m.hyper = append(m.hyper, h)
+		}
 	}
 	return m, nil
+}
+
+// sampleHyper checks x's α and priors (sample s of a model of order n
+// and rank k) and returns them, or nil when x has none.
+func sampleHyper(x Sample, s, n, k int) (*hyper, error) {
+	if x.Alpha == 0 && x.MuW == nil && x.LamW == nil && x.MuV == nil && x.LamV == nil {
+		return nil, nil
+	}
+	if !(x.Alpha > 0) || !finite(x.Alpha) {
+		return nil, fmt.Errorf("bayes: sample %d: noise precision α = %v, want a finite value > 0", s, x.Alpha)
+	}
+	if len(x.MuW) != n || len(x.LamW) != n || len(x.MuV) != n || len(x.LamV) != n {
+		return nil, fmt.Errorf("bayes: sample %d: priors of %d, %d, %d and %d modes, want %d", s, len(x.MuW), len(x.LamW), len(x.MuV), len(x.LamV), n)
+	}
+	for m := range n {
+		if len(x.MuV[m]) != k || len(x.LamV[m]) != k {
+			return nil, fmt.Errorf("bayes: sample %d, mode %d: factor priors of %d and %d values, want %d", s, m+1, len(x.MuV[m]), len(x.LamV[m]), k)
+		}
+		for f := -1; f < k; f++ {
+			mu, lam := x.MuW[m], x.LamW[m]
+			if f >= 0 {
+				mu, lam = x.MuV[m][f], x.LamV[m][f]
+			}
+			if !finite(mu) || !(lam > 0) || !finite(lam) {
+				return nil, fmt.Errorf("bayes: sample %d, mode %d: a prior of mean %v and precision %v, want finite, precision > 0", s, m+1, mu, lam)
+			}
+		}
+	}
+	return &hyper{alpha: x.Alpha, muW: x.MuW, lamW: x.LamW, muV: x.MuV, lamV: x.LamV}, nil
 }
 
 // Thin returns a model of k of m's samples (1 ≤ k ≤ NumSamples), evenly
@@ -82,8 +140,14 @@ func (m *Model) Thin(k int) *Model {
 	}
 	out := *m
 	out.samples = make([]*params, k)
+	if m.hyper != nil {
+		out.hyper = make([]*hyper, k)
+	}
 	for j := range k {
 		out.samples[j] = m.samples[(j+1)*len(m.samples)/k-1]
+		if m.hyper != nil {
+			out.hyper[j] = m.hyper[(j+1)*len(m.samples)/k-1]
+		}
 	}
 	return &out
 }
@@ -92,6 +156,20 @@ func (m *Model) Thin(k int) *Model {
 // float32, in place: the model then predicts what one saved in float32
 // and loaded again predicts, bit for bit.
 func (m *Model) Round32() {
+	r := func(v []float64) {
+		for i, y := range v {
+			v[i] = float64(float32(y))
+		}
+	}
+	for _, h := range m.hyper {
+		h.alpha = float64(float32(h.alpha))
+		r(h.muW)
+		r(h.lamW)
+		for n := range h.muV {
+			r(h.muV[n])
+			r(h.lamV[n])
+		}
+	}
 	for _, p := range m.samples {
 		p.w0 = float64(float32(p.w0))
 		for n := range p.w {

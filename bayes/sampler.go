@@ -613,3 +613,24 @@ func (s *sampler) drawV(m, i, f int, t, hh, tn, hhn, z float64) {
 	s.v[m][i*s.k+f] = nv
 	s.col[m][i] = nv
 }
+
+// hyper is one Gibbs sample's noise precision α and prior groups: the
+// mean and precision of the biases of each mode (muW, lamW: N values) and
+// of each factor of each mode (muV, lamV: N×K); with shared priors every
+// mode holds the same values.
+type hyper struct {
+	alpha     float64
+	muW, lamW []float64
+	muV, lamV [][]float64
+}
+
+// hyperClone returns a copy of s's current α and priors.
+func (s *sampler) hyperClone() *hyper {
+	h := &hyper{alpha: s.alpha, muW: append([]float64(nil), s.muW...), lamW: append([]float64(nil), s.lamW...),
+		muV: make([][]float64, len(s.muV)), lamV: make([][]float64, len(s.lamV))}
+	for m := range s.muV {
+		h.muV[m] = append([]float64(nil), s.muV[m]...)
+		h.lamV[m] = append([]float64(nil), s.lamV[m]...)
+	}
+	return h
+}

@@ -30,13 +30,22 @@ const MaxSamples = 1 << 16
 
 // bayesLayout returns the tensors of a bayes-fm model of meta (which
 // passed checkBayesMeta): w0 [S], then embedding.n [S, dims[n], K+1] for
-// every mode n, each row the entity's K factors followed by its bias.
+// every mode n, each row the entity's K factors followed by its bias;
+// then each sample's noise precision alpha [S] and priors: prior.w.mean
+// and prior.w.precision [S, N] (each mode's bias prior), prior.v.mean and
+// prior.v.precision [S, N, K] (each mode's factor priors).
 func bayesLayout(meta Meta) []nn.ParamTensor {
-	want := []nn.ParamTensor{{Name: "w0", Shape: []int{meta.Samples}}}
-	for n, d := range meta.Dims {
-		want = append(want, nn.ParamTensor{Name: fmt.Sprintf("embedding.%d", n), Shape: []int{meta.Samples, d, meta.Rank + 1}})
+	s, n, k := meta.Samples, meta.Order, meta.Rank
+	want := []nn.ParamTensor{{Name: "w0", Shape: []int{s}}}
+	for m, d := range meta.Dims {
+		want = append(want, nn.ParamTensor{Name: fmt.Sprintf("embedding.%d", m), Shape: []int{s, d, k + 1}})
 	}
-	return want
+	return append(want,
+		nn.ParamTensor{Name: "alpha", Shape: []int{s}},
+		nn.ParamTensor{Name: "prior.w.mean", Shape: []int{s, n}},
+		nn.ParamTensor{Name: "prior.w.precision", Shape: []int{s, n}},
+		nn.ParamTensor{Name: "prior.v.mean", Shape: []int{s, n, k}},
+		nn.ParamTensor{Name: "prior.v.precision", Shape: []int{s, n, k}})
 }
 
 // checkBayesMeta checks the fields of a bayes-fm model's metadata
@@ -76,6 +85,9 @@ func SaveBayes(dir, name string, m *bayes.Model, meta Meta) error {
 	if name == "" || strings.ContainsAny(name, `/\`) {
 		return fmt.Errorf("model: name %q: want a file name without a directory", name)
 	}
+	if !m.HasPriors() {
+		return fmt.Errorf("model %s: the bayes-fm model holds no noise precision and priors (fold-in needs them); not saved", name)
+	}
 	s := m.NumSamples()
 	meta.Format, meta.FormatVersion, meta.Kind = Format, FormatVersion, KindBayesFM
 	meta.Order, meta.Dims, meta.Rank, meta.Width = len(m.Dims), append([]int(nil), m.Dims...), m.Rank, m.Rank+1
@@ -113,6 +125,33 @@ func SaveBayes(dir, name string, m *bayes.Model, meta Meta) error {
 		t := fmt.Sprintf("embedding.%d", n)
 		if views[t], err = safetensors.NewTensorView(safetensors.F32, []uint64{uint64(s), uint64(d), uint64(k + 1)}, b); err != nil {
 			return fmt.Errorf("model %s: %s: %w", name, t, err)
+		}
+	}
+	n := len(m.Dims)
+	hyper := map[string][]float64{"alpha": make([]float64, 0, s), "prior.w.mean": make([]float64, 0, s*n), "prior.w.precision": make([]float64, 0, s*n),
+		"prior.v.mean": make([]float64, 0, s*n*k), "prior.v.precision": make([]float64, 0, s*n*k)}
+	for j := range s {
+		x := m.Sample(j)
+		hyper["alpha"] = append(hyper["alpha"], x.Alpha)
+		hyper["prior.w.mean"] = append(hyper["prior.w.mean"], x.MuW...)
+		hyper["prior.w.precision"] = append(hyper["prior.w.precision"], x.LamW...)
+		for d := range n {
+			hyper["prior.v.mean"] = append(hyper["prior.v.mean"], x.MuV[d]...)
+			hyper["prior.v.precision"] = append(hyper["prior.v.precision"], x.LamV[d]...)
+		}
+	}
+	for _, t := range bayesLayout(meta)[1+n:] {
+		v := hyper[t.Name]
+		b := make([]byte, 4*len(v))
+		for i, y := range v {
+			put(b, i, y)
+		}
+		shape := make([]uint64, len(t.Shape))
+		for i, d := range t.Shape {
+			shape[i] = uint64(d)
+		}
+		if views[t.Name], err = safetensors.NewTensorView(safetensors.F32, shape, b); err != nil {
+			return fmt.Errorf("model %s: %s: %w", name, t.Name, err)
 		}
 	}
 	dims, _ := json.Marshal(meta.Dims)
@@ -201,10 +240,33 @@ func LoadBayes(path string) (*bayes.Model, Meta, error) {
 			off += d * (k + 1)
 		}
 	}
+	at := func(l int) int { return l * s } // the offset of a hyper tensor of l values per sample
+	for j := range s {
+		x := &samples[j]
+		x.Alpha = float64(flat[off+j])
+		o := off + at(1)
+		x.MuW, x.LamW = f64(flat[o+j*meta.Order:o+(j+1)*meta.Order]), f64(flat[o+at(meta.Order)+j*meta.Order:o+at(meta.Order)+(j+1)*meta.Order])
+		o += 2 * at(meta.Order)
+		x.MuV, x.LamV = make([][]float64, meta.Order), make([][]float64, meta.Order)
+		for d := range meta.Order {
+			a := o + (j*meta.Order+d)*k
+			b := o + at(meta.Order*k) + (j*meta.Order+d)*k
+			x.MuV[d], x.LamV[d] = f64(flat[a:a+k]), f64(flat[b:b+k])
+		}
+	}
 	flat = nil
 	m, err := bayes.NewModel(meta.Dims, k, meta.Clamp[0], meta.Clamp[1], samples)
 	if err != nil {
 		return nil, meta, fmt.Errorf("model %s: %w", sp, err)
 	}
 	return m, meta, nil
+}
+
+// f64 returns v in float64.
+func f64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
 }

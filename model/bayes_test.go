@@ -1,10 +1,12 @@
 package model
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,6 +89,17 @@ func TestSaveLoadBayes(t *testing.T) {
 			t.Fatalf("cell %d: loaded model predicts %v, saved one %v", c, p[c], want[c])
 		}
 	}
+	for j := range m.NumSamples() {
+		a, b := m.Sample(j), got.Sample(j)
+		if a.Alpha != b.Alpha || !slices.Equal(a.MuW, b.MuW) || !slices.Equal(a.LamW, b.LamW) {
+			t.Fatalf("sample %d: α and bias priors %v %v %v loaded as %v %v %v", j, a.Alpha, a.MuW, a.LamW, b.Alpha, b.MuW, b.LamW)
+		}
+		for d := range a.MuV {
+			if !slices.Equal(a.MuV[d], b.MuV[d]) || !slices.Equal(a.LamV[d], b.LamV[d]) {
+				t.Fatalf("sample %d, mode %d: factor priors %v %v loaded as %v %v", j, d, a.MuV[d], a.LamV[d], b.MuV[d], b.LamV[d])
+			}
+		}
+	}
 	if _, _, err := Load(dir, nil, 0); err == nil || !strings.Contains(err.Error(), "LoadBayes") {
 		t.Fatalf("Load of a bayes-fm model: %v", err)
 	}
@@ -143,6 +156,13 @@ func TestLoadBayesUntrusted(t *testing.T) {
 			return withHeader(t, h2, data)
 		}(), "embedding.1 has shape [4 6 4], want [4 5 4]"},
 		{"truncated", nil, st[:len(st)-9], "truncated"},
+		{"negative precision", nil, func() []byte {
+			e := h["prior.v.precision"].(map[string]any)
+			off := int(e["data_offsets"].([]any)[0].(float64))
+			d := append([]byte(nil), data...)
+			binary.LittleEndian.PutUint32(d[off:], math.Float32bits(-2))
+			return withHeader(t, h, d)
+		}(), "precision -2"},
 		{"extra tensor", nil, func() []byte {
 			h2 := clone(h)
 			h2["w1"] = map[string]any{"dtype": "F32", "shape": []int{1}, "data_offsets": []int{len(data), len(data) + 4}}
