@@ -187,6 +187,9 @@ type Report struct {
 	ValRMSE   *float64   `json:"val_rmse"`
 	TrainRMSE float64    `json:"train_rmse"`
 	History   []EpochLog `json:"history"`
+	// Sweeps is a bayes-fm model's Gibbs sweeps per posterior sample (0:
+	// bayes.DefaultFoldInSweeps; absent for a net).
+	Sweeps int `json:"sweeps,omitempty"`
 	// The settings.
 	EpochsMax int     `json:"epochs_max"`
 	Batch     int     `json:"batch"`

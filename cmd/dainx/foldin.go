@@ -119,6 +119,14 @@ func runFoldIn(ctx context.Context, f *cli.FoldIn, input, format string, base in
 			return err
 		}
 	}
+	if meta.Kind == model.KindBayesFM {
+		js, err := f.RunBayes(ctx, tx, meta, t, input, version(), extra, stderr)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(js)
+		return err
+	}
 	be, err := cli.Open(&cli.Input{Backend: f.Backend, Device: f.Device, Precision: f.Precision, GemmTune: f.GemmTune, GemmSerial: f.GemmSerial, Quiet: f.Quiet}, stderr)
 	if err != nil {
 		return err

@@ -63,6 +63,18 @@ func foldIn(ctx context.Context, path string, t *tensor.COO, options string, std
 		return nil, inputErr("%v", message(err))
 	}
 	defer tx.Abort()
+	if meta.Kind == model.KindBayesFM {
+		js, err := f.RunBayes(ctx, tx, meta, t, "the cells in memory", version(), nil, stderr)
+		switch {
+		case err == nil:
+			return js, nil
+		case ctx.Err() != nil:
+			return nil, &libError{codeCancelled, "dainx: cancelled"}
+		case errors.Is(err, foldin.ErrNoNewEntity), errors.Is(err, cli.ErrUsage):
+			return nil, inputErr("%v", message(err))
+		}
+		return nil, inputErr("%v", err)
+	}
 	be, err := cli.Open(&cli.Input{Backend: f.Backend, Device: f.Device, Precision: f.Precision, GemmTune: f.GemmTune, GemmSerial: f.GemmSerial, Quiet: f.Quiet}, stderr)
 	if err != nil {
 		return nil, inputErr("%v", message(err))

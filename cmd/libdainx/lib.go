@@ -430,6 +430,9 @@ func predictCells(path string, idx []int32, n, order int, options string) ([]flo
 	if *batch < 0 || *batch > model.MaxCapacity {
 		return nil, nil, inputErr("option \"batch\": %d: want 1…%d cells, or 0 for the model's", *batch, model.MaxCapacity)
 	}
+	if jp, _ := model.Paths(path); isBayes(jp) {
+		return predictBayes(path, idx, n, order)
+	}
 	be, err := cli.Open(&cli.Input{Backend: *backend, Precision: "fp32", Quiet: true}, io.Discard)
 	if err != nil {
 		return nil, nil, inputErr("%v", err)
@@ -464,5 +467,41 @@ func predictCells(path string, idx []int32, n, order int, options string) ([]flo
 	}
 	js, err := json.Marshal(map[string]any{"model": path, "n_cells": n, "kind": meta.Kind, "role": meta.Role, "trained_by": meta.Version, "version": version(), "backend": be.Name(),
 		"order": meta.Order, "dims": meta.Dims})
+	return out, js, err
+}
+
+// isBayes reports whether the metadata file jp is a bayes-fm model's (a
+// file that cannot be read is left to the loader to report).
+func isBayes(jp string) bool {
+	meta, err := model.ReadMeta(jp)
+	return err == nil && meta.Kind == model.KindBayesFM
+}
+
+// predictBayes is predictCells for a bayes-fm model (model.LoadBayes): the
+// mean over its posterior samples of each sample's clamped prediction, in
+// float64 on the CPU whatever the backend option says.
+func predictBayes(path string, idx []int32, n, order int) ([]float64, []byte, error) {
+	m, meta, err := model.LoadBayes(path)
+	if err != nil {
+		return nil, nil, inputErr("%v", err)
+	}
+	if order != meta.Order && (n > 0 || order != 0) {
+		return nil, nil, inputErr("cells of order %d, the model's order is %d", order, meta.Order)
+	}
+	for k := 0; k < n; k++ {
+		for md, i := range idx[k*order : (k+1)*order] {
+			if i < 0 || int(i) >= meta.Dims[md] {
+				return nil, nil, inputErr("cell %d (row %d): index %d of mode %d is outside the model's 0…%d", k, k, i, md, meta.Dims[md]-1)
+			}
+		}
+	}
+	out := []float64{}
+	if n > 0 {
+		if out, err = m.Predict(&tensor.COO{Dims: meta.Dims, Idx: idx[:n*order], Val: make([]float64, n)}); err != nil {
+			return nil, nil, err
+		}
+	}
+	js, err := json.Marshal(map[string]any{"model": path, "n_cells": n, "kind": meta.Kind, "role": meta.Role, "trained_by": meta.Version, "version": version(),
+		"backend": "cpu (float64, the mean over the model's posterior samples)", "order": meta.Order, "dims": meta.Dims, "samples": meta.Samples})
 	return out, js, err
 }

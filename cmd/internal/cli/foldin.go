@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/foldin"
 	"github.com/dainx/dainx/internal/outtx"
@@ -34,6 +35,9 @@ type FoldIn struct {
 	// GemmTune is -gemm-tune, as every command's (BindGemmTune), and
 	// GemmSerial -gemm-serial (BindGemmSerial).
 	GemmTune, GemmSerial string
+	// Sweeps is -sweeps: a bayes-fm model's Gibbs sweeps per posterior
+	// sample (0: bayes.DefaultFoldInSweeps).
+	Sweeps int
 }
 
 // NewFoldIn returns the defaults of `dainx fold-in` (foldin.DefaultConfig)
@@ -55,6 +59,7 @@ func NewFoldIn(fs *flag.FlagSet, model bool) *FoldIn {
 	fs.IntVar(&c.Patience, "patience", c.Patience, "early-stopping patience in `epochs` without a better validation MSE (the best epoch's rows are kept)")
 	fs.Float64Var(&c.L2, "l2", c.L2, "L2 penalty `λ` of the trained rows (each step uses g + λ·θ for the rows it updates); 0 is none")
 	fs.Float64Var(&c.ValFrac, "val-frac", c.ValFrac, "`share` of the cells held out for validation and early stopping, 0 ≤ share < 1 (a cell is trained on instead when its new entity would keep no training cell); 0: no validation, every epoch runs")
+	fs.IntVar(&f.Sweeps, "sweeps", bayes.DefaultFoldInSweeps, "with a bayes-fm model (-preset accurate's): Gibbs `sweeps` over the new entities in each posterior sample, the last draw kept (the net-only flags -epochs, -batch, -lr, -patience, -l2 and -val-frac do not apply)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random `seed` for the new rows' initialisation, the validation share and the order of the cells")
 	BindBackend(fs, &f.Backend, &f.Device, &f.Precision, &f.GemmTune, &f.GemmSerial, &f.Quiet)
 	return f
@@ -67,6 +72,9 @@ func (f *FoldIn) Check() error {
 	}
 	if err := f.Config.Check(); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if f.Sweeps < 1 || f.Sweeps > foldin.MaxEpochs {
+		return fmt.Errorf("%w: -sweeps %d: want 1…%d", ErrUsage, f.Sweeps, foldin.MaxEpochs)
 	}
 	return nil
 }

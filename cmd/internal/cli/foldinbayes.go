@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/foldin"
+	"github.com/dainx/dainx/model"
+	"github.com/dainx/dainx/tensor"
+)
+
+// RunBayes is Run for a bayes-fm model (meta.Kind model.KindBayesFM): the
+// new entities of cells are drawn by Gibbs sampling in each of the
+// model's posterior samples, every other parameter held
+// (bayes.Model.FoldIn, -sweeps sweeps per sample, -seed), and the grown
+// model is written as Run writes a net. Only -tune new applies; -epochs,
+// -batch, -lr, -patience, -l2 and -val-frac are for nets and are not
+// used. Cells that name no new entity are left out (n_skipped); none
+// naming one is foldin.ErrNoNewEntity.
+func (f *FoldIn) RunBayes(ctx context.Context, t *FoldInTx, meta model.Meta, cells *tensor.COO, input, version string, extra Extra, stderr io.Writer) ([]byte, error) {
+	t0 := time.Now()
+	if f.Config.Tune != foldin.TuneNew {
+		return nil, fmt.Errorf("%w: -tune %s: a bayes-fm model folds in its new entities only (-tune new); its known entities keep their posterior samples", ErrUsage, f.Config.Tune)
+	}
+	m, meta, err := model.LoadBayes(f.Model)
+	if err != nil {
+		return nil, err
+	}
+	grown, err := foldin.GrownDims(meta.Dims, cells)
+	if err != nil {
+		return nil, err
+	}
+	n := len(grown)
+	rep := &foldin.Report{Kind: model.KindBayesFM, Tune: foldin.TuneNew, DimsBefore: meta.Dims, Dims: grown,
+		NewEntities: make([]int, n), NewWithoutCells: make([]int, n), NCells: cells.NNZ(), Seed: f.Config.Seed, Sweeps: f.Sweeps}
+	named := make([]map[int32]bool, n)
+	var used []int
+	for c := range cells.NNZ() {
+		fresh := false
+		for d, i := range cells.Idx[c*n : (c+1)*n] {
+			if int(i) >= meta.Dims[d] {
+				if named[d] == nil {
+					named[d] = map[int32]bool{}
+				}
+				named[d][i], fresh = true, true
+			}
+		}
+		if fresh {
+			used = append(used, c)
+		}
+	}
+	for d := range n {
+		rep.NewEntities[d] = grown[d] - meta.Dims[d]
+		rep.NewWithoutCells[d] = rep.NewEntities[d] - len(named[d])
+		rep.TrainedRows += len(named[d])
+	}
+	if len(used) == 0 {
+		return nil, fmt.Errorf("fold-in: %w: every cell names known entities only (new ones have indices from the model's sizes %v on)", foldin.ErrNoNewEntity, meta.Dims)
+	}
+	rep.NSkipped, rep.NTrain = cells.NNZ()-len(used), len(used)
+	train := cells.Subset(used)
+	train.Dims = grown
+	if !f.Quiet {
+		fmt.Fprintf(stderr, "dainx: fold-in: bayes-fm model %v → %v (new entities per mode %v); %d cells, %d skipped (no new entity); %d sweeps in each of %d samples\n",
+			meta.Dims, grown, rep.NewEntities, len(used), rep.NSkipped, max(f.Sweeps, 1), m.NumSamples())
+	}
+	g, err := m.FoldIn(ctx, train, bayes.FoldInConfig{Sweeps: f.Sweeps, Seed: f.Config.Seed})
+	if err != nil {
+		return nil, err
+	}
+	p, err := g.Predict(train)
+	if err != nil {
+		return nil, err
+	}
+	var se float64
+	for c, v := range p {
+		se += (v - train.Val[c]) * (v - train.Val[c])
+	}
+	rep.TrainRMSE = math.Sqrt(se / float64(len(p)))
+	rep.Seconds = time.Since(t0).Seconds()
+	dir, err := t.Model.Path()
+	if err != nil {
+		return nil, err
+	}
+	training := map[string]any{}
+	for k, v := range meta.Training {
+		training[k] = v
+	}
+	record := map[string]any{"input": input, "model": f.Model, "tune": foldin.TuneNew, "sweeps": f.Sweeps, "seed": f.Config.Seed,
+		"dims_before": rep.DimsBefore, "new_entities": rep.NewEntities, "dainx_version": version}
+	var folds []any
+	if prev, ok := training["fold-in"].([]any); ok {
+		folds = prev
+	}
+	training["fold-in"] = append(folds, record)
+	out := model.Meta{Version: version, Role: meta.Role, IndexBase: meta.IndexBase, Training: training}
+	if err := model.SaveBayes(dir, model.DefaultName, g, out); err != nil {
+		return nil, errors.New(strings.ReplaceAll(err.Error(), dir, t.Model.UserPath()))
+	}
+	if extra != nil {
+		if err := extra(dir); err != nil {
+			return nil, errors.New(strings.ReplaceAll(err.Error(), dir, t.Model.UserPath()))
+		}
+	}
+	full := FoldInReport{Model: f.Model, Input: input, ModelOut: f.ModelOut, Role: meta.Role, Report: rep,
+		Version: version, Trained: meta.Version, Backend: "cpu (float64)", Outputs: t.Tx.Paths()}
+	return commitReport(t.Tx, t.Report, full)
+}
