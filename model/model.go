@@ -1,8 +1,10 @@
 // Package model saves and loads dainx's trained completion models (the
 // MLP Θ′ of `dainx augment -model-out`, and with -model-out-all Θ and the
 // CoSTCo predictor; each may also be a factorization machine or the
-// MLP-FM hybrid) in a standard format that numpy and PyTorch read
-// without dainx. docs/model-format.md describes it for users.
+// MLP-FM hybrid; a Bayesian factorization machine's posterior samples
+// with SaveBayes and LoadBayes, bayes.go) in a standard format that numpy
+// and PyTorch read without dainx. docs/model-format.md describes it for
+// users.
 //
 // # Files
 //
