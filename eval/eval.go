@@ -40,10 +40,11 @@ type Spec struct {
 	Methods []string  // names of dain.Variants; "dain" is the reference of the t-tests
 	Ratios  []float64 // augmentation ratios; 0 is the shared no-augmentation baseline
 	Repeats int       // splits; repeat r uses seed Base.Seed + r
-	// Baselines are final-model kinds (dain.FinalModels names but auto)
-	// each trained on every split's training cells alone: a Run of method
-	// Plain with its Model set, at ratio 0, so that a study shows the
-	// best plain completion beside the augmentations.
+	// Baselines are final-model kinds (dain.FinalModels names; auto is
+	// -preset accurate's choice on each split) each trained on every
+	// split's training cells alone: a Run of method Plain with its Model
+	// set, at ratio 0, so that a study shows the best plain completion
+	// beside the augmentations.
 	Baselines []string
 	Base      dain.Config // hyper-parameters shared by every run (Method etc. are overridden)
 	// Progress, if not nil, receives a progress bar over the runs.
@@ -83,7 +84,7 @@ func (s *Spec) Validate() error {
 	}
 	seenB := map[string]bool{}
 	for _, b := range s.Baselines {
-		if _, ok := dain.FinalModelNamed(b); !ok || b == dain.FinalAuto {
+		if _, ok := dain.FinalModelNamed(b); !ok {
 			return fmt.Errorf("unknown baseline model %q: want some of %s", b, strings.Join(BaselineNames(), ", "))
 		}
 		if seenB[b] {
@@ -114,9 +115,7 @@ const Plain = "plain"
 func BaselineNames() []string {
 	var out []string
 	for _, f := range dain.FinalModels {
-		if f.Name != dain.FinalAuto {
-			out = append(out, f.Name)
-		}
+		out = append(out, f.Name)
 	}
 	return out
 }
@@ -309,7 +308,8 @@ func evaluateRepeat(ctx context.Context, cl cluster.Cluster, sh *dain.Shard, s S
 	}
 	for _, b := range s.Baselines {
 		rmse, res, sec := rmse0, res0, sec0 // the final model's own is the ratio-0 run
-		if b != resolved.FinalModelName() {
+		own := b == resolved.FinalModelName() || b == dain.FinalAuto && base.FinalModelName() == dain.FinalAuto
+		if !own {
 			rmse, res, sec, err = e.Plain(ctx, b)
 		}
 		if err != nil {

@@ -196,11 +196,13 @@ func TestResume(t *testing.T) {
 // model's is that model trained on the training cells alone (bayes-fm's
 // equals the ratio-0 run of an evaluation whose final model is bayes-fm);
 // the summary has their rows and no method named plain; a resumed
-// evaluation keeps them; auto and unknown names are refused.
+// evaluation keeps them; auto's is the run of the model it chose (issue
+// 47: the accurate preset's model as a baseline); unknown names are
+// refused.
 func TestBaselines(t *testing.T) {
 	x, base := tinyDemo(t, 1500)
 	base.BayesSamples = 20
-	spec := Spec{Methods: []string{"dain"}, Ratios: []float64{0, 0.2}, Repeats: 2, Base: base, Baselines: []string{dain.FinalMLP, dain.FinalBayesFM, dain.FinalFM}}
+	spec := Spec{Methods: []string{"dain"}, Ratios: []float64{0, 0.2}, Repeats: 2, Base: base, Baselines: []string{dain.FinalMLP, dain.FinalBayesFM, dain.FinalFM, dain.FinalHybrid, dain.FinalAuto}}
 	res, err := Evaluate(context.Background(), x, spec, cpu.New())
 	if err != nil {
 		t.Fatal(err)
@@ -220,8 +222,19 @@ func TestBaselines(t *testing.T) {
 			ratio0[r.Repeat] = r.RMSE
 		}
 	}
-	if len(plain) != 6 {
-		t.Fatalf("%d plain runs, want 6: %v", len(plain), plain)
+	if len(plain) != 10 {
+		t.Fatalf("%d plain runs, want 10: %v", len(plain), plain)
+	}
+	for rep := 1; rep <= 2; rep++ {
+		a, chosen := plain[[2]any{dain.FinalAuto, rep}], 0
+		for _, k := range []string{dain.FinalMLP, dain.FinalBayesFM, dain.FinalFM, dain.FinalHybrid} {
+			if plain[[2]any{k, rep}] == a {
+				chosen++
+			}
+		}
+		if chosen == 0 {
+			t.Errorf("repeat %d: plain auto %v is none of its candidates' plain runs %v", rep, a, plain)
+		}
 	}
 	for _, o := range other.Runs {
 		rep := o.Repeat
@@ -236,7 +249,7 @@ func TestBaselines(t *testing.T) {
 		}
 	}
 	s := res.Summarise()
-	if len(s.Plain) != 3 || s.Plain[0].Model != dain.FinalMLP || s.Plain[0].N != 2 || slicesContains(s.Methods, Plain) {
+	if len(s.Plain) != 5 || s.Plain[0].Model != dain.FinalMLP || s.Plain[0].N != 2 || slicesContains(s.Methods, Plain) {
 		t.Errorf("summary: plain %+v, methods %v", s.Plain, s.Methods)
 	}
 	dir := t.TempDir()
@@ -273,7 +286,7 @@ func TestBaselines(t *testing.T) {
 			t.Errorf("resumed: repeat %d's plain fm %v (42 is repeat 1's, kept)", r.Repeat, r.RMSE)
 		}
 	}
-	for _, bad := range []string{dain.FinalAuto, "xgboost"} {
+	for _, bad := range []string{"xgboost"} {
 		s := Spec{Methods: []string{"dain"}, Ratios: []float64{0}, Repeats: 1, Base: base, Baselines: []string{bad}}
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "baseline") {
 			t.Errorf("baseline %q: %v", bad, err)
