@@ -155,9 +155,11 @@ type Config struct {
 	// trains, and gets the epoch's progress line (EpochInfo.Line) instead
 	// of Progress. It must not block for long.
 	OnEpoch func(EpochInfo)
-	// Keep asks Run for more than the report and the new cells: the
-	// split, the cell scores, the entity importance, the trained models.
-	// It changes what a run returns, never what it computes.
+	// Keep asks Run (and RunOn) for more than the report and the new
+	// cells: the split, the cell scores, the entity importance, the
+	// trained models. It changes what a run returns, never what it
+	// computes. On more than one process RunOn refuses some of it (see
+	// RunOn).
 	Keep Keep
 }
 
@@ -602,7 +604,8 @@ type Report struct {
 	Seconds          Seconds    `json:"seconds"`
 	HistoryBefore    []EpochLog `json:"history_before"`
 	HistoryAfter     []EpochLog `json:"history_after"`
-	// Dist describes a run spread over processes (RunOn); nil otherwise.
+	// Dist describes a run on the processes of a job (RunOn on any
+	// cluster but cluster.Local, even of one process); nil for Run.
 	Dist *DistReport `json:"dist,omitempty"`
 	// Version is dainx's version and commit, set by the program that
 	// ran it (dainx augment, libdainx); empty when not set.
@@ -672,7 +675,7 @@ type Result struct {
 // returns ctx's error when cancelled, an error for a configuration that
 // cannot work with t, and the backend's error if the device failed.
 func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*Result, error) {
-	return run(ctx, cluster.Local{}, &Shard{Cells: t, NNZ: t.NNZ()}, cfg, be, nil, false)
+	return RunOn(ctx, cluster.Local{}, &Shard{Cells: t, NNZ: t.NNZ()}, cfg, be)
 }
 
 // RunCheckpointed is Run saving its state in ck.Dir after every epoch
@@ -685,13 +688,14 @@ func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*R
 // (ErrCheckpointExists), or if the checkpoint there was made with another
 // configuration or input, naming the first difference.
 func RunCheckpointed(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
-	return run(ctx, cluster.Local{}, &Shard{Cells: t, NNZ: t.NNZ()}, cfg, be, &ck, false)
+	return RunOnCheckpointed(ctx, cluster.Local{}, &Shard{Cells: t, NNZ: t.NNZ()}, cfg, be, ck)
 }
 
 // RunOn is Run on the processes of cl (spread.go), each calling it with its
 // shard of the tensor and the same configuration on its own backend; Run
-// is RunOn on cluster.Local. Every process returns the same report (with
-// Report.Dist, the per-rank times), or the same error, and its share of
+// is RunOn on cluster.Local, and every setting and Config.Keep work on
+// both. Every process returns the same report (with Report.Dist, the
+// per-rank times, unless cl is cluster.Local), or the same error, and its share of
 // the augmented cells: of Run's N_aug new cells (Report.NAug), Result.Aug
 // holds cells Rank·N_aug/Size to (Rank+1)·N_aug/Size − 1 with their
 // values, so the processes' shares in rank order are the whole (written
@@ -701,13 +705,17 @@ func RunCheckpointed(ctx context.Context, t *tensor.COO, cfg Config, be compute.
 // with the same seed and only the order in which gradients and importances
 // are summed differs. Every method and setting runs on any number of
 // processes; with sharded tables (Config.ShardTables) those that need the
-// whole table are refused (checkSpreadOn). Progress goes to
+// whole table are refused (checkSpreadOn). On more than one process
+// Config.Keep's Split and Scores are refused (each process holds its own
+// share of them), and Model with a sharded table; the models (replicated)
+// are handed to Keep.Model and Keep.Bayes on rank 0 only, and every
+// process returns Result.Importance. Progress goes to
 // cfg.Progress (give it to one process). Like Run, RunOn keeps the split
 // only: once its parts are made it replaces sh.Cells by a tensor of the
 // same dims without cells, so that the shard's cells can be freed (the
 // caller must not need them afterwards).
 func RunOn(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend) (*Result, error) {
-	return run(ctx, cl, sh, cfg, be, nil, true)
+	return run(ctx, cl, sh, cfg, be, nil)
 }
 
 // RunOnCheckpointed is RunOn made restartable as RunCheckpointed makes
@@ -717,17 +725,19 @@ func RunOn(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be co
 // saved it, so a run killed at any moment on any process continues, with
 // ck.Resume and as many processes, from the last epoch every process
 // saved, to the uninterrupted run's result (bit for bit on the CPU).
+// On cluster.Local it is RunCheckpointed, whose checkpoint (one process's
+// files at the top of ck.Dir) a job does not resume, nor the reverse.
 // ck.Dir must be one directory seen by every process (a shared file
 // system across nodes). It needs the keyed split.
 func RunOnCheckpointed(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
-	return run(ctx, cl, sh, cfg, be, &ck, true)
+	return run(ctx, cl, sh, cfg, be, &ck)
 }
 
-// run is DAIN on the processes of cl (one for Run), this one holding sh;
-// dist: started by RunOn (the report's Dist, per-rank checkpoints).
-func run(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint, dist bool) (*Result, error) {
+// run is DAIN on the processes of cl (cluster.Local for Run), this one
+// holding sh, checkpointed in ck when not nil.
+func run(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint) (*Result, error) {
 	start := time.Now()
-	e, rep, err := begin(cl, sh, cfg, be, ck, dist, start)
+	e, rep, err := begin(cl, sh, cfg, be, ck, start)
 	if e != nil {
 		defer e.Close()
 		if e.ck != nil {
@@ -803,26 +813,20 @@ func run(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be comp
 // uses the split only: sh's cells are dropped, and collected once the
 // caller drops them too (dainx augment does), so that a large tensor is
 // not held twice. On error the experiment, if not nil, must be closed.
-func begin(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint, dist bool, start time.Time) (*Experiment, Report, error) {
-	if dist {
-		if err := cfg.Validate(); err != nil {
-			return nil, Report{}, err
-		}
-		if cfg.TestFrac == 0 {
-			return nil, Report{}, fmt.Errorf("dain: test fraction 0 (the production mode) runs in one process only, for now")
-		}
-		if k := cfg.Keep; k.Split || k.Scores || k.Importance || k.Model != nil {
-			return nil, Report{}, fmt.Errorf("dain: a distributed run keeps no split, scores, importance or models (Config.Keep), for now")
-		}
+func begin(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint, start time.Time) (*Experiment, Report, error) {
+	if err := cfg.checkKeepOn(cl.Size(), sh.Cells.Dims); err != nil {
+		return nil, Report{}, err
 	}
+	cfg.Keep = cfg.Keep.onRank0(cl)
 	e, err := newExperimentOn(cl, sh, cfg, be)
 	if err != nil {
 		return nil, Report{}, err
 	}
 	e.single = true
 	cfg = e.cfg
+	job := inJob(cl)
 	if ck != nil {
-		if dist {
+		if job {
 			e.ck, err = openDistCheckpoint(ck, cfg, be, cl, sh.Cells, sh.NNZ, e.logf)
 		} else {
 			e.ck, err = openCheckpoint(ck, e, sh.Cells)
@@ -835,7 +839,7 @@ func begin(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Ch
 	sh.Cells = &tensor.COO{Dims: dims} // the parts hold the cells now
 	c := e.sp.counts
 	var ranks string
-	if dist {
+	if job {
 		d := &distRun{lastWall: start, lastComm: cl.CommSeconds(), rep: DistReport{Ranks: cl.Size(), Library: cl.Describe()}}
 		e.sp.dist = d
 		if o, ok := cl.(interface{ Oversubscribed() bool }); ok && o.Oversubscribed() {

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -126,4 +129,83 @@ func bestValRMSE(h []EpochLog, best int) float64 {
 		}
 	}
 	return math.NaN()
+}
+
+// checkKeepOn reports what c.Keep asks for that a run on size processes
+// over a tensor of the given dims cannot give: on more than one process,
+// the split and the cell scores (each process holds its own share of
+// them, which is not gathered into one), and the models when an embedding
+// table they hold is sharded over the processes (each holds a share of its
+// rows). The entity importance is the same on every process, and the
+// models otherwise replicated: those are given (onRank0). Every process
+// finds the same (an ErrAgreed error).
+func (c Config) checkKeepOn(size int, dims []int) error {
+	if size <= 1 {
+		return nil
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	k := c.Keep
+	switch {
+	case k.Split:
+		return agreed{fmt.Errorf("dain: Config.Keep.Split (-split-out) on %d processes: each holds its own share of the split, which is not gathered into one; the keyed split (-split keyed, the default) is the same on any number of processes, so a run of one process with the same -seed, -test-frac and -val-frac writes it", size)}
+	case k.Scores:
+		return agreed{fmt.Errorf("dain: Config.Keep.Scores (-scores-out) on %d processes: each holds the scores of its own training cells, which are not gathered into one; run on one process to write them", size)}
+	}
+	if k.Model == nil {
+		return nil
+	}
+	kinds := []string{"mlp"}
+	if c.Model == "costco" || c.Predictor == "costco" {
+		kinds = append(kinds, "costco")
+	}
+	for _, kind := range kinds {
+		on, _, _, err := c.shardPlan(kind, dims, size)
+		if err != nil {
+			return agreed{err}
+		}
+		if on {
+			return agreed{fmt.Errorf("dain: Config.Keep.Model (-model-out) on %d processes with %s's embedding table sharded over them (-shard-tables %s): each holds a share of its rows, and a sharded model is not gathered for saving; run with -shard-tables off (every process then holds the whole table) or without -model-out", size, kind, c.shardTables())}
+		}
+	}
+	return nil
+}
+
+// shardTables is c.ShardTables with "" read as auto.
+func (c Config) shardTables() string {
+	if c.ShardTables == "" {
+		return "auto"
+	}
+	return c.ShardTables
+}
+
+// onRank0 returns k with its model savers (Model, Bayes) called on rank 0
+// of cl only: every process holds the same replica of a model, and one
+// saves it. Every process then returns the error rank 0's saver returned
+// (ErrOtherProcess on the others), so that none is left waiting in a
+// collective. On one process k is returned as it is.
+func (k Keep) onRank0(cl cluster.Cluster) Keep {
+	if cl.Size() == 1 {
+		return k
+	}
+	if save := k.Model; save != nil {
+		k.Model = func(role string, net *nn.Net) error {
+			var err error
+			if cl.Rank() == 0 {
+				err = save(role, net)
+			}
+			return agreeOn(cl, err, "dain: saving the model "+role)
+		}
+	}
+	if save := k.Bayes; save != nil {
+		k.Bayes = func(role string, m *bayes.Model) error {
+			var err error
+			if cl.Rank() == 0 {
+				err = save(role, m)
+			}
+			return agreeOn(cl, err, "dain: saving the model "+role)
+		}
+	}
+	return k
 }

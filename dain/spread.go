@@ -42,9 +42,23 @@ type spread struct {
 	// valFirst is the global number of this process's first validation
 	// cell, likewise.
 	valFirst int
-	// dist, for a run started by RunOn, gathers the report's DistReport;
-	// nil for Run.
+	// dist, for a run in a job (inJob), gathers the report's DistReport;
+	// nil on cluster.Local.
 	dist *distRun
+}
+
+// inJob reports whether cl is the processes of a job (an MPI job's ranks,
+// a test's goroutines), even of one, rather than cluster.Local, the one
+// process outside any. It is all that a run tells from its cluster besides
+// its size and rank: a run in a job reports its ranks and their times
+// (Report.Dist) and checkpoints each process in a directory of its own
+// (distCheckpoint); the rest, and every result, is the same.
+func inJob(cl cluster.Cluster) bool {
+	switch cl.(type) {
+	case cluster.Local, *cluster.Local:
+		return false
+	}
+	return true
 }
 
 // distRun is the report of a run spread over processes in the making.
@@ -152,7 +166,7 @@ func (c *Config) shards(dims []int, size int) int {
 }
 
 // sharding returns how the embedding table of a model of kind is sharded
-// over the processes: nil (replicated) outside RunOn, for the kinds other
+// over the processes: nil (replicated) on cluster.Local, for the kinds other
 // than mlp and costco, and where Config.ShardTables and the table's size
 // (shardPlan) say so; the report names the sharded tables.
 func (e *Experiment) sharding(kind string) (*nn.Sharding, error) {
