@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dainx/dainx/tensor"
 )
@@ -33,7 +36,9 @@ const DefaultFoldInSweeps = 20
 // entity without cells is drawn from its prior. Known cells' predictions
 // are those of m bit for bit (the old parameters are copied, not
 // redrawn); the clamp range stays m's. Cost: O(Sweeps · S · cells · N ·
-// K). Memory: a new model (m's size grown to cells.Dims).
+// K), spread over GOMAXPROCS goroutines (one sample each at a time; the
+// result does not depend on their number). Memory: a new model (m's size
+// grown to cells.Dims).
 //
 // It returns an error when m holds no α and priors (HasPriors), cells
 // has another order, a mode size below m's, or an index outside its
@@ -86,73 +91,91 @@ func (m *Model) FoldIn(ctx context.Context, cells *tensor.COO, cfg FoldInConfig)
 	}
 	out := &Model{Dims: append([]int(nil), cells.Dims...), Rank: k, Min: m.Min, Max: m.Max,
 		samples: make([]*params, len(m.samples)), hyper: m.hyper}
-	sum, sq := make([]float64, k), make([]float64, k)
-	var res, hs []float64
-	for s, old := range m.samples {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		h := m.hyper[s]
-		p := &params{k: k, w0: old.w0, w: make([][]float64, n), v: make([][]float64, n)}
-		for d := range n {
-			p.w[d] = make([]float64, cells.Dims[d])
-			p.v[d] = make([]float64, cells.Dims[d]*k)
-			copy(p.w[d], old.w[d])
-			copy(p.v[d], old.v[d])
-			for i := m.Dims[d]; i < cells.Dims[d]; i++ {
-				p.w[d][i] = h.muW[d]
-				copy(p.v[d][i*k:(i+1)*k], h.muV[d])
-			}
-		}
-		r := rand.New(rand.NewPCG(cfg.Seed, uint64(s)))
-		for range sweeps {
-			for _, e := range news {
-				cs := byEnt[e]
-				d, i := e.mode, e.i
-				// Residuals e_c = y_c − ŷ_c of the entity's cells, kept
-				// up to date through its draws.
-				res = res[:0]
-				for _, c := range cs {
-					res = append(res, cells.Val[c]-p.predict(cells.Idx[c*n:(c+1)*n], sum, sq))
+	// The samples are independent: drawn by workers, each with its own
+	// stream (s) and scratch, so the result does not depend on their
+	// number.
+	workers := min(runtime.GOMAXPROCS(0), len(m.samples))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sum, sq := make([]float64, k), make([]float64, k)
+			var res, hs []float64
+			for {
+				s := int(next.Add(1) - 1)
+				if s >= len(m.samples) || ctx.Err() != nil {
+					return
 				}
-				// The bias: h_c = 1 (see sumW).
-				wi := p.w[d][i]
-				var t float64
-				for j := range cs {
-					t += res[j] + wi
+				old := m.samples[s]
+				h := m.hyper[s]
+				p := &params{k: k, w0: old.w0, w: make([][]float64, n), v: make([][]float64, n)}
+				for d := range n {
+					p.w[d] = make([]float64, cells.Dims[d])
+					p.v[d] = make([]float64, cells.Dims[d]*k)
+					copy(p.w[d], old.w[d])
+					copy(p.v[d], old.v[d])
+					for i := m.Dims[d]; i < cells.Dims[d]; i++ {
+						p.w[d][i] = h.muW[d]
+						copy(p.v[d][i*k:(i+1)*k], h.muV[d])
+					}
 				}
-				prec := h.alpha*float64(len(cs)) + h.lamW[d]
-				nw := (h.alpha*t+h.lamW[d]*h.muW[d])/prec + r.NormFloat64()/math.Sqrt(prec)
-				for j := range cs {
-					res[j] -= nw - wi
-				}
-				p.w[d][i] = nw
-				// Each factor: h_c = Σ_{d'≠d} V_{d'}[i_{d'}, f] (see sumV).
-				for f := range k {
-					vi := p.v[d][i*k+f]
-					hs = hs[:0]
-					var t, hh float64
-					for j, c := range cs {
-						var hc float64
-						for d2, x := range cells.Idx[c*n : (c+1)*n] {
-							if d2 != d {
-								hc += p.v[d2][int(x)*k+f]
-							}
+				r := rand.New(rand.NewPCG(cfg.Seed, uint64(s)))
+				for range sweeps {
+					for _, e := range news {
+						cs := byEnt[e]
+						d, i := e.mode, e.i
+						// Residuals e_c = y_c − ŷ_c of the entity's cells, kept
+						// up to date through its draws.
+						res = res[:0]
+						for _, c := range cs {
+							res = append(res, cells.Val[c]-p.predict(cells.Idx[c*n:(c+1)*n], sum, sq))
 						}
-						hs = append(hs, hc)
-						t += hc * (res[j] + vi*hc)
-						hh += hc * hc
+						// The bias: h_c = 1 (see sumW).
+						wi := p.w[d][i]
+						var t float64
+						for j := range cs {
+							t += res[j] + wi
+						}
+						prec := h.alpha*float64(len(cs)) + h.lamW[d]
+						nw := (h.alpha*t+h.lamW[d]*h.muW[d])/prec + r.NormFloat64()/math.Sqrt(prec)
+						for j := range cs {
+							res[j] -= nw - wi
+						}
+						p.w[d][i] = nw
+						// Each factor: h_c = Σ_{d'≠d} V_{d'}[i_{d'}, f] (see sumV).
+						for f := range k {
+							vi := p.v[d][i*k+f]
+							hs = hs[:0]
+							var t, hh float64
+							for j, c := range cs {
+								var hc float64
+								for d2, x := range cells.Idx[c*n : (c+1)*n] {
+									if d2 != d {
+										hc += p.v[d2][int(x)*k+f]
+									}
+								}
+								hs = append(hs, hc)
+								t += hc * (res[j] + vi*hc)
+								hh += hc * hc
+							}
+							prec := h.alpha*hh + h.lamV[d][f]
+							nv := (h.alpha*t+h.lamV[d][f]*h.muV[d][f])/prec + r.NormFloat64()/math.Sqrt(prec)
+							for j := range cs {
+								res[j] -= hs[j] * (nv - vi)
+							}
+							p.v[d][i*k+f] = nv
+						}
 					}
-					prec := h.alpha*hh + h.lamV[d][f]
-					nv := (h.alpha*t+h.lamV[d][f]*h.muV[d][f])/prec + r.NormFloat64()/math.Sqrt(prec)
-					for j := range cs {
-						res[j] -= hs[j] * (nv - vi)
-					}
-					p.v[d][i*k+f] = nv
 				}
+				out.samples[s] = p
 			}
-		}
-		out.samples[s] = p
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
