@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/tensor"
@@ -96,13 +97,14 @@ Flags:
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if *distMode == "mpi" {
-		if o := a.Out; o.ModelOut != "" || o.SplitOut != "" || o.ScoresOut != "" || o.ImportOut != "" || cfg.TestFrac == 0 {
-			return exitFor("augment", fmt.Errorf("%w: -dist mpi runs do not yet write -model-out, -split-out, -scores-out or -importance-out, nor take -test-frac 0; run them in one process", errUsage), nil, stderr)
-		}
-		return augmentDist(ctx, a, ck, *nccl == "on", stdout, stderr)
+	if *distMode != "mpi" {
+		return exitFor("augment", runAugment(ctx, a, ck, &procs{cl: cluster.Local{}}, stdout, stderr), ctx, stderr)
 	}
-	return exitFor("augment", runAugment(ctx, a, ck, stdout, stderr), ctx, stderr)
+	p, err := openProcs(*nccl == "on")
+	if err != nil {
+		return exitFor("augment", err, ctx, stderr)
+	}
+	return p.exit("augment", runAugment(ctx, a, ck, p, stdout, stderr), ctx, stderr)
 }
 
 // exchangeEnvVar is the environment variable that sets the default of
@@ -129,24 +131,41 @@ func bindExchange(fs *flag.FlagSet, x *dain.Exchange) func(fs *flag.FlagSet, dis
 	}
 }
 
-func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, stdout, stderr io.Writer) error {
+// runAugment is dainx augment on the processes p: one (cluster.Local) or
+// the ranks of an MPI job (-dist mpi). Each process reads its share of the
+// input (one process the whole of it) and runs dain.RunOn; once every
+// process has finished, the outputs are written as one transaction: the
+// new cells by every rank at once (each its own share) under MPI, the
+// other outputs and the report by rank 0, which commits them. Under MPI
+// with more than one rank, -split-out and -scores-out are refused (each
+// rank holds its own share of the split and the scores), as is -model-out
+// with sharded tables; the models, replicated, are saved by rank 0. Its
+// error says, through its type, which processes found it (procs.exit).
+func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, p *procs, stdout, stderr io.Writer) error {
 	cfg, in := a.Config, &a.In
+	if p.rank() != 0 {
+		cfg.Progress = nil
+		stdout = io.Discard
+	}
+	if err := checkOutputsOn(a, p.size()); err != nil {
+		return allFound{err}
+	}
 	// Every output is checked before the work and written with the others
 	// after it, or not at all (internal/outtx).
 	tx, err := a.Begin(ck.dir)
 	if err != nil {
-		return err
+		return allFound{err}
 	}
 	defer tx.Abort()
-	t, names, name, format, err := readInputNamed(in, stderr)
+	sh, names, name, format, err := p.read(in, stderr)
 	if err != nil {
 		return err
 	}
 	tx.Names = names
-	if err := checkLayers(&cfg, t.Order()); err != nil {
-		return err
+	if err := checkLayers(&cfg, len(sh.Cells.Dims)); err != nil {
+		return allFound{err}
 	}
-	be, err := openFor(in, stderr)
+	be, err := p.backend(in, stderr, cfg.Progress)
 	if err != nil {
 		return err
 	}
@@ -155,17 +174,41 @@ func runAugment(ctx context.Context, a *cli.Augment, ck *checkpointFlags, stdout
 	if tx.Model != nil {
 		cli.SaveModels(&cfg.Keep, a, tx.Model, base, version())
 	}
-	res, err := ck.run(ctx, t, cfg, be, name)
+	res, err := ck.run(ctx, p, sh, cfg, be, name)
 	if err != nil {
 		return err
 	}
 	res.Report.Input, res.Report.Variant, res.Report.Version, res.Report.Preset = name, a.Variant(), version(), a.Preset
-	js, err := tx.Finish(res, base, tensor.WriteOptions{Format: outputFormat(a.Output, format), IndexBase: in.IndexBase})
+	js, err := p.finish(tx, res, base, tensor.WriteOptions{Format: outputFormat(a.Output, format), IndexBase: in.IndexBase})
 	if err != nil {
 		return err
 	}
 	_, err = stdout.Write(js)
 	return err
+}
+
+// checkOutputsOn refuses, as a usage error, the outputs of a that a run on
+// size processes does not write: on more than one, -split-out and
+// -scores-out (each process holds its own share of the split and of the
+// training cells' scores, which are not gathered), and -model-out with
+// -shard-tables on (each holds a share of the table's rows; dain.RunOn
+// refuses a table that auto shards).
+func checkOutputsOn(a *cli.Augment, size int) error {
+	if size <= 1 {
+		return nil
+	}
+	for _, o := range []struct{ flag, path, what string }{
+		{"-split-out", a.Out.SplitOut, "the split"},
+		{"-scores-out", a.Out.ScoresOut, "the training cells' scores"},
+	} {
+		if o.path != "" {
+			return fmt.Errorf("%w: %s under -dist mpi on %d ranks: each rank holds its own share of %s, which is not gathered; run on one process (or one rank) to write it", errUsage, o.flag, size, o.what)
+		}
+	}
+	if a.Out.ModelOut != "" && a.Config.ShardTables == "on" {
+		return fmt.Errorf("%w: -model-out with -shard-tables on over %d ranks: each rank holds a share of the embedding table's rows, and a sharded model is not gathered for saving; use -shard-tables off", errUsage, size)
+	}
+	return nil
 }
 
 // outputFormat is the format of the -output file: by its extension when it

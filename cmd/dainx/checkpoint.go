@@ -11,7 +11,6 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/eval"
-	"github.com/dainx/dainx/tensor"
 )
 
 // checkpointFlags are -checkpoint and -resume of `dainx augment`
@@ -40,26 +39,32 @@ func (c *checkpointFlags) check() error {
 // checkpointed run: tests stop a run with it at a chosen point.
 var checkpointHook func(dain.CheckpointPoint) error
 
-// run runs DAIN on t, checkpointed when -checkpoint is given. An
-// interrupted checkpointed run says that -resume continues it.
-func (c *checkpointFlags) run(ctx context.Context, t *tensor.COO, cfg dain.Config, be compute.Backend, input string) (*dain.Result, error) {
+// run runs DAIN on the processes p, this one holding sh, checkpointed
+// when -checkpoint is given. An interrupted checkpointed run says that
+// -resume continues it.
+func (c *checkpointFlags) run(ctx context.Context, p *procs, sh *dain.Shard, cfg dain.Config, be compute.Backend, input string) (*dain.Result, error) {
 	if c.dir == "" {
-		return dain.Run(ctx, t, cfg, be)
+		return dain.RunOn(ctx, p.cl, sh, cfg, be)
 	}
-	res, err := dain.RunCheckpointed(ctx, t, cfg, be, dain.Checkpoint{Dir: c.dir, Resume: c.resume, Input: input, Program: version(), Hook: checkpointHook})
+	res, err := dain.RunOnCheckpointed(ctx, p.cl, sh, cfg, be, dain.Checkpoint{Dir: c.dir, Resume: c.resume, Input: input, Program: version(), Hook: checkpointHook})
 	if err != nil && ctx.Err() != nil {
-		return nil, &keptError{msg: c.interrupted(cfg.Keep)}
+		return nil, &keptError{msg: c.interrupted(cfg.Keep, p.comm != nil)}
 	}
 	return res, err
 }
 
 // interrupted says what an interrupted checkpointed run left and exactly
-// what to run next: the same command with -resume, or, when steps 1–4
-// had finished (their record is in the checkpoint) and the run was to
-// keep what only they compute (keep: -scores-out, -importance-out,
-// -model-out-all), which -resume cannot give, what to drop or remove.
-func (c *checkpointFlags) interrupted(keep dain.Keep) string {
-	msg := fmt.Sprintf("nothing written but the checkpoint in %s, which keeps the last finished epoch; the same command with -resume continues the run", c.dir)
+// what to run next: the same command with -resume (under MPI, job, on as
+// many ranks), or, when steps 1–4 had finished (their record is in the
+// checkpoint) and the run was to keep what only they compute (keep:
+// -scores-out, -importance-out, -model-out-all), which -resume cannot
+// give, what to drop or remove.
+func (c *checkpointFlags) interrupted(keep dain.Keep, job bool) string {
+	kept, again := "the last finished epoch", "the same command with -resume"
+	if job {
+		kept, again = "the last epoch every rank finished", "the same command with -resume (and as many ranks)"
+	}
+	msg := fmt.Sprintf("nothing written but the checkpoint in %s, which keeps %s; %s continues the run", c.dir, kept, again)
 	flags := keep.Steps14Flags()
 	if len(flags) == 0 {
 		return msg
@@ -74,7 +79,7 @@ func (c *checkpointFlags) interrupted(keep dain.Keep) string {
 		return msg
 	}
 	f := strings.Join(flags, ", ")
-	return fmt.Sprintf("nothing written but the checkpoint in %s, which keeps the last finished epoch; steps 1–4 had finished, and the checkpoint does not keep what %s writes: the same command with -resume but without %s finishes the run; to have them, remove %s and run the same command without -resume", c.dir, f, f, c.dir)
+	return fmt.Sprintf("nothing written but the checkpoint in %s, which keeps %s; steps 1–4 had finished, and the checkpoint does not keep what %s writes: %s but without %s finishes the run; to have them, remove %s and run the same command without -resume", c.dir, kept, f, again, f, c.dir)
 }
 
 // adoptRecorded sets in c, for `dainx eval -resume` of the evaluation in

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/cluster/mpijob"
 	"github.com/dainx/dainx/cmd/internal/cli"
 	"github.com/dainx/dainx/compute"
@@ -21,6 +22,7 @@ import (
 	"github.com/dainx/dainx/internal/demo"
 	"github.com/dainx/dainx/mpi"
 	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/tensor/table"
 )
 
 // distHelp is the help of -dist, for augment and eval.
@@ -70,18 +72,22 @@ func rankDevice(device, local int, count func() (int, error)) int {
 	return (device + local) % n
 }
 
-// augmentDist is `dainx augment -dist mpi`: every rank reads its share of
-// the input and runs dain.RunOn; rank 0 prints and writes the report and
-// writes the augmented cells, after every rank has finished. A failure
-// that every rank agrees on (bad input) is printed once, by the rank that
-// found it, and every rank exits 1; any other failure on a rank is printed
-// by that rank, which then aborts the whole job (MPI_Abort), so the job
-// always exits non-zero with nothing written.
-func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl bool, stdout, stderr io.Writer) int {
-	cfg, in, output := a.Config, &a.In, a.Output
+// procs are the processes a dainx augment run is spread over (runAugment):
+// cl is cluster.Local for one process, or the ranks of the MPI job comm
+// (-dist mpi) as an mpijob.Cluster.
+type procs struct {
+	cl   cluster.Cluster
+	comm *mpi.Comm // nil for one process
+	nccl bool      // -nccl on: sum the gradients on the GPUs, where NCCL works
+}
+
+// openProcs initialises MPI (openMPI) and returns its ranks as procs. A
+// node running more ranks' threads than it has CPUs does not spin its idle
+// workers.
+func openProcs(nccl bool) (*procs, error) {
 	c, err := openMPI()
 	if err != nil {
-		return exitFor("augment", err, ctx, stderr)
+		return nil, err
 	}
 	if _, local := c.LocalRank(); local*runtime.GOMAXPROCS(0) > mpi.NodeCPUs() {
 		// The node's ranks run more threads than it has CPUs: an idle
@@ -90,121 +96,146 @@ func augmentDist(ctx context.Context, a *cli.Augment, ck *checkpointFlags, nccl 
 		// training 3.5× slower with spinning).
 		cpu.SetIdleSpin(false)
 	}
-	rank := c.Rank()
-	if rank != 0 {
-		cfg.Progress = nil
-		stdout = io.Discard
-	}
-	fail := func(err error) int {
-		if errors.Is(err, mpijob.ErrReported) || errors.Is(err, dain.ErrOtherProcess) {
-			// The rank that failed prints why; this one waits for it
-			// to finish (or to abort the job).
-			c.Finalize()
-			return exitFailure
+	return &procs{cl: &mpijob.Cluster{C: c}, comm: c, nccl: nccl}, nil
+}
+
+func (p *procs) rank() int { return p.cl.Rank() }
+func (p *procs) size() int { return p.cl.Size() }
+
+// read reads this process's share of the input: the whole tensor (or
+// table, with its dictionaries) on one process; under MPI its byte range
+// of the file, or its slice of the embedded demo tensor (readShard).
+func (p *procs) read(in *inputFlags, stderr io.Writer) (*dain.Shard, *table.Dicts, string, tensor.Format, error) {
+	if p.comm == nil {
+		t, names, name, format, err := readInputNamed(in, stderr)
+		if err != nil {
+			return nil, nil, "", 0, err
 		}
-		if c.Size() > 1 && errors.Is(err, dain.ErrAgreed) {
-			// Every rank returned an error at the same point (a
-			// checkpoint refused): print it and end without an abort,
-			// which could kill a rank before it has printed its own.
-			fmt.Fprintf(stderr, "dainx augment: rank %d of %d: %v\n", rank, c.Size(), err)
-			c.Finalize()
-			return exitFailure
-		}
-		if c.Size() > 1 {
-			fmt.Fprintf(stderr, "dainx augment: rank %d of %d: %v\n", rank, c.Size(), err)
-			c.Abort(exitFailure)
-			os.Exit(exitFailure)
-		}
-		code := exitFor("augment", err, ctx, stderr)
-		c.Finalize()
-		return code
+		return &dain.Shard{Cells: t, NNZ: t.NNZ()}, names, name, format, nil
 	}
-	// Agreed failures: every rank checks the same flags and files; the
-	// outputs are one transaction (internal/outtx), committed by rank 0.
-	// Every rank finds an agreed failure: rank 0 says why, and none exits
-	// before the others have finished (an exit without MPI_Finalize ends
-	// the job, which could kill rank 0 before it has printed).
-	agreed := func(err error) int {
-		code := exitFor("augment", err, ctx, stderrIf(rank == 0, stderr))
-		c.Finalize()
-		return code
-	}
-	tx, err := a.Begin(ck.dir)
+	sh, name, format, err := readShard(p.comm, in)
 	if err != nil {
-		return agreed(err)
+		// Printed by the rank that found it (ErrReported on the others).
+		return nil, nil, "", 0, ownFound{err}
 	}
-	defer tx.Abort()
-	sh, name, format, err := readShard(c, in)
+	return sh, nil, name, format, nil
+}
+
+// backend opens this process's backend (under MPI with the CUDA backend,
+// one GPU per rank: openDistBackend) and, under MPI with -nccl on, the
+// ranks' NCCL communicator, saying on progress why not when it fails.
+func (p *procs) backend(in *inputFlags, stderr, progress io.Writer) (compute.Backend, error) {
+	if p.comm == nil {
+		return openFor(in, stderr)
+	}
+	be, err := openDistBackend(p.comm, in, stderrIf(p.rank() == 0, stderr))
 	if err != nil {
-		if errors.Is(err, mpijob.ErrReported) {
-			c.Finalize()
-			return exitFailure
-		}
-		code := exitFor("augment", err, ctx, stderr)
-		c.Finalize()
-		return code
+		return nil, err
 	}
-	if err := checkLayers(&cfg, len(sh.Cells.Dims)); err != nil {
-		return agreed(err)
+	if dc, why := mpijob.OpenNCCL(p.comm, be, p.nccl); dc != nil {
+		p.cl.(*mpijob.Cluster).Device = dc
+	} else if why != "" && progress != nil {
+		fmt.Fprintf(progress, "dainx: gradients through host memory: %s\n", why)
 	}
-	be, err := openDistBackend(c, in, stderrIf(rank == 0, stderr))
-	if err != nil {
-		return fail(err)
+	return be, nil
+}
+
+// finish writes the outputs of res, once every process has finished, and
+// commits them (Transaction.Finish) with the report, whose JSON it returns
+// on the process that wrote it (rank 0). Under MPI every rank writes its
+// share of the new cells into the one file at once
+// (tensor.StageFileParallel), which rank 0 takes into the transaction
+// with the other outputs: a failure on any rank leaves nothing.
+func (p *procs) finish(tx *cli.Transaction, res *dain.Result, base int, opt tensor.WriteOptions) ([]byte, error) {
+	if p.comm == nil {
+		return tx.Finish(res, base, opt)
 	}
-	defer be.Close()
-	cl := &mpijob.Cluster{C: c}
-	if dc, why := mpijob.OpenNCCL(c, be, nccl); dc != nil {
-		cl.Device = dc
-	} else if why != "" && cfg.Progress != nil {
-		fmt.Fprintf(cfg.Progress, "dainx: gradients through host memory: %s\n", why)
-	}
-	var res *dain.Result
-	if ck.dir == "" {
-		res, err = dain.RunOn(ctx, cl, sh, cfg, be)
-	} else {
-		res, err = dain.RunOnCheckpointed(ctx, cl, sh, cfg, be, dain.Checkpoint{Dir: ck.dir, Resume: ck.resume, Input: name, Program: version(), Hook: checkpointHook})
-		if err != nil && ctx.Err() != nil {
-			err = &keptError{msg: fmt.Sprintf("nothing written but the checkpoint in %s, which keeps the last epoch every rank finished; the same command with -resume (and as many ranks) continues the run", ck.dir)}
-		}
-	}
-	if err != nil {
-		return fail(err)
-	}
-	res.Report.Input, res.Report.Preset = name, a.Preset
-	// Every rank finished: only now is anything written. The augmented
-	// tensor is written by every rank at once, each its own share of the
-	// cells (tensor.StageFileParallel), into a temporary file that rank 0
-	// commits with the report: a failure on any rank leaves nothing, and is
-	// printed by the rank that met it.
-	c.Barrier()
-	if output != "" {
-		tmp, err := tensor.StageFileParallel(tx.Output.Target(), res.Aug, tensor.WriteOptions{Format: outputFormat(output, format), IndexBase: in.IndexBase}, cl)
-		if err == nil && rank == 0 {
+	p.comm.Barrier()
+	if tx.Output != nil {
+		tmp, err := tensor.StageFileParallel(tx.Output.Target(), res.Aug, opt, p.cl)
+		if err == nil && p.rank() == 0 {
 			err = tx.Output.Adopt(tmp)
 		}
 		if err != nil {
-			code := exitFailure
-			switch {
-			case c.Size() == 1:
-				code = exitFor("augment", err, ctx, stderr)
-			case !errors.Is(err, tensor.ErrOtherRank):
-				fmt.Fprintf(stderr, "dainx augment: rank %d of %d: %v\n", rank, c.Size(), err)
-			}
-			c.Finalize()
-			return code
+			return nil, staging{err}
 		}
 	}
-	if rank == 0 {
-		js, err := tx.Commit(&res.Report)
-		if err != nil {
-			return fail(err)
+	if p.rank() != 0 {
+		return nil, nil
+	}
+	return tx.FinishStaged(res, base)
+}
+
+// The errors of runAugment under MPI say, by their type, which ranks found
+// them, and so which prints it and how the job ends (procs.exit):
+//
+//   - allFound: every rank found it alike (a flag, an output path, the
+//     tensor's order); rank 0 prints it and every rank ends normally;
+//   - ownFound: found by this rank while reading, each rank that found it
+//     prints it (the others have mpijob.ErrReported);
+//   - staging: writing this rank's share of the new cells failed
+//     (tensor.ErrOtherRank on the others); every rank ends normally;
+//   - any other: this rank's alone, unless dain says every rank returned
+//     it (dain.ErrAgreed); this rank prints it and, when the others may be
+//     waiting for it, aborts the job.
+//
+// On one process every error is printed as exitFor prints it.
+type (
+	allFound struct{ error }
+	ownFound struct{ error }
+	staging  struct{ error }
+)
+
+func (e allFound) Unwrap() error { return e.error }
+func (e ownFound) Unwrap() error { return e.error }
+func (e staging) Unwrap() error  { return e.error }
+
+// exit ends this process's part of a run of the command cmd that returned
+// err, printing err (once, by the process the error types above say) and
+// returning the exit code; under MPI it finalizes MPI, or aborts the job
+// when other ranks may be left waiting.
+func (p *procs) exit(cmd string, err error, ctx context.Context, stderr io.Writer) int {
+	if p.comm == nil {
+		return exitFor(cmd, err, ctx, stderr)
+	}
+	c, rank, size := p.comm, p.rank(), p.size()
+	code := exitFailure
+	var all allFound
+	var own ownFound
+	var st staging
+	switch {
+	case err == nil:
+		code = exitOK
+	case errors.Is(err, mpijob.ErrReported) || errors.Is(err, dain.ErrOtherProcess):
+		// The rank that failed prints why; this one waits for it to
+		// finish (or to abort the job).
+	case errors.As(err, &all):
+		// An exit without MPI_Finalize ends the job, which could kill
+		// rank 0 before it has printed: every rank finalizes.
+		code = exitFor(cmd, all.error, ctx, stderrIf(rank == 0, stderr))
+	case errors.As(err, &own):
+		code = exitFor(cmd, own.error, ctx, stderr)
+	case errors.As(err, &st):
+		switch {
+		case size == 1:
+			code = exitFor(cmd, st.error, ctx, stderr)
+		case !errors.Is(err, tensor.ErrOtherRank):
+			fmt.Fprintf(stderr, "dainx %s: rank %d of %d: %v\n", cmd, rank, size, st.error)
 		}
-		if _, err := stdout.Write(js); err != nil {
-			return fail(err)
-		}
+	case size == 1:
+		code = exitFor(cmd, err, ctx, stderr)
+	case errors.Is(err, dain.ErrAgreed):
+		// Every rank returned an error at the same point (a checkpoint
+		// refused): each prints its own and ends without an abort, which
+		// could kill a rank before it has printed.
+		fmt.Fprintf(stderr, "dainx %s: rank %d of %d: %v\n", cmd, rank, size, err)
+	default:
+		fmt.Fprintf(stderr, "dainx %s: rank %d of %d: %v\n", cmd, rank, size, err)
+		c.Abort(exitFailure)
+		return exitFailure
 	}
 	c.Finalize()
-	return exitOK
+	return code
 }
 
 // stderrIf returns w when ok, else io.Discard: a failure every rank finds

@@ -820,3 +820,119 @@ func TestDistMethods(t *testing.T) {
 		})
 	}
 }
+
+// TestDistOutputs (issue 48): one runner for one process and -dist mpi.
+// With no test set (-test-frac 0), one rank writes the model files
+// (-model-out, -model-out-all), the split, the scores, the importance and
+// the new cells of one process byte for byte, and its report's numbers;
+// two ranks write the models (rank 0) and the importance (within the
+// summation order's rounding), and refuse -split-out and -scores-out, and
+// -model-out with -shard-tables on, as usage errors naming the flag,
+// printed once, with nothing written.
+func TestDistOutputs(t *testing.T) {
+	l := mpiLauncher(t)
+	dir := t.TempDir()
+	args := append([]string{"augment", "-input", "testdata/golden/input.tsv", "-index-base", "0", "-test-frac", "0"}, distFlags...)
+	outs := func(name string, split bool) []string {
+		d := filepath.Join(dir, name)
+		os.Mkdir(d, 0o755)
+		a := []string{"-output", filepath.Join(d, "aug.tsv"), "-report", filepath.Join(d, "report.json"),
+			"-model-out", filepath.Join(d, "model"), "-model-out-all", "-importance-out", filepath.Join(d, "importance.tsv")}
+		if split {
+			a = append(a, "-split-out", filepath.Join(d, "split"), "-scores-out", filepath.Join(d, "scores.tsv"))
+		}
+		return a
+	}
+	if code := run(append(args, outs("one", true)...), io.Discard, os.Stderr); code != 0 {
+		t.Fatalf("one process: exit %d", code)
+	}
+	want := readReport(t, filepath.Join(dir, "one", "report.json"))
+	if !want.NoTest {
+		t.Fatalf("one process: no_test %v", want.NoTest)
+	}
+	files := []string{"aug.tsv", "importance.tsv", "scores.tsv", "split/train.tsv", "split/val.tsv", "split/test.tsv"}
+	for _, role := range []string{"model", "theta", "predictor"} {
+		files = append(files, "model/"+role+".json", "model/"+role+".safetensors")
+	}
+	code, msg := mpiRun(t, l, 1, nil, append(append(args, "-dist", "mpi"), outs("n1", true)...)...)
+	if code != 0 {
+		t.Fatalf("-n 1: exit %d\n%s", code, msg)
+	}
+	for _, f := range files {
+		w, err := os.ReadFile(filepath.Join(dir, "one", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, err := os.ReadFile(filepath.Join(dir, "n1", f)); err != nil || !bytes.Equal(g, w) {
+			t.Errorf("-n 1: %s differs from one process's (%v)", f, err)
+		}
+	}
+	got := readReport(t, filepath.Join(dir, "n1", "report.json"))
+	if got.Dist == nil || got.Dist.Ranks != 1 || !got.NoTest || got.RMSEBefore != want.RMSEBefore || got.RMSEAfter != want.RMSEAfter || got.Version != want.Version || len(got.Outputs) != len(want.Outputs) {
+		t.Errorf("-n 1: report %+v\none process %+v", got, want)
+	}
+
+	code, msg = mpiRun(t, l, 2, nil, append(append(args, "-dist", "mpi"), outs("n2", false)...)...)
+	if code != 0 {
+		t.Fatalf("-n 2: exit %d\n%s", code, msg)
+	}
+	got = readReport(t, filepath.Join(dir, "n2", "report.json"))
+	if !got.NoTest || got.SplitFingerprint != want.SplitFingerprint || math.Abs(got.RMSEAfter/want.RMSEAfter-1) > 0.01 {
+		t.Errorf("-n 2: no_test %v, split %s, rmse_after %v; one process %s, %v", got.NoTest, got.SplitFingerprint, got.RMSEAfter, want.SplitFingerprint, want.RMSEAfter)
+	}
+	for _, role := range []string{"model", "theta", "predictor"} {
+		w, _ := os.Stat(filepath.Join(dir, "one", "model", role+".safetensors"))
+		g, err := os.Stat(filepath.Join(dir, "n2", "model", role+".safetensors"))
+		if err != nil || g.Size() != w.Size() {
+			t.Errorf("-n 2: %s.safetensors: %v", role, err)
+		}
+	}
+	wi, gi := readImportance(t, filepath.Join(dir, "one", "importance.tsv")), readImportance(t, filepath.Join(dir, "n2", "importance.tsv"))
+	if len(gi) != len(wi) {
+		t.Fatalf("-n 2: %d importance lines, one process %d", len(gi), len(wi))
+	}
+	for k, w := range wi {
+		if g, ok := gi[k]; !ok || math.Abs(g-w) > 1e-3*math.Max(w, 1e-3) {
+			t.Errorf("-n 2: importance of %s: %v, one process %v", k, g, w)
+		}
+	}
+
+	for _, bad := range [][]string{
+		{"-split-out", filepath.Join(dir, "bad", "split")},
+		{"-scores-out", filepath.Join(dir, "bad", "scores.tsv")},
+		{"-model-out", filepath.Join(dir, "bad", "model"), "-shard-tables", "on"},
+	} {
+		os.RemoveAll(filepath.Join(dir, "bad"))
+		os.Mkdir(filepath.Join(dir, "bad"), 0o755)
+		rep := filepath.Join(dir, "bad", "report.json")
+		code, msg := mpiRun(t, l, 2, nil, append(append(args, "-dist", "mpi", "-report", rep), bad...)...)
+		if code != exitUsage || strings.Count(msg, bad[0]) != 1 {
+			t.Errorf("-n 2 %s: exit %d, want %d and one message naming it:\n%s", bad[0], code, exitUsage, msg)
+		}
+		if ents, _ := os.ReadDir(filepath.Join(dir, "bad")); len(ents) != 0 {
+			t.Errorf("-n 2 %s: %d files written", bad[0], len(ents))
+		}
+	}
+}
+
+// readImportance reads an -importance-out file: importance by "mode index".
+func readImportance(t *testing.T, path string) map[string]float64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Split(line, "\t")
+		if i == 0 || len(f) != 3 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[2], 64)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out[f[0]+" "+f[1]] = v
+	}
+	return out
+}

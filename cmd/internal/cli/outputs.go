@@ -200,10 +200,20 @@ func (t *Transaction) Finish(res *dain.Result, base int, out tensor.WriteOptions
 	return t.Commit(&res.Report)
 }
 
+// FinishStaged is Finish for a run whose -output the caller staged itself
+// (-dist mpi's parallel write, taken by Output.Adopt): it writes the split,
+// scores and importance of res that the transaction names (indices plus
+// base), then the report, and commits them all.
+func (t *Transaction) FinishStaged(res *dain.Result, base int) ([]byte, error) {
+	if err := t.writeExtras(res, base); err != nil {
+		return nil, err
+	}
+	return t.Commit(&res.Report)
+}
+
 // Commit sets rep's Outputs, stages rep as the report and commits every
 // staged output, the report last. It returns the report's JSON (with a
-// final newline) for standard output. Finish ends with it; a caller that
-// staged the outputs itself (-dist mpi's parallel write) calls it alone.
+// final newline) for standard output. Finish and FinishStaged end with it.
 func (t *Transaction) Commit(rep *dain.Report) ([]byte, error) {
 	rep.Outputs = t.Tx.Paths()
 	return commitReport(t.Tx, t.Report, rep)
