@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -299,8 +298,8 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out, spread s
 	fail := func(err error) int {
 		if size > 1 {
 			fmt.Fprintf(stderr, "dainx eval: rank %d of %d: %v\n", rank, size, err)
-			c.Abort(exitFailure)
-			os.Exit(exitFailure)
+			c.Abort(exitFailure) // ends every rank
+			return exitFailure
 		}
 		code := exitFor("eval", err, ctx, stderr)
 		c.Finalize()
