@@ -17,6 +17,8 @@
  * 6. dainx_predict on hostile model files (dims 4e12, truncated, a header
  *    that lies about sizes) is DAINX_EINPUT naming the file; the host goes
  *    on (issue 31).
+ * 7. A bayes-fm model (issue 47) saved through "model-out" predicts the
+ *    run's rmse_after, and dainx_fold_in grows it (test_bayes).
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -392,6 +394,70 @@ static void test_predict(const char *opts7, const char *dir) {
 	dainx_result_free(r);
 }
 
+/* test_bayes (issue 47): a bayes-fm Θ′ ("final-model": "bayes-fm", as
+ * -preset accurate chooses it) saved through "model-out" is predicted by
+ * dainx_predict to the run's rmse_after, and dainx_fold_in adds a new
+ * entity of mode 1 (its cells' values copied from entity 0's) without
+ * moving the known cells' predictions. */
+static void test_bayes(const char *dir) {
+	char opts[2048], m[1024], m2[1024], test[1024];
+	snprintf(m, sizeof m, "%s/bayes", dir);
+	snprintf(m2, sizeof m2, "%s/bayes2", dir);
+	snprintf(test, sizeof test, "%s/bsplit/test.tsv", dir);
+	snprintf(opts, sizeof opts,
+	         "{\"backend\":\"cpu\",\"layers\":\"12,8\",\"epochs\":2,\"batch\":64,\"quiet\":true,\"final-model\":\"bayes-fm\","
+	         "\"bayes-samples\":12,\"bayes-priors\":\"mode\",\"model-out\":\"%s\",\"split-out\":\"%s/bsplit\"}", m, dir);
+	dainx_result *r = NULL, *t = NULL, *p = NULL, *f = NULL, *p2 = NULL;
+	int rc = dainx_augment(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                       dainx_result_order(tensor), opts, &r);
+	CHECK(rc == DAINX_OK, "dainx_augment with final-model bayes-fm and model-out: %d %s", rc, dainx_last_error());
+	if (rc != DAINX_OK) return;
+	double after = strtod(field(dainx_result_report(r), "rmse_after"), NULL);
+	t = read_or_die(test);
+	int64_t n = dainx_result_count(t);
+	int32_t order = dainx_result_order(t);
+	rc = dainx_predict(m, dainx_result_indices(t), n, order, NULL, &p);
+	CHECK(rc == DAINX_OK, "dainx_predict of a bayes-fm model: %d %s", rc, dainx_last_error());
+	if (rc == DAINX_OK) {
+		double se = 0;
+		const double *want = dainx_result_values(t), *got = dainx_result_values(p);
+		for (int64_t k = 0; k < n; k++) se += (got[k] - want[k]) * (got[k] - want[k]);
+		double rmse = sqrt(se / (double)n);
+		CHECK(fabs(rmse - after) <= 1e-12 * after, "bayes-fm: predicted test RMSE %.17g, the run's rmse_after %.17g", rmse, after);
+		/* A new entity of mode 1: the largest index + 1, with the test
+		 * cells of the entity 0 of mode 1 re-indexed to it. */
+		const int32_t *idx = dainx_result_indices(tensor);
+		int32_t top = 0;
+		for (int64_t k = 0; k < dainx_result_count(tensor); k++)
+			if (idx[k * order] > top) top = idx[k * order];
+		int32_t cells[3 * 64];
+		double vals[64];
+		int64_t nn = 0;
+		for (int64_t k = 0; k < dainx_result_count(tensor) && nn < 64; k++) {
+			if (idx[k * order] != 0) continue;
+			for (int j = 0; j < order; j++) cells[nn * order + j] = idx[k * order + j];
+			cells[nn * order] = top + 1;
+			vals[nn++] = dainx_result_values(tensor)[k];
+		}
+		snprintf(opts, sizeof opts, "{\"model-out\":\"%s\",\"seed\":2,\"quiet\":true}", m2);
+		rc = dainx_fold_in(m, cells, vals, nn, order, opts, NULL, NULL, &f);
+		CHECK(rc == DAINX_OK, "dainx_fold_in of a bayes-fm model: %d %s", rc, dainx_last_error());
+		if (rc == DAINX_OK) {
+			rc = dainx_predict(m2, dainx_result_indices(t), n, order, NULL, &p2);
+			CHECK(rc == DAINX_OK, "dainx_predict after fold-in: %d %s", rc, dainx_last_error());
+			int moved = 0;
+			for (int64_t k = 0; rc == DAINX_OK && k < n; k++) moved += dainx_result_values(p2)[k] != got[k];
+			CHECK(moved == 0, "fold-in moved %d known cells' predictions", moved);
+			printf("ok   bayes-fm: the saved model's test RMSE %.6f is rmse_after; a folded-in entity leaves the known cells' predictions as they were\n", rmse);
+		}
+	}
+	dainx_result_free(p2);
+	dainx_result_free(f);
+	dainx_result_free(p);
+	dainx_result_free(t);
+	dainx_result_free(r);
+}
+
 /* slurp reads a whole file (NULL on failure); *n gets its size. */
 static char *slurp(const char *path, size_t *n) {
 	FILE *f = fopen(path, "rb");
@@ -576,6 +642,7 @@ int main(int argc, char **argv) {
 	test_files(argv[7]);
 	test_influence(argv[2], argv[5], argv[7]);
 	test_predict(argv[2], argv[7]);
+	test_bayes(argv[7]);
 	test_hostile_model(argv[7]);
 	test_progress(argv[2], argv[3]);
 	test_signals();
