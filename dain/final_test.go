@@ -108,9 +108,13 @@ func TestFinalModelErrors(t *testing.T) {
 		"burn-in":   {func(c *dain.Config) { c.FinalModel, c.BayesSamples, c.BayesBurnIn = dain.FinalBayesFM, 10, 10 }, "burn-in"},
 		"priors":    {func(c *dain.Config) { c.FinalModel, c.BayesPriors = dain.FinalBayesFM, "meta" }, "bayes priors"},
 		"model-out": {func(c *dain.Config) {
-			c.FinalModel = dain.FinalBayesFM
+			c.FinalModel = dain.FinalEnsemble
 			c.Keep.Model = func(string, *nn.Net) error { return nil }
 		}, "no saved form"},
+		"model-out without Keep.Bayes": {func(c *dain.Config) {
+			c.FinalModel = dain.FinalBayesFM
+			c.Keep.Model = func(string, *nn.Net) error { return nil }
+		}, "Keep.Bayes"},
 	} {
 		cfg := small()
 		c.mut(&cfg)
