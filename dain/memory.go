@@ -41,7 +41,9 @@ const runCellCopies = 12
 // (RunOn; 1 for Run): its share of the cells, each held in about
 // runCellCopies copies, the per-entity tables (tableBytes) and, when the
 // run fits bayes-fm (Config.UsesBayesFM), its parameters, replicated on
-// every process: the chain's state and the value predictor's kept samples.
+// every process: the chain's state, the value predictor's kept samples and
+// those a saved bayes-fm Θ′ keeps (Keep.Bayes: in float64, and in float32
+// while it is written).
 func RunBytes(nnz int, dims []int, cfg Config, shards int) float64 {
 	if cfg.Layers == nil {
 		cfg.Layers = nn.DefaultLayers(len(dims))
@@ -54,7 +56,7 @@ func RunBytes(nnz int, dims []int, cfg Config, shards int) float64 {
 		for _, d := range dims {
 			params += float64(d) * float64(k+1)
 		}
-		b += 8 * params * float64(1+cfg.keptBayes()+cfg.savedBayes())
+		b += 8*params*float64(1+cfg.keptBayes()) + 12*params*float64(cfg.savedBayes())
 	}
 	return b
 }
@@ -165,7 +167,7 @@ func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
 		for _, d := range dims {
 			params += float64(d) * float64(k+1)
 		}
-		parts = append(parts, memlimit.Part{What: "bayes-fm's kept samples", Flags: fmt.Sprintf("-bayes-rank %d", k), Bytes: 8 * params * float64(1+cfg.keptBayes()+cfg.savedBayes())})
+		parts = append(parts, memlimit.Part{What: "bayes-fm's kept samples", Flags: fmt.Sprintf("-bayes-rank %d", k), Bytes: 8*params*float64(1+cfg.keptBayes()) + 12*params*float64(cfg.savedBayes())})
 	}
 	return parts
 }
