@@ -18,7 +18,6 @@ import (
 	"github.com/dainx/dainx/cuda"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/eval"
-	"github.com/dainx/dainx/internal/demo"
 	"github.com/dainx/dainx/mpi"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tensor/table"
@@ -244,41 +243,6 @@ func stderrIf(ok bool, w io.Writer) io.Writer {
 		return w
 	}
 	return io.Discard
-}
-
-// dupRound is mpijob.ReadOptions.DupRound: 0, its default, except in the
-// MPI tests, whose test code (an init in dist_test.go) sets it from
-// $DAINX_TEST_DUP_ROUND in the ranks it starts (the search for repeated
-// cells in many rounds on a small tensor).
-var dupRound int
-
-// readShard reads this rank's share of the input: its byte range of a file,
-// or its slice of the embedded demo tensor.
-func readShard(c *mpi.Comm, in *inputFlags) (*dain.Shard, string, tensor.Format, error) {
-	var format tensor.Format
-	if in.Format != "" {
-		v, err := tensor.ParseFormat(in.Format)
-		if err != nil {
-			return nil, "", 0, fmt.Errorf("%w: -format: %v", errUsage, err)
-		}
-		format = v
-	} else if in.Input != "" {
-		format = tensor.FormatOf(in.Input)
-	}
-	if in.Input == "" {
-		t, err := demo.Read()
-		if err != nil {
-			return nil, "", 0, err
-		}
-		lo, hi := c.Rank()*t.NNZ()/c.Size(), (c.Rank()+1)*t.NNZ()/c.Size()
-		rows := make([]int, hi-lo)
-		for i := range rows {
-			rows[i] = lo + i
-		}
-		return &dain.Shard{Cells: t.Subset(rows), First: lo, NNZ: t.NNZ()}, demoName, tensor.TSV, nil
-	}
-	sh, err := mpijob.ReadText(c, in.Input, mpijob.ReadOptions{ReadOptions: tensor.ReadOptions{Format: format, IndexBase: in.IndexBase}, DupRound: dupRound})
-	return sh, in.Input, format, err
 }
 
 // evalDist is `dainx eval -dist mpi`. With -spread repeats every rank

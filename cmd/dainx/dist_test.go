@@ -483,7 +483,7 @@ func init() {
 
 // With DAINX_TEST_AS_DAINX=1 and DAINX_TEST_DUP_ROUND=n, the search of
 // -dist mpi for repeated cells sends at most n cells a rank in one round
-// (dupRound, mpijob.ReadOptions.DupRound): a small tensor then takes many
+// (dupRound, readOptions.DupRound): a small tensor then takes many
 // rounds. A value that is not a positive number fails the run.
 func init() {
 	v := os.Getenv("DAINX_TEST_DUP_ROUND")
