@@ -22,7 +22,7 @@ import (
 // tensor.Read reports it.
 
 // dupRound is readOptions.DupRound: 0, its default, except in the
-// MPI tests, whose test code (an init in dist_test.go) sets it from
+// MPI tests, whose test code (an init in mpi_test.go) sets it from
 // $DAINX_TEST_DUP_ROUND in the ranks it starts (the search for repeated
 // cells in many rounds on a small tensor).
 var dupRound int

@@ -7,17 +7,10 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
-// This file is DAIN spread over processes (dainx augment -dist mpi): every
-// process holds a share of the observed cells and a replica of each model;
-// training is data parallel (nn.Train with TrainConfig.Dist), TracIn scores each process's
-// own training cells, entity importance and the validation gradient sums
-// are reduced, and sampling draws each round's candidates split over the
-// processes and judges them by their owners in hash-partitioned cell sets
-// (sampling.CellsShared); each process keeps, predicts, retrains on and
-// writes its own share of the new cells. The split, the initialisations, the
-// shuffles and the sampling's draws are those of Run with the same seed on
-// one process; only the order in which gradients and importances are summed
-// differs.
+// This file is what a run spread over several processes (ranks) reports
+// of them (DistReport, each rank's seconds per stage) and when it shards
+// an embedding table by row over them (ShardTablesAbove, shardPlan). How
+// the run is spread is spread.go.
 
 // Shard is one process's share of a tensor's observed cells: cells
 // First … First+Cells.NNZ()−1 (in file order) of the tensor's NNZ. Its

@@ -23,6 +23,12 @@ import (
 	"github.com/dainx/dainx/tensor/table"
 )
 
+// This file is the commands under -dist mpi: opening MPI and each rank's
+// backend, the processes a run is spread over (procs: one process, or the
+// ranks of the MPI job) with their reading, finishing and exit code, and
+// dainx eval -dist mpi (evalDist). The reading of a rank's share of a
+// file is readpart.go.
+
 // distHelp is the help of -dist, for augment and eval.
 const distHelp = "spread the run over the processes of an MPI job: `mpi` (start with mpiexec -n P or srun; the MPI library, MPICH or Open MPI, is loaded at run time); empty: one process"
 

@@ -15,7 +15,7 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
-// The distributed runs (issue 23, make bench-dist): each size run once by
+// The runs under MPI (issue 23, make bench-dist): each size run once by
 // one process without MPI and then under `mpiexec -n P … -dist mpi` for
 // every P of -ranks, recording each rank's peak RSS (the report's
 // dist.per_rank), the seconds per stage, the SHA-256 of the augmented
