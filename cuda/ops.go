@@ -89,59 +89,53 @@ func at(b *F32, off int) driver.DevicePtr { return b.ptr + driver.DevicePtr(4*of
 // Upload copies src into dst, waiting until src may be reused. It panics if
 // the lengths differ.
 func (be *Backend) Upload(dst compute.F32, src []float32) {
-	d := be.fm("Upload", dst)
-	compute.CheckLen("Upload", "dst", d.n, len(src))
-	if len(src) == 0 {
-		return
-	}
-	be.do(func() {
-		if be.err == nil {
-			be.fail("Upload", be.ctx.MemcpyHtoDAsync(d.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src)), be.stream))
-		}
-	})
-	runtime.KeepAlive(src)
+	upload(be, "Upload", &be.fm("Upload", dst).buf, src)
 }
 
 // UploadI32 copies src into dst. It panics if the lengths differ.
 func (be *Backend) UploadI32(dst compute.I32, src []int32) {
-	d := be.iv("UploadI32", dst)
-	compute.CheckLen("UploadI32", "dst", d.n, len(src))
-	if len(src) == 0 {
-		return
-	}
-	be.do(func() {
-		if be.err == nil {
-			be.fail("UploadI32", be.ctx.MemcpyHtoDAsync(d.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src)), be.stream))
-		}
-	})
-	runtime.KeepAlive(src)
+	upload(be, "UploadI32", &be.iv("UploadI32", dst).buf, src)
 }
 
 // Download waits for pending work, copies src into dst and returns the
 // sticky error (dst is unspecified when it is not nil). It panics if the
 // lengths differ.
 func (be *Backend) Download(dst []float32, src compute.F32) error {
-	s := be.fm("Download", src)
-	compute.CheckLen("Download", "dst", len(dst), s.n)
-	var err error
-	be.do(func() {
-		if be.err == nil && len(dst) > 0 {
-			be.fail("Download", be.ctx.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), s.ptr, 4*int64(len(dst)), be.stream))
-		}
-		err = be.err
-	})
-	runtime.KeepAlive(dst)
-	return err
+	return download(be, "Download", dst, &be.fm("Download", src).buf)
 }
 
 // DownloadI32 is Download for I32.
 func (be *Backend) DownloadI32(dst []int32, src compute.I32) error {
-	s := be.iv("DownloadI32", src)
-	compute.CheckLen("DownloadI32", "dst", len(dst), s.n)
+	return download(be, "DownloadI32", dst, &be.iv("DownloadI32", src).buf)
+}
+
+// elem is the element type of a device vector: 4 bytes, F32's or I32's.
+type elem interface{ float32 | int32 }
+
+// upload is Upload and UploadI32 of op: it copies src into d, waiting until
+// src may be reused. It panics if the lengths differ.
+func upload[T elem](be *Backend, op string, d *buf, src []T) {
+	compute.CheckLen(op, "dst", d.n, len(src))
+	if len(src) == 0 {
+		return
+	}
+	be.do(func() {
+		if be.err == nil {
+			be.fail(op, be.ctx.MemcpyHtoDAsync(d.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src)), be.stream))
+		}
+	})
+	runtime.KeepAlive(src)
+}
+
+// download is Download and DownloadI32 of op: it waits for pending work,
+// copies s into dst and returns the sticky error. It panics if the lengths
+// differ.
+func download[T elem](be *Backend, op string, dst []T, s *buf) error {
+	compute.CheckLen(op, "dst", len(dst), s.n)
 	var err error
 	be.do(func() {
 		if be.err == nil && len(dst) > 0 {
-			be.fail("DownloadI32", be.ctx.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), s.ptr, 4*int64(len(dst)), be.stream))
+			be.fail(op, be.ctx.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), s.ptr, 4*int64(len(dst)), be.stream))
 		}
 		err = be.err
 	})
@@ -165,29 +159,25 @@ func (be *Backend) Fill(dst compute.F32, v float32) {
 
 // Copy copies src into dst (=). It panics if the lengths differ.
 func (be *Backend) Copy(dst, src compute.F32) {
-	d, s := be.fm("Copy", dst), be.fm("Copy", src)
-	compute.CheckLen("Copy", "dst", d.n, s.n)
-	if d.n == 0 {
-		return
-	}
-	be.post(func() {
-		if be.err == nil {
-			be.fail("Copy", be.ctx.MemcpyDtoDAsync(d.ptr, s.ptr, 4*int64(d.n), be.stream))
-		}
-	})
+	be.copyDtoD("Copy", &be.fm("Copy", dst).buf, &be.fm("Copy", src).buf)
 }
 
 // CopyI32 implements compute.Backend.CopyI32 (=), a device-to-device copy
 // queued on the stream.
 func (be *Backend) CopyI32(dst, src compute.I32) {
-	d, s := be.iv("CopyI32", dst), be.iv("CopyI32", src)
-	compute.CheckLen("CopyI32", "dst", d.n, s.n)
+	be.copyDtoD("CopyI32", &be.iv("CopyI32", dst).buf, &be.iv("CopyI32", src).buf)
+}
+
+// copyDtoD is Copy and CopyI32 of op: it queues the copy of s into d. It
+// panics if the lengths differ.
+func (be *Backend) copyDtoD(op string, d, s *buf) {
+	compute.CheckLen(op, "dst", d.n, s.n)
 	if d.n == 0 {
 		return
 	}
 	be.post(func() {
 		if be.err == nil {
-			be.fail("CopyI32", be.ctx.MemcpyDtoDAsync(d.ptr, s.ptr, 4*int64(d.n), be.stream))
+			be.fail(op, be.ctx.MemcpyDtoDAsync(d.ptr, s.ptr, 4*int64(d.n), be.stream))
 		}
 	})
 }
