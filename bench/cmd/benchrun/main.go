@@ -49,18 +49,17 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/dainx/dainx/bench"
+	"github.com/dainx/dainx/bench/internal/gitrev"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/nn"
@@ -267,7 +266,7 @@ func main() {
 		Machine: machine(),
 	}
 	if r.Commit == "" {
-		r.Commit = gitCommit()
+		r.Commit = gitrev.Head()
 	}
 	gpu := !strings.HasPrefix(r.Machine.GPU, "none")
 	logf("machine: %s, %d cores, GPU: %s, load %s", r.Machine.CPU, r.Machine.Cores, r.Machine.GPU, r.Machine.Load)
@@ -503,18 +502,6 @@ func machine() Machine {
 		m.GPU = "none (" + err.Error() + ")"
 	}
 	return m
-}
-
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-		c += "+dirty"
-	}
-	return c
 }
 
 func write(dir string, r *Results) {

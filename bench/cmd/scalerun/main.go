@@ -70,6 +70,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dainx/dainx/bench/internal/gitrev"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -208,7 +209,7 @@ func main() {
 	}
 	args := []string{"-backend", "cpu", "-layers", *layers, "-epochs", strconv.Itoa(*epochs)}
 	args = append(args, strings.Fields(*extra)...)
-	r := &Results{Date: time.Now().UTC().Format(time.RFC3339), Commit: gitCommit(), Command: strings.Join(append([]string{"scalerun"}, os.Args[1:]...), " "),
+	r := &Results{Date: time.Now().UTC().Format(time.RFC3339), Commit: gitrev.Head(), Command: strings.Join(append([]string{"scalerun"}, os.Args[1:]...), " "),
 		Machine: machine(), Args: args, Dims: dims}
 	logf("machine: %s, %d cores, %s GiB, load %s", r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Load)
 	sweepDims, err := parseSweep(*sweep)
@@ -642,18 +643,6 @@ func machine() Machine {
 		}
 	}
 	return m
-}
-
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-		c += "+dirty"
-	}
-	return c
 }
 
 // stem is the results' file name without extension, fixed by the first
