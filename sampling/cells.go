@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/tensor"
 )
@@ -93,10 +94,10 @@ func (t *Tables) Cells(observed []int32, n int, opt Options) ([]int32, Stats, er
 
 // CellsExcluding is Cells with the observed cells given in parts (each
 // K×N), as if concatenated: a caller whose observed cells are the training
-// and the validation cells need not copy them into one slice.
+// and the validation cells need not copy them into one slice. It is
+// CellsShared on cluster.Local, one process owning every observed cell.
 func (t *Tables) CellsExcluding(observed [][]int32, n int, opt Options) ([]int32, Stats, error) {
 	order := t.Order()
-	var st Stats
 	total := 0
 	for _, part := range observed {
 		if len(part)%order != 0 {
@@ -121,51 +122,8 @@ func (t *Tables) CellsExcluding(observed [][]int32, n int, opt Options) ([]int32
 			}
 		}
 	}
-	support := t.supportSize()
-	if support-float64(inSupport) < float64(n) {
-		return nil, st, supportError(n, support, inSupport)
-	}
-	maxDraws := opt.MaxDraws
-	if maxDraws <= 0 {
-		maxDraws = 100*n + 100000
-	}
-	round := opt.Round
-	if round <= 0 {
-		round = 1 << 18
-	}
-	out := make([]int32, 0, n*order)
-	if n == 0 {
-		return out, st, nil
-	}
-	drawn := tensor.NewCellSet(dims, n)
-	buf := t.be.AllocI32(min(round, n+n/8+64) * order)
-	defer buf.Free()
-	host := make([]int32, buf.Len())
-	for len(out) < n*order {
-		if st.Draws >= maxDraws {
-			return nil, st, fmt.Errorf("sampling: gave up after %d draws with %d of %d new cells (%d observed and %d repeated candidates rejected); the reachable cells are nearly exhausted, ask for fewer", st.Draws, len(out)/order, n, st.Observed, st.Duplicate)
-		}
-		need := n - len(out)/order
-		m := min(need+need/8+64, buf.Len()/order, maxDraws-st.Draws)
-		b := buf.Slice(0, m*order)
-		t.Draw(b, opt.Key, uint64(st.Draws))
-		if err := t.be.DownloadI32(host[:m*order], b); err != nil {
-			return nil, st, fmt.Errorf("sampling: %w", err)
-		}
-		for k := 0; k < m && len(out) < n*order; k++ {
-			st.Draws++
-			cell := host[k*order : (k+1)*order]
-			switch {
-			case obs.Has(cell):
-				st.Observed++
-			case !drawn.Add(cell):
-				st.Duplicate++
-			default:
-				out = append(out, cell...)
-			}
-		}
-	}
-	return out, st, nil
+	out, _, st, err := t.CellsShared(obs, inSupport, n, opt, cluster.Local{})
+	return out, st, err
 }
 
 // reachable reports whether every entity of cell has positive weight.
