@@ -9,6 +9,8 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"github.com/dainx/dainx/tensor/internal/linemap"
 )
 
 // This file reads one share of a text tensor file, for a run spread over
@@ -28,14 +30,14 @@ type Part struct {
 	Val    []float64 // NNZ
 	MaxIdx []int32   // per mode, the largest index (0 when there are no cells)
 	Lines  int       // lines that start in the range (the last may lack '\n')
-	lines  lineMap
+	lines  linemap.Map
 }
 
 // NNZ returns the number of cells of the part.
 func (p *Part) NNZ() int { return len(p.Val) }
 
 // LineOf returns the line of cell k, counted from the part's first line (1).
-func (p *Part) LineOf(k int) int { return p.lines.lineOf(k) }
+func (p *Part) LineOf(k int) int { return p.lines.LineOf(k) }
 
 // TextSize returns the size in bytes of the text of the file at path: the
 // file's size, or for gzip the uncompressed size its trailer records

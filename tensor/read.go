@@ -9,9 +9,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
 	"strconv"
 	"unsafe"
+
+	"github.com/dainx/dainx/tensor/internal/linemap"
 )
 
 // ReadOptions controls Read and ReadFile.
@@ -146,7 +147,7 @@ func readSerial(src io.Reader, name string, base int64) (*COO, error) {
 
 // finish builds the COO of a parsed text file and checks it for duplicate
 // cells, naming both lines through lines.
-func finish(name string, base int64, order int, idx []int32, val []float64, maxIdx []int32, lines *lineMap) (*COO, error) {
+func finish(name string, base int64, order int, idx []int32, val []float64, maxIdx []int32, lines *linemap.Map) (*COO, error) {
 	if len(val) == 0 {
 		return nil, &ParseError{File: name, Msg: "no cells"}
 	}
@@ -155,34 +156,10 @@ func finish(name string, base int64, order int, idx []int32, val []float64, maxI
 		t.Dims[m] = int(x) + 1
 	}
 	if k, first, dup := findDuplicate(t.Dims, t.Idx, len(t.Val)); dup {
-		return nil, &ParseError{File: name, Line: lines.lineOf(k),
-			Msg: fmt.Sprintf("duplicate cell %s, first on line %d", fmtCell(t.Cell(k), base), lines.lineOf(first))}
+		return nil, &ParseError{File: name, Line: lines.LineOf(k),
+			Msg: fmt.Sprintf("duplicate cell %s, first on line %d", fmtCell(t.Cell(k), base), lines.LineOf(first))}
 	}
 	return t, nil
-}
-
-// lineMap maps cell numbers to line numbers in little memory: a run of
-// cells on consecutive lines is one entry, so a file whose only blank or
-// comment lines come first needs one entry in all. It replaces a line
-// number per cell, kept only to name lines in the duplicate-cell error.
-type lineMap struct {
-	cell []int // first cell of each run, increasing
-	line []int // the line of that cell
-}
-
-// add records that cell k (k = the previous cell + 1, or 0) is on line.
-func (m *lineMap) add(k, line int) {
-	if n := len(m.cell); n > 0 && line-m.line[n-1] == k-m.cell[n-1] {
-		return
-	}
-	m.cell = append(m.cell, k)
-	m.line = append(m.line, line)
-}
-
-// lineOf returns the line of cell k (k must have been added).
-func (m *lineMap) lineOf(k int) int {
-	i := sort.SearchInts(m.cell, k+1) - 1
-	return m.line[i] + k - m.cell[i]
 }
 
 type parser struct {
@@ -191,7 +168,7 @@ type parser struct {
 	order  int // 0 until the first data line
 	idx    []int32
 	val    []float64
-	lines  lineMap
+	lines  linemap.Map
 	maxIdx []int32
 	fields [][]byte
 }
@@ -210,7 +187,7 @@ func (p *parser) run(r io.Reader) error {
 			return err
 		}
 		if len(p.val) > n {
-			p.lines.add(n, line)
+			p.lines.Add(n, line)
 		}
 	}
 	if err := sc.Err(); err != nil {

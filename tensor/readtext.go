@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/dainx/dainx/internal/bigmem"
+	"github.com/dainx/dainx/tensor/internal/linemap"
 )
 
 // defaultBlock is the size of the blocks the parallel text parser cuts its
@@ -32,10 +33,10 @@ type textResult struct {
 	idx    []int32
 	val    []float64
 	maxIdx []int32
-	order  int     // as set by the block's lines (differs from the job's only when that was 0)
-	lines  int     // lines in the block
-	runs   lineMap // cell → line, both counted from the block's start (lines from 1)
-	err    error   // the block's first bad line (*ParseError, Line within the block)
+	order  int         // as set by the block's lines (differs from the job's only when that was 0)
+	lines  int         // lines in the block
+	runs   linemap.Map // cell → line, both counted from the block's start (lines from 1)
+	err    error       // the block's first bad line (*ParseError, Line within the block)
 	read   int64
 }
 
@@ -217,7 +218,7 @@ func readParallel(src io.Reader, name string, base int64, block int, cr *countin
 		maxIdx  []int32
 		order   int
 		lines   int
-		runs    lineMap
+		runs    linemap.Map
 		firstE  error
 		pending = map[int]*textResult{}
 		next    = 0
@@ -250,15 +251,13 @@ func readParallel(src io.Reader, name string, base int64, block int, cr *countin
 						for m, x := range r.maxIdx {
 							maxIdx[m] = max(maxIdx[m], x)
 						}
-						for i, c := range r.runs.cell {
-							runs.add(k0+c, lines+r.runs.line[i])
-						}
+						runs.Append(&r.runs, k0, lines)
 					}
 					lines += r.lines
 				}
 			}
 			r.idx, r.val, r.maxIdx, r.err = r.idx[:0], r.val[:0], r.maxIdx[:0], nil
-			r.runs.cell, r.runs.line = r.runs.cell[:0], r.runs.line[:0]
+			r.runs.Reset()
 			select {
 			case spare <- r:
 			default:
@@ -345,7 +344,7 @@ func parseBlock(r *textResult, j textJob, name string, base int64) {
 		line++
 		if p.order > 0 {
 			if np, ok := p.fast(data, pos); ok {
-				runs.add(len(p.val)-1, line)
+				runs.Add(len(p.val)-1, line)
 				pos = np
 				continue
 			}
@@ -362,7 +361,7 @@ func parseBlock(r *textResult, j textJob, name string, base int64) {
 			break
 		}
 		if len(p.val) > n {
-			runs.add(n, line)
+			runs.Add(n, line)
 		}
 	}
 	r.idx, r.val, r.maxIdx, r.order, r.lines = p.idx, p.val, p.maxIdx, p.order, line

@@ -335,22 +335,6 @@ func TestParallelReadError(t *testing.T) {
 	}
 }
 
-func TestLineMap(t *testing.T) {
-	var m lineMap
-	lines := []int{1, 2, 3, 5, 6, 9, 10, 11, 12, 40}
-	for k, l := range lines {
-		m.add(k, l)
-	}
-	if len(m.cell) != 4 {
-		t.Errorf("%d runs, want 4", len(m.cell))
-	}
-	for k, l := range lines {
-		if got := m.lineOf(k); got != l {
-			t.Errorf("lineOf(%d) = %d, want %d", k, got, l)
-		}
-	}
-}
-
 func TestFindDuplicateParallel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	for i, dims := range [][]int{{300, 300, 300}, {MaxDim, MaxDim, MaxDim}, {1 << 22}, {5000, 5000}} {

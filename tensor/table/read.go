@@ -17,6 +17,7 @@ import (
 
 	"github.com/dainx/dainx/internal/bigmem"
 	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/tensor/internal/linemap"
 )
 
 // Options controls ReadFile.
@@ -165,7 +166,7 @@ type builder struct {
 	modes   []modeState
 	idx     []int32
 	val     []float64
-	lines   lineMap
+	lines   linemap.Map
 	rows    int
 	// read and size, when both known, size the cells from the share of
 	// the file read (grow).
@@ -334,7 +335,7 @@ func (b *builder) valueFloat(x float64, line int) error {
 
 // endRow ends the row on line (its first line).
 func (b *builder) endRow(line int) {
-	b.lines.add(b.rows, line)
+	b.lines.Add(b.rows, line)
 	b.rows++
 	if len(b.val) == cap(b.val) {
 		b.grow()
@@ -421,7 +422,7 @@ func (b *builder) finish() (*tensor.COO, *Dicts, error) {
 			if b.rowWord {
 				where = "row"
 			}
-			return nil, nil, b.errf(b.lines.lineOf(k), "", "duplicate cell (%s), first on %s %d", strings.Join(cell, ", "), where, b.lines.lineOf(first))
+			return nil, nil, b.errf(b.lines.LineOf(k), "", "duplicate cell (%s), first on %s %d", strings.Join(cell, ", "), where, b.lines.LineOf(first))
 		}
 	}
 	return t, d, nil
@@ -501,26 +502,6 @@ func intTextLess(a, b string) bool {
 		return (len(a) < len(b)) != na
 	}
 	return (a < b) != na
-}
-
-// lineMap maps row numbers to line numbers in little memory: a run of
-// rows on consecutive lines is one entry.
-type lineMap struct {
-	row  []int // first row of each run, increasing
-	line []int // the line of that row
-}
-
-func (m *lineMap) add(k, line int) {
-	if n := len(m.row); n > 0 && line-m.line[n-1] == k-m.row[n-1] {
-		return
-	}
-	m.row = append(m.row, k)
-	m.line = append(m.line, line)
-}
-
-func (m *lineMap) lineOf(k int) int {
-	i := sort.SearchInts(m.row, k+1) - 1
-	return m.line[i] + k - m.row[i]
 }
 
 // openText opens path for reading, through gzip when its content is
