@@ -1,6 +1,6 @@
 // Package checkpoint is the on-disk container of dainx's checkpoint files
 // (dainx augment -checkpoint DIR): a small binary file of named sections,
-// little endian, standard library only:
+// little endian, no third-party module:
 //
 //	magic    8 bytes  "DAINXCKP"
 //	format   uint32   Format (1)
@@ -33,8 +33,9 @@ import (
 	"hash"
 	"io"
 	"math"
-	"os"
 	"strings"
+
+	"github.com/dainx/dainx/internal/infile"
 )
 
 const (
@@ -176,15 +177,11 @@ func (r *hashReader) Read(p []byte) (int, error) {
 
 // ReadFile reads the checkpoint file path (Read of the whole file).
 func ReadFile(path, until string, header func([]byte) error) (*File, error) {
-	f, err := os.Open(path)
+	f, st, err := infile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	return Read(f, uint64(st.Size()), path, until, header)
 }
 

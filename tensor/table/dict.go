@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/dainx/dainx/internal/infile"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -212,18 +212,14 @@ func ReadJSON(path string, dims []int) (*Dicts, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("dictionaries %s: "+format, append([]any{path}, a...)...)
 	}
-	f, err := os.Open(path)
+	f, st, err := infile.OpenRegular(path)
+	if errors.Is(err, infile.ErrNotRegular) {
+		return nil, bad("%v", err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, bad("not a regular file")
-	}
 	if st.Size() > MaxDictFile {
 		return nil, bad("%d bytes: above the limit of %d", st.Size(), MaxDictFile)
 	}
