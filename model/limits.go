@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/dainx/dainx/internal/infile"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -205,21 +206,16 @@ type stEntry struct {
 // before allocating the vector; then reads each tensor's values, refusing
 // a non-finite one.
 func readTensors(jp, sp string, want []nn.ParamTensor, total int) ([]float32, error) {
-	f, err := os.Open(sp)
-	if errors.Is(err, os.ErrNotExist) {
+	f, st, err := infile.OpenRegular(sp)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("model %s: no such file (the tensors beside the .json)", sp)
-	}
-	if err != nil {
+	case errors.Is(err, infile.ErrNotRegular):
+		return nil, fmt.Errorf("model %s: not a regular file", sp)
+	case err != nil:
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("model %s: not a regular file", sp)
-	}
 	size := uint64(st.Size())
 	need := 8 + 4*uint64(total) // total ≤ MaxParams: no overflow
 	if size < need {
@@ -389,18 +385,11 @@ const maxMetaSize = 16 << 20
 // readSmall reads the regular file path, refusing one over limit bytes
 // (or anything but a regular file) without reading it.
 func readSmall(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, st, err := infile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
 	if st.Size() > limit {
 		return nil, fmt.Errorf("%s: above the limit of %s for a metadata file", bytesText(uint64(st.Size())), bytesText(uint64(limit)))
 	}
