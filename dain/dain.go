@@ -675,7 +675,7 @@ type Result struct {
 // returns ctx's error when cancelled, an error for a configuration that
 // cannot work with t, and the backend's error if the device failed.
 func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*Result, error) {
-	return RunOn(ctx, cluster.Local{}, &Shard{Cells: t, NNZ: t.NNZ()}, cfg, be)
+	return RunOn(ctx, cluster.Local{}, &tensor.Part{Cells: t, NNZ: t.NNZ()}, cfg, be)
 }
 
 // RunCheckpointed is Run saving its state in ck.Dir after every epoch
@@ -688,11 +688,11 @@ func Run(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend) (*R
 // (ErrCheckpointExists), or if the checkpoint there was made with another
 // configuration or input, naming the first difference.
 func RunCheckpointed(ctx context.Context, t *tensor.COO, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
-	return RunOnCheckpointed(ctx, cluster.Local{}, &Shard{Cells: t, NNZ: t.NNZ()}, cfg, be, ck)
+	return RunOnCheckpointed(ctx, cluster.Local{}, &tensor.Part{Cells: t, NNZ: t.NNZ()}, cfg, be, ck)
 }
 
 // RunOn is Run on the processes of cl (spread.go), each calling it with its
-// shard of the tensor and the same configuration on its own backend; Run
+// part of the tensor (a tensor.Part) and the same configuration on its own backend; Run
 // is RunOn on cluster.Local, and every setting and Config.Keep work on
 // both. Every process returns the same report (with Report.Dist, the
 // per-rank times, unless cl is cluster.Local), or the same error, and its share of
@@ -712,9 +712,9 @@ func RunCheckpointed(ctx context.Context, t *tensor.COO, cfg Config, be compute.
 // process returns Result.Importance. Progress goes to
 // cfg.Progress (give it to one process). Like Run, RunOn keeps the split
 // only: once its parts are made it replaces sh.Cells by a tensor of the
-// same dims without cells, so that the shard's cells can be freed (the
+// same dims without cells, so that the part's cells can be freed (the
 // caller must not need them afterwards).
-func RunOn(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend) (*Result, error) {
+func RunOn(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend) (*Result, error) {
 	return run(ctx, cl, sh, cfg, be, nil)
 }
 
@@ -729,13 +729,13 @@ func RunOn(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be co
 // files at the top of ck.Dir) a job does not resume, nor the reverse.
 // ck.Dir must be one directory seen by every process (a shared file
 // system across nodes). It needs the keyed split.
-func RunOnCheckpointed(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
+func RunOnCheckpointed(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, ck Checkpoint) (*Result, error) {
 	return run(ctx, cl, sh, cfg, be, &ck)
 }
 
 // run is DAIN on the processes of cl (cluster.Local for Run), this one
 // holding sh, checkpointed in ck when not nil.
-func run(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint) (*Result, error) {
+func run(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, ck *Checkpoint) (*Result, error) {
 	start := time.Now()
 	e, rep, err := begin(cl, sh, cfg, be, ck, start)
 	if e != nil {
@@ -813,7 +813,7 @@ func run(ctx context.Context, cl cluster.Cluster, sh *Shard, cfg Config, be comp
 // uses the split only: sh's cells are dropped, and collected once the
 // caller drops them too (dainx augment does), so that a large tensor is
 // not held twice. On error the experiment, if not nil, must be closed.
-func begin(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, ck *Checkpoint, start time.Time) (*Experiment, Report, error) {
+func begin(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, ck *Checkpoint, start time.Time) (*Experiment, Report, error) {
 	if err := cfg.checkKeepOn(cl.Size(), sh.Cells.Dims); err != nil {
 		return nil, Report{}, err
 	}

@@ -194,12 +194,12 @@ func (t *trained) shed() {
 // of Θ. It returns an error if a configuration is invalid or a part of the
 // split is empty.
 func NewExperiment(x *tensor.COO, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
-	return newExperimentOn(cluster.Local{}, &Shard{Cells: x, NNZ: x.NNZ()}, cfg, be, methods...)
+	return newExperimentOn(cluster.Local{}, &tensor.Part{Cells: x, NNZ: x.NNZ()}, cfg, be, methods...)
 }
 
 // newExperimentOn is NewExperiment on this process's shard sh of a tensor
 // spread over the processes of cl (see spread.go).
-func newExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
+func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
 	x := sh.Cells
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -69,7 +69,7 @@ func (c *Config) checkValueSource() error {
 // the first cell in file order that differs. It returns nil when no
 // configuration asks for the oracle. The configurations share one
 // generator (an experiment's methods share a tensor).
-func checkOracle(cl cluster.Cluster, sh *Shard, cfgs []Config) (*oracle, error) {
+func checkOracle(cl cluster.Cluster, sh *tensor.Part, cfgs []Config) (*oracle, error) {
 	x := sh.Cells
 	var g *tensor.Generator
 	for _, c := range cfgs {

@@ -4,22 +4,12 @@ import (
 	"fmt"
 
 	"github.com/dainx/dainx/nn"
-	"github.com/dainx/dainx/tensor"
 )
 
 // This file is what a run spread over several processes (ranks) reports
 // of them (DistReport, each rank's seconds per stage) and when it shards
 // an embedding table by row over them (ShardTablesAbove, shardPlan). How
 // the run is spread is spread.go.
-
-// Shard is one process's share of a tensor's observed cells: cells
-// First … First+Cells.NNZ()−1 (in file order) of the tensor's NNZ. Its
-// Dims are the whole tensor's.
-type Shard struct {
-	Cells *tensor.COO
-	First int
-	NNZ   int
-}
 
 // DistReport describes a run spread over processes in the report.
 type DistReport struct {

@@ -95,13 +95,13 @@ func TestRunOnLocalIsRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := dain.RunOn(context.Background(), cluster.Local{}, &dain.Shard{Cells: x, NNZ: x.NNZ()}, cl, cpu.New())
+		g, err := dain.RunOn(context.Background(), cluster.Local{}, &tensor.Part{Cells: x, NNZ: x.NNZ()}, cl, cpu.New())
 		if err != nil {
 			t.Fatal(err)
 		}
 		var j *dain.Result
 		clustertest.Run(1, func(r clustertest.Rank) {
-			j, err = dain.RunOn(context.Background(), r, &dain.Shard{Cells: x, NNZ: x.NNZ()}, cj, cpu.New())
+			j, err = dain.RunOn(context.Background(), r, &tensor.Part{Cells: x, NNZ: x.NNZ()}, cj, cpu.New())
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -159,9 +159,9 @@ func TestRunOnRanksKeep(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := x.NNZ()
-	shard := func(r, p int) *dain.Shard {
+	shard := func(r, p int) *tensor.Part {
 		lo, hi := r*n/p, (r+1)*n/p
-		return &dain.Shard{Cells: x.Subset(seqRows(lo, hi)), First: lo, NNZ: n}
+		return &tensor.Part{Cells: x.Subset(seqRows(lo, hi)), First: lo, NNZ: n}
 	}
 	var saved savedModels
 	res := make([]*dain.Result, 2)
@@ -244,7 +244,7 @@ func TestRunOnRanksSaveError(t *testing.T) {
 		cr := c
 		cr.Keep.Model = func(string, *nn.Net) error { return boom }
 		lo, hi := r.Rank()*n/2, (r.Rank()+1)*n/2
-		_, errs[r.Rank()] = dain.RunOn(context.Background(), r, &dain.Shard{Cells: x.Subset(seqRows(lo, hi)), First: lo, NNZ: n}, cr, cpu.New())
+		_, errs[r.Rank()] = dain.RunOn(context.Background(), r, &tensor.Part{Cells: x.Subset(seqRows(lo, hi)), First: lo, NNZ: n}, cr, cpu.New())
 	})
 	if !errors.Is(errs[0], boom) || !errors.Is(errs[0], dain.ErrAgreed) {
 		t.Errorf("rank 0: %v", errs[0])

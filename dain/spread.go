@@ -17,7 +17,7 @@ import (
 
 // This file spreads an Experiment over the processes of a cluster (RunOn,
 // dainx augment -dist mpi). Every process holds a share of the observed
-// cells (a Shard) and runs the same stages on it: the split keeps each
+// cells (a tensor.Part) and runs the same stages on it: the split keeps each
 // process's own cells of each part; every model is trained data parallel
 // (nn.TrainConfig.Dist), its embedding table replicated or sharded by row;
 // TracIn scores each process's own training cells; entity importance, the
@@ -80,7 +80,7 @@ type distRun struct {
 // kept (another experiment may split it again). It returns an error, on
 // every process, for a configuration that does not run with the embedding
 // tables sharded as the configuration shards them (checkSpreadOn).
-func NewExperimentOn(cl cluster.Cluster, sh *Shard, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
+func NewExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
 	return newExperimentOn(cl, sh, cfg, be, methods...)
 }
 
@@ -101,7 +101,7 @@ func (e *Experiment) nTrain() int { return e.sp.counts[0] }
 // splitOn splits the shard sh of the tensor (step 0): this process's cells
 // of each part, the split's fingerprint over every process, the parts'
 // global counts and this process's first training cell's global number.
-func (e *Experiment) splitOn(sh *Shard) {
+func (e *Experiment) splitOn(sh *tensor.Part) {
 	cl := e.sp.cl
 	lo, hi := sh.First, sh.First+sh.Cells.NNZ()
 	part, trFirst, counts := e.cfg.splitParts(sh.NNZ, lo, hi)

@@ -63,7 +63,7 @@ func TestRunOnRanks(t *testing.T) {
 			errs := make([]error, p)
 			clustertest.Run(p, func(r clustertest.Rank) {
 				lo, hi := bounds[r.Rank()], bounds[r.Rank()+1]
-				sh := &Shard{Cells: x.Subset(seq(lo, hi)), First: lo, NNZ: x.NNZ()}
+				sh := &tensor.Part{Cells: x.Subset(seq(lo, hi)), First: lo, NNZ: x.NNZ()}
 				res[r.Rank()], errs[r.Rank()] = RunOn(context.Background(), r, sh, cfg, cpu.New())
 			})
 			var cells []int32
@@ -159,7 +159,7 @@ func TestOracleOnRanks(t *testing.T) {
 			errs := make([]error, p)
 			clustertest.Run(p, func(r clustertest.Rank) {
 				lo, hi := bounds[r.Rank()], bounds[r.Rank()+1]
-				res[r.Rank()], errs[r.Rank()] = RunOn(context.Background(), r, &Shard{Cells: x.Subset(seq(lo, hi)), First: lo, NNZ: n}, cfg, cpu.New())
+				res[r.Rank()], errs[r.Rank()] = RunOn(context.Background(), r, &tensor.Part{Cells: x.Subset(seq(lo, hi)), First: lo, NNZ: n}, cfg, cpu.New())
 			})
 			var cells []int32
 			var vals []float64
@@ -182,7 +182,7 @@ func TestOracleOnRanks(t *testing.T) {
 		errs := make([]error, 2)
 		clustertest.Run(2, func(r clustertest.Rank) {
 			lo, hi := r.Rank()*n/2, (r.Rank()+1)*n/2
-			_, errs[r.Rank()] = RunOn(context.Background(), r, &Shard{Cells: y.Subset(seq(lo, hi)), First: lo, NNZ: n}, cfg, cpu.New())
+			_, errs[r.Rank()] = RunOn(context.Background(), r, &tensor.Part{Cells: y.Subset(seq(lo, hi)), First: lo, NNZ: n}, cfg, cpu.New())
 		})
 		for r, err := range errs {
 			if err == nil || !strings.Contains(err.Error(), "cell 1000 ") {

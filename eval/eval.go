@@ -155,15 +155,15 @@ type Results struct {
 // repeat's downstream model trained on train alone. It returns ctx's error
 // when cancelled and the first error of a run otherwise.
 func Evaluate(ctx context.Context, x *tensor.COO, s Spec, be compute.Backend) (*Results, error) {
-	return EvaluateOn(ctx, cluster.Local{}, &dain.Shard{Cells: x, NNZ: x.NNZ()}, s, be)
+	return EvaluateOn(ctx, cluster.Local{}, &tensor.Part{Cells: x, NNZ: x.NNZ()}, s, be)
 }
 
 // EvaluateOn is Evaluate with every run spread over the processes of cl,
-// each calling it with its shard sh of the tensor and the same spec (see
+// each calling it with its part sh of the tensor and the same spec (see
 // dain.RunOn): every process returns the same runs (test RMSEs and
 // new-cell counts over every process; times are this process's).
 // Evaluate is EvaluateOn on cluster.Local.
-func EvaluateOn(ctx context.Context, cl cluster.Cluster, sh *dain.Shard, s Spec, be compute.Backend) (*Results, error) {
+func EvaluateOn(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, s Spec, be compute.Backend) (*Results, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func resumed(prev *Results, repeat int, seed uint64, methods []string, ratios []
 	return append(out, plain...)
 }
 
-func evaluateRepeat(ctx context.Context, cl cluster.Cluster, sh *dain.Shard, s Spec, base dain.Config, r int, ratios []float64, be compute.Backend, step func(string)) ([]Run, error) {
+func evaluateRepeat(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, s Spec, base dain.Config, r int, ratios []float64, be compute.Backend, step func(string)) ([]Run, error) {
 	dims := sh.Cells.Dims
 	cfgs := make([]dain.Config, len(s.Methods))
 	for i, m := range s.Methods {

@@ -277,17 +277,9 @@ func readBinCells(in *binInput, l *binLayout, base int64, idx []int32, val []flo
 	return -1, nil
 }
 
-// BinPart is share k of n of the cells of a .bin file (ReadBinPart).
-type BinPart struct {
-	Dims  []int     // the header's mode sizes
-	NNZ   int       // the file's cells
-	First int       // the file's number (0-based) of the part's first cell
-	Idx   []int32   // the part's cells × order, 0-based
-	Val   []float64 // the part's values
-}
-
 // ReadBinPart reads share k of n of the cells of the plain (not gzip)
-// SPLATT .bin file at path, cells [k·nnz/n, (k+1)·nnz/n) in file order:
+// SPLATT .bin file at path, cells [k·nnz/n, (k+1)·nnz/n) in file order,
+// as a Part (its Dims the header's):
 // the header, checked as Read checks it, then that range of every mode's
 // index column and of the values, each by one seek, so no reader of a
 // share reads the whole file. Indices are less base. Errors are Read's,
@@ -297,7 +289,7 @@ type BinPart struct {
 // the header or file, which every share meets alike, and -1 with no
 // error). Duplicate cells are not looked for: that needs every share
 // (BinDuplicateError gives Read's message).
-func ReadBinPart(path string, base int64, k, n int) (*BinPart, int64, error) {
+func ReadBinPart(path string, base int64, k, n int) (*Part, int64, error) {
 	if n < 1 || k < 0 || k >= n {
 		panic(fmt.Sprintf("tensor: ReadBinPart share %d of %d", k, n))
 	}
@@ -320,7 +312,7 @@ func ReadBinPart(path string, base int64, k, n int) (*BinPart, int64, error) {
 		return nil, 0, err
 	}
 	lo, hi := int(int64(l.nnz)*int64(k)/int64(n)), int(int64(l.nnz)*int64(k+1)/int64(n))
-	p := &BinPart{Dims: l.dims, NNZ: l.nnz, First: lo, Idx: bigmem.Make[int32]((hi - lo) * l.order), Val: bigmem.Make[float64](hi - lo)}
+	p := &Part{Cells: &COO{Dims: l.dims, Idx: bigmem.Make[int32]((hi - lo) * l.order), Val: bigmem.Make[float64](hi - lo)}, First: lo, NNZ: l.nnz}
 	seek := func(off int64) error {
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			return &ParseError{File: path, Msg: fmt.Sprintf("seek to byte %d: %v", off, err)}
@@ -329,7 +321,7 @@ func ReadBinPart(path string, base int64, k, n int) (*BinPart, int64, error) {
 		in.off = off
 		return nil
 	}
-	key, err := readBinCells(in, l, base, p.Idx, p.Val, lo, hi, seek)
+	key, err := readBinCells(in, l, base, p.Cells.Idx, p.Cells.Val, lo, hi, seek)
 	if err != nil {
 		if key < 0 {
 			key = 0

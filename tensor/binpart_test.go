@@ -59,10 +59,10 @@ func TestReadBinPart(t *testing.T) {
 				if err != nil || key != -1 {
 					t.Fatalf("widths %v, share %d of %d: key %d, %v", w, k, n, key, err)
 				}
-				if p.First != len(gotVal) || p.NNZ != nnz || !slices.Equal(p.Dims, want.Dims) {
-					t.Fatalf("share %d of %d: first %d (want %d), nnz %d, dims %v", k, n, p.First, len(gotVal), p.NNZ, p.Dims)
+				if p.First != len(gotVal) || p.NNZ != nnz || !slices.Equal(p.Cells.Dims, want.Dims) {
+					t.Fatalf("share %d of %d: first %d (want %d), nnz %d, dims %v", k, n, p.First, len(gotVal), p.NNZ, p.Cells.Dims)
 				}
-				gotIdx, gotVal = append(gotIdx, p.Idx...), append(gotVal, p.Val...)
+				gotIdx, gotVal = append(gotIdx, p.Cells.Idx...), append(gotVal, p.Cells.Val...)
 			}
 			if !slices.Equal(gotIdx, want.Idx) || !slices.Equal(gotVal, want.Val) {
 				t.Fatalf("widths %v, %d shares: the cells differ from Read's", w, n)
@@ -79,7 +79,7 @@ func TestReadBinPart(t *testing.T) {
 	path := write("one.bin", binFile(0, 4, 8, dims, nnz, one, vals))
 	want, _ := ReadFile(path, ReadOptions{Format: BIN, IndexBase: 1})
 	p, _, err := ReadBinPart(path, 1, 0, 1)
-	if err != nil || !slices.Equal(p.Idx, want.Idx) {
+	if err != nil || !slices.Equal(p.Cells.Idx, want.Idx) {
 		t.Fatalf("base 1: %v", err)
 	}
 

@@ -13,31 +13,34 @@ import (
 	"github.com/dainx/dainx/tensor/internal/linemap"
 )
 
-// This file reads one share of a text tensor file, for a run spread over
-// several processes (dainx augment -dist mpi): the file's bytes are cut into
-// equal ranges, and a line belongs to the range that holds its first byte,
-// so the shares partition the lines whatever the cut. The caller (package
-// dist) agrees the order, line numbers, dims and duplicates across the
-// processes; nothing here communicates.
+// This file is a process's share of a tensor (Part), the input of a run
+// spread over several processes (dainx augment -dist mpi), and the reading
+// of one share of a text tensor file: the file's bytes are cut into equal
+// ranges, and a line belongs to the range that holds its first byte, so
+// the shares partition the lines whatever the cut. The caller (cmd/dainx
+// under -dist mpi) agrees the order, line numbers, dims and duplicates
+// across the processes; nothing here communicates.
 
-// Part is one process's share of a text tensor file: the cells on the
-// lines that start in its byte range, in file order.
+// Part is one process's share of a tensor's observed cells, the one type
+// of a share (each rank's input to dain.RunOn): cells
+// First … First+Cells.NNZ()−1, in file order, of the tensor's NNZ cells.
+// Its Cells' Dims are the whole tensor's. A whole tensor t is the part
+// {Cells: t, First: 0, NNZ: t.NNZ()}.
 type Part struct {
-	Name   string
-	Base   int64 // the index base subtracted from every index
-	Order  int
-	Idx    []int32   // NNZ×Order, 0-based
-	Val    []float64 // NNZ
-	MaxIdx []int32   // per mode, the largest index (0 when there are no cells)
-	Lines  int       // lines that start in the range (the last may lack '\n')
-	lines  linemap.Map
+	Cells *COO
+	First int // the tensor's number (0-based) of the part's first cell
+	NNZ   int // the tensor's cells
 }
 
-// NNZ returns the number of cells of the part.
-func (p *Part) NNZ() int { return len(p.Val) }
+// PartLines are the lines of the byte range of a text file that ReadPart
+// read.
+type PartLines struct {
+	N     int // lines that start in the range (the last may lack '\n')
+	lines linemap.Map
+}
 
-// LineOf returns the line of cell k, counted from the part's first line (1).
-func (p *Part) LineOf(k int) int { return p.lines.LineOf(k) }
+// LineOf returns the line of cell k, counted from the range's first line (1).
+func (l *PartLines) LineOf(k int) int { return l.lines.LineOf(k) }
 
 // TextSize returns the size in bytes of the text of the file at path: the
 // file's size, or for gzip the uncompressed size its trailer records
@@ -235,26 +238,29 @@ func FirstOrder(path string, lo, hi int64) (int, error) {
 // ReadPart parses the lines that start in the byte range [lo, hi) of the
 // text of path (plain or gzip; text formats only) with the given tensor
 // order (0: from the range's first data line), the index base of opt. It
-// returns the part, and on bad content a *ParseError whose Line counts from
-// the range's first line; the part's Lines is then still the number of
-// lines of the whole range, so that the caller can number the lines of
-// every range.
-func ReadPart(path string, opt ReadOptions, lo, hi int64, order int) (*Part, error) {
+// returns the range's cells as a Part and its lines, and on bad content a
+// *ParseError whose Line counts from the range's first line; the lines'
+// N is then still the number of lines of the whole range, so that the
+// caller can number the lines of every range. What only the whole file
+// tells is the range's own until the caller agrees it with the other
+// ranges: the part's First is 0, its NNZ the range's cells, its Dims one
+// more than the range's largest index of each mode (1 without cells).
+func ReadPart(path string, opt ReadOptions, lo, hi int64, order int) (*Part, *PartLines, error) {
 	if opt.Format == BIN {
-		return nil, fmt.Errorf("tensor: %s: a .bin file is not split by lines", path)
+		return nil, nil, fmt.Errorf("tensor: %s: a .bin file is not split by lines", path)
 	}
 	base, err := ResolveIndexBase(opt.Format, opt.IndexBase)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	part := &Part{Name: path, Base: base}
+	lines := &PartLines{}
 	s, err := openSection(path, lo, hi)
 	if s == nil {
-		return part, err
+		return nil, lines, err
 	}
 	defer s.Close()
 	if err != nil {
-		return part, err
+		return nil, lines, err
 	}
 	p := parser{name: path, base: base}
 	if order > 0 {
@@ -262,21 +268,25 @@ func ReadPart(path string, opt ReadOptions, lo, hi int64, order int) (*Part, err
 	}
 	perr := p.run(s)
 	n, cerr := s.lineCount()
-	part.Lines = n
+	lines.N = n
 	if perr != nil {
-		return part, perr
+		return nil, lines, perr
 	}
 	if cerr != nil {
-		return part, cerr
+		return nil, lines, cerr
 	}
-	part.Order, part.Idx, part.Val, part.MaxIdx, part.lines = p.order, p.idx, p.val, p.maxIdx, p.lines
-	if part.Order == 0 {
-		part.Order = order
+	lines.lines = p.lines
+	if p.order == 0 {
+		p.order = order
 	}
-	if part.MaxIdx == nil {
-		part.MaxIdx = make([]int32, part.Order)
+	dims := make([]int, p.order)
+	for m := range dims {
+		dims[m] = 1
+		if p.maxIdx != nil {
+			dims[m] = int(p.maxIdx[m]) + 1
+		}
 	}
-	return part, nil
+	return &Part{Cells: &COO{Dims: dims, Idx: p.idx, Val: p.val}, NNZ: len(p.val)}, lines, nil
 }
 
 // DuplicateError is the error for cell (0-based indices) on line, which

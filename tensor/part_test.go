@@ -55,12 +55,12 @@ func TestReadPart(t *testing.T) {
 				if err != nil || (o != 3 && o != 0) {
 					t.Fatalf("%s %d/%d: order %d, %v", path, k, n, o, err)
 				}
-				p, err := ReadPart(path, ReadOptions{Format: TSV, IndexBase: -1}, lo, hi, 3)
+				p, l, err := ReadPart(path, ReadOptions{Format: TSV, IndexBase: -1}, lo, hi, 3)
 				if err != nil {
 					t.Fatalf("%s %d/%d: %v", path, k, n, err)
 				}
-				idx, val = append(idx, p.Idx...), append(val, p.Val...)
-				lines += p.Lines
+				idx, val = append(idx, p.Cells.Idx...), append(val, p.Cells.Val...)
+				lines += l.N
 			}
 			if !slices.Equal(idx, want.Idx) || !slices.Equal(val, want.Val) || lines != totalLines {
 				t.Fatalf("%s in %d parts: %d cells, %d lines; want %d, %d", path, n, len(val), lines, want.NNZ(), totalLines)
@@ -76,9 +76,9 @@ func TestReadPartError(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.tsv")
 	os.WriteFile(path, []byte(text), 0o644)
 	lo, hi := int64(6), int64(len(text)) // from inside line 1: lines 2–4
-	p, err := ReadPart(path, ReadOptions{Format: TSV, IndexBase: -1}, lo, hi, 2)
+	_, l, err := ReadPart(path, ReadOptions{Format: TSV, IndexBase: -1}, lo, hi, 2)
 	pe, ok := err.(*ParseError)
-	if !ok || pe.Line != 2 || p.Lines != 3 {
-		t.Fatalf("%v (lines %d): want line 2 of the part, 3 lines", err, p.Lines)
+	if !ok || pe.Line != 2 || l.N != 3 {
+		t.Fatalf("%v (lines %d): want line 2 of the part, 3 lines", err, l.N)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/eval"
+	"github.com/dainx/dainx/tensor"
 )
 
 // checkpointFlags are -checkpoint and -resume of `dainx augment`
@@ -42,7 +43,7 @@ var checkpointHook func(dain.CheckpointPoint) error
 // run runs DAIN on the processes p, this one holding sh, checkpointed
 // when -checkpoint is given. An interrupted checkpointed run says that
 // -resume continues it.
-func (c *checkpointFlags) run(ctx context.Context, p *procs, sh *dain.Shard, cfg dain.Config, be compute.Backend, input string) (*dain.Result, error) {
+func (c *checkpointFlags) run(ctx context.Context, p *procs, sh *tensor.Part, cfg dain.Config, be compute.Backend, input string) (*dain.Result, error) {
 	if c.dir == "" {
 		return dain.RunOn(ctx, p.cl, sh, cfg, be)
 	}

@@ -108,16 +108,16 @@ func (p *procs) size() int { return p.cl.Size() }
 
 // read reads this process's share of the input: the whole tensor (or
 // table, with its dictionaries) on one process; under MPI its byte range
-// of the file, or its slice of the embedded demo tensor (readShard).
-func (p *procs) read(in *inputFlags, stderr io.Writer) (*dain.Shard, *table.Dicts, string, tensor.Format, error) {
+// of the file, or its slice of the embedded demo tensor (readPart).
+func (p *procs) read(in *inputFlags, stderr io.Writer) (*tensor.Part, *table.Dicts, string, tensor.Format, error) {
 	if p.comm == nil {
 		t, names, name, format, err := readInputNamed(in, stderr)
 		if err != nil {
 			return nil, nil, "", 0, err
 		}
-		return &dain.Shard{Cells: t, NNZ: t.NNZ()}, names, name, format, nil
+		return &tensor.Part{Cells: t, NNZ: t.NNZ()}, names, name, format, nil
 	}
-	sh, name, format, err := readShard(p.comm, in)
+	sh, name, format, err := readPart(p.comm, in)
 	if err != nil {
 		// Printed by the rank that found it (ErrReported on the others).
 		return nil, nil, "", 0, ownFound{err}
@@ -277,13 +277,13 @@ func evalDist(ctx context.Context, spec eval.Spec, in *inputFlags, out, spread s
 	}
 	// -spread runs (and auto, to decide) reads each rank's share; repeats
 	// reads the whole tensor on every rank.
-	var sh *dain.Shard
+	var sh *tensor.Part
 	var t *tensor.COO
 	var name string
 	var dims []int
 	var nnz int
 	if spread != "repeats" {
-		if sh, name, _, err = readShard(c, in); err != nil {
+		if sh, name, _, err = readPart(c, in); err != nil {
 			if errors.Is(err, mpijob.ErrReported) {
 				c.Finalize()
 				return exitFailure

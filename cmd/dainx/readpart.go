@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/dainx/dainx/cluster/mpijob"
-	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/demo"
 	"github.com/dainx/dainx/mpi"
 	"github.com/dainx/dainx/sampling"
@@ -27,9 +26,9 @@ import (
 // cells in many rounds on a small tensor).
 var dupRound int
 
-// readShard reads this rank's share of the input: its byte range of a file,
+// readPart reads this rank's share of the input: its byte range of a file,
 // or its slice of the embedded demo tensor.
-func readShard(c *mpi.Comm, in *inputFlags) (*dain.Shard, string, tensor.Format, error) {
+func readPart(c *mpi.Comm, in *inputFlags) (*tensor.Part, string, tensor.Format, error) {
 	var format tensor.Format
 	if in.Format != "" {
 		v, err := tensor.ParseFormat(in.Format)
@@ -50,7 +49,7 @@ func readShard(c *mpi.Comm, in *inputFlags) (*dain.Shard, string, tensor.Format,
 		for i := range rows {
 			rows[i] = lo + i
 		}
-		return &dain.Shard{Cells: t.Subset(rows), First: lo, NNZ: t.NNZ()}, demoName, tensor.TSV, nil
+		return &tensor.Part{Cells: t.Subset(rows), First: lo, NNZ: t.NNZ()}, demoName, tensor.TSV, nil
 	}
 	sh, err := readText(c, in.Input, readOptions{ReadOptions: tensor.ReadOptions{Format: format, IndexBase: in.IndexBase}, DupRound: dupRound})
 	return sh, in.Input, format, err
@@ -86,7 +85,7 @@ func (o readOptions) round() int {
 // (mpijob.ErrReported on the others). A cell repeated anywhere in the file is found
 // by its owner rank (cells are hash-partitioned) and reported with both
 // lines. No rank holds more than its share of the cells.
-func readText(c *mpi.Comm, path string, opt readOptions) (*dain.Shard, error) {
+func readText(c *mpi.Comm, path string, opt readOptions) (*tensor.Part, error) {
 	rank, size := c.Rank(), c.Size()
 	if opt.Format == tensor.BIN {
 		return readBin(c, path, opt)
@@ -112,9 +111,13 @@ func readText(c *mpi.Comm, path string, opt readOptions) (*dain.Shard, error) {
 	if order < 0 {
 		order = 0 // that rank's parse reports the line
 	}
-	part, perr := tensor.ReadPart(path, opt.ReadOptions, lo, hi, order)
+	base, err := tensor.ResolveIndexBase(opt.Format, opt.IndexBase)
+	if err := mpijob.Agree(c, err, 0); err != nil {
+		return nil, err
+	}
+	part, lines, perr := tensor.ReadPart(path, opt.ReadOptions, lo, hi, order)
 	// Number every rank's lines: the lines of the ranges before this one.
-	before := []int64{int64(part.Lines)}
+	before := []int64{int64(lines.N)}
 	c.Exscan(before, mpi.Sum)
 	key := int64(math.MaxInt64)
 	var pe *tensor.ParseError
@@ -127,7 +130,7 @@ func readText(c *mpi.Comm, path string, opt readOptions) (*dain.Shard, error) {
 	if err := mpijob.Agree(c, perr, key); err != nil {
 		return nil, err
 	}
-	nnz := []int64{int64(part.NNZ())}
+	nnz := []int64{int64(part.NNZ)}
 	c.Allreduce(nnz, mpi.Sum)
 	if nnz[0] == 0 {
 		err := error(&tensor.ParseError{File: path, Msg: "no cells"})
@@ -136,23 +139,28 @@ func readText(c *mpi.Comm, path string, opt readOptions) (*dain.Shard, error) {
 		}
 		return nil, err
 	}
-	first := []int64{int64(part.NNZ())}
+	first := []int64{int64(part.NNZ)}
 	c.Exscan(first, mpi.Sum)
+	// The dims: one more than the largest index of each mode over the
+	// ranks (a part's Dims are its own largest indices plus one).
 	maxIdx := make([]int32, order)
-	copy(maxIdx, part.MaxIdx)
+	for n := range min(order, len(part.Cells.Dims)) {
+		maxIdx[n] = int32(part.Cells.Dims[n] - 1)
+	}
 	c.Allreduce(maxIdx, mpi.Max)
 	dims := make([]int, order)
 	for n, m := range maxIdx {
 		dims[n] = int(m) + 1
 	}
-	lineOf := func(k int) int64 { return int64(int(before[0]) + part.LineOf(k)) }
+	lineOf := func(k int) int64 { return int64(int(before[0]) + lines.LineOf(k)) }
 	dupErr := func(line int64, cell []int32, first int64) error {
-		return tensor.DuplicateError(part.Name, part.Base, int(line), cell, int(first))
+		return tensor.DuplicateError(path, base, int(line), cell, int(first))
 	}
-	if err := duplicates(c, part.Idx, part.NNZ(), dims, opt.round(), lineOf, dupErr); err != nil {
+	if err := duplicates(c, part.Cells.Idx, part.Cells.NNZ(), dims, opt.round(), lineOf, dupErr); err != nil {
 		return nil, err
 	}
-	return &dain.Shard{Cells: &tensor.COO{Dims: dims, Idx: part.Idx, Val: part.Val}, First: int(first[0]), NNZ: int(nnz[0])}, nil
+	part.Cells.Dims, part.First, part.NNZ = dims, int(first[0]), int(nnz[0])
+	return part, nil
 }
 
 // readBin reads this rank's share of the plain SPLATT .bin file at path,
@@ -163,7 +171,7 @@ func readText(c *mpi.Comm, path string, opt readOptions) (*dain.Shard, error) {
 // rank that holds it, and every rank returns an error (mpijob.ErrReported on the
 // others); a repeated cell is found by its owner rank and reported with
 // both cell numbers.
-func readBin(c *mpi.Comm, path string, opt readOptions) (*dain.Shard, error) {
+func readBin(c *mpi.Comm, path string, opt readOptions) (*tensor.Part, error) {
 	base, err := tensor.ResolveIndexBase(tensor.BIN, opt.IndexBase)
 	if err := mpijob.Agree(c, err, 0); err != nil {
 		return nil, err
@@ -176,10 +184,10 @@ func readBin(c *mpi.Comm, path string, opt readOptions) (*dain.Shard, error) {
 	dupErr := func(k int64, cell []int32, first int64) error {
 		return tensor.BinDuplicateError(path, base, cell, int(first), int(k))
 	}
-	if err := duplicates(c, part.Idx, len(part.Val), part.Dims, opt.round(), lineOf, dupErr); err != nil {
+	if err := duplicates(c, part.Cells.Idx, part.Cells.NNZ(), part.Cells.Dims, opt.round(), lineOf, dupErr); err != nil {
 		return nil, err
 	}
-	return &dain.Shard{Cells: &tensor.COO{Dims: part.Dims, Idx: part.Idx, Val: part.Val}, First: part.First, NNZ: part.NNZ}, nil
+	return part, nil
 }
 
 // duplicates sends every one of this rank's nnz cells (idx, nnz×order),
