@@ -7,15 +7,16 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
-// This file is Cells spread over processes whose observed cells are
-// partitioned by Owner. The draws are counter-based, so each round's
-// candidates are split into one contiguous range of counters per process,
-// which draws its own; the owner of a candidate alone knows whether it is
-// observed or drawn before, and the candidates and verdicts travel between
-// drawing process and owner by all-to-all exchanges. Each process keeps
-// the accepted cells of its ranges: in process order they are the cells,
-// and the counts and errors those, of Cells on one process with every
-// observed cell.
+// This file is the drawing of new cells shared by the processes of a
+// cluster (CellsShared; Cells is CellsShared on cluster.Local), whose
+// observed cells are partitioned by Owner. The draws are counter-based,
+// so each round's candidates are split into one contiguous range of
+// counters per process, which draws its own; the owner of a candidate
+// alone knows whether it is observed or drawn before, and the candidates
+// and verdicts travel between drawing process and owner by all-to-all
+// exchanges. Each process keeps the accepted cells of its ranges: in
+// process order they are the cells, and the counts and errors those, of
+// Cells on one process with every observed cell.
 
 // Owner returns the process, of size, that owns cell in hash-partitioned
 // cell sets (a fixed hash of the indices; the same on every process).
