@@ -337,7 +337,7 @@ func DefaultConfig() Config {
 	return Config{
 		Ratio: 0.5, Seed: 1, Epochs: 50, Batch: 1024, Patience: 10, LR: 1e-3,
 		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto, Split: SplitKeyed,
-		Method: "dain", Model: "mlp", Predictor: "costco", Influence: "tracin", InfluenceLayers: "last", Entity: "sum", Sign: "abs", Temperature: 1,
+		Method: "dain", Model: nn.KindMLP, Predictor: nn.KindCoSTCo, Influence: "tracin", InfluenceLayers: "last", Entity: "sum", Sign: "abs", Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
 		FinalModel: FinalMLP, FMRank: DefaultFMRank, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto,
 		InfluenceEvery: DefaultInfluenceEvery, InfluenceValSample: DefaultInfluenceValSample,
@@ -388,13 +388,8 @@ const (
 	SplitKeyed  = "keyed"
 )
 
-// split returns c.Split with "" resolved.
-func (c Config) split() string {
-	if c.Split == "" {
-		return SplitKeyed
-	}
-	return c.Split
-}
+// split returns c.Split with "" resolved (the table's Unset, keyed).
+func (c Config) split() string { return resolved[string](c, "Split") }
 
 // order returns the TrainConfig.Order of n training cells for the model
 // whose shuffle stream is stream: a keyed order under SplitKeyed, nil (the
@@ -908,7 +903,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		return aug, saved, nil
 	}
 	// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
-	mlp, err := e.model(ctx, Embedding{"mlp"})
+	mlp, err := e.model(ctx, Embedding{nn.KindMLP})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -933,7 +928,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	sh := e.SharedSeconds(cfg)
 	rep.Seconds.Train, rep.Seconds.Influence, rep.Seconds.Entity = sh.Train, sh.Influence, sh.Entity
 	if sh.Train == 0 {
-		rep.Seconds.Train = e.models.seconds(Embedding{"mlp"}) // the baselines' rmse_before model
+		rep.Seconds.Train = e.models.seconds(Embedding{nn.KindMLP}) // the baselines' rmse_before model
 	}
 	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
 	total := 0 // the record of one process (Run) has NAug alone
@@ -1010,7 +1005,7 @@ func (c *Config) EmbeddingOptimizerFor(kind string, dims []int) (name, why strin
 	for _, d := range dims {
 		rows += d
 	}
-	if kind == "costco" {
+	if kind == nn.KindCoSTCo {
 		return nn.ChooseEmbeddingOptimizer(c.embeddingOptimizerSetting(), rows, c.Rank, nn.CoSTCoLayers(len(dims), c.Rank, c.Channels), c.CoSTCoBatch)
 	}
 	layers := c.Layers
@@ -1024,9 +1019,9 @@ func (c *Config) EmbeddingOptimizerFor(kind string, dims []int) (name, why strin
 // the configuration trains (mlp always; costco when it is Θ or the
 // predictor), and says each automatic choice through logf.
 func (c *Config) EmbeddingOptimizers(dims []int, logf func(string, ...any)) map[string]string {
-	kinds := []string{"mlp"}
-	if c.Model == "costco" || c.Predictor == "costco" {
-		kinds = append(kinds, "costco")
+	kinds := []string{nn.KindMLP}
+	if c.Model == nn.KindCoSTCo || c.Predictor == nn.KindCoSTCo {
+		kinds = append(kinds, nn.KindCoSTCo)
 	}
 	out := map[string]string{}
 	for _, k := range kinds {

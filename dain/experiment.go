@@ -388,7 +388,7 @@ func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig,
 		tc.EmbeddingOptimizer = nn.SparseAdam
 	}
 	switch kind {
-	case "mlp":
+	case nn.KindMLP:
 		mc := e.mlpConfig()
 		mc.Shard = shard
 		m, err := nn.NewMLP(e.be, mc, r)
@@ -410,7 +410,7 @@ func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig,
 			e.be.Upload(b, []float32{float32(e.trainMean)})
 		}
 		return m, tc, err
-	case "costco":
+	case nn.KindCoSTCo:
 		tc.LR, tc.Batch = c.CoSTCoLR, c.CoSTCoBatch
 		m, err := nn.NewCoSTCo(e.be, nn.CoSTCoConfig{Dims: e.x.Dims, Rank: c.Rank, Channels: c.Channels, Capacity: max(c.CoSTCoBatch, c.EvalBatch), Shard: shard}, r)
 		return m, tc, err
@@ -432,7 +432,7 @@ func (e *Experiment) model(ctx context.Context, m Embedding) (*trained, error) {
 // and its training's wall time without the TracIn passes.
 func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*trained, float64, error) {
 	seedInit, seedShuffle := uint64(streamInit), uint64(streamShuffle)
-	if m.Kind == "costco" {
+	if m.Kind == nn.KindCoSTCo {
 		seedInit, seedShuffle = streamInitCoSTCo, streamShuffleCoSTCo
 	}
 	settle()
@@ -459,7 +459,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
 	tc.Order = e.cfg.order(seedShuffle, e.nTrain())
-	label := map[string]string{"mlp": "Θ", "costco": "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
+	label := map[string]string{nn.KindMLP: "Θ", nn.KindCoSTCo: "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
 	stage := stageName(m.Kind, passes)
 	if seconds, s, found, err := e.ck.loadModel(stage, t); err != nil {
 		return nil, 0, err
@@ -540,7 +540,7 @@ func (e *Experiment) trainError(label, kind string, err error) error {
 		return fmt.Errorf("dain: training %s: %w", label, err)
 	}
 	lr, flag := e.cfg.LR, "-lr"
-	if kind == "costco" {
+	if kind == nn.KindCoSTCo {
 		lr, flag = e.cfg.CoSTCoLR, "-costco-lr"
 	}
 	return fmt.Errorf("dain: training %s (%s) diverged at epoch %d: %s (train MSE %.6g, validation MSE %.6g); lower the learning rate (%s %g; try %g) or rescale the values%s",

@@ -17,19 +17,19 @@ import (
 // trained on train ∪ augmentation (step 5) whose test RMSE a run reports.
 // The first is the paper's.
 var FinalModels = []Choice[struct{}]{
-	{"mlp", "the MLP of eq. 4, trained as Θ is (the paper's)", struct{}{}},
-	{"fm", "a factorization machine of order 2 trained by Adam as Θ is (-fm-rank, -l2)", struct{}{}},
-	{"hybrid", "the MLP plus a factorization machine's pairwise term over the same embeddings, trained by Adam (-layers, -l2)", struct{}{}},
-	{"bayes-fm", "a Bayesian factorization machine (order 2 over the modes, a prior per mode) fitted by Gibbs sampling and averaged over its samples: no learning rate or regulariser (package bayes; Rendle, ACM TIST 2012)", struct{}{}},
+	{FinalMLP, "the MLP of eq. 4, trained as Θ is (the paper's)", struct{}{}},
+	{FinalFM, "a factorization machine of order 2 trained by Adam as Θ is (-fm-rank, -l2)", struct{}{}},
+	{FinalHybrid, "the MLP plus a factorization machine's pairwise term over the same embeddings, trained by Adam (-layers, -l2)", struct{}{}},
+	{FinalBayesFM, "a Bayesian factorization machine (order 2 over the modes, a prior per mode) fitted by Gibbs sampling and averaged over its samples: no learning rate or regulariser (package bayes; Rendle, ACM TIST 2012)", struct{}{}},
 	{"ensemble", "the candidates of auto (Θ's kind, fm, hybrid, bayes-fm), each trained on train ∪ the new cells as that final model would be, their predictions stacked with weights fitted on the validation cells by least squares (the test cells unseen)", struct{}{}},
 	{"auto", "the kind of Θ (mlp when Θ is costco), fm, hybrid or bayes-fm, whichever has the lowest validation RMSE trained on the training cells alone (chosen once per split; the report's auto_choice gives each)", struct{}{}},
 }
 
 // Final-model names.
 const (
-	FinalMLP      = "mlp"
-	FinalFM       = "fm"
-	FinalHybrid   = "hybrid"
+	FinalMLP      = nn.KindMLP
+	FinalFM       = nn.KindFM
+	FinalHybrid   = nn.KindHybrid
 	FinalBayesFM  = "bayes-fm"
 	FinalEnsemble = "ensemble"
 	FinalAuto     = "auto"
@@ -129,7 +129,7 @@ func autoPredictor(final string) string {
 	if final == FinalBayesFM || final == FinalFM {
 		return final
 	}
-	return "costco"
+	return nn.KindCoSTCo
 }
 
 // resolve returns c with -final-model auto and -predictor auto replaced by
@@ -189,21 +189,13 @@ const (
 	BayesPriorsAuto   = "auto"
 )
 
-// bayesPriors returns c.BayesPriors with "" read as BayesPriorsAuto.
-func (c Config) bayesPriors() string {
-	if c.BayesPriors == "" {
-		return BayesPriorsAuto
-	}
-	return c.BayesPriors
-}
+// bayesPriors returns c.BayesPriors with "" read as the table's Unset
+// (BayesPriorsAuto).
+func (c Config) bayesPriors() string { return resolved[string](c, "BayesPriors") }
 
-// finalModel returns c.FinalModel with "" read as FinalMLP.
-func (c Config) finalModel() string {
-	if c.FinalModel == "" {
-		return FinalMLP
-	}
-	return c.FinalModel
-}
+// finalModel returns c.FinalModel with "" read as the table's Unset
+// (FinalMLP).
+func (c Config) finalModel() string { return resolved[string](c, "FinalModel") }
 
 // UsesBayesFM reports whether a run of c fits the Bayesian FM, as its
 // final model or its value predictor: only then do the Bayes* settings

@@ -44,22 +44,13 @@ const (
 // experiment.go's and the variants' streams).
 const streamInRunSample = 0x300
 
-// influenceEvery returns -influence-every, 0 resolved to its default.
-func (c Config) influenceEvery() int {
-	if c.InfluenceEvery == 0 {
-		return DefaultInfluenceEvery
-	}
-	return c.InfluenceEvery
-}
+// influenceEvery returns -influence-every, 0 resolved to its default (the
+// table's Unset).
+func (c Config) influenceEvery() int { return resolved[int](c, "InfluenceEvery") }
 
 // influenceValSample returns -influence-val-sample, 0 resolved to its
-// default.
-func (c Config) influenceValSample() int {
-	if c.InfluenceValSample == 0 {
-		return DefaultInfluenceValSample
-	}
-	return c.InfluenceValSample
-}
+// default (the table's Unset).
+func (c Config) influenceValSample() int { return resolved[int](c, "InfluenceValSample") }
 
 // checkInfluence validates the in-run settings.
 func (c Config) checkInfluence() error {

@@ -156,9 +156,9 @@ func (c Config) checkKeepOn(size int, dims []int) error {
 	if k.Model == nil {
 		return nil
 	}
-	kinds := []string{"mlp"}
-	if c.Model == "costco" || c.Predictor == "costco" {
-		kinds = append(kinds, "costco")
+	kinds := []string{nn.KindMLP}
+	if c.Model == nn.KindCoSTCo || c.Predictor == nn.KindCoSTCo {
+		kinds = append(kinds, nn.KindCoSTCo)
 	}
 	for _, kind := range kinds {
 		on, _, _, err := c.shardPlan(kind, dims, size)
@@ -172,13 +172,8 @@ func (c Config) checkKeepOn(size int, dims []int) error {
 	return nil
 }
 
-// shardTables is c.ShardTables with "" read as auto.
-func (c Config) shardTables() string {
-	if c.ShardTables == "" {
-		return "auto"
-	}
-	return c.ShardTables
-}
+// shardTables is c.ShardTables with "" read as the table's Unset (auto).
+func (c Config) shardTables() string { return resolved[string](c, "ShardTables") }
 
 // onRank0 returns k with its model savers (Model, Bayes) called on rank 0
 // of cl only: every process holds the same replica of a model, and one

@@ -143,7 +143,7 @@ func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
 		case FinalFM:
 			m = memlimit.Part{What: "the fm model", Flags: fmt.Sprintf("-fm-rank %d, -batch %d", cfg.FMRank, cfg.Batch),
 				Bytes: nn.Bytes(dims, cfg.FMRank+1, nn.FMLayers(order, cfg.FMRank), capacity, 1, true)}
-		case "costco":
+		case nn.KindCoSTCo:
 			m = memlimit.Part{What: "the CoSTCo model", Flags: fmt.Sprintf("-rank %d, -channels %d, -costco-batch %d", cfg.Rank, cfg.Channels, cfg.CoSTCoBatch),
 				Bytes: nn.Bytes(dims, cfg.Rank, nn.CoSTCoLayers(order, cfg.Rank, cfg.Channels), max(cfg.CoSTCoBatch, cfg.EvalBatch), shards, true)}
 		default:

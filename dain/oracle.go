@@ -33,13 +33,9 @@ var ValueSources = []Choice[struct{}]{
 // experiment.go's and variants.go's lists so that none shifts another.
 const streamOracle = 0x200
 
-// values returns c.Values with "" read as ValuesPredictor.
-func (c Config) values() string {
-	if c.Values == "" {
-		return ValuesPredictor
-	}
-	return c.Values
-}
+// values returns c.Values with "" read as the table's Unset
+// (ValuesPredictor).
+func (c Config) values() string { return resolved[string](c, "Values") }
 
 // checkValueSource reports a Values that is not one of ValueSources, an
 // oracle without its generator, and a generator that cannot be.

@@ -71,7 +71,7 @@ func (c *Config) shardPlan(kind string, dims []int, size int) (shard bool, opt, 
 	for _, d := range dims {
 		rows += d
 	}
-	if kind == "mlp" {
+	if kind == nn.KindMLP {
 		layers := c.Layers
 		if layers == nil {
 			layers = nn.DefaultLayers(len(dims))

@@ -66,12 +66,26 @@ func (x *Exchange) Set(s string) error {
 	return fmt.Errorf("want %s, %s or %s", ExchangeAuto, ExchangeDense, ExchangeSparse)
 }
 
-// graphs returns c.Graphs with "" resolved (on).
-func (c *Config) graphs() Graphs {
-	if c.Graphs == "" {
-		return GraphsOn
+// graphs returns c.Graphs with "" resolved (the table's Unset, on).
+func (c *Config) graphs() Graphs { return resolved[Graphs](*c, "Graphs") }
+
+// settingNamed is settingOf, set by init: the table's help texts name
+// the Choice lists (Help(Influences)) whose builders call the resolvers,
+// and a direct call would make Settings' initialisation depend on itself.
+var settingNamed func(field string) (Setting, bool)
+
+func init() { settingNamed = settingOf }
+
+// resolved returns c's value of the setting of Config field field, the
+// table's Unset in the stead of the zero value (Setting.Resolved): the
+// resolvers (c.split(), c.values(), …) read each default from settings()
+// rather than repeat it.
+func resolved[T any](c Config, field string) T {
+	s, ok := settingNamed(field)
+	if !ok {
+		panic("dain: Settings names no Config field " + field)
 	}
-	return c.Graphs
+	return s.Resolved(c).(T)
 }
 
 // exchange returns the exchange of a model's unsharded table of rows

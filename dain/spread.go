@@ -159,7 +159,7 @@ func (e *Experiment) trainStats() {
 // shards returns the number of processes over which the MLP's embedding
 // table is sharded on size processes (1: replicated).
 func (c *Config) shards(dims []int, size int) int {
-	if on, _, _, _ := c.shardPlan("mlp", dims, size); on {
+	if on, _, _, _ := c.shardPlan(nn.KindMLP, dims, size); on {
 		return size
 	}
 	return 1
@@ -171,7 +171,7 @@ func (c *Config) shards(dims []int, size int) int {
 // (shardPlan) say so; the report names the sharded tables.
 func (e *Experiment) sharding(kind string) (*nn.Sharding, error) {
 	d := e.sp.dist
-	if d == nil || (kind != "mlp" && kind != "costco") {
+	if d == nil || (kind != nn.KindMLP && kind != nn.KindCoSTCo) {
 		return nil, nil
 	}
 	on, _, why, err := e.cfg.shardPlan(kind, e.x.Dims, e.sp.cl.Size())

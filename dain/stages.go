@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tracin"
@@ -55,23 +56,23 @@ var Methods = []Choice[func(Config) Pipeline]{
 		return Pipeline{Cells: NearCells{Entity: c.entity()}, Values: &Predictor{Model: Embedding{c.Predictor}}}
 	}},
 	{"dain-average", "dain's cells valued by the mean of CoSTCo's and the MLP Θ's predictions (AverageValues)", func(c Config) Pipeline {
-		return Pipeline{Cells: AverageValues{Cells: ImportanceCells{Entity: c.entity()}, A: Embedding{"costco"}, B: Embedding{"mlp"}}}
+		return Pipeline{Cells: AverageValues{Cells: ImportanceCells{Entity: c.entity()}, A: Embedding{nn.KindCoSTCo}, B: Embedding{nn.KindMLP}}}
 	}},
 	{"random-average", "uniform cells valued by the mean of CoSTCo's and the MLP Θ's predictions (AverageValues)", func(c Config) Pipeline {
-		return Pipeline{Cells: AverageValues{Cells: UniformCells{}, A: Embedding{"costco"}, B: Embedding{"mlp"}}}
+		return Pipeline{Cells: AverageValues{Cells: UniformCells{}, A: Embedding{nn.KindCoSTCo}, B: Embedding{nn.KindMLP}}}
 	}},
 	{"dain-agree", "2·N_aug of dain's cells, keeping the N_aug on which CoSTCo and the MLP Θ agree best, valued by CoSTCo (AgreeCells)", func(c Config) Pipeline {
-		return Pipeline{Cells: AgreeCells{Cells: ImportanceCells{Entity: c.entity()}, A: Embedding{"costco"}, B: Embedding{"mlp"}}}
+		return Pipeline{Cells: AgreeCells{Cells: ImportanceCells{Entity: c.entity()}, A: Embedding{nn.KindCoSTCo}, B: Embedding{nn.KindMLP}}}
 	}},
 }
 
 // Models are the accepted Config.Model and Config.Predictor values: the
 // kinds of embedding model (step 1, and the value predictor of step 4).
 var Models = []Choice[struct{}]{
-	{"mlp", "the MLP of eq. 4", struct{}{}},
-	{"costco", "CoSTCo, Liu et al., KDD 2019", struct{}{}},
-	{"fm", "a factorization machine of order 2 over the modes (global and per-entity biases, pairwise factor interactions; Rendle, ICDM 2010), trained by Adam (-fm-rank, -l2)", struct{}{}},
-	{"hybrid", "the MLP plus the factorization machine's biases and pairwise term over the same embeddings, summed before the output (NeuMF-style; -layers, -l2)", struct{}{}},
+	{nn.KindMLP, "the MLP of eq. 4", struct{}{}},
+	{nn.KindCoSTCo, "CoSTCo, Liu et al., KDD 2019", struct{}{}},
+	{nn.KindFM, "a factorization machine of order 2 over the modes (global and per-entity biases, pairwise factor interactions; Rendle, ICDM 2010), trained by Adam (-fm-rank, -l2)", struct{}{}},
+	{nn.KindHybrid, "the MLP plus the factorization machine's biases and pairwise term over the same embeddings, summed before the output (NeuMF-style; -layers, -l2)", struct{}{}},
 }
 
 // Predictors are the accepted Config.Predictor values: the value
@@ -79,7 +80,7 @@ var Models = []Choice[struct{}]{
 // Bayesian factorization machine of package bayes (fitted on the training
 // cells by Gibbs sampling; predictions averaged over thinned samples).
 var Predictors = append(slices.Clone(Models),
-	Choice[struct{}]{"bayes-fm", "a Bayesian factorization machine fitted by Gibbs sampling on the training cells (package bayes; -bayes-rank, -bayes-samples)", struct{}{}},
+	Choice[struct{}]{FinalBayesFM, "a Bayesian factorization machine fitted by Gibbs sampling on the training cells (package bayes; -bayes-rank, -bayes-samples)", struct{}{}},
 	Choice[struct{}]{PredictorEnsemble, "the candidates of -final-model auto (Θ's kind, fm, hybrid, bayes-fm) trained on the training cells, stacked with weights fitted on the validation cells by least squares", struct{}{}},
 	Choice[struct{}]{"auto", "ensemble with -final-model auto; the final model itself when it is bayes-fm or fm; else costco", struct{}{}})
 
@@ -155,10 +156,10 @@ var Variants = []Variant{
 	{"dain", "method", "MLP embeddings, TracIn on the last layer, aggregation, CoSTCo values", func(c *Config) {}},
 	{"duplication", "baseline", "copies of training cells", func(c *Config) { c.Method = "duplication" }},
 	{"entity-replacement", "baseline", "one index of a training cell replaced by a near entity", func(c *Config) { c.Method = "entity-replacement" }},
-	{"random-mlp", "baseline", "uniform cells valued by Θ", func(c *Config) { c.Method, c.Predictor = "random", "mlp" }},
-	{"random-costco", "baseline", "uniform cells valued by CoSTCo", func(c *Config) { c.Method, c.Predictor = "random", "costco" }},
-	{"dain-mlp-predictor", "ablation", "values from Θ instead of CoSTCo", func(c *Config) { c.Predictor = "mlp" }},
-	{"dain-costco-embedding", "ablation", "CoSTCo as the embedding model Θ", func(c *Config) { c.Model = "costco" }},
+	{"random-mlp", "baseline", "uniform cells valued by Θ", func(c *Config) { c.Method, c.Predictor = "random", nn.KindMLP }},
+	{"random-costco", "baseline", "uniform cells valued by CoSTCo", func(c *Config) { c.Method, c.Predictor = "random", nn.KindCoSTCo }},
+	{"dain-mlp-predictor", "ablation", "values from Θ instead of CoSTCo", func(c *Config) { c.Predictor = nn.KindMLP }},
+	{"dain-costco-embedding", "ablation", "CoSTCo as the embedding model Θ", func(c *Config) { c.Model = nn.KindCoSTCo }},
 	{"dain-representer", "ablation", "representer points instead of TracIn", func(c *Config) { c.Influence = "representer" }},
 	{"dain-all-layers", "ablation", "TracIn over every layer", func(c *Config) { c.InfluenceLayers = "all" }},
 	{"dain-cp1", "ablation", "rank-1 CP entity importance", func(c *Config) { c.Entity = "cp1" }},

@@ -219,10 +219,12 @@ func temper(w [][]float64, tau, mix float64) error {
 	return nil
 }
 
-// sign returns c.Sign, "abs" when empty.
+// sign returns c.Sign, the paper's (Signs' first, abs) when empty. The
+// table gives Sign no Unset: eval's provenance and the checkpoint record
+// an empty Sign as it is.
 func (c Config) sign() string {
 	if c.Sign == "" {
-		return "abs"
+		return Signs[0].Name
 	}
 	return c.Sign
 }

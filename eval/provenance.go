@@ -274,8 +274,8 @@ func (t Training) Effective(dims []int) Training {
 	}
 	if o := t.EmbeddingOptimizer; (o == "" || o == nn.Auto) && len(dims) > 0 {
 		c := t.config()
-		m, _ := c.EmbeddingOptimizerFor("mlp", dims)
-		cc, _ := c.EmbeddingOptimizerFor("costco", dims)
+		m, _ := c.EmbeddingOptimizerFor(nn.KindMLP, dims)
+		cc, _ := c.EmbeddingOptimizerFor(nn.KindCoSTCo, dims)
 		if t.EmbeddingOptimizer = m; cc != m {
 			t.EmbeddingOptimizer = "mlp " + m + ", costco " + cc
 		}

@@ -38,7 +38,7 @@ func ModelSaver(a *Augment, dir *outtx.Dir, base int, version string) func(role 
 		return saveIn(dir, func(path string) error {
 			c := a.Config
 			meta := model.Meta{Version: version, Role: role, IndexBase: base, Training: trainingMeta(a)}
-			if net.Kind() == "mlp" {
+			if net.Kind() == nn.KindMLP {
 				meta.Layers = c.Layers
 				if meta.Layers == nil {
 					meta.Layers = nn.DefaultLayers(net.Order())
