@@ -191,6 +191,17 @@ func (f *FoldIn) Run(ctx context.Context, t *FoldInTx, net *nn.Net, meta model.M
 		return nil, err
 	}
 	defer g.Free()
+	record := map[string]any{"tune": cfg.Tune, "epochs": cfg.Epochs, "batch": cfg.Batch,
+		"lr": cfg.LR, "patience": cfg.Patience, "l2": cfg.L2, "val-frac": cfg.ValFrac, "seed": cfg.Seed}
+	save := func(dir string, out model.Meta) error { return model.Save(dir, model.DefaultName, g, out) }
+	return f.commit(t, meta, rep, record, save, extra, input, version, be.Name())
+}
+
+// commit writes the grown model (save, into t's staging directory, with
+// meta's metadata and this fold-in appended to its training record:
+// record's settings, the input, the model read and the new entities),
+// then extra's files, and commits them with the report (rep, backend).
+func (f *FoldIn) commit(t *FoldInTx, meta model.Meta, rep *foldin.Report, record map[string]any, save func(dir string, out model.Meta) error, extra Extra, input, version, backend string) ([]byte, error) {
 	dir, err := t.Model.Path()
 	if err != nil {
 		return nil, err
@@ -199,17 +210,15 @@ func (f *FoldIn) Run(ctx context.Context, t *FoldInTx, net *nn.Net, meta model.M
 	for k, v := range meta.Training {
 		training[k] = v
 	}
-	record := map[string]any{"input": input, "model": f.Model, "tune": cfg.Tune, "epochs": cfg.Epochs, "batch": cfg.Batch,
-		"lr": cfg.LR, "patience": cfg.Patience, "l2": cfg.L2, "val-frac": cfg.ValFrac, "seed": cfg.Seed,
-		"dims_before": rep.DimsBefore, "new_entities": rep.NewEntities, "dainx_version": version}
+	record["input"], record["model"], record["dims_before"], record["new_entities"], record["dainx_version"] = input, f.Model, rep.DimsBefore, rep.NewEntities, version
 	var folds []any
 	if prev, ok := training["fold-in"].([]any); ok {
 		folds = prev
 	}
 	training["fold-in"] = append(folds, record)
 	out := model.Meta{Version: version, Role: meta.Role, IndexBase: meta.IndexBase, Training: training}
-	if err := model.Save(dir, model.DefaultName, g, out); err != nil {
-		// The user knows the directory by its name, not the staging one's.
+	// The user knows the directory by its name, not the staging one's.
+	if err := save(dir, out); err != nil {
 		return nil, errors.New(strings.ReplaceAll(err.Error(), dir, t.Model.UserPath()))
 	}
 	if extra != nil {
@@ -218,6 +227,6 @@ func (f *FoldIn) Run(ctx context.Context, t *FoldInTx, net *nn.Net, meta model.M
 		}
 	}
 	full := FoldInReport{Model: f.Model, Input: input, ModelOut: f.ModelOut, Role: meta.Role, Report: rep,
-		Version: version, Trained: meta.Version, Backend: be.Name(), Outputs: t.Tx.Paths()}
+		Version: version, Trained: meta.Version, Backend: backend, Outputs: t.Tx.Paths()}
 	return commitReport(t.Tx, t.Report, full)
 }

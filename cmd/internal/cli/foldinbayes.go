@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/dainx/dainx/bayes"
@@ -84,31 +82,7 @@ func (f *FoldIn) RunBayes(ctx context.Context, t *FoldInTx, meta model.Meta, cel
 	}
 	rep.TrainRMSE = math.Sqrt(se / float64(len(p)))
 	rep.Seconds = time.Since(t0).Seconds()
-	dir, err := t.Model.Path()
-	if err != nil {
-		return nil, err
-	}
-	training := map[string]any{}
-	for k, v := range meta.Training {
-		training[k] = v
-	}
-	record := map[string]any{"input": input, "model": f.Model, "tune": foldin.TuneNew, "sweeps": f.Sweeps, "seed": f.Config.Seed,
-		"dims_before": rep.DimsBefore, "new_entities": rep.NewEntities, "dainx_version": version}
-	var folds []any
-	if prev, ok := training["fold-in"].([]any); ok {
-		folds = prev
-	}
-	training["fold-in"] = append(folds, record)
-	out := model.Meta{Version: version, Role: meta.Role, IndexBase: meta.IndexBase, Training: training}
-	if err := model.SaveBayes(dir, model.DefaultName, g, out); err != nil {
-		return nil, errors.New(strings.ReplaceAll(err.Error(), dir, t.Model.UserPath()))
-	}
-	if extra != nil {
-		if err := extra(dir); err != nil {
-			return nil, errors.New(strings.ReplaceAll(err.Error(), dir, t.Model.UserPath()))
-		}
-	}
-	full := FoldInReport{Model: f.Model, Input: input, ModelOut: f.ModelOut, Role: meta.Role, Report: rep,
-		Version: version, Trained: meta.Version, Backend: "cpu (float64)", Outputs: t.Tx.Paths()}
-	return commitReport(t.Tx, t.Report, full)
+	record := map[string]any{"tune": foldin.TuneNew, "sweeps": f.Sweeps, "seed": f.Config.Seed}
+	save := func(dir string, out model.Meta) error { return model.SaveBayes(dir, model.DefaultName, g, out) }
+	return f.commit(t, meta, rep, record, save, extra, input, version, "cpu (float64)")
 }
