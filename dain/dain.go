@@ -20,6 +20,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -65,7 +66,7 @@ type Config struct {
 	// each model's cell order shuffled anew every epoch, as dainx did up
 	// to 0.6: it reproduces results of those versions). "" means
 	// SplitKeyed. The two give different random splits for one seed.
-	Split string
+	Split SplitKind
 	// Graphs says whether training replays each step as a graph on a
 	// backend that records them (CUDA: nn.TrainConfig.Eager is its
 	// opposite): GraphsOn ("" too, the default) or GraphsOff. The results
@@ -129,7 +130,7 @@ type Config struct {
 	// mode), BayesPriorsShared (one group for every mode, libFM without
 	// -meta) or BayesPriorsAuto (both chains, the one of lower validation
 	// MSE kept; twice the time). "" means BayesPriorsAuto.
-	BayesPriors string
+	BayesPriors BayesPriorGroups
 	// AugWeight is how much a new cell counts against an observed one in
 	// the final model's fit (see AugWeight): AugWeightAuto (the zero
 	// value), AugWeightLearn or a weight > 0.
@@ -382,14 +383,22 @@ func AugCount(ratio float64, nTrain int) (int, error) {
 	return int(f), nil
 }
 
+// SplitKind is Config.Split: how cells are split and ordered. Splits
+// lists its accepted values; "" means SplitKeyed (the table's Unset).
+// It is recorded (report, checkpoint, provenance) as its string.
+type SplitKind string
+
 // The splits of Config.Split.
 const (
-	SplitLegacy = "legacy"
-	SplitKeyed  = "keyed"
+	SplitLegacy SplitKind = "legacy"
+	SplitKeyed  SplitKind = "keyed"
 )
 
+// Splits are the accepted values of Config.Split.
+var Splits = []SplitKind{SplitLegacy, SplitKeyed}
+
 // split returns c.Split with "" resolved (the table's Unset, keyed).
-func (c Config) split() string { return resolved[string](c, "Split") }
+func (c Config) split() SplitKind { return resolved[SplitKind](c, "Split") }
 
 // order returns the TrainConfig.Order of n training cells for the model
 // whose shuffle stream is stream: a keyed order under SplitKeyed, nil (the
@@ -469,8 +478,8 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s %d: above the limit %d cells", b.name, b.v, MaxBatch)
 		}
 	}
-	if sp := c.Split; sp != "" && sp != SplitLegacy && sp != SplitKeyed {
-		return fmt.Errorf("split %q: want %s or %s", sp, SplitLegacy, SplitKeyed)
+	if sp := c.Split; sp != "" && !slices.Contains(Splits, sp) {
+		return fmt.Errorf("split %q: want %s or %s", sp, Splits[0], Splits[1])
 	}
 	if err := c.checkSettings(); err != nil {
 		return err
@@ -614,7 +623,7 @@ type Report struct {
 	AutoChoice *AutoChoice `json:"auto_choice,omitempty"`
 	// BayesPriors is the prior grouping bayes-fm's final chain used
 	// (mode or shared; with auto, the one it chose).
-	BayesPriors string `json:"bayes_priors,omitempty"`
+	BayesPriors BayesPriorGroups `json:"bayes_priors,omitempty"`
 	// AugWeight says how much the new cells counted in the fit of a
 	// bayes-fm final model (or an ensemble's; Config.AugWeight with auto
 	// resolved): "weight 1" (as observations), "weight 0.1", "learned",

@@ -98,7 +98,7 @@ type Experiment struct {
 	bayesP memo[struct{}, *bayes.Model]
 	// lastBayesPriors is the prior grouping of the last bayes-fm final
 	// model (Report.BayesPriors).
-	lastBayesPriors string
+	lastBayesPriors BayesPriorGroups
 	// bayesAlone is the bayes-fm final model fitted on the training cells
 	// alone, once (downstreamBayes); auto is -final-model auto's choice,
 	// made once (chooseAuto). Both survive release.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,16 +183,27 @@ const (
 	MaxFMRank           = 4096 // a limit on -fm-rank (the table is Σ dims × (rank+1) floats)
 )
 
+// BayesPriorGroups is Config.BayesPriors: how bayes-fm's priors are
+// grouped. BayesPriorChoices lists its accepted values; "" means
+// BayesPriorsAuto (the table's Unset). It is recorded (report,
+// checkpoint, provenance, a saved model's training) as its string.
+type BayesPriorGroups string
+
 // Values of Config.BayesPriors.
 const (
-	BayesPriorsMode   = "mode"
-	BayesPriorsShared = "shared"
-	BayesPriorsAuto   = "auto"
+	BayesPriorsMode   BayesPriorGroups = "mode"
+	BayesPriorsShared BayesPriorGroups = "shared"
+	BayesPriorsAuto   BayesPriorGroups = "auto"
 )
+
+// BayesPriorChoices are the accepted values of Config.BayesPriors.
+var BayesPriorChoices = []BayesPriorGroups{BayesPriorsMode, BayesPriorsShared, BayesPriorsAuto}
 
 // bayesPriors returns c.BayesPriors with "" read as the table's Unset
 // (BayesPriorsAuto).
-func (c Config) bayesPriors() string { return resolved[string](c, "BayesPriors") }
+func (c Config) bayesPriors() BayesPriorGroups {
+	return resolved[BayesPriorGroups](c, "BayesPriors")
+}
 
 // finalModel returns c.FinalModel with "" read as the table's Unset
 // (FinalMLP).
@@ -237,8 +249,8 @@ func (c Config) checkFinal() error {
 		return nil
 	}
 	b := c.bayesConfig()
-	if p := c.bayesPriors(); p != BayesPriorsMode && p != BayesPriorsShared && p != BayesPriorsAuto {
-		return fmt.Errorf("bayes priors %q: want %s, %s or %s", p, BayesPriorsMode, BayesPriorsShared, BayesPriorsAuto)
+	if p := c.bayesPriors(); !slices.Contains(BayesPriorChoices, p) {
+		return fmt.Errorf("bayes priors %q: want %s, %s or %s", p, BayesPriorChoices[0], BayesPriorChoices[1], BayesPriorChoices[2])
 	}
 	if c.BayesSamples > MaxBayesSamples {
 		return fmt.Errorf("bayes samples %d: above the limit %d", c.BayesSamples, MaxBayesSamples)
@@ -280,8 +292,8 @@ func (c Config) bayesConfig() bayes.Config {
 // groupings (the same seed), keeping the fit whose predictions of the
 // first query set (the validation cells) have the lower MSE. It returns
 // the fit and the grouping used.
-func (e *Experiment) fitBayes(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg bayes.Config) (*bayes.Result, string, error) {
-	name := func(shared bool) string {
+func (e *Experiment) fitBayes(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg bayes.Config) (*bayes.Result, BayesPriorGroups, error) {
+	name := func(shared bool) BayesPriorGroups {
 		if shared {
 			return BayesPriorsShared
 		}
@@ -357,7 +369,7 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		cfg.Progress = &prefixWriter{prefix: "  " + label + " ", w: e.cfg.Progress, every: max(1, cfg.Samples/10), n: 0}
 	}
 	var res *bayes.Result
-	var priors string
+	var priors BayesPriorGroups
 	var err error
 	if a := e.bayesAlone; a != nil && (!alone && e.cfg.AugWeight.Resolve(FinalBayesFM) != 1 || save) && e.cfg.bayesPriors() == BayesPriorsAuto {
 		// New cells of their own precision: the chain takes the prior
@@ -463,7 +475,7 @@ func (w AugWeight) applied(kind string) string {
 type bayesRun struct {
 	rmse, seconds float64
 	res           nn.Result
-	priors        string
+	priors        BayesPriorGroups
 	valPred       []float64
 	testPred      []float64
 	model         *bayes.Model // its kept samples (Experiment.keepAlone), else nil

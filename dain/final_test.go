@@ -133,9 +133,9 @@ func TestBayesPriorsAuto(t *testing.T) {
 	c := small()
 	c.FinalModel, c.BayesSamples, c.Ratio = dain.FinalBayesFM, 30, 0.2
 	c.Keep.Split = true
-	rmse := map[string]float64{}
+	rmse := map[dain.BayesPriorGroups]float64{}
 	var split *dain.Split
-	for _, p := range []string{dain.BayesPriorsMode, dain.BayesPriorsShared, dain.BayesPriorsAuto} {
+	for _, p := range []dain.BayesPriorGroups{dain.BayesPriorsMode, dain.BayesPriorsShared, dain.BayesPriorsAuto} {
 		c.BayesPriors = p
 		r, err := dain.Run(context.Background(), x, c, cpu.New())
 		if err != nil {
@@ -157,7 +157,7 @@ func TestBayesPriorsAuto(t *testing.T) {
 		t.Fatalf("mode and shared priors gave the same RMSE %v", rmse[dain.BayesPriorsMode])
 	}
 	// Which one auto must keep: the lower validation MSE on train alone.
-	val := map[string]float64{}
+	val := map[dain.BayesPriorGroups]float64{}
 	for _, shared := range []bool{false, true} {
 		bc := bayes.DefaultConfig()
 		bc.Rank, bc.Samples, bc.BurnIn, bc.SharedPriors = dain.DefaultBayesRank, 30, 0, shared

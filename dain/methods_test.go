@@ -349,7 +349,7 @@ func TestPredictChunks(t *testing.T) {
 // range's parts are the whole split's over that range, and the legacy
 // split counts the training cells before it.
 func TestSplitPrint(t *testing.T) {
-	for _, split := range []string{SplitKeyed, SplitLegacy} {
+	for _, split := range []SplitKind{SplitKeyed, SplitLegacy} {
 		cfg := DefaultConfig()
 		cfg.Split = split
 		whole, _, counts := cfg.splitParts(1000, 0, 1000)

@@ -42,10 +42,10 @@ func TestSettingsCheckpointNames(t *testing.T) {
 		}
 	}
 	legacy := map[string]string{
-		"-embedding-optimizer": nn.Adam, "-split": SplitLegacy, "ShardTables": "off", "Sign": "abs",
+		"-embedding-optimizer": nn.Adam, "-split": string(SplitLegacy), "ShardTables": "off", "Sign": "abs",
 		"Temperature": "1", "Mix": "0", "-final-model": FinalMLP,
 		"-bayes-rank": strconv.Itoa(DefaultBayesRank), "-bayes-samples": strconv.Itoa(DefaultBayesSamples),
-		"-bayes-burnin": "0", "-bayes-priors": BayesPriorsMode, "-fm-rank": strconv.Itoa(DefaultFMRank),
+		"-bayes-burnin": "0", "-bayes-priors": string(BayesPriorsMode), "-fm-rank": strconv.Itoa(DefaultFMRank),
 		"-l2": "0", "-values": ValuesPredictor, "-oracle": "none", "-graphs": "on", "-exchange": "auto",
 		"-influence-every": strconv.Itoa(DefaultInfluenceEvery), "-influence-val-sample": strconv.Itoa(DefaultInfluenceValSample),
 	}

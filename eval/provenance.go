@@ -88,14 +88,14 @@ type Training struct {
 	// EmbeddingOptimizer: records made before it existed used adam.
 	EmbeddingOptimizer string `json:"embedding_optimizer"`
 	// Split: records made before it existed used the legacy split.
-	Split string `json:"split"`
+	Split dain.SplitKind `json:"split"`
 	// FinalModel and its bayes-fm settings: records made before they
 	// existed retrained an MLP.
-	FinalModel   string `json:"final_model"`
-	BayesRank    int    `json:"bayes_rank"`
-	BayesSamples int    `json:"bayes_samples"`
-	BayesBurnIn  int    `json:"bayes_burnin"`
-	BayesPriors  string `json:"bayes_priors"`
+	FinalModel   string                `json:"final_model"`
+	BayesRank    int                   `json:"bayes_rank"`
+	BayesSamples int                   `json:"bayes_samples"`
+	BayesBurnIn  int                   `json:"bayes_burnin"`
+	BayesPriors  dain.BayesPriorGroups `json:"bayes_priors"`
 	// FMRank and L2: records made before they existed trained no fm and
 	// had no L2 penalty.
 	FMRank int     `json:"fm_rank"`

@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -173,7 +174,13 @@ func BindSettings(fs *flag.FlagSet, c *dain.Config, group string) {
 		if s.Bind != group {
 			continue
 		}
-		switch p := s.Of(c).Addr().Interface().(type) {
+		p := s.Of(c).Addr().Interface()
+		if _, ok := p.(flag.Value); !ok && s.Type().Kind() == reflect.String {
+			// A string type of dain's (dain.SplitKind, …) takes a string
+			// flag, as a plain string does.
+			p = s.Of(c).Addr().Convert(reflect.TypeFor[*string]()).Interface()
+		}
+		switch p := p.(type) {
 		case flag.Value:
 			fs.Var(p, s.Flag, s.Help)
 		case *string:
