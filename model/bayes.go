@@ -154,13 +154,8 @@ func SaveBayes(dir, name string, m *bayes.Model, meta Meta) error {
 			return fmt.Errorf("model %s: %s: %w", name, t.Name, err)
 		}
 	}
-	dims, _ := json.Marshal(meta.Dims)
-	info := map[string]string{
-		"format": "pt", "dainx_format": Format, "dainx_format_version": strconv.Itoa(FormatVersion),
-		"dainx_version": meta.Version, "kind": meta.Kind, "role": meta.Role, "order": strconv.Itoa(meta.Order),
-		"dims": string(dims), "embedding_width": strconv.Itoa(meta.Width), "layout": meta.Layout,
-		"index_base": strconv.Itoa(meta.IndexBase), "samples": strconv.Itoa(s),
-	}
+	info := stInfo(meta)
+	info["samples"] = strconv.Itoa(s)
 	return writeModel(dir, name, views, info, meta)
 }
 

@@ -196,14 +196,19 @@ func Save(dir, name string, net *nn.Net, meta Meta) error {
 			return fmt.Errorf("model %s: %s: %w", name, t.Name, err)
 		}
 	}
+	return writeModel(dir, name, views, stInfo(meta), meta)
+}
+
+// stInfo is the safetensors metadata of a model of meta: the main
+// metadata as strings, for tools that see only that file.
+func stInfo(meta Meta) map[string]string {
 	dims, _ := json.Marshal(meta.Dims)
-	info := map[string]string{
+	return map[string]string{
 		"format": "pt", "dainx_format": Format, "dainx_format_version": strconv.Itoa(FormatVersion),
 		"dainx_version": meta.Version, "kind": meta.Kind, "role": meta.Role, "order": strconv.Itoa(meta.Order),
 		"dims": string(dims), "embedding_width": strconv.Itoa(meta.Width), "layout": meta.Layout,
 		"index_base": strconv.Itoa(meta.IndexBase),
 	}
-	return writeModel(dir, name, views, info, meta)
 }
 
 // describe sets meta's fields that come from net, checking that net is

@@ -443,15 +443,8 @@ func predictCells(path string, idx []int32, n, order int, options string) ([]flo
 		return nil, nil, inputErr("%v", err)
 	}
 	defer net.Free()
-	if order != meta.Order && (n > 0 || order != 0) {
-		return nil, nil, inputErr("cells of order %d, the model's order is %d", order, meta.Order)
-	}
-	for k := 0; k < n; k++ {
-		for m, i := range idx[k*order : (k+1)*order] {
-			if i < 0 || int(i) >= meta.Dims[m] {
-				return nil, nil, inputErr("cell %d (row %d): index %d of mode %d is outside the model's 0…%d", k, k, i, m, meta.Dims[m]-1)
-			}
-		}
+	if err := checkCells(idx, n, order, meta); err != nil {
+		return nil, nil, err
 	}
 	out := make([]float64, n)
 	if n > 0 {
@@ -485,15 +478,8 @@ func predictBayes(path string, idx []int32, n, order int) ([]float64, []byte, er
 	if err != nil {
 		return nil, nil, inputErr("%v", err)
 	}
-	if order != meta.Order && (n > 0 || order != 0) {
-		return nil, nil, inputErr("cells of order %d, the model's order is %d", order, meta.Order)
-	}
-	for k := 0; k < n; k++ {
-		for md, i := range idx[k*order : (k+1)*order] {
-			if i < 0 || int(i) >= meta.Dims[md] {
-				return nil, nil, inputErr("cell %d (row %d): index %d of mode %d is outside the model's 0…%d", k, k, i, md, meta.Dims[md]-1)
-			}
-		}
+	if err := checkCells(idx, n, order, meta); err != nil {
+		return nil, nil, err
 	}
 	out := []float64{}
 	if n > 0 {
@@ -504,4 +490,21 @@ func predictBayes(path string, idx []int32, n, order int) ([]float64, []byte, er
 	js, err := json.Marshal(map[string]any{"model": path, "n_cells": n, "kind": meta.Kind, "role": meta.Role, "trained_by": meta.Version, "version": version(),
 		"backend": "cpu (float64, the mean over the model's posterior samples)", "order": meta.Order, "dims": meta.Dims, "samples": meta.Samples})
 	return out, js, err
+}
+
+// checkCells reports, as an input error, n cells idx (0-based, row-major)
+// of another order than the model of meta (n = 0 and order 0 only load
+// the model) or with an index outside its modes.
+func checkCells(idx []int32, n, order int, meta model.Meta) error {
+	if order != meta.Order && (n > 0 || order != 0) {
+		return inputErr("cells of order %d, the model's order is %d", order, meta.Order)
+	}
+	for k := 0; k < n; k++ {
+		for m, i := range idx[k*order : (k+1)*order] {
+			if i < 0 || int(i) >= meta.Dims[m] {
+				return inputErr("cell %d (row %d): index %d of mode %d is outside the model's 0…%d", k, k, i, m, meta.Dims[m]-1)
+			}
+		}
+	}
+	return nil
 }
