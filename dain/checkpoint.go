@@ -493,7 +493,7 @@ func (c *checkpointer) effective(name, value string) string {
 		}
 	case "ShardTables":
 		if c.ranks == 0 {
-			return "off"
+			return string(ShardTablesOff)
 		}
 	}
 	if s, ok := settingOfCk(name); ok && s.Unset != nil && value == formatSetting(reflect.Zero(s.Type())) {

@@ -56,7 +56,7 @@ type Config struct {
 	// ShardTablesAbove bytes. A sharded table trains with sparse-adam
 	// (auto's choice then; an explicit adam is an error with "on").
 	// One-process runs ignore it.
-	ShardTables string
+	ShardTables TableSharding
 	// Split chooses how cells are split and ordered: SplitKeyed (the
 	// default since 0.7: tensor.KeyedSplit and nn.KeyedOrder, every cell's
 	// part and its place in each epoch's order computed, not stored, so a
@@ -98,7 +98,7 @@ type Config struct {
 	// ValuesPredictor ("" too: each method's own, the paper's) or
 	// ValuesOracle (the generator Oracle's value plus its noise; see
 	// Experiment.OracleValues).
-	Values string
+	Values ValueSource
 	// Oracle is the generator of the tensor (dainx synth -generator-out),
 	// which ValuesOracle needs; nil when not known.
 	Oracle *tensor.Generator
@@ -261,7 +261,7 @@ func settings() []Setting {
 		// Not recorded by eval (a run of one process ignores them).
 		// No sharding before -shard-tables, which dainx augment registers
 		// (with -dist); checkpoints name it by its Go name.
-		{Field: "ShardTables", Flag: "shard-tables", Ck: "ShardTables", Unset: "auto", Legacy: "off"},
+		{Field: "ShardTables", Flag: "shard-tables", Ck: "ShardTables", Unset: ShardTablesAuto, Legacy: ShardTablesOff},
 		// Graph replay and auto exchange before -graphs and -exchange
 		// ($DAINX_CUDA_GRAPHS and $DAINX_EXCHANGE, not recorded); -exchange
 		// is registered by dainx augment (with -dist).
@@ -484,8 +484,8 @@ func (c *Config) Validate() error {
 	if err := c.checkSettings(); err != nil {
 		return err
 	}
-	if st := c.ShardTables; st != "" && st != "auto" && st != "on" && st != "off" {
-		return fmt.Errorf("shard-tables %q: want auto, on or off", st)
+	if st := c.ShardTables; st != "" && !slices.Contains(TableShardings, st) {
+		return fmt.Errorf("shard-tables %q: want %s, %s or %s", st, TableShardings[0], TableShardings[1], TableShardings[2])
 	}
 	if o := c.EmbeddingOptimizer; o != "" && o != nn.Auto {
 		if err := nn.CheckEmbeddingOptimizer(o); err != nil {

@@ -173,7 +173,25 @@ func (c Config) checkKeepOn(size int, dims []int) error {
 }
 
 // shardTables is c.ShardTables with "" read as the table's Unset (auto).
-func (c Config) shardTables() string { return resolved[string](c, "ShardTables") }
+func (c Config) shardTables() TableSharding {
+	return resolved[TableSharding](c, "ShardTables")
+}
+
+// TableSharding is Config.ShardTables: whether a run spread over
+// processes shards a model's embedding table by row over them.
+// TableShardings lists its accepted values; "" means ShardTablesAuto (the
+// table's Unset). A checkpoint records it as its string.
+type TableSharding string
+
+// The values of Config.ShardTables.
+const (
+	ShardTablesAuto TableSharding = "auto"
+	ShardTablesOn   TableSharding = "on"
+	ShardTablesOff  TableSharding = "off"
+)
+
+// TableShardings are the accepted values of Config.ShardTables.
+var TableShardings = []TableSharding{ShardTablesAuto, ShardTablesOn, ShardTablesOff}
 
 // onRank0 returns k with its model savers (Model, Bayes) called on rank 0
 // of cl only: every process holds the same replica of a model, and one

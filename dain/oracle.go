@@ -16,17 +16,23 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
+// ValueSource is Config.Values: where new cells' values come from.
+// ValueSources lists its accepted values; "" means ValuesPredictor (the
+// table's Unset). It is recorded (report, checkpoint, provenance) as its
+// string.
+type ValueSource string
+
 // The accepted Config.Values.
 const (
-	ValuesPredictor = "predictor"
-	ValuesOracle    = "oracle"
+	ValuesPredictor ValueSource = "predictor"
+	ValuesOracle    ValueSource = "oracle"
 )
 
 // ValueSources are the accepted Config.Values values: where new cells'
 // values come from.
 var ValueSources = []Choice[struct{}]{
-	{ValuesPredictor, "each method's own: its value predictor (-predictor), or the training values it keeps", struct{}{}},
-	{ValuesOracle, "the generator's value plus noise of the tensor's σ (a tensor of dainx synth, whose generator -oracle names); duplication's copies keep their observed values", struct{}{}},
+	{string(ValuesPredictor), "each method's own: its value predictor (-predictor), or the training values it keeps", struct{}{}},
+	{string(ValuesOracle), "the generator's value plus noise of the tensor's σ (a tensor of dainx synth, whose generator -oracle names); duplication's copies keep their observed values", struct{}{}},
 }
 
 // streamOracle is the random stream of the oracle's noise, apart from
@@ -35,12 +41,12 @@ const streamOracle = 0x200
 
 // values returns c.Values with "" read as the table's Unset
 // (ValuesPredictor).
-func (c Config) values() string { return resolved[string](c, "Values") }
+func (c Config) values() ValueSource { return resolved[ValueSource](c, "Values") }
 
 // checkValueSource reports a Values that is not one of ValueSources, an
 // oracle without its generator, and a generator that cannot be.
 func (c *Config) checkValueSource() error {
-	if _, err := lookup("values", c.values(), ValueSources); err != nil {
+	if _, err := lookup("values", string(c.values()), ValueSources); err != nil {
 		return err
 	}
 	if c.values() != ValuesOracle {

@@ -81,9 +81,9 @@ func (c *Config) shardPlan(kind string, dims []int, size int) (shard bool, opt, 
 	bytes := int64(rows) * int64(width) * 4
 	explicit := c.embeddingOptimizerSetting() != nn.Auto
 	switch c.ShardTables {
-	case "off":
+	case ShardTablesOff:
 		return false, opt, "", nil
-	case "on":
+	case ShardTablesOn:
 		if explicit && opt != nn.SparseAdam {
 			return false, opt, "", fmt.Errorf("dain: -shard-tables on: a sharded table trains with sparse-adam, not %s (-embedding-optimizer)", opt)
 		}

@@ -46,7 +46,7 @@ func TestSettingsCheckpointNames(t *testing.T) {
 		"Temperature": "1", "Mix": "0", "-final-model": FinalMLP,
 		"-bayes-rank": strconv.Itoa(DefaultBayesRank), "-bayes-samples": strconv.Itoa(DefaultBayesSamples),
 		"-bayes-burnin": "0", "-bayes-priors": string(BayesPriorsMode), "-fm-rank": strconv.Itoa(DefaultFMRank),
-		"-l2": "0", "-values": ValuesPredictor, "-oracle": "none", "-graphs": "on", "-exchange": "auto",
+		"-l2": "0", "-values": string(ValuesPredictor), "-oracle": "none", "-graphs": "on", "-exchange": "auto",
 		"-influence-every": strconv.Itoa(DefaultInfluenceEvery), "-influence-val-sample": strconv.Itoa(DefaultInfluenceValSample),
 	}
 	for _, n := range slices.Sorted(maps.Values(names)) {

@@ -102,7 +102,7 @@ type Training struct {
 	L2     float64 `json:"l2"`
 	// Values and Oracle: records made before they existed valued new
 	// cells by each method's own (predictor) and had no generator.
-	Values string            `json:"values"`
+	Values dain.ValueSource  `json:"values"`
 	Oracle *tensor.Generator `json:"oracle,omitempty"`
 	// InfluenceEvery and InfluenceValSample: -influence in-run's k and
 	// validation sample (methods dain-in-run, dain-in-run-signed); records

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dainx/dainx/cluster"
@@ -22,7 +23,7 @@ func augment(args []string, stdout, stderr io.Writer) int {
 	cli.BindTable(fs, &a.In.Table)
 	ck := bindCheckpoint(fs)
 	distMode := fs.String("dist", "", distHelp)
-	shardTables := fs.String("shard-tables", "auto", "with -dist mpi, shard each model's embedding table by row over the ranks (each row on one rank, with its Adam moments; a step fetches its rows from their owners and sends their gradients back): `on`, off, or auto (on with more than one rank when a table holds at least 64 MiB); a sharded table trains with sparse-adam")
+	shardTables := fs.String("shard-tables", string(dain.ShardTablesAuto), "with -dist mpi, shard each model's embedding table by row over the ranks (each row on one rank, with its Adam moments; a step fetches its rows from their owners and sends their gradients back): `on`, off, or auto (on with more than one rank when a table holds at least 64 MiB); a sharded table trains with sparse-adam")
 	exchangeEnv := bindExchange(fs, &a.Config.Exchange)
 	ncclDefault := "off"
 	if cli.NCCLDefault() {
@@ -85,11 +86,11 @@ Flags:
 	if err := exchangeEnv(fs, *distMode == "mpi"); err != nil {
 		return exitFor("augment", err, nil, stderr)
 	}
-	cfg.ShardTables = *shardTables
-	if st := *shardTables; st != "auto" && st != "on" && st != "off" {
+	cfg.ShardTables = dain.TableSharding(*shardTables)
+	if st := cfg.ShardTables; !slices.Contains(dain.TableShardings, st) {
 		return exitFor("augment", fmt.Errorf("%w: -shard-tables %q: want auto, on or off", errUsage, st), nil, stderr)
 	}
-	if *shardTables == "on" && *distMode != "mpi" {
+	if cfg.ShardTables == dain.ShardTablesOn && *distMode != "mpi" {
 		return exitFor("augment", fmt.Errorf("%w: -shard-tables on shards over the ranks of -dist mpi; one process holds its tables whole", errUsage), nil, stderr)
 	}
 	if *nccl != "on" && *nccl != "off" {
@@ -205,7 +206,7 @@ func checkOutputsOn(a *cli.Augment, size int) error {
 			return fmt.Errorf("%w: %s under -dist mpi on %d ranks: each rank holds its own share of %s, which is not gathered; run on one process (or one rank) to write it", errUsage, o.flag, size, o.what)
 		}
 	}
-	if a.Out.ModelOut != "" && a.Config.ShardTables == "on" {
+	if a.Out.ModelOut != "" && a.Config.ShardTables == dain.ShardTablesOn {
 		return fmt.Errorf("%w: -model-out with -shard-tables on over %d ranks: each rank holds a share of the embedding table's rows, and a sharded model is not gathered for saving; use -shard-tables off", errUsage, size)
 	}
 	return nil
