@@ -328,7 +328,9 @@ type CellScores struct {
 // DefaultConfig returns the paper's settings (SPEC step 1 and §5.1): ratio
 // 0.5, seed 1, default layers, 50 epochs, batch 1024, patience 10, lr 1e-3,
 // a 72/18/10 split, DAIN with TracIn on the MLP's last layer, aggregation,
-// and a CoSTCo value predictor (R = C = 20, batch 256, lr 1e-3).
+// and a CoSTCo value predictor (R = C = 20, batch 256, lr 1e-3). The
+// variants of the steps are the first of their Choice lists (stages.go),
+// the paper's.
 //
 // CoSTCo's learning rate departs from SPEC's 1e-4: within the 50-epoch cap
 // that rate leaves CoSTCo far from converged (measured on the demo tensor:
@@ -338,7 +340,7 @@ func DefaultConfig() Config {
 	return Config{
 		Ratio: 0.5, Seed: 1, Epochs: 50, Batch: 1024, Patience: 10, LR: 1e-3,
 		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto, Split: SplitKeyed,
-		Method: "dain", Model: nn.KindMLP, Predictor: nn.KindCoSTCo, Influence: "tracin", InfluenceLayers: "last", Entity: "sum", Sign: "abs", Temperature: 1,
+		Method: Methods[0].Name, Model: nn.KindMLP, Predictor: nn.KindCoSTCo, Influence: Influences[0].Name, InfluenceLayers: InfluenceLayers[0].Name, Entity: Entities[0].Name, Sign: Signs[0].Name, Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
 		FinalModel: FinalMLP, FMRank: DefaultFMRank, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto,
 		InfluenceEvery: DefaultInfluenceEvery, InfluenceValSample: DefaultInfluenceValSample,
