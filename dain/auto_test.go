@@ -128,7 +128,7 @@ func TestFinalAuto(t *testing.T) {
 func TestGradientFinalModels(t *testing.T) {
 	x := demoTensor(t, 3000)
 	for _, kind := range []string{dain.FinalFM, dain.FinalHybrid} {
-		for _, layers := range []string{"last", "all"} {
+		for _, layers := range []dain.LayerSet{"last", "all"} {
 			c := small()
 			c.Model, c.Predictor, c.FinalModel, c.InfluenceLayers, c.FMRank = kind, kind, kind, layers, 8
 			c.Keep.Scores = true

@@ -88,24 +88,29 @@ var Predictors = append(slices.Clone(Models),
 // estimator (step 2).
 var Influences = []Choice[func(Config) CellImportance]{
 	{"tracin", "TracIn-CP, eq. 5", func(c Config) CellImportance {
-		return TracIn{Model: Embedding{c.Model}, Layers: c.InfluenceLayers}
+		return TracIn{Model: Embedding{c.Model}, Layers: string(c.InfluenceLayers)}
 	}},
 	{"representer", "representer points", func(c Config) CellImportance {
 		return Representer{Model: Embedding{c.Model}}
 	}},
 	{"tracin-adam", "TracIn-CP with each checkpoint's Adam preconditioner: Σ_k η·G_kᵀ·diag(1/(√v̂_k+ε))·∇ℓ(Θ_k, z), over -influence-layers", func(c Config) CellImportance {
-		return TracIn{Model: Embedding{c.Model}, Layers: c.InfluenceLayers, Estimator: EstimatorAdam}
+		return TracIn{Model: Embedding{c.Model}, Layers: string(c.InfluenceLayers), Estimator: EstimatorAdam}
 	}},
 	{InfluenceUncertainty, "the bayes-fm chain's posterior variance of its prediction at each training cell (over its kept samples, fitted on the training cells alone; -bayes-rank, -bayes-samples): new cells go where the Bayesian model is least sure", func(c Config) CellImportance {
 		return Uncertainty{Model: Embedding{c.Model}}
 	}},
 	{InfluenceUncertaintyTracIn, "TracIn-CP's |α_z| (eq. 5) times the bayes-fm posterior variance at the cell (uncertainty × influence)", func(c Config) CellImportance {
-		return Uncertainty{Model: Embedding{c.Model}, Influence: TracIn{Model: Embedding{c.Model}, Layers: c.InfluenceLayers}}
+		return Uncertainty{Model: Embedding{c.Model}, Influence: TracIn{Model: Embedding{c.Model}, Layers: string(c.InfluenceLayers)}}
 	}},
 	{"in-run", "Adam-preconditioned terms taken during Θ's training, at every -influence-every'th step, for the step's batch at its own parameters, against a fixed sample of -influence-val-sample validation cells, over -influence-layers", func(c Config) CellImportance {
-		return TracIn{Model: Embedding{c.Model}, Layers: c.InfluenceLayers, Estimator: EstimatorInRun, Every: c.influenceEvery(), ValSample: c.influenceValSample()}
+		return TracIn{Model: Embedding{c.Model}, Layers: string(c.InfluenceLayers), Estimator: EstimatorInRun, Every: c.influenceEvery(), ValSample: c.influenceValSample()}
 	}},
 }
+
+// LayerSet is Config.InfluenceLayers: the parameters TracIn
+// differentiates, a name of InfluenceLayers. It is recorded (report,
+// checkpoint, provenance) as its string.
+type LayerSet string
 
 // InfluenceLayers are the accepted Config.InfluenceLayers values: the
 // parameters TracIn differentiates.
@@ -113,6 +118,11 @@ var InfluenceLayers = []Choice[struct{}]{
 	{"last", "the output layer", struct{}{}},
 	{"all", "every layer and the embeddings", struct{}{}},
 }
+
+// EntityKind is Config.Entity: the entity-importance aggregator, a name
+// of Entities. It is recorded (report, checkpoint, provenance) as its
+// string.
+type EntityKind string
 
 // Entities are the accepted Config.Entity values: the entity-importance
 // aggregator (step 3).
@@ -130,6 +140,11 @@ var Entities = []Choice[func(Config, CellImportance) EntityImportance]{
 		return MeanEntity{Cells: s}
 	}},
 }
+
+// SignKind is Config.Sign: how a signed cell score becomes an
+// importance, a name of Signs ("" means the first, abs). It is recorded
+// (checkpoint, provenance) as its string.
+type SignKind string
 
 // Signs are the accepted Config.Sign values: how a signed cell score
 // becomes an importance.
@@ -253,11 +268,11 @@ func (c Config) entity() EntityImportance {
 	if err != nil {
 		panic("dain: " + err.Error())
 	}
-	ent, err := lookup("entity importance", c.Entity, Entities)
+	ent, err := lookup("entity importance", string(c.Entity), Entities)
 	if err != nil {
 		panic("dain: " + err.Error())
 	}
-	sign, err := lookup("sign", c.sign(), Signs)
+	sign, err := lookup("sign", string(c.sign()), Signs)
 	if err != nil {
 		panic("dain: " + err.Error())
 	}

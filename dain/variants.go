@@ -222,9 +222,9 @@ func temper(w [][]float64, tau, mix float64) error {
 // sign returns c.Sign, the paper's (Signs' first, abs) when empty. The
 // table gives Sign no Unset: eval's provenance and the checkpoint record
 // an empty Sign as it is.
-func (c Config) sign() string {
+func (c Config) sign() SignKind {
 	if c.Sign == "" {
-		return Signs[0].Name
+		return SignKind(Signs[0].Name)
 	}
 	return c.Sign
 }
