@@ -192,7 +192,7 @@ func TestEnsemblePredictor(t *testing.T) {
 // times TracIn's |α_z|; both draw other new cells than TracIn alone.
 func TestUncertaintyPlacement(t *testing.T) {
 	x := demoTensor(t, 2000)
-	run := func(influence string) *dain.Result {
+	run := func(influence dain.InfluenceKind) *dain.Result {
 		c := small()
 		c.FinalModel, c.BayesSamples, c.Ratio, c.BayesPriors, c.Influence = dain.FinalBayesFM, 20, 0.3, dain.BayesPriorsMode, influence
 		c.Keep.Split, c.Keep.Scores = true, true

@@ -79,15 +79,15 @@ type Config struct {
 	Exchange Exchange
 
 	// The variant of each step, by name; stages.go lists the names.
-	Method          string     // how cells are made: a Methods name (dain, duplication, …)
-	Model           string     // embedding model Θ: a Models name (mlp, the paper's; costco, fm, hybrid)
-	Predictor       string     // value predictor Θ_p: a Predictors name (costco, the paper's; Θ's kind reuses Θ; bayes-fm; ensemble; auto)
-	Influence       string     // cell importance: an Influences name (tracin, the paper's; representer; tracin-adam; in-run; uncertainty; uncertainty-tracin)
-	InfluenceLayers LayerSet   // TracIn's parameters: an InfluenceLayers name (last, the paper's, or all)
-	Entity          EntityKind // entity importance: an Entities name (sum, eq. 6, the paper's; cp1; max)
-	Sign            SignKind   // cell score to importance: a Signs name (abs, the paper's; "" means abs)
-	Temperature     float64    // τ on entity importance, α^τ (1, the paper's; 0 is uniform); see Tempered
-	Mix             float64    // share of the uniform distribution mixed into entity importance (0, the paper's)
+	Method          string        // how cells are made: a Methods name (dain, duplication, …)
+	Model           string        // embedding model Θ: a Models name (mlp, the paper's; costco, fm, hybrid)
+	Predictor       string        // value predictor Θ_p: a Predictors name (costco, the paper's; Θ's kind reuses Θ; bayes-fm; ensemble; auto)
+	Influence       InfluenceKind // cell importance: an Influences name (tracin, the paper's; representer; tracin-adam; in-run; uncertainty; uncertainty-tracin)
+	InfluenceLayers LayerSet      // TracIn's parameters: an InfluenceLayers name (last, the paper's, or all)
+	Entity          EntityKind    // entity importance: an Entities name (sum, eq. 6, the paper's; cp1; max)
+	Sign            SignKind      // cell score to importance: a Signs name (abs, the paper's; "" means abs)
+	Temperature     float64       // τ on entity importance, α^τ (1, the paper's; 0 is uniform); see Tempered
+	Mix             float64       // share of the uniform distribution mixed into entity importance (0, the paper's)
 	// InfluenceEvery and InfluenceValSample set -influence in-run: its
 	// terms are taken at every InfluenceEvery-th step of Θ's training,
 	// against a fixed sample of InfluenceValSample validation cells (all
@@ -340,7 +340,7 @@ func DefaultConfig() Config {
 	return Config{
 		Ratio: 0.5, Seed: 1, Epochs: 50, Batch: 1024, Patience: 10, LR: 1e-3,
 		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto, Split: SplitKeyed,
-		Method: Methods[0].Name, Model: nn.KindMLP, Predictor: nn.KindCoSTCo, Influence: Influences[0].Name, InfluenceLayers: LayerSet(InfluenceLayers[0].Name), Entity: EntityKind(Entities[0].Name), Sign: SignKind(Signs[0].Name), Temperature: 1,
+		Method: Methods[0].Name, Model: nn.KindMLP, Predictor: nn.KindCoSTCo, Influence: InfluenceKind(Influences[0].Name), InfluenceLayers: LayerSet(InfluenceLayers[0].Name), Entity: EntityKind(Entities[0].Name), Sign: SignKind(Signs[0].Name), Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
 		FinalModel: FinalMLP, FMRank: DefaultFMRank, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto,
 		InfluenceEvery: DefaultInfluenceEvery, InfluenceValSample: DefaultInfluenceValSample,
@@ -509,7 +509,7 @@ func (c *Config) Validate() error {
 	if _, err := lookup("predictor", c.Predictor, Predictors); err != nil {
 		return err
 	}
-	if _, err := lookup("influence", c.Influence, Influences); err != nil {
+	if _, err := lookup("influence", string(c.Influence), Influences); err != nil {
 		return err
 	}
 	if _, err := lookup("influence layers", string(c.InfluenceLayers), InfluenceLayers); err != nil {

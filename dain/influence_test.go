@@ -91,7 +91,7 @@ func TestInfluenceCheckpointResume(t *testing.T) {
 		t.Run(v.stage+"-"+v.opt, func(t *testing.T) {
 			c := ckConfig()
 			c.Rank, c.Channels = 2, 2
-			c.Influence, c.InfluenceLayers, c.EmbeddingOptimizer = v.influence, dain.LayerSet(v.layers), v.opt
+			c.Influence, c.InfluenceLayers, c.EmbeddingOptimizer = dain.InfluenceKind(v.influence), dain.LayerSet(v.layers), v.opt
 			c.InfluenceEvery, c.InfluenceValSample = 2, 100
 			want, err := dain.Run(context.Background(), x, c, cpu.New())
 			if err != nil {

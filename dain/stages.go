@@ -84,6 +84,11 @@ var Predictors = append(slices.Clone(Models),
 	Choice[struct{}]{PredictorEnsemble, "the candidates of -final-model auto (Θ's kind, fm, hybrid, bayes-fm) trained on the training cells, stacked with weights fitted on the validation cells by least squares", struct{}{}},
 	Choice[struct{}]{"auto", "ensemble with -final-model auto; the final model itself when it is bayes-fm or fm; else costco", struct{}{}})
 
+// InfluenceKind is Config.Influence: the cell-importance estimator, a
+// name of Influences. It is recorded (report, checkpoint, provenance) as
+// its string.
+type InfluenceKind string
+
 // Influences are the accepted Config.Influence values: the cell-importance
 // estimator (step 2).
 var Influences = []Choice[func(Config) CellImportance]{
@@ -264,7 +269,7 @@ func (c Config) Pipeline() Pipeline {
 }
 
 func (c Config) entity() EntityImportance {
-	inf, err := lookup("influence", c.Influence, Influences)
+	inf, err := lookup("influence", string(c.Influence), Influences)
 	if err != nil {
 		panic("dain: " + err.Error())
 	}

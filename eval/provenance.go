@@ -60,31 +60,31 @@ type Provenance struct {
 // setting, Effective and Compatible follow dain.Settings, so a setting
 // added there needs no change here.
 type Training struct {
-	Ratio           float64         `json:"ratio"`
-	Seed            uint64          `json:"seed"`
-	Layers          []int           `json:"layers"`
-	Epochs          int             `json:"epochs"`
-	Batch           int             `json:"batch"`
-	Patience        int             `json:"patience"`
-	LR              float64         `json:"lr"`
-	TestFrac        float64         `json:"test_frac"`
-	ValFrac         float64         `json:"val_frac"`
-	EvalBatch       int             `json:"eval_batch"`
-	Method          string          `json:"method"`
-	Model           string          `json:"model"`
-	Predictor       string          `json:"predictor"`
-	Influence       string          `json:"influence"`
-	InfluenceLayers dain.LayerSet   `json:"influence_layers"`
-	Entity          dain.EntityKind `json:"entity"`
-	Sign            dain.SignKind   `json:"sign"`
-	Temperature     float64         `json:"temperature"`
-	Mix             float64         `json:"mix"`
-	Rank            int             `json:"rank"`
-	Channels        int             `json:"channels"`
-	CoSTCoLR        float64         `json:"costco_lr"`
-	CoSTCoBatch     int             `json:"costco_batch"`
-	CPLambda        float64         `json:"cp_lambda"`
-	CPSweeps        int             `json:"cp_sweeps"`
+	Ratio           float64            `json:"ratio"`
+	Seed            uint64             `json:"seed"`
+	Layers          []int              `json:"layers"`
+	Epochs          int                `json:"epochs"`
+	Batch           int                `json:"batch"`
+	Patience        int                `json:"patience"`
+	LR              float64            `json:"lr"`
+	TestFrac        float64            `json:"test_frac"`
+	ValFrac         float64            `json:"val_frac"`
+	EvalBatch       int                `json:"eval_batch"`
+	Method          string             `json:"method"`
+	Model           string             `json:"model"`
+	Predictor       string             `json:"predictor"`
+	Influence       dain.InfluenceKind `json:"influence"`
+	InfluenceLayers dain.LayerSet      `json:"influence_layers"`
+	Entity          dain.EntityKind    `json:"entity"`
+	Sign            dain.SignKind      `json:"sign"`
+	Temperature     float64            `json:"temperature"`
+	Mix             float64            `json:"mix"`
+	Rank            int                `json:"rank"`
+	Channels        int                `json:"channels"`
+	CoSTCoLR        float64            `json:"costco_lr"`
+	CoSTCoBatch     int                `json:"costco_batch"`
+	CPLambda        float64            `json:"cp_lambda"`
+	CPSweeps        int                `json:"cp_sweeps"`
 	// EmbeddingOptimizer: records made before it existed used adam.
 	EmbeddingOptimizer string `json:"embedding_optimizer"`
 	// Split: records made before it existed used the legacy split.
@@ -374,7 +374,7 @@ func (p *Provenance) UnmarshalJSON(b []byte) error {
 		LR, TestFrac, ValFrac    float64
 		EvalBatch                int
 		Method, Model, Predictor string
-		Influence                string
+		Influence                dain.InfluenceKind
 		InfluenceLayers          dain.LayerSet
 		Entity                   dain.EntityKind
 		Rank, Channels           int
