@@ -154,7 +154,7 @@ func TestCheckpointBaselines(t *testing.T) {
 	} {
 		c := ckConfig()
 		v.set(&c)
-		t.Run(v.stage+"-"+c.Method+"-"+c.Predictor+"-"+c.EmbeddingOptimizer+"-"+c.FinalModel, func(t *testing.T) {
+		t.Run(v.stage+"-"+string(c.Method)+"-"+c.Predictor+"-"+c.EmbeddingOptimizer+"-"+c.FinalModel, func(t *testing.T) {
 			want, err := dain.Run(context.Background(), x, c, cpu.New())
 			if err != nil {
 				t.Fatal(err)

@@ -79,7 +79,7 @@ type Config struct {
 	Exchange Exchange
 
 	// The variant of each step, by name; stages.go lists the names.
-	Method          string        // how cells are made: a Methods name (dain, duplication, …)
+	Method          MethodName    // how cells are made: a Methods name (dain, duplication, …)
 	Model           string        // embedding model Θ: a Models name (mlp, the paper's; costco, fm, hybrid)
 	Predictor       string        // value predictor Θ_p: a Predictors name (costco, the paper's; Θ's kind reuses Θ; bayes-fm; ensemble; auto)
 	Influence       InfluenceKind // cell importance: an Influences name (tracin, the paper's; representer; tracin-adam; in-run; uncertainty; uncertainty-tracin)
@@ -340,7 +340,7 @@ func DefaultConfig() Config {
 	return Config{
 		Ratio: 0.5, Seed: 1, Epochs: 50, Batch: 1024, Patience: 10, LR: 1e-3,
 		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto, Split: SplitKeyed,
-		Method: Methods[0].Name, Model: nn.KindMLP, Predictor: nn.KindCoSTCo, Influence: InfluenceKind(Influences[0].Name), InfluenceLayers: LayerSet(InfluenceLayers[0].Name), Entity: EntityKind(Entities[0].Name), Sign: SignKind(Signs[0].Name), Temperature: 1,
+		Method: MethodName(Methods[0].Name), Model: nn.KindMLP, Predictor: nn.KindCoSTCo, Influence: InfluenceKind(Influences[0].Name), InfluenceLayers: LayerSet(InfluenceLayers[0].Name), Entity: EntityKind(Entities[0].Name), Sign: SignKind(Signs[0].Name), Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
 		FinalModel: FinalMLP, FMRank: DefaultFMRank, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto,
 		InfluenceEvery: DefaultInfluenceEvery, InfluenceValSample: DefaultInfluenceValSample,
@@ -500,7 +500,7 @@ func (c *Config) Validate() error {
 	if err := c.checkFinal(); err != nil {
 		return err
 	}
-	if _, err := lookup("method", c.Method, Methods); err != nil {
+	if _, err := lookup("method", string(c.Method), Methods); err != nil {
 		return err
 	}
 	if _, err := lookup("model", c.Model, Models); err != nil {

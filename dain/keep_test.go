@@ -88,7 +88,7 @@ func TestKeep(t *testing.T) {
 func TestKeepRefused(t *testing.T) {
 	x := demoTensor(t, 3000)
 	for _, k := range []struct {
-		method string
+		method dain.MethodName
 		keep   dain.Keep
 	}{{"random", dain.Keep{Scores: true}}, {"duplication", dain.Keep{Importance: true}}} {
 		c := small()

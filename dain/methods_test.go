@@ -160,7 +160,7 @@ func TestEntityReplacement(t *testing.T) {
 // TestRandomAndDAINCells: random and dain cells are new and distinct, the
 // cells of a smaller n are a prefix of a larger n's, and values are finite.
 func TestRandomAndDAINCells(t *testing.T) {
-	for _, method := range []string{"random", "dain"} {
+	for _, method := range []MethodName{"random", "dain"} {
 		for _, pred := range []string{"mlp", "costco"} {
 			e, c := experiment(t, 1500, func(c *Config) { c.Method, c.Predictor = method, pred })
 			ctx := context.Background()

@@ -14,7 +14,7 @@ import (
 // oracleExperiment returns a synthetic tensor of noise sigma, its
 // generator, and an experiment on it whose configuration (method random,
 // tiny models) asks for oracle values.
-func oracleExperiment(t *testing.T, sigma float64, method string) (*Experiment, Config, *tensor.Generator) {
+func oracleExperiment(t *testing.T, sigma float64, method MethodName) (*Experiment, Config, *tensor.Generator) {
 	t.Helper()
 	g, err := tensor.NewGenerator([]int{40, 30, 20}, 3000, 3, sigma, 5)
 	if err != nil {

@@ -31,6 +31,11 @@ type Choice[B any] struct {
 	Build B
 }
 
+// MethodName is Config.Method: how new cells are made, a name of Methods
+// (-method's variants set it with the settings they stand for). It is
+// recorded (report, checkpoint, provenance) as its string.
+type MethodName string
+
 // Methods are the accepted Config.Method values: how new cells are made
 // (step 4). A nil Values means the cells keep training values.
 var Methods = []Choice[func(Config) Pipeline]{
@@ -261,7 +266,7 @@ type Pipeline struct {
 // Pipeline returns the composition of stages c names. It panics if c does
 // not pass Validate.
 func (c Config) Pipeline() Pipeline {
-	build, err := lookup("method", c.Method, Methods)
+	build, err := lookup("method", string(c.Method), Methods)
 	if err != nil {
 		panic("dain: " + err.Error())
 	}

@@ -70,7 +70,7 @@ type Training struct {
 	TestFrac        float64            `json:"test_frac"`
 	ValFrac         float64            `json:"val_frac"`
 	EvalBatch       int                `json:"eval_batch"`
-	Method          string             `json:"method"`
+	Method          dain.MethodName    `json:"method"`
 	Model           string             `json:"model"`
 	Predictor       string             `json:"predictor"`
 	Influence       dain.InfluenceKind `json:"influence"`
@@ -367,22 +367,23 @@ func (p *Provenance) UnmarshalJSON(b []byte) error {
 	// Version 0 wrote dain.Config as Go encodes it: field names as keys.
 	// These are the names of that time; they do not follow later renames.
 	var v0 struct {
-		Ratio                    float64
-		Seed                     uint64
-		Layers                   []int
-		Epochs, Batch, Patience  int
-		LR, TestFrac, ValFrac    float64
-		EvalBatch                int
-		Method, Model, Predictor string
-		Influence                dain.InfluenceKind
-		InfluenceLayers          dain.LayerSet
-		Entity                   dain.EntityKind
-		Rank, Channels           int
-		CoSTCoLR                 float64
-		CoSTCoBatch              int
-		CPLambda                 float64
-		CPSweeps                 int
-		Progress                 any
+		Ratio                   float64
+		Seed                    uint64
+		Layers                  []int
+		Epochs, Batch, Patience int
+		LR, TestFrac, ValFrac   float64
+		EvalBatch               int
+		Method                  dain.MethodName
+		Model, Predictor        string
+		Influence               dain.InfluenceKind
+		InfluenceLayers         dain.LayerSet
+		Entity                  dain.EntityKind
+		Rank, Channels          int
+		CoSTCoLR                float64
+		CoSTCoBatch             int
+		CPLambda                float64
+		CPSweeps                int
+		Progress                any
 	}
 	if err := json.Unmarshal(probe.Base, &v0); err != nil {
 		return fmt.Errorf("version 0 training configuration: %w", err)

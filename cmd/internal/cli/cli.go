@@ -237,7 +237,7 @@ func NewAugment(fs *flag.FlagSet) *Augment {
 	fs.StringVar(&a.Report, "report", "", "also write the JSON report to this `file` (it always goes to standard output)")
 	fs.Float64Var(&a.Config.Ratio, "ratio", a.Config.Ratio, "augmentation `ratio`: draw ratio × |train| new cells")
 	BindTraining(fs, &a.Config, &a.In.Layers)
-	a.Method = a.Config.Method
+	a.Method = string(a.Config.Method)
 	BindMethod(fs, &a.Config, &a.Method)
 	BindValues(fs, &a.Config, &a.Oracle)
 	BindOutputs(fs, &a.Out)
@@ -280,7 +280,7 @@ func (a *Augment) Finish(fs *flag.FlagSet, stderr io.Writer) error {
 // given when it is one of dain.Variants other than a generic cell maker's
 // own name, else "".
 func (a *Augment) Variant() string {
-	if _, ok := dain.VariantNamed(a.Method); ok && a.Method != a.Config.Method {
+	if _, ok := dain.VariantNamed(a.Method); ok && a.Method != string(a.Config.Method) {
 		return a.Method
 	}
 	return ""

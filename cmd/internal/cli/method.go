@@ -72,7 +72,7 @@ func ApplyMethod(fs *flag.FlagSet, c *dain.Config, name string) error {
 		return nil
 	}
 	if slices.Contains(dain.Names(dain.Methods), name) {
-		c.Method = name
+		c.Method = dain.MethodName(name)
 		return nil
 	}
 	return fmt.Errorf("%w: -method %q: want one of %s", ErrUsage, name, strings.Join(MethodNames(), ", "))
