@@ -9,6 +9,7 @@ import (
 
 	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/foldin"
+	"github.com/dainx/dainx/internal/memlimit"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
 )
@@ -32,6 +33,17 @@ func (f *FoldIn) RunBayes(ctx context.Context, t *FoldInTx, meta model.Meta, cel
 	}
 	grown, err := foldin.GrownDims(meta.Dims, cells)
 	if err != nil {
+		return nil, err
+	}
+	// The grown model (float64) and its float32 copy while it is written,
+	// beside the model read, before FoldIn allocates them.
+	params := 1.0
+	for _, d := range grown {
+		params += float64(d) * float64(meta.Rank+1)
+	}
+	part := memlimit.Part{What: "the grown bayes-fm model", Flags: fmt.Sprintf("dims %v, rank %d, %d samples", grown, meta.Rank, meta.Samples),
+		Bytes: 12 * params * float64(meta.Samples)}
+	if err := memlimit.Check("the fold-in", []memlimit.Part{part}, memlimit.Limit(0), 0); err != nil {
 		return nil, err
 	}
 	n := len(grown)
