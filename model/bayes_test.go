@@ -118,14 +118,7 @@ func TestLoadBayesUntrusted(t *testing.T) {
 	if err := SaveBayes(dir, DefaultName, m, Meta{Role: "theta-prime"}); err != nil {
 		t.Fatal(err)
 	}
-	js, err := os.ReadFile(filepath.Join(dir, "model.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, st := modelFiles(t, dir)
 	h, data := header(t, st)
 	for _, c := range []struct {
 		name   string

@@ -22,6 +22,13 @@ func savedMLP(t testing.TB) (string, []byte, []byte) {
 	if err := Save(dir, DefaultName, net, Meta{Role: "theta-prime"}); err != nil {
 		t.Fatal(err)
 	}
+	js, st := modelFiles(t, dir)
+	return dir, js, st
+}
+
+// modelFiles returns the bytes of dir's model.json and model.safetensors.
+func modelFiles(t testing.TB, dir string) ([]byte, []byte) {
+	t.Helper()
 	js, err := os.ReadFile(filepath.Join(dir, "model.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +37,7 @@ func savedMLP(t testing.TB) (string, []byte, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, js, st
+	return js, st
 }
 
 // editMeta returns the metadata js with edit applied to its JSON object.
