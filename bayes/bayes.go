@@ -26,9 +26,11 @@
 // conditional; see docs/bayes-fm.md for the equations. A sweep costs
 // O(nnz·N·K) time: the sampler keeps the residual e_c = y_c − ŷ_c of every
 // training cell and, while factor f is drawn, q_c = Σ_n V_n[i_n,f], so
-// drawing one parameter costs O(cells of its entity). Every sample's
-// prediction is clamped to [min, max] of the training values before it is
-// averaged, as libFM does for regression.
+// drawing one parameter costs O(cells of its entity). By default every
+// sample's prediction is clamped to [min, max] of the training values
+// before it is averaged, as libFM does for regression; Config.Clamp can
+// instead clamp the average (ClampMean), or choose on validation
+// (ClampAuto).
 package bayes
 
 import (
@@ -54,6 +56,42 @@ const MaxNewWeight = 1e6
 // Fit accepts (16 GiB of float64s); a larger model is an error rather
 // than an allocation failure.
 const MaxParams = 1 << 31
+
+// ClampRule says where a prediction meets the clamp range [Min, Max],
+// the training values' extremes: before the samples are averaged or after.
+type ClampRule string
+
+// Values of Config.Clamp and Model.Clamp.
+const (
+	// ClampSamples clamps each sample's ŷ, then averages: libFM's rule
+	// for regression. "" means ClampSamples.
+	ClampSamples ClampRule = "samples"
+	// ClampMean averages the samples' ŷ, then clamps the average. A
+	// sample's excursion beyond the range then still pulls the mean
+	// (towards the range's nearest edge only as far as the other samples
+	// allow), where ClampSamples cuts it off: on a tensor whose values
+	// pile up at an extreme (counts at 1) this is the better estimate of
+	// the posterior mean (docs/bayes-fm.md, "Clamping").
+	ClampMean ClampRule = "mean"
+	// ClampAuto (Config only) accumulates both averages in the one chain
+	// and keeps the rule whose predictions of the first query set (the
+	// validation cells: their values must be the true ones) have the
+	// lower MSE; ClampSamples on a tie or without a query set.
+	// Result.Clamp says which; it costs 8 bytes per query cell.
+	ClampAuto ClampRule = "auto"
+)
+
+// ClampRules lists the accepted values of Config.Clamp.
+var ClampRules = []ClampRule{ClampSamples, ClampMean, ClampAuto}
+
+// apply returns the average of a sample sum of clamped predictions
+// (clamped) or of raw ones (raw) over n samples under rule r.
+func (r ClampRule) apply(clamped, raw, n, lo, hi float64) float64 {
+	if r == ClampMean {
+		return min(max(raw/n, lo), hi)
+	}
+	return clamped / n
+}
 
 // Config sets up Fit. There is no learning rate or regulariser: the
 // precisions are sampled.
@@ -101,6 +139,10 @@ type Config struct {
 	// its own Gamma(α0/2, γ0/2) prior, as α is drawn: the chain learns
 	// how closely the new cells' values agree with the model.
 	NewLearn bool
+	// Clamp is where predictions are clamped to the training values'
+	// range (ClampRules; "" means ClampSamples, libFM's rule). It changes
+	// Result.Pred, QueryRMSE and Model's predictions, not the chain.
+	Clamp ClampRule
 	// Workers ≥ 0 is the number of goroutines drawing the entities of a
 	// mode in parallel (0: GOMAXPROCS). It does not change the results.
 	Workers int
@@ -132,6 +174,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bayes: keep %d samples: want 0..%d (samples − burn-in)", c.KeepSamples, c.Samples-c.BurnIn)
 	case c.Workers < 0:
 		return fmt.Errorf("bayes: %d workers: want ≥ 0 (0: GOMAXPROCS)", c.Workers)
+	case c.Clamp != "" && c.Clamp != ClampSamples && c.Clamp != ClampMean && c.Clamp != ClampAuto:
+		return fmt.Errorf("bayes: clamp rule %q: want %s, %s or %s", c.Clamp, ClampSamples, ClampMean, ClampAuto)
 	case c.NewCells < 0:
 		return fmt.Errorf("bayes: %d new cells: want ≥ 0", c.NewCells)
 	case c.NewCells > 0 && !c.NewLearn && !(c.NewWeight > 0 && c.NewWeight <= MaxNewWeight):
@@ -144,7 +188,8 @@ func (c Config) Validate() error {
 type Result struct {
 	// Pred[j][c] is the posterior-mean prediction for cell c of query set
 	// j: the mean over the Samples − BurnIn samples after burn-in of each
-	// sample's ŷ clamped to [Min, Max]. len(Pred) = len(queries) and
+	// sample's ŷ clamped to [Min, Max] (Clamp ClampSamples), or that mean
+	// of the unclamped ŷ, clamped (ClampMean). len(Pred) = len(queries) and
 	// len(Pred[j]) = queries[j].NNZ(). Memory: 8 bytes per query cell.
 	Pred [][]float64
 	// TrainRMSE[s] is the RMSE on the training cells of sweep s's sample
@@ -163,6 +208,13 @@ type Result struct {
 	// Min and Max are the smallest and largest observed training values: every
 	// prediction is clamped to [Min, Max], as libFM does for regression.
 	Min, Max float64
+	// Clamp is the rule Pred, QueryRMSE and Model use: Config.Clamp, or
+	// with ClampAuto the one validation chose (never ClampAuto or "").
+	Clamp ClampRule
+	// ValMSE is, with Config.Clamp ClampAuto, the MSE of the first query
+	// set's predictions under ClampSamples and ClampMean (in that order);
+	// nil otherwise.
+	ValMSE []float64
 	// Model holds Config.KeepSamples parameter samples (nil when 0).
 	Model *Model
 	// Elapsed is Fit's wall time.
@@ -171,14 +223,17 @@ type Result struct {
 
 // Model is a thinned set of posterior samples of the factorization
 // machine's parameters. It predicts any cell within Dims by averaging the
-// kept samples' clamped predictions; with all post-burn-in samples kept
-// this equals Result.Pred. Memory: 8·(1 + Σ_n Dims[n]·(Rank+1)) bytes per
-// sample.
+// kept samples' predictions, clamped by the rule Clamp; with all
+// post-burn-in samples kept this equals Result.Pred. Memory: 8·(1 + Σ_n
+// Dims[n]·(Rank+1)) bytes per sample.
 type Model struct {
 	Dims     []int   // mode sizes of the training tensor
 	Rank     int     // K
 	Min, Max float64 // clamp range: the training values' extremes
-	samples  []*params
+	// Clamp is where predictions meet [Min, Max]: ClampSamples (each
+	// sample's, libFM's rule; "" means it) or ClampMean (the average).
+	Clamp   ClampRule
+	samples []*params
 	// hyper[s] are sample s's noise precision and priors (FoldIn's
 	// conditionals); nil for a model built without them (NewModel).
 	hyper []*hyper
@@ -188,15 +243,44 @@ type Model struct {
 func (m *Model) NumSamples() int { return len(m.samples) }
 
 // Predict returns, for each cell of cells (indices within m.Dims; values
-// ignored), the mean over the kept samples of ŷ clamped to [Min, Max].
-// It returns an error when cells has another order or an index is outside
-// m.Dims.
+// ignored), the mean over the kept samples of ŷ clamped to [Min, Max]
+// (Clamp ClampSamples), or the mean of ŷ, clamped (ClampMean). It returns
+// an error when cells has another order or an index is outside m.Dims,
+// or when m.Clamp is not one of the two.
 func (m *Model) Predict(cells *tensor.COO) ([]float64, error) {
+	return m.moments(cells, nil)
+}
+
+// clampRule returns m.Clamp with "" read as ClampSamples, or an error
+// for any other value than the two a model may hold.
+func (m *Model) clampRule() (ClampRule, error) {
+	switch m.Clamp {
+	case "", ClampSamples:
+		return ClampSamples, nil
+	case ClampMean:
+		return ClampMean, nil
+	}
+	return "", fmt.Errorf("bayes: model clamp rule %q: want %s or %s", m.Clamp, ClampSamples, ClampMean)
+}
+
+// moments returns Predict's means of cells and, when vari is not nil,
+// overwrites vari[c] (len(vari) = cells.NNZ()) with the variance over the
+// samples of the values the rule averages (each sample's clamped ŷ under
+// ClampSamples, its ŷ under ClampMean).
+func (m *Model) moments(cells *tensor.COO, vari []float64) ([]float64, error) {
 	if err := checkQuery(cells, m.Dims, "cells"); err != nil {
+		return nil, err
+	}
+	rule, err := m.clampRule()
+	if err != nil {
 		return nil, err
 	}
 	if len(m.samples) == 0 {
 		return nil, errors.New("bayes: model holds no samples")
+	}
+	lo, hi := m.Min, m.Max
+	if rule == ClampMean {
+		lo, hi = math.Inf(-1), math.Inf(1)
 	}
 	n := len(m.Dims)
 	out := make([]float64, cells.NNZ())
@@ -204,36 +288,48 @@ func (m *Model) Predict(cells *tensor.COO) ([]float64, error) {
 	for _, p := range m.samples {
 		for c := range out {
 			y := p.predict(cells.Idx[c*n:(c+1)*n], sum, sq)
-			out[c] += min(max(y, m.Min), m.Max)
+			out[c] += min(max(y, lo), hi)
 		}
 	}
+	s := float64(len(m.samples))
 	for c := range out {
-		out[c] /= float64(len(m.samples))
+		out[c] /= s
+	}
+	if vari != nil {
+		for c := range vari {
+			vari[c] = 0
+		}
+		for _, p := range m.samples {
+			for c := range out {
+				d := min(max(p.predict(cells.Idx[c*n:(c+1)*n], sum, sq), lo), hi) - out[c]
+				vari[c] += d * d
+			}
+		}
+		for c := range vari {
+			vari[c] /= s
+		}
+	}
+	if rule == ClampMean {
+		for c := range out {
+			out[c] = min(max(out[c], m.Min), m.Max)
+		}
 	}
 	return out, nil
 }
 
 // Variance returns, for each cell of cells (as Predict takes them), the
-// variance over the kept samples of their clamped predictions: the
-// posterior variance of the cell's mean prediction (epistemic; the noise
-// 1/α is not added), 0 with one kept sample. Units: value². It returns
-// Predict's errors.
+// variance over the kept samples of the predictions Predict averages
+// (clamped under ClampSamples, raw under ClampMean): the posterior
+// variance of the cell's mean prediction (epistemic; the noise 1/α is not
+// added), 0 with one kept sample. Units: value². It returns Predict's
+// errors.
 func (m *Model) Variance(cells *tensor.COO) ([]float64, error) {
-	mean, err := m.Predict(cells)
-	if err != nil {
+	if err := checkQuery(cells, m.Dims, "cells"); err != nil {
 		return nil, err
 	}
-	n := len(m.Dims)
-	out := make([]float64, len(mean))
-	sum, sq := make([]float64, m.Rank), make([]float64, m.Rank)
-	for _, p := range m.samples {
-		for c := range out {
-			d := min(max(p.predict(cells.Idx[c*n:(c+1)*n], sum, sq), m.Min), m.Max) - mean[c]
-			out[c] += d * d
-		}
-	}
-	for c := range out {
-		out[c] /= float64(len(m.samples))
+	out := make([]float64, cells.NNZ())
+	if _, err := m.moments(cells, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -371,17 +467,35 @@ func FitOn(ctx context.Context, cl cluster.Cluster, train *tensor.COO, queries [
 	s.newWeight, s.newLearn = cfg.NewWeight, cfg.NewLearn
 	s.refresh(lo, hi)
 
+	rule := cfg.Clamp
+	if rule == "" {
+		rule = ClampSamples
+	}
 	res := &Result{
 		Pred:      make([][]float64, len(queries)),
 		TrainRMSE: make([]float64, 0, cfg.Samples),
 		QueryRMSE: make([][]float64, len(queries)),
 		Min:       lo, Max: hi,
 	}
+	// raw[j] sums the unclamped ŷ (ClampMean, ClampAuto); rmse[r][j] are
+	// the running RMSEs under ClampSamples (r 0) and ClampMean (r 1);
+	// last[r] the first query set's sum of squares after the last sweep.
+	raw := make([][]float64, len(queries))
+	var rmse [2][][]float64
+	var last [2]float64
 	counts := make([]int64, len(queries))
 	for j, q := range queries {
 		res.Pred[j] = make([]float64, q.NNZ())
-		res.QueryRMSE[j] = make([]float64, 0, cfg.Samples-cfg.BurnIn)
+		if rule != ClampSamples {
+			raw[j] = make([]float64, q.NNZ())
+		}
 		counts[j] = int64(q.NNZ())
+	}
+	for r := range rmse {
+		rmse[r] = make([][]float64, len(queries))
+		for j := range queries {
+			rmse[r][j] = make([]float64, 0, cfg.Samples-cfg.BurnIn)
+		}
 	}
 	cl.SumI64(counts)
 	keep := keepSweeps(cfg)
@@ -402,30 +516,90 @@ func FitOn(ctx context.Context, cl cluster.Cluster, train *tensor.COO, queries [
 		}
 		done := float64(sweep - cfg.BurnIn + 1)
 		for j, q := range queries {
-			sum := res.Pred[j]
+			sum, rsum := res.Pred[j], raw[j]
+			// Each block's squared errors under the two rules.
+			var blocks [][2]float64
+			if rsum != nil {
+				blocks = make([][2]float64, (q.NNZ()+cellBlock-1)/cellBlock)
+			}
 			se := s.sumBlocks(q.NNZ(), func(w, a, b int) float64 {
 				sc := s.scratch[w]
-				var se float64
+				var se, seRaw float64
 				for c := a; c < b; c++ {
 					p := s.predict(q.Idx[c*n:(c+1)*n], sc[:s.k], sc[s.k:])
 					sum[c] += min(max(p, lo), hi)
 					d := sum[c]/done - q.Val[c]
 					se += d * d
+					if rsum != nil {
+						rsum[c] += p
+						d = min(max(rsum[c]/done, lo), hi) - q.Val[c]
+						seRaw += d * d
+					}
+				}
+				if rsum != nil {
+					blocks[a/cellBlock] = [2]float64{se, seRaw}
 				}
 				return se
 			})
-			res.QueryRMSE[j] = append(res.QueryRMSE[j], math.Sqrt(s.sumAll(se)/float64(counts[j])))
+			seRaw := 0.0
+			for _, b := range blocks {
+				seRaw += b[1]
+			}
+			if rsum != nil {
+				both := []float64{se, seRaw}
+				s.cl.SumF64(both)
+				se, seRaw = both[0], both[1]
+			} else {
+				se = s.sumAll(se)
+			}
+			for r, x := range []float64{se, seRaw} {
+				rmse[r][j] = append(rmse[r][j], math.Sqrt(x/float64(counts[j])))
+			}
+			if j == 0 {
+				last = [2]float64{se, seRaw}
+			}
 		}
 		if keep[sweep] {
 			res.Model.samples = append(res.Model.samples, s.params.clone())
 			res.Model.hyper = append(res.Model.hyper, s.hyperClone())
 		}
+		r := 0
+		if rule == ClampMean {
+			r = 1
+		}
+		for j := range queries {
+			res.QueryRMSE[j] = rmse[r][j]
+		}
 		s.progress(cfg, sweep, res, queries)
 	}
+	if rule == ClampAuto {
+		rule = ClampSamples
+		if len(queries) > 0 && counts[0] > 0 {
+			res.ValMSE = []float64{last[0] / float64(counts[0]), last[1] / float64(counts[0])}
+			if res.ValMSE[1] < res.ValMSE[0] {
+				rule = ClampMean
+			}
+		}
+	}
+	r := 0
+	if rule == ClampMean {
+		r = 1
+	}
+	for j := range queries {
+		res.QueryRMSE[j] = rmse[r][j]
+	}
+	res.Clamp = rule
+	if res.Model != nil {
+		res.Model.Clamp = rule
+	}
 	total := float64(cfg.Samples - cfg.BurnIn)
-	for _, p := range res.Pred {
+	for j, p := range res.Pred {
 		for c := range p {
-			p[c] /= total
+			if raw[j] != nil {
+				p[c] = rule.apply(p[c], raw[j][c], total, lo, hi)
+			} else {
+				p[c] /= total
+			}
 		}
 	}
 	res.Alpha = s.alpha

@@ -89,7 +89,7 @@ func (m *Model) FoldIn(ctx context.Context, cells *tensor.COO, cfg FoldInConfig)
 			}
 		}
 	}
-	out := &Model{Dims: append([]int(nil), cells.Dims...), Rank: k, Min: m.Min, Max: m.Max,
+	out := &Model{Dims: append([]int(nil), cells.Dims...), Rank: k, Min: m.Min, Max: m.Max, Clamp: m.Clamp,
 		samples: make([]*params, len(m.samples)), hyper: m.hyper}
 	// The samples are independent: drawn by workers, each with its own
 	// stream (s) and scratch, so the result does not depend on their

@@ -46,7 +46,7 @@ func TestAugWeightBayesFM(t *testing.T) {
 		}
 		bc := bayes.DefaultConfig()
 		bc.Rank, bc.Samples, bc.BurnIn, bc.Seed = dain.DefaultBayesRank, 30, 0, dain.BayesSeed(c.Seed)
-		bc.SharedPriors = r.Report.BayesPriors == dain.BayesPriorsShared
+		bc.SharedPriors, bc.Clamp = r.Report.BayesPriors == dain.BayesPriorsShared, r.Report.BayesClamp
 		switch w {
 		case 1:
 		case dain.AugWeightLearn:

@@ -131,6 +131,13 @@ type Config struct {
 	// -meta) or BayesPriorsAuto (both chains, the one of lower validation
 	// MSE kept; twice the time). "" means BayesPriorsAuto.
 	BayesPriors BayesPriorGroups
+	// BayesClamp is where bayes-fm's predictions meet the training
+	// values' range: bayes.ClampSamples (each sample's prediction is
+	// clamped before the average, libFM's rule), bayes.ClampMean (the
+	// average is clamped) or bayes.ClampAuto (both averages from the one
+	// chain, the one of lower validation MSE kept: no more sweeps). ""
+	// means bayes.ClampAuto.
+	BayesClamp bayes.ClampRule
 	// AugWeight is how much a new cell counts against an observed one in
 	// the final model's fit (see AugWeight): AugWeightAuto (the zero
 	// value), AugWeightLearn or a weight > 0.
@@ -239,6 +246,9 @@ func settings() []Setting {
 			Help: "with -final-model bayes-fm, the first `sweeps` not averaged (0 averages all, as libFM)"},
 		{Field: "BayesPriors", Flag: "bayes-priors", Bind: "training", Key: "bayes_priors", Unset: BayesPriorsAuto, Legacy: BayesPriorsMode,
 			Help: "with bayes-fm, its prior `groups`: mode (a mean and precision per mode, as libFM with -meta), shared (one for every mode, libFM without -meta) or auto (both chains, the one of lower validation RMSE kept: twice the time)"},
+		// libFM's rule, each sample clamped, before -bayes-clamp.
+		{Field: "BayesClamp", Flag: "bayes-clamp", Bind: "training", Key: "bayes_clamp", Unset: bayes.ClampAuto, Legacy: bayes.ClampSamples,
+			Help: "with bayes-fm, where its predictions are clamped to the training values' range: `rule` samples (each sample's, then averaged: libFM's), mean (the average) or auto (both from the one chain, the one of lower validation RMSE kept)"},
 		// New cells counted as observations before -aug-weight.
 		{Field: "AugWeight", Flag: "aug-weight", Bind: "training", Key: "aug_weight", Legacy: AugWeight(1),
 			Help: "how much a new cell counts against an observed one when the final model is fitted: a `weight` w > 0 (bayes-fm: the new cells' noise precision is w·α, α the observed cells'; 1 counts them as observations), learn (bayes-fm: their own noise precision, drawn in every Gibbs sweep) or auto (1 for mlp, fm and hybrid, which take only 1 so far; " + strconv.FormatFloat(DefaultBayesAugWeight, 'g', -1, 64) + " for bayes-fm)"},
@@ -342,7 +352,7 @@ func DefaultConfig() Config {
 		TestFrac: 0.1, ValFrac: 0.2, EvalBatch: 4096, EmbeddingOptimizer: nn.Auto, Split: SplitKeyed,
 		Method: MethodName(Methods[0].Name), Model: nn.KindMLP, Predictor: nn.KindCoSTCo, Influence: InfluenceKind(Influences[0].Name), InfluenceLayers: LayerSet(InfluenceLayers[0].Name), Entity: EntityKind(Entities[0].Name), Sign: SignKind(Signs[0].Name), Temperature: 1,
 		Rank: 20, Channels: 20, CoSTCoLR: 1e-3, CoSTCoBatch: 256, CPLambda: 1e-3, CPSweeps: 30,
-		FinalModel: FinalMLP, FMRank: DefaultFMRank, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto,
+		FinalModel: FinalMLP, FMRank: DefaultFMRank, BayesRank: DefaultBayesRank, BayesSamples: DefaultBayesSamples, BayesPriors: BayesPriorsAuto, BayesClamp: bayes.ClampAuto,
 		InfluenceEvery: DefaultInfluenceEvery, InfluenceValSample: DefaultInfluenceValSample,
 		Graphs: GraphsOn, Exchange: ExchangeAuto,
 	}
@@ -626,6 +636,9 @@ type Report struct {
 	// BayesPriors is the prior grouping bayes-fm's final chain used
 	// (mode or shared; with auto, the one it chose).
 	BayesPriors BayesPriorGroups `json:"bayes_priors,omitempty"`
+	// BayesClamp is the clamp rule bayes-fm's final chain used (samples
+	// or mean; with auto, the one validation chose).
+	BayesClamp bayes.ClampRule `json:"bayes_clamp,omitempty"`
 	// AugWeight says how much the new cells counted in the fit of a
 	// bayes-fm final model (or an ensemble's; Config.AugWeight with auto
 	// resolved): "weight 1" (as observations), "weight 0.1", "learned",
@@ -987,7 +1000,7 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 		return err
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
-	rep.BayesPriors = e.lastBayesPriors
+	rep.BayesPriors, rep.BayesClamp = e.lastBayesPriors, e.lastBayesClamp
 	if f := e.applyAuto(e.cfg).finalModel(); rep.NAug > 0 && (f == FinalBayesFM || f == FinalEnsemble) {
 		rep.AugWeight = e.cfg.AugWeight.applied(f)
 	}

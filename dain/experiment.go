@@ -99,6 +99,8 @@ type Experiment struct {
 	// lastBayesPriors is the prior grouping of the last bayes-fm final
 	// model (Report.BayesPriors).
 	lastBayesPriors BayesPriorGroups
+	// lastBayesClamp is that chain's clamp rule (its choice with auto).
+	lastBayesClamp bayes.ClampRule
 	// bayesAlone is the bayes-fm final model fitted on the training cells
 	// alone, once (downstreamBayes); auto is -final-model auto's choice,
 	// made once (chooseAuto). Both survive release.

@@ -205,6 +205,12 @@ func (c Config) bayesPriors() BayesPriorGroups {
 	return resolved[BayesPriorGroups](c, "BayesPriors")
 }
 
+// bayesClamp returns c.BayesClamp with "" read as the table's Unset
+// (bayes.ClampAuto).
+func (c Config) bayesClamp() bayes.ClampRule {
+	return resolved[bayes.ClampRule](c, "BayesClamp")
+}
+
 // finalModel returns c.FinalModel with "" read as the table's Unset
 // (FinalMLP).
 func (c Config) finalModel() string { return resolved[string](c, "FinalModel") }
@@ -285,6 +291,7 @@ func (c Config) bayesConfig() bayes.Config {
 	b.BurnIn = c.BayesBurnIn
 	b.Seed = BayesSeed(c.Seed)
 	b.SharedPriors = c.bayesPriors() == BayesPriorsShared
+	b.Clamp = c.bayesClamp()
 	return b
 }
 
@@ -299,13 +306,13 @@ func (e *Experiment) fitBayes(ctx context.Context, train *tensor.COO, queries []
 		}
 		return BayesPriorsMode
 	}
-	res, err := bayes.FitOn(ctx, e.sp.cl, train, queries, cfg)
+	res, err := e.fitClamped(ctx, train, queries, cfg)
 	if err != nil || e.cfg.bayesPriors() != BayesPriorsAuto {
 		return res, name(cfg.SharedPriors), err
 	}
 	other := cfg
 	other.SharedPriors = !cfg.SharedPriors
-	res2, err := bayes.FitOn(ctx, e.sp.cl, train, queries, other)
+	res2, err := e.fitClamped(ctx, train, queries, other)
 	if err != nil {
 		return nil, "", err
 	}
@@ -315,6 +322,16 @@ func (e *Experiment) fitBayes(ctx context.Context, train *tensor.COO, queries []
 		return res2, name(other.SharedPriors), nil
 	}
 	return res, name(cfg.SharedPriors), nil
+}
+
+// fitClamped is bayes.FitOn on e's processes, saying on the log what
+// validation chose when cfg.Clamp is bayes.ClampAuto.
+func (e *Experiment) fitClamped(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg bayes.Config) (*bayes.Result, error) {
+	res, err := bayes.FitOn(ctx, e.sp.cl, train, queries, cfg)
+	if err == nil && len(res.ValMSE) == 2 {
+		e.logf("  bayes-fm clamp: validation RMSE %.6f clamping each sample, %.6f clamping the mean: %s", math.Sqrt(res.ValMSE[0]), math.Sqrt(res.ValMSE[1]), res.Clamp)
+	}
+	return res, err
 }
 
 // BayesSeed is the seed of the bayes-fm final model's Gibbs chain in a run
@@ -343,7 +360,7 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		if e.finalPreds != nil {
 			e.finalPreds(a.valPred, a.testPred)
 		}
-		e.lastBayesPriors = a.priors
+		e.lastBayesPriors, e.lastBayesClamp = a.priors, a.clamp
 		return a.rmse, a.res, a.seconds, nil
 	}
 	t0 := time.Now()
@@ -376,7 +393,7 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		// grouping that validation chose for the chain on the training
 		// cells alone (one chain, not both groupings again).
 		cfg.SharedPriors, priors = a.priors == BayesPriorsShared, a.priors
-		res, err = bayes.FitOn(ctx, e.sp.cl, train, []*tensor.COO{e.Val, e.Test}, cfg)
+		res, err = e.fitClamped(ctx, train, []*tensor.COO{e.Val, e.Test}, cfg)
 	} else {
 		res, priors, err = e.fitBayes(ctx, train, []*tensor.COO{e.Val, e.Test}, cfg)
 	}
@@ -386,7 +403,7 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		}
 		return 0, nn.Result{}, 0, fmt.Errorf("dain: the bayes-fm final model: %w", err)
 	}
-	e.lastBayesPriors = priors
+	e.lastBayesPriors, e.lastBayesClamp = priors, res.Clamp
 	if save {
 		// Θ′ is what the saved model predicts: its kept samples in
 		// float32.
@@ -410,7 +427,7 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 		e.finalPreds(res.Pred[0], res.Pred[1])
 	}
 	if alone {
-		e.bayesAlone = &bayesRun{rmse: rmse, res: out, seconds: time.Since(t0).Seconds(), priors: priors, valPred: res.Pred[0], testPred: res.Pred[1], model: res.Model}
+		e.bayesAlone = &bayesRun{rmse: rmse, res: out, seconds: time.Since(t0).Seconds(), priors: priors, clamp: res.Clamp, valPred: res.Pred[0], testPred: res.Pred[1], model: res.Model}
 	}
 	if save {
 		if err := e.onRetrainedBayes(res.Model); err != nil {
@@ -476,6 +493,7 @@ type bayesRun struct {
 	rmse, seconds float64
 	res           nn.Result
 	priors        BayesPriorGroups
+	clamp         bayes.ClampRule
 	valPred       []float64
 	testPred      []float64
 	model         *bayes.Model // its kept samples (Experiment.keepAlone), else nil

@@ -3,6 +3,7 @@ package dain_test
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,16 +43,18 @@ func TestFinalBayesFM(t *testing.T) {
 	bc := bayes.DefaultConfig()
 	bc.Rank, bc.Samples, bc.BurnIn = dain.DefaultBayesRank, 40, 0
 	bc.Seed = dain.BayesSeed(c.Seed)
-	fit, err := bayes.Fit(context.Background(), r.Split.Train, []*tensor.COO{r.Split.Test}, bc)
+	// -bayes-clamp auto chooses on the validation cells.
+	bc.Clamp = bayes.ClampAuto
+	fit, err := bayes.Fit(context.Background(), r.Split.Train, []*tensor.COO{r.Split.Val, r.Split.Test}, bc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := 0.0
-	for i, p := range fit.Pred[0] {
+	for i, p := range fit.Pred[1] {
 		d := p - r.Split.Test.Val[i]
 		s += d * d
 	}
-	if want := math.Sqrt(s / float64(len(fit.Pred[0]))); want != rep.RMSEBefore {
+	if want := math.Sqrt(s / float64(len(fit.Pred[1]))); want != rep.RMSEBefore {
 		t.Errorf("rmse_before %v, bayes.Fit on the training cells gives %v", rep.RMSEBefore, want)
 	}
 	r2, err := dain.Run(context.Background(), x, c, cpu.New())
@@ -161,7 +164,7 @@ func TestBayesPriorsAuto(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		bc := bayes.DefaultConfig()
 		bc.Rank, bc.Samples, bc.BurnIn, bc.SharedPriors = dain.DefaultBayesRank, 30, 0, shared
-		bc.Seed = dain.BayesSeed(c.Seed)
+		bc.Seed, bc.Clamp = dain.BayesSeed(c.Seed), bayes.ClampAuto
 		fit, err := bayes.Fit(context.Background(), split.Train, []*tensor.COO{split.Val}, bc)
 		if err != nil {
 			t.Fatal(err)
@@ -183,5 +186,66 @@ func TestBayesPriorsAuto(t *testing.T) {
 	}
 	if rmse[dain.BayesPriorsAuto] != rmse[want] {
 		t.Errorf("auto's rmse_before %v is not %s's %v (validation SSE mode %v, shared %v)", rmse[dain.BayesPriorsAuto], want, rmse[want], val[dain.BayesPriorsMode], val[dain.BayesPriorsShared])
+	}
+}
+
+// TestBayesClamp: -bayes-clamp changes bayes-fm's predictions and
+// nothing else. samples is the chain's libFM rule bit for bit (bayes.Fit
+// with ClampSamples); mean is bayes.Fit with ClampMean and gives another
+// rmse_before; auto's rmse_before is bayes.Fit with ClampAuto (the rule
+// of lower validation MSE), and the report names the rule each used.
+func TestBayesClamp(t *testing.T) {
+	// Values piled up at their smallest, as counts are at 1: those below
+	// the 40th percentile raised to it.
+	x := demoTensor(t, 3000)
+	v := slices.Sorted(slices.Values(x.Val))
+	for c := range x.Val {
+		x.Val[c] = max(x.Val[c], v[len(v)*2/5])
+	}
+	reps := map[bayes.ClampRule]dain.Report{}
+	var split *dain.Result
+	for _, rule := range []bayes.ClampRule{bayes.ClampSamples, bayes.ClampMean, bayes.ClampAuto} {
+		c := small()
+		c.FinalModel, c.BayesSamples, c.Ratio, c.BayesPriors, c.BayesClamp = dain.FinalBayesFM, 30, 0.3, dain.BayesPriorsMode, rule
+		c.Keep.Split = true
+		r, err := dain.Run(context.Background(), x, c, cpu.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps[rule], split = r.Report, r
+	}
+	if reps[bayes.ClampSamples].BayesClamp != bayes.ClampSamples || reps[bayes.ClampMean].BayesClamp != bayes.ClampMean {
+		t.Fatalf("reports name %q and %q", reps[bayes.ClampSamples].BayesClamp, reps[bayes.ClampMean].BayesClamp)
+	}
+	if reps[bayes.ClampSamples].RMSEBefore == reps[bayes.ClampMean].RMSEBefore || reps[bayes.ClampSamples].RMSEAfter == reps[bayes.ClampMean].RMSEAfter {
+		t.Fatalf("samples and mean give the same RMSEs: before %v, %v; after %v, %v", reps[bayes.ClampSamples].RMSEBefore, reps[bayes.ClampMean].RMSEBefore, reps[bayes.ClampSamples].RMSEAfter, reps[bayes.ClampMean].RMSEAfter)
+	}
+	if reps[bayes.ClampSamples].ThetaRMSE != reps[bayes.ClampMean].ThetaRMSE || reps[bayes.ClampSamples].NAug != reps[bayes.ClampMean].NAug {
+		t.Fatalf("the clamp rule changed Θ or the new cells")
+	}
+	sp := split.Split
+	for _, rule := range []bayes.ClampRule{bayes.ClampSamples, bayes.ClampMean, bayes.ClampAuto} {
+		bc := bayes.DefaultConfig()
+		bc.Rank, bc.Samples, bc.BurnIn, bc.Seed, bc.Clamp = dain.DefaultBayesRank, 30, 0, dain.BayesSeed(1), rule
+		fit, err := bayes.Fit(context.Background(), sp.Train, []*tensor.COO{sp.Val, sp.Test}, bc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := 0.0
+		for i, p := range fit.Pred[1] {
+			d := p - sp.Test.Val[i]
+			s += d * d
+		}
+		if want := math.Sqrt(s / float64(len(fit.Pred[1]))); want != reps[rule].RMSEBefore {
+			t.Errorf("-bayes-clamp %s: rmse_before %v, bayes.Fit gives %v", rule, reps[rule].RMSEBefore, want)
+		}
+		if rule == bayes.ClampAuto {
+			// The final chain (with the new cells) chose by its own
+			// validation MSE, as this one did on the training cells.
+			if b := reps[rule].BayesClamp; b != bayes.ClampSamples && b != bayes.ClampMean {
+				t.Errorf("auto: the report names %q", b)
+			}
+			t.Logf("auto on the training cells: validation MSE %v by samples and mean: %s", fit.ValMSE, fit.Clamp)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
@@ -96,6 +97,8 @@ type Training struct {
 	BayesSamples int                   `json:"bayes_samples"`
 	BayesBurnIn  int                   `json:"bayes_burnin"`
 	BayesPriors  dain.BayesPriorGroups `json:"bayes_priors"`
+	// BayesClamp: records made before it existed clamped each sample.
+	BayesClamp bayes.ClampRule `json:"bayes_clamp"`
 	// FMRank and L2: records made before they existed trained no fm and
 	// had no L2 penalty.
 	FMRank int     `json:"fm_rank"`
@@ -259,7 +262,7 @@ func (t Training) Effective(dims []int) Training {
 		}
 	}
 	if !t.config().UsesBayesFM() { // the bayes-fm settings do not matter
-		t.BayesRank, t.BayesSamples, t.BayesBurnIn, t.BayesPriors = 0, 0, 0, ""
+		t.BayesRank, t.BayesSamples, t.BayesBurnIn, t.BayesPriors, t.BayesClamp = 0, 0, 0, "", ""
 	}
 	if !t.config().UsesFM() { // the fm rank does not matter
 		t.FMRank = 0

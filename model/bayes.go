@@ -21,7 +21,8 @@ import (
 
 // KindBayesFM is the kind of a saved Bayesian factorization machine: the
 // posterior samples of `-final-model bayes-fm` (package bayes), which
-// predicts by averaging its samples' clamped predictions.
+// predicts by averaging its samples' predictions, each clamped or the
+// average clamped (Meta.ClampRule).
 const KindBayesFM = "bayes-fm"
 
 // MaxSamples is the largest number of posterior samples a saved bayes-fm
@@ -67,6 +68,8 @@ func checkBayesMeta(m Meta) error {
 		return fmt.Errorf("clamp has %d values, want 2 (the smallest and largest training value)", len(m.Clamp))
 	case !(m.Clamp[0] <= m.Clamp[1]) || math.IsInf(m.Clamp[0], 0) || math.IsInf(m.Clamp[1], 0):
 		return fmt.Errorf("clamp [%v, %v]: want finite lo ≤ hi", m.Clamp[0], m.Clamp[1])
+	case m.ClampRule != "" && m.ClampRule != string(bayes.ClampSamples) && m.ClampRule != string(bayes.ClampMean):
+		return fmt.Errorf("clamp_rule %s: want %q or %q (absent: %q)", echo(m.ClampRule), bayes.ClampSamples, bayes.ClampMean, bayes.ClampSamples)
 	}
 	_, err := paramCount(bayesLayout(m))
 	return err
@@ -92,6 +95,10 @@ func SaveBayes(dir, name string, m *bayes.Model, meta Meta) error {
 	meta.Format, meta.FormatVersion, meta.Kind = Format, FormatVersion, KindBayesFM
 	meta.Order, meta.Dims, meta.Rank, meta.Width = len(m.Dims), append([]int(nil), m.Dims...), m.Rank, m.Rank+1
 	meta.Samples, meta.Clamp, meta.Layout = s, []float64{m.Min, m.Max}, LayoutModeMajor
+	meta.ClampRule = string(bayes.ClampSamples)
+	if m.Clamp == bayes.ClampMean {
+		meta.ClampRule = string(bayes.ClampMean)
+	}
 	meta.Layers, meta.LayerShapes, meta.Channels, meta.Capacity = nil, nil, 0, 0
 	if err := checkLimits(&meta); err != nil {
 		return fmt.Errorf("model %s: %w", name, err)
@@ -253,6 +260,10 @@ func LoadBayes(path string) (*bayes.Model, Meta, error) {
 	m, err := bayes.NewModel(meta.Dims, k, meta.Clamp[0], meta.Clamp[1], samples)
 	if err != nil {
 		return nil, meta, fmt.Errorf("model %s: %w", sp, err)
+	}
+	m.Clamp = bayes.ClampSamples
+	if meta.ClampRule == string(bayes.ClampMean) {
+		m.Clamp = bayes.ClampMean
 	}
 	return m, meta, nil
 }

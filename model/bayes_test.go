@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -100,6 +101,9 @@ func TestSaveLoadBayes(t *testing.T) {
 			}
 		}
 	}
+	if meta.ClampRule != "samples" {
+		t.Fatalf("clamp_rule %q, want samples", meta.ClampRule)
+	}
 	if _, _, err := Load(dir, nil, 0); err == nil || !strings.Contains(err.Error(), "LoadBayes") {
 		t.Fatalf("Load of a bayes-fm model: %v", err)
 	}
@@ -140,6 +144,7 @@ func TestLoadBayesUntrusted(t *testing.T) {
 		{"rank", func(m map[string]any) { m["rank"] = 0 }, nil, "rank 0"},
 		{"clamp missing", func(m map[string]any) { delete(m, "clamp") }, nil, "clamp has 0 values"},
 		{"clamp inverted", func(m map[string]any) { m["clamp"] = []float64{3, 1} }, nil, "clamp [3, 1]"},
+		{"clamp rule auto", func(m map[string]any) { m["clamp_rule"] = "auto" }, nil, `clamp_rule "auto"`},
 		{"layers", func(m map[string]any) { m["layers"] = []int{12, 4} }, nil, "no layers"},
 		{"kind", func(m map[string]any) { m["kind"] = "bayes-fm2" }, nil, `kind "bayes-fm2"`},
 		{"shape lie", nil, func() []byte {
@@ -200,4 +205,53 @@ func clone(h map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// TestSaveLoadBayesClampRule: clamp_rule round-trips ("mean" loads to a
+// model that predicts the saved one's values bit for bit, which differ
+// from "samples"' somewhere), and a model.json without it (saved before
+// it was recorded) loads as "samples".
+func TestSaveLoadBayesClampRule(t *testing.T) {
+	m, q := fittedBayes(t)
+	m.Round32()
+	// A narrower range, so that the two rules differ on many cells.
+	w := m.Max - m.Min
+	m.Min, m.Max = float64(float32(m.Min+0.3*w)), float64(float32(m.Max-0.3*w))
+	m.Clamp = bayes.ClampMean
+	dir := t.TempDir()
+	if err := SaveBayes(dir, DefaultName, m, Meta{Role: "theta-prime"}); err != nil {
+		t.Fatal(err)
+	}
+	got, meta, err := LoadBayes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := m.Predict(q)
+	p, _ := got.Predict(q)
+	if meta.ClampRule != "mean" || got.Clamp != bayes.ClampMean || !slices.Equal(p, want) {
+		t.Fatalf("clamp_rule %q, model %q: predictions equal %v", meta.ClampRule, got.Clamp, slices.Equal(p, want))
+	}
+	js, _ := modelFiles(t, dir)
+	var raw map[string]any
+	if err := json.Unmarshal(js, &raw); err != nil {
+		t.Fatal(err)
+	}
+	delete(raw, "clamp_rule")
+	out, _ := json.Marshal(raw)
+	if err := os.WriteFile(filepath.Join(dir, DefaultName+".json"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := LoadBayes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Clamp = bayes.ClampSamples
+	each, _ := m.Predict(q)
+	p, _ = old.Predict(q)
+	if old.Clamp != bayes.ClampSamples || !slices.Equal(p, each) {
+		t.Fatalf("without clamp_rule: model %q", old.Clamp)
+	}
+	if slices.Equal(each, want) {
+		t.Fatal("mean and samples agree on every cell: the test cannot tell them apart")
+	}
 }

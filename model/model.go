@@ -153,6 +153,11 @@ type Meta struct {
 	// (from the model; KindBayesFM).
 	Samples int       `json:"samples,omitempty"`
 	Clamp   []float64 `json:"clamp,omitempty"`
+	// ClampRule is where a bayes-fm model's predictions meet Clamp:
+	// "samples" (each sample's prediction is clamped, then averaged) or
+	// "mean" (the average is clamped); absent means "samples", the rule
+	// of models saved before it was recorded (from the model).
+	ClampRule string `json:"clamp_rule,omitempty"`
 	// Training holds the run's settings, flag name → value (caller).
 	Training map[string]any `json:"training,omitempty"`
 }
@@ -420,7 +425,7 @@ func ReadMeta(jsonPath string) (Meta, error) {
 		}
 		return meta, nil
 	}
-	if meta.Samples != 0 || meta.Clamp != nil {
+	if meta.Samples != 0 || meta.Clamp != nil || meta.ClampRule != "" {
 		return bad("samples and clamp belong to a %s model, not a %s", KindBayesFM, meta.Kind)
 	}
 	layers, layout, err := expected(meta)

@@ -471,8 +471,8 @@ func isBayes(jp string) bool {
 }
 
 // predictBayes is predictCells for a bayes-fm model (model.LoadBayes): the
-// mean over its posterior samples of each sample's clamped prediction, in
-// float64 on the CPU whatever the backend option says.
+// mean over its posterior samples of each sample's prediction, clamped by
+// its clamp_rule, in float64 on the CPU whatever the backend option says.
 func predictBayes(path string, idx []int32, n, order int) ([]float64, []byte, error) {
 	m, meta, err := model.LoadBayes(path)
 	if err != nil {

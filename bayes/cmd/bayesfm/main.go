@@ -32,6 +32,7 @@ func main() {
 	initStd := flag.Float64("init-std", def.InitStd, "std of the initial factors")
 	workers := flag.Int("workers", 0, "goroutines (0: GOMAXPROCS)")
 	shared := flag.Bool("shared", false, "one prior group for all modes (libFM without -meta)")
+	clamp := flag.String("clamp", string(bayes.ClampSamples), "where predictions are clamped to the training range: samples (each, libFM's), mean, or auto (chosen on the validation cells)")
 	verbose := flag.Bool("v", false, "one line per sweep on stderr")
 	flag.Parse()
 	if *data == "" {
@@ -51,7 +52,7 @@ func main() {
 	if *verbose {
 		progress = os.Stderr
 	}
-	cfg := bayes.Config{Rank: *rank, Samples: *samples, BurnIn: *burnIn, Seed: *seed, InitStd: *initStd, Workers: *workers, SharedPriors: *shared, Progress: progress}
+	cfg := bayes.Config{Rank: *rank, Samples: *samples, BurnIn: *burnIn, Seed: *seed, InitStd: *initStd, Workers: *workers, SharedPriors: *shared, Clamp: bayes.ClampRule(*clamp), Progress: progress}
 	res, err := bayes.Fit(context.Background(), train, []*tensor.COO{val, test}, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bayesfm:", err)
@@ -66,8 +67,8 @@ func main() {
 	}
 	fmt.Printf("data %s: dims %v, %d cells; split seed %d: train %d, val %d, test %d (read+split %.2fs)\n",
 		*data, x.Dims, x.NNZ(), *splitSeed, train.NNZ(), val.NNZ(), test.NNZ(), read.Seconds())
-	fmt.Printf("bayes-fm rank %d, %d samples, burn-in %d, seed %d, init std %g, shared priors %v, GOMAXPROCS %d\n",
-		cfg.Rank, cfg.Samples, cfg.BurnIn, cfg.Seed, cfg.InitStd, cfg.SharedPriors, runtime.GOMAXPROCS(0))
+	fmt.Printf("bayes-fm rank %d, %d samples, burn-in %d, seed %d, init std %g, shared priors %v, clamp %s, GOMAXPROCS %d\n",
+		cfg.Rank, cfg.Samples, cfg.BurnIn, cfg.Seed, cfg.InitStd, cfg.SharedPriors, res.Clamp, runtime.GOMAXPROCS(0))
 	q := res.QueryRMSE[1]
 	for _, s := range []int{10, 25, 50, 100, 150, 200, 300, 400} {
 		if s <= len(q) && s < len(q) {
