@@ -324,6 +324,13 @@ func (e *Experiment) fitBayes(ctx context.Context, train *tensor.COO, queries []
 	return res, name(cfg.SharedPriors), nil
 }
 
+// BayesChoice returns the prior grouping and clamp rule of the last
+// bayes-fm final model e fitted (Downstream or Retrain with a bayes-fm
+// Θ′; with auto, what validation chose), or "" for each when none.
+func (e *Experiment) BayesChoice() (BayesPriorGroups, bayes.ClampRule) {
+	return e.lastBayesPriors, e.lastBayesClamp
+}
+
 // fitClamped is bayes.FitOn on e's processes, saying on the log what
 // validation chose when cfg.Clamp is bayes.ClampAuto.
 func (e *Experiment) fitClamped(ctx context.Context, train *tensor.COO, queries []*tensor.COO, cfg bayes.Config) (*bayes.Result, error) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain"
@@ -128,15 +129,19 @@ type Run struct {
 	Model  string `json:"model,omitempty"` // the final model of a Plain run
 	// Final is the final model -final-model auto chose on the run's split
 	// (empty without auto).
-	Final      string  `json:"final_model,omitempty"`
-	Ratio      float64 `json:"ratio"`
-	NAug       int     `json:"n_aug"`
-	RMSE       float64 `json:"rmse"`
-	BestEpoch  int     `json:"best_epoch"`
-	SecFixed   float64 `json:"seconds_fixed"`   // shared models this method uses (Θ, TracIn, importance, Θ_p)
-	SecAugment float64 `json:"seconds_augment"` // drawing cells and predicting values
-	SecRetrain float64 `json:"seconds_retrain"` // training the downstream MLP
-	SecTotal   float64 `json:"seconds_total"`   // the sum: what one `dainx augment` of this method costs
+	Final string `json:"final_model,omitempty"`
+	// BayesClamp is the clamp rule of the run's bayes-fm final model
+	// (samples or mean: what -bayes-clamp auto chose on its validation
+	// cells); empty when the final model is not bayes-fm.
+	BayesClamp bayes.ClampRule `json:"bayes_clamp,omitempty"`
+	Ratio      float64         `json:"ratio"`
+	NAug       int             `json:"n_aug"`
+	RMSE       float64         `json:"rmse"`
+	BestEpoch  int             `json:"best_epoch"`
+	SecFixed   float64         `json:"seconds_fixed"`   // shared models this method uses (Θ, TracIn, importance, Θ_p)
+	SecAugment float64         `json:"seconds_augment"` // drawing cells and predicting values
+	SecRetrain float64         `json:"seconds_retrain"` // training the downstream MLP
+	SecTotal   float64         `json:"seconds_total"`   // the sum: what one `dainx augment` of this method costs
 	// Diagnostics compare, per mode, the entity importance the run's new
 	// cells were drawn from with the entities' training-cell counts
 	// (dain.Experiment.ImportanceDiagnostics); absent for a method that
@@ -296,6 +301,7 @@ func evaluateRepeat(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, s 
 	if err != nil {
 		return nil, err
 	}
+	_, clamp0 := e.BayesChoice()
 	step(fmt.Sprintf("repeat %d: baseline", r+1))
 	var runs []Run
 	resolved, auto, err := e.Resolve(ctx, base)
@@ -324,7 +330,7 @@ func evaluateRepeat(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, s 
 			run := Run{Repeat: r + 1, Seed: base.Seed, Method: m, Ratio: ratio}
 			if ratio == 0 {
 				run.RMSE, run.BestEpoch, run.SecRetrain = rmse0, res0.BestEpoch, sec0
-				run.SecTotal = sec0
+				run.SecTotal, run.BayesClamp = sec0, clamp0
 				runs = append(runs, run)
 				continue
 			}
@@ -343,6 +349,7 @@ func evaluateRepeat(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, s 
 			}
 			run.RMSE, run.BestEpoch, run.SecRetrain = rmse, res.BestEpoch, sec
 			run.SecTotal = run.SecFixed + run.SecAugment + run.SecRetrain
+			_, run.BayesClamp = e.BayesChoice()
 			runs = append(runs, run)
 			step(fmt.Sprintf("repeat %d: %s %.0f%%", r+1, m, 100*ratio))
 		}
@@ -350,6 +357,9 @@ func evaluateRepeat(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, s 
 	for i := range runs {
 		if runs[i].Method != Plain {
 			runs[i].Final = chosen
+		}
+		if runs[i].Method == Plain || resolved.FinalModelName() != dain.FinalBayesFM {
+			runs[i].BayesClamp = ""
 		}
 	}
 	return runs, nil

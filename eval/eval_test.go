@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/internal/demo"
@@ -236,8 +237,16 @@ func TestBaselines(t *testing.T) {
 			t.Errorf("repeat %d: plain auto %v is none of its candidates' plain runs %v", rep, a, plain)
 		}
 	}
+	for _, r := range res.Runs {
+		if r.BayesClamp != "" {
+			t.Errorf("run %+v: an mlp final model records bayes_clamp %q", r, r.BayesClamp)
+		}
+	}
 	for _, o := range other.Runs {
 		rep := o.Repeat
+		if o.BayesClamp != bayes.ClampSamples && o.BayesClamp != bayes.ClampMean {
+			t.Errorf("repeat %d: a bayes-fm final model records bayes_clamp %q", rep, o.BayesClamp)
+		}
 		if plain[[2]any{dain.FinalMLP, rep}] != ratio0[rep] {
 			t.Errorf("repeat %d: plain mlp %v, the ratio-0 run %v", rep, plain[[2]any{dain.FinalMLP, rep}], ratio0[rep])
 		}

@@ -5,11 +5,11 @@
 # counts a new cell as a tenth of an observation) with DAIN at 50% against
 # the same preset without new cells, on the legacy splits of seeds 1..10
 # (those of accurate10/, the placement study and libFM's runs).
-# Usage: bench/results/eval/dain-best/run.sh DAINX [TENSOR...]
+# Usage: [OUT=dir] bench/results/eval/dain-best/run.sh DAINX [TENSOR...]
 set -euo pipefail
 dainx=$1; shift
 data=${DATA:-../shared/data}
-out=bench/results/eval/dain-best
+out=${OUT:-bench/results/eval/dain-best}
 for name in ${@:-movielens_latest_small jodie_wikipedia foursquare_nyc movingmnist100}; do
   base="-backend cpu -quiet -preset accurate -split legacy -methods dain -ratios 0,0.5 -layers 48,64,32 -epochs 20 -patience 5"
   case $name in
