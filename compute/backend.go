@@ -158,6 +158,15 @@ type Backend interface {
 	// gradients (ℓ_z = e_z²) scale = 2. sq has length 1 and may be nil.
 	MSEGrad(delta, sq, pred, y F32, scale float32)
 
+	// Mul multiplies two vectors elementwise (=):
+	//
+	//	dst[i] = a[i]·b[i]
+	//
+	// dst must not overlap a or b; the three lengths must match. One float32 rounding per element, so every
+	// backend gives the same bits. Training weights each cell's loss
+	// gradient with it (nn.TrainConfig.NewWeight).
+	Mul(dst, a, b F32)
+
 	// Adam applies one fused Adam step to every element (PyTorch's
 	// formulation, bias correction c₁ = 1−β₁ᵗ, c₂ = 1−β₂ᵗ):
 	//

@@ -130,6 +130,15 @@ func CheckMSEGrad(delta, sq, pred, y F32) {
 	}
 }
 
+// CheckMul validates Mul: dst, a and b of one length. It returns it.
+func CheckMul(dst, a, b F32) int {
+	const op = "Mul"
+	n := length(op, "dst", dst)
+	CheckLen(op, "a", length(op, "a", a), n)
+	CheckLen(op, "b", length(op, "b", b), n)
+	return n
+}
+
 // CheckLinearForwardMSE validates OutputMSE.LinearForwardMSE: x B×in, w
 // in, bias 1, pred, delta and y B, sq 1 or nil. It returns B.
 func CheckLinearForwardMSE(pred, delta, sq, x, w, bias, y F32, in int) (batch int) {

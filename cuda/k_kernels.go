@@ -40,6 +40,7 @@ const (
 	kernelLinearForwardTc128x128                    // kernels/linear_forward_tc_128x128.cu
 	kernelLinearForwardTc128x64                     // kernels/linear_forward_tc_128x64.cu
 	kernelMseGrad                                   // kernels/mse_grad.cu
+	kernelMul                                       // kernels/mul.cu
 	kernelPairwiseBackward                          // kernels/pairwise_backward.cu
 	kernelPairwiseForward                           // kernels/pairwise_forward.cu
 	kernelSampleAlias                               // kernels/sample_alias.cu
@@ -85,6 +86,7 @@ var kernelNames = [numKernels]string{
 	"linear_forward_tc_128x128",
 	"linear_forward_tc_128x64",
 	"mse_grad",
+	"mul",
 	"pairwise_backward",
 	"pairwise_forward",
 	"sample_alias",
@@ -129,6 +131,7 @@ var kernelParamSizes = [numKernels][]int{
 	kernelLinearForwardTc128x128:    {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 	kernelLinearForwardTc128x64:     {8, 8, 8, 8, 8, 4, 4, 4, 4, 4},
 	kernelMseGrad:                   {8, 8, 8, 8, 4, 4},
+	kernelMul:                       {8, 8, 8, 4},
 	kernelPairwiseBackward:          {8, 8, 8, 4, 4, 4},
 	kernelPairwiseForward:           {8, 8, 4, 4, 4},
 	kernelSampleAlias:               {8, 8, 8, 4, 4, 4, 4, 8, 8},

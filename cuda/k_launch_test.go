@@ -110,6 +110,7 @@ var launchZero = [numKernels]func(be *Backend) error{
 		return be.kLinearForwardTc128x64(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	},
 	kernelMseGrad:          func(be *Backend) error { var z driver.Dim3; return be.kMseGrad(z, z, 0, 0, 0, 0, 0, 0, 0) },
+	kernelMul:              func(be *Backend) error { var z driver.Dim3; return be.kMul(z, z, 0, 0, 0, 0, 0) },
 	kernelPairwiseBackward: func(be *Backend) error { var z driver.Dim3; return be.kPairwiseBackward(z, z, 0, 0, 0, 0, 0, 0, 0) },
 	kernelPairwiseForward:  func(be *Backend) error { var z driver.Dim3; return be.kPairwiseForward(z, z, 0, 0, 0, 0, 0, 0) },
 	kernelSampleAlias:      func(be *Backend) error { var z driver.Dim3; return be.kSampleAlias(z, z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },

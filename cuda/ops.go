@@ -564,6 +564,24 @@ func (be *Backend) MSEGrad(delta, sq, pred, y compute.F32, scale float32) {
 	})
 }
 
+// Mul implements compute.Backend.Mul (=) with the kernel mul
+// (kernels/mul.cu); see compute/ref.Mul.
+func (be *Backend) Mul(dst, a, b compute.F32) {
+	const op = "Mul"
+	ds, as, bs := be.fm(op, dst), be.fm(op, a), be.fm(op, b)
+	compute.CheckMul(dst, a, b)
+	if ds.n == 0 {
+		return
+	}
+	n := i32(op, ds.n)
+	grid := be.grid1D(int64(ds.n), threads)
+	be.post(func() {
+		if be.err == nil {
+			be.fail("mul", be.kMul(grid, block1D, 0, ds.ptr, as.ptr, bs.ptr, n))
+		}
+	})
+}
+
 // lossParts is the most blocks linear_forward_out1_mse runs with (the size
 // of its scratch of block sums).
 const lossParts = 1024

@@ -92,7 +92,7 @@ func TestAugWeightBayesFM(t *testing.T) {
 
 // TestAugWeightErrors: -aug-weight parses auto, learn and weights in
 // (0, bayes.MaxNewWeight] and nothing else; an Adam-trained final model
-// refuses a weight other than 1.
+// refuses learn.
 func TestAugWeightErrors(t *testing.T) {
 	for _, s := range []string{"0", "-1", "nan", "inf", "2e6", "", "half"} {
 		var w dain.AugWeight
@@ -109,15 +109,44 @@ func TestAugWeightErrors(t *testing.T) {
 	x := demoTensor(t, 300)
 	for _, f := range []string{dain.FinalMLP, dain.FinalFM, dain.FinalHybrid} {
 		c := small()
-		c.FinalModel, c.AugWeight = f, 0.5
-		if _, err := dain.Run(context.Background(), x, c, cpu.New()); err == nil || !strings.Contains(err.Error(), "aug weight") {
-			t.Errorf("-final-model %s -aug-weight 0.5: error %v", f, err)
+		c.FinalModel, c.AugWeight = f, dain.AugWeightLearn
+		if _, err := dain.Run(context.Background(), x, c, cpu.New()); err == nil || !strings.Contains(err.Error(), "aug weight learn") {
+			t.Errorf("-final-model %s -aug-weight learn: error %v", f, err)
 		}
 	}
 	c := small()
 	c.FinalModel, c.AugWeight = dain.FinalBayesFM, -3
 	if _, err := dain.Run(context.Background(), x, c, cpu.New()); err == nil {
 		t.Error("aug weight -3 in code: no error")
+	}
+}
+
+// TestAugWeightAdam (issue 51): for the Adam-trained final models a
+// weight w scales each new cell's squared error in the loss
+// (nn.TrainConfig.NewWeight, whose gradient is tested in nn): weight 1 is
+// the run of auto bit for bit; another weight changes rmse_after alone
+// (Θ, the new cells and rmse_before stay), and the report says it.
+func TestAugWeightAdam(t *testing.T) {
+	x := demoTensor(t, 1500)
+	for _, f := range []string{dain.FinalMLP, dain.FinalFM} {
+		run := func(w dain.AugWeight) dain.Report {
+			c := small()
+			c.FinalModel, c.AugWeight, c.Ratio = f, w, 0.5
+			r, err := dain.Run(context.Background(), x, c, cpu.New())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Report
+		}
+		auto, one, quarter := run(dain.AugWeightAuto), run(1), run(0.25)
+		if one.RMSEAfter != auto.RMSEAfter || one.RMSEBefore != auto.RMSEBefore || auto.AugWeight != "" || one.AugWeight != "" {
+			t.Errorf("%s: weight 1 rmse_after %v, auto's %v (aug_weight %q, %q)", f, one.RMSEAfter, auto.RMSEAfter, one.AugWeight, auto.AugWeight)
+		}
+		if quarter.RMSEAfter == auto.RMSEAfter || quarter.RMSEBefore != auto.RMSEBefore || quarter.NAug != auto.NAug || quarter.AugWeight != "weight 0.25" {
+			t.Errorf("%s: weight 0.25 rmse_after %v (auto %v), rmse_before %v (%v), %d new cells (%d), aug_weight %q",
+				f, quarter.RMSEAfter, auto.RMSEAfter, quarter.RMSEBefore, auto.RMSEBefore, quarter.NAug, auto.NAug, quarter.AugWeight)
+		}
+		t.Logf("%s: rmse_before %.5f, after: weight 1 %.5f, 0.25 %.5f", f, auto.RMSEBefore, auto.RMSEAfter, quarter.RMSEAfter)
 	}
 }
 

@@ -251,7 +251,7 @@ func settings() []Setting {
 			Help: "with bayes-fm, where its predictions are clamped to the training values' range: `rule` samples (each sample's, then averaged: libFM's), mean (the average) or auto (both from the one chain, the one of lower validation RMSE kept)"},
 		// New cells counted as observations before -aug-weight.
 		{Field: "AugWeight", Flag: "aug-weight", Bind: "training", Key: "aug_weight", Legacy: AugWeight(1),
-			Help: "how much a new cell counts against an observed one when the final model is fitted: a `weight` w > 0 (bayes-fm: the new cells' noise precision is w·α, α the observed cells'; 1 counts them as observations), learn (bayes-fm: their own noise precision, drawn in every Gibbs sweep) or auto (1 for mlp, fm and hybrid, which take only 1 so far; " + strconv.FormatFloat(DefaultBayesAugWeight, 'g', -1, 64) + " for bayes-fm)"},
+			Help: "how much a new cell counts against an observed one when the final model is fitted: a `weight` w > 0 (bayes-fm: the new cells' noise precision is w·α, α the observed cells'; mlp, fm, hybrid: each new cell's squared error counts w times in Adam's loss; 1 counts them as observations), learn (bayes-fm: their own noise precision, drawn in every Gibbs sweep) or auto (1 for mlp, fm and hybrid; " + strconv.FormatFloat(DefaultBayesAugWeight, 'g', -1, 64) + " for bayes-fm)"},
 		// The default fm rank, and no L2 penalty, before -fm-rank and -l2.
 		{Field: "FMRank", Flag: "fm-rank", Bind: "training", Key: "fm_rank", Legacy: DefaultFMRank,
 			Help: "the fm model's `rank` K (factors per entity; its embedding width is K+1, the last column the entity's bias), as -model, -predictor or -final-model"},
@@ -639,11 +639,11 @@ type Report struct {
 	// BayesClamp is the clamp rule bayes-fm's final chain used (samples
 	// or mean; with auto, the one validation chose).
 	BayesClamp bayes.ClampRule `json:"bayes_clamp,omitempty"`
-	// AugWeight says how much the new cells counted in the fit of a
-	// bayes-fm final model (or an ensemble's; Config.AugWeight with auto
-	// resolved): "weight 1" (as observations), "weight 0.1", "learned",
-	// prefixed "auto: " when -aug-weight was auto; empty without new
-	// cells and for the Adam-trained final models, which count them as
+	// AugWeight says how much the new cells counted in the fit of the
+	// final model (Config.AugWeight with auto resolved): "weight 1" (as
+	// observations), "weight 0.1", "learned" (bayes-fm), prefixed "auto: "
+	// when -aug-weight was auto; empty without new cells, and for an
+	// Adam-trained final model (mlp, fm, hybrid) that counted them as
 	// observations.
 	AugWeight string `json:"aug_weight,omitempty"`
 	// Preset is the -preset the settings came from (set by the program
@@ -1001,7 +1001,7 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
 	rep.BayesPriors, rep.BayesClamp = e.lastBayesPriors, e.lastBayesClamp
-	if f := e.applyAuto(e.cfg).finalModel(); rep.NAug > 0 && (f == FinalBayesFM || f == FinalEnsemble) {
+	if f := e.applyAuto(e.cfg).finalModel(); rep.NAug > 0 && (f == FinalBayesFM || f == FinalEnsemble || e.cfg.AugWeight.Resolve(f) != 1) {
 		rep.AugWeight = e.cfg.AugWeight.applied(f)
 	}
 	rep.ValRMSEAfter = math.Sqrt(res.BestValMSE)

@@ -697,6 +697,11 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		settle()
 	}
 	global := e.nTrain() + e.globalNNZ(aug) // train ∪ aug over every process
+	if w := e.cfg.AugWeight.Resolve(kind); w != 1 {
+		// The new cells, this process's last, count w of an observed
+		// cell in the loss.
+		tc.NewCells, tc.NewWeight = naug, float64(w)
+	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
 	tc.Order = e.cfg.order(streamShuffleAfter, global)

@@ -248,8 +248,8 @@ func (c Config) checkFinal() error {
 	if err := c.AugWeight.check(); err != nil {
 		return err
 	}
-	if f := c.finalModel(); c.AugWeight != AugWeightAuto && c.AugWeight != 1 && f != FinalBayesFM && f != FinalAuto && f != FinalEnsemble {
-		return fmt.Errorf("aug weight %s: the %s final model takes only 1 (or auto) so far; a weight or learn needs -final-model bayes-fm (or auto, or ensemble, whose bayes-fm takes it)", c.AugWeight.String(), f)
+	if f := c.finalModel(); c.AugWeight == AugWeightLearn && f != FinalBayesFM && f != FinalAuto && f != FinalEnsemble {
+		return fmt.Errorf("aug weight learn: the %s final model, trained by Adam, takes a weight (or auto); learn needs -final-model bayes-fm (or auto, or ensemble, whose bayes-fm takes it)", f)
 	}
 	if !c.UsesBayesFM() {
 		return nil
@@ -469,8 +469,13 @@ func (c Config) newCells(b *bayes.Config, n int) {
 // Resolve returns the weight w stands for with final model kind (a
 // FinalModels name but auto): AugWeightAuto's default for that kind
 // (DefaultBayesAugWeight for bayes-fm and the ensemble's bayes-fm, else
-// 1), else w.
+// 1), else w; 1 for AugWeightLearn with a kind trained by Adam, which
+// cannot learn it (Config.checkFinal refuses that unless an auto final
+// model may choose either).
 func (w AugWeight) Resolve(kind string) AugWeight {
+	if w == AugWeightLearn && kind != FinalBayesFM && kind != FinalEnsemble {
+		return 1
+	}
 	if w != AugWeightAuto {
 		return w
 	}

@@ -309,9 +309,12 @@ var Settings = sync.OnceValue(settings)
 // For the bayes-fm final model a weight w gives the new cells the noise
 // precision α_new = w·α (bayes.Config.NewWeight; α the observed cells'),
 // and AugWeightLearn draws α_new in every Gibbs sweep under its own
-// Gamma prior (bayes.Config.NewLearn). 1 counts them as observations, as
-// every dainx before the setting did. The Adam-trained final models (mlp,
-// fm, hybrid) take only 1 so far.
+// Gamma prior (bayes.Config.NewLearn). For the Adam-trained final models
+// (mlp, fm, hybrid, and an ensemble's members) a weight w multiplies each
+// new cell's squared error in the batch loss (nn.TrainConfig.NewWeight:
+// its gradient is w·(2/B)·(ŷ − y)); they cannot learn it, and auto gives
+// them 1. 1 counts the new cells as observations, as every dainx before
+// the setting did, bit for bit.
 type AugWeight float64
 
 // Special values of AugWeight.
@@ -319,7 +322,8 @@ const (
 	// AugWeightAuto, the zero value (the default): 1 for the Adam-trained
 	// final models, DefaultBayesAugWeight for bayes-fm.
 	AugWeightAuto AugWeight = 0
-	// AugWeightLearn draws bayes-fm's α_new (bayes-fm only).
+	// AugWeightLearn draws bayes-fm's α_new (bayes-fm only; 1 for an
+	// Adam-trained member of an ensemble or candidate of auto).
 	AugWeightLearn AugWeight = -1
 )
 

@@ -54,7 +54,9 @@ type StepBatch struct {
 	// backward pass took: Scale·(x̂ − x) per cell, Scale = 2/B (the
 	// batch-mean MSE; B the global batch on a cluster), so a cell's own
 	// loss (x̂ − x)² has gradient
-	// Delta/Scale·… times the same activations.
+	// Delta/Scale·… times the same activations. With
+	// TrainConfig.NewWeight each new cell's Delta is also times its
+	// weight.
 	Delta compute.F32
 	Scale float32
 }

@@ -165,6 +165,26 @@ type TrainConfig struct {
 	// holds the training cells Dist.Owned numbers. nil is one process
 	// holding every cell.
 	Dist *DistConfig
+	// NewCells ≥ 0 is the number of the training set's last cells (this
+	// process's own, with Dist) that are new cells of an augmentation,
+	// and NewWeight ≥ 0 how much each of their squared errors counts
+	// against an observed cell's: a step's loss is
+	//
+	//	(1/B)·Σ_b w_b·(ŷ_b − y_b)²,  w_b = NewWeight for a new cell, 1 else,
+	//
+	// over its global batch of B cells, so its gradient at ŷ_b is
+	// (2/B)·w_b·(ŷ_b − y_b) (one compute.Backend.Mul more per step; the
+	// squared errors the epoch's training MSE reports stay unweighted).
+	// With NewCells 0, or NewWeight 0 or 1, the loss is the unweighted
+	// one, bit for bit. Train refuses NewCells above the training set's
+	// cells and a NewWeight that is not finite.
+	NewCells  int
+	NewWeight float64
+}
+
+// weighted reports whether cfg weights the new cells' loss.
+func (cfg TrainConfig) weighted() bool {
+	return cfg.NewCells > 0 && cfg.NewWeight != 0 && cfg.NewWeight != 1
 }
 
 // The embedding optimisers of TrainConfig.EmbeddingOptimizer.
@@ -347,6 +367,9 @@ func checkTrainConfig(m *Net, cfg TrainConfig) error {
 	if cfg.Batch > m.capacity {
 		return fmt.Errorf("nn: batch %d exceeds the model's capacity %d", cfg.Batch, m.capacity)
 	}
+	if cfg.NewCells < 0 || !(cfg.NewWeight >= 0) || math.IsInf(cfg.NewWeight, 0) {
+		return fmt.Errorf("nn: %d new cells of weight %g: want ≥ 0 cells and a finite weight ≥ 0", cfg.NewCells, cfg.NewWeight)
+	}
 	return nil
 }
 
@@ -450,12 +473,18 @@ type trainer struct {
 	// ordered copy of the set is held. Elsewhere the ordered set lives on
 	// the device (a captured step reads a fixed slice of it), uploaded each
 	// epoch through host buffers of at most stageCells cells.
-	hb           compute.HostBuffers
-	perStep      bool
-	hostRows     []int32
-	hostVals     []float32
-	shufRows     compute.I32
-	shufVals     compute.F32
+	hb       compute.HostBuffers
+	perStep  bool
+	hostRows []int32
+	hostVals []float32
+	shufRows compute.I32
+	shufVals compute.F32
+	// With weighted (TrainConfig.NewWeight), each ordered cell's loss
+	// weight beside its value, and raw, a batch's unweighted gradient.
+	weighted     bool
+	hostW        []float32
+	shufW        compute.F32
+	raw          compute.F32
 	perm         []int32     // T cells: one process's order, or a cluster's shuffled (legacy) order of all cells
 	ord          []int32     // the local cells (numbers in train) in the epoch's order: perm itself on one process
 	stepLo       []int       // steps+1: step s takes ord[stepLo[s]:stepLo[s+1]]
@@ -488,6 +517,7 @@ type trainer struct {
 	graphs                          map[int]compute.Graph
 	stRows                          compute.I32
 	stVals, stSq, stAdam, adamTable compute.F32
+	stW                             compute.F32 // the step's weights (weighted)
 	hostAdam                        []float32
 
 	ex    *exchange // a cluster's exchanges; nil on one process
@@ -512,13 +542,27 @@ func (t *trainer) setup() error {
 	}
 	t.hb, _ = be.(compute.HostBuffers)
 	t.perStep = t.hb != nil && t.capturer == nil
+	if cfg.NewCells > L {
+		return fmt.Errorf("nn: %d new cells among %d training cells", cfg.NewCells, L)
+	}
+	t.weighted = cfg.weighted()
 	if t.perStep {
 		t.hostRows, t.hostVals = make([]int32, cfg.Batch*t.order), make([]float32, cfg.Batch)
 		t.shufRows, t.shufVals = t.hb.WrapI32(t.hostRows), t.hb.WrapF32(t.hostVals)
+		if t.weighted {
+			t.hostW = make([]float32, cfg.Batch)
+			t.shufW = t.hb.WrapF32(t.hostW)
+		}
 	} else {
 		t.shufRows, t.shufVals = be.AllocI32(max(L, 1)*t.order), be.Alloc(max(L, 1))
 		c := min(L, stageCells)
 		t.hostRows, t.hostVals = make([]int32, c*t.order), make([]float32, c)
+		if t.weighted {
+			t.shufW, t.hostW = be.Alloc(max(L, 1)), make([]float32, c)
+		}
+	}
+	if t.weighted {
+		t.raw = be.Alloc(m.capacity)
 	}
 	t.adamM, t.adamV = be.Alloc(m.params.Len()), be.Alloc(m.params.Len())
 	if t.d != nil && m.sh != nil {
@@ -540,7 +584,12 @@ func (t *trainer) setup() error {
 		t.stRows, t.stVals, t.stSq = be.AllocI32(cfg.Batch*t.order), be.Alloc(cfg.Batch), be.Alloc(1)
 		t.stAdam, t.adamTable, t.hostAdam = be.Alloc(2), be.Alloc(2*t.steps), make([]float32, 2*t.steps)
 		b := min(cfg.Batch, t.T)
-		t.pass(t.stRows, t.stVals, t.stSq, b, b) // sizes the backend's scratch memory before any capture
+		var w compute.F32
+		if t.weighted {
+			t.stW = be.Alloc(cfg.Batch)
+			w = t.stW.Slice(0, b)
+		}
+		t.pass(t.stRows.Slice(0, b*t.order), t.stVals.Slice(0, b), w, t.stSq, b, b) // sizes the backend's scratch memory before any capture
 	}
 	if t.d != nil {
 		t.ex = newExchange(t)
@@ -603,7 +652,7 @@ func (t *trainer) free() {
 	for _, g := range t.graphs {
 		g.Free()
 	}
-	for _, b := range []compute.F32{t.shufVals, t.adamM, t.adamV, t.best, t.delta, t.sq, t.stVals, t.stSq, t.stAdam, t.adamTable} {
+	for _, b := range []compute.F32{t.shufVals, t.adamM, t.adamV, t.best, t.delta, t.sq, t.stVals, t.stSq, t.stAdam, t.adamTable, t.raw, t.stW} {
 		if b != nil {
 			b.Free()
 		}
@@ -686,6 +735,15 @@ func (t *trainer) gather(cells []int32) {
 		copy(t.hostRows[i*order:(i+1)*order], t.train.rows[int(c)*order:(int(c)+1)*order])
 		t.hostVals[i] = t.train.vals[c]
 	}
+	if t.weighted {
+		first, w := t.train.Len()-t.cfg.NewCells, float32(t.cfg.NewWeight)
+		for i, c := range cells {
+			t.hostW[i] = 1
+			if int(c) >= first {
+				t.hostW[i] = w
+			}
+		}
+	}
 }
 
 // stage uploads the epoch's ordered cells (and for the step hooks their
@@ -701,6 +759,9 @@ func (t *trainer) stage() {
 		t.gather(t.ord[lo:hi])
 		be.UploadI32(t.shufRows.Slice(lo*order, (hi-lo)*order), t.hostRows[:(hi-lo)*order])
 		be.Upload(t.shufVals.Slice(lo, hi-lo), t.hostVals[:hi-lo])
+		if t.weighted {
+			be.Upload(t.shufW.Slice(lo, hi-lo), t.hostW[:hi-lo])
+		}
 	}
 	if t.cellsDev != nil {
 		be.UploadI32(t.cellsDev, t.ord)
@@ -718,10 +779,17 @@ func (t *trainer) stage() {
 
 // pass queues the forward pass, the MSE gradient (its squared error into
 // sqOut) and the backward pass of the b cells rows, y of a global batch
-// of gb cells (the loss is the global batch's mean).
-func (t *trainer) pass(rows compute.I32, y, sqOut compute.F32, b, gb int) {
+// of gb cells (the loss is the global batch's mean), each cell's gradient
+// weighted by w when w is not nil (TrainConfig.NewWeight).
+func (t *trainer) pass(rows compute.I32, y, w, sqOut compute.F32, b, gb int) {
 	d := t.delta.Slice(0, b)
-	t.m.ForwardMSE(rows, y, d, sqOut, float32(2/float64(gb)))
+	if w != nil {
+		r := t.raw.Slice(0, b)
+		t.m.ForwardMSE(rows, y, r, sqOut, float32(2/float64(gb)))
+		t.be.Mul(d, r, w)
+	} else {
+		t.m.ForwardMSE(rows, y, d, sqOut, float32(2/float64(gb)))
+	}
 	if t.sparse {
 		t.m.BackwardSparse(rows, d)
 	} else {
@@ -750,7 +818,11 @@ func (t *trainer) step(k, s int) error {
 	}
 	if hi > lo {
 		gb := min((s+1)*cfg.Batch, t.T) - s*cfg.Batch
-		t.pass(t.shufRows.Slice(at*order, (hi-lo)*order), t.shufVals.Slice(at, hi-lo), t.sq.Slice(s, 1), hi-lo, gb)
+		var w compute.F32
+		if t.weighted {
+			w = t.shufW.Slice(at, hi-lo)
+		}
+		t.pass(t.shufRows.Slice(at*order, (hi-lo)*order), t.shufVals.Slice(at, hi-lo), w, t.sq.Slice(s, 1), hi-lo, gb)
 	} else {
 		t.ex.idle(s)
 	}
@@ -789,6 +861,9 @@ func (t *trainer) replay(s int) error {
 	b := hi - lo
 	be.CopyI32(t.stRows.Slice(0, b*order), t.shufRows.Slice(lo*order, b*order))
 	be.Copy(t.stVals.Slice(0, b), t.shufVals.Slice(lo, b))
+	if t.weighted {
+		be.Copy(t.stW.Slice(0, b), t.shufW.Slice(lo, b))
+	}
 	be.Copy(t.stAdam, t.adamTable.Slice(2*s, 2))
 	g := t.graphs[b]
 	if g == nil {
@@ -805,7 +880,11 @@ func (t *trainer) replay(s int) error {
 
 // captured is what a graph of a step of b cells holds.
 func (t *trainer) captured(b int) {
-	t.pass(t.stRows.Slice(0, b*t.order), t.stVals.Slice(0, b), t.stSq, b, b)
+	var w compute.F32
+	if t.weighted {
+		w = t.stW.Slice(0, b)
+	}
+	t.pass(t.stRows.Slice(0, b*t.order), t.stVals.Slice(0, b), w, t.stSq, b, b)
 	a := t.adam
 	a.T, a.Scalars = 1, t.stAdam
 	t.m.adamStep(t.sparse, t.adamM, t.adamV, a)

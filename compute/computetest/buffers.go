@@ -422,6 +422,8 @@ func testPanics(s *suite) {
 		{"LinearBackward db of wrong length", func() { be.LinearBackward(nil, nil, a(3), y4, w6, w6, 3, 2, false, false) }},
 		{"LinearBackward in 0", func() { be.LinearBackward(nil, nil, nil, y4, w6, w6, 0, 2, false, false) }},
 		{"MSEGrad delta of wrong length", func() { be.MSEGrad(x11, nil, x10, x10, 1) }},
+		{"Mul a of wrong length", func() { be.Mul(x10, x11, x10) }},
+		{"Mul b of wrong length", func() { be.Mul(x10, x10, x11) }},
 		{"MSEGrad sq of length 2", func() { be.MSEGrad(x10, x2, x10, x10, 1) }},
 		{"Adam step 0", func() {
 			be.Adam(x10, a(10), a(10), a(10), compute.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, T: 0})

@@ -202,6 +202,28 @@ func testMSEGrad(s *suite) {
 	}
 }
 
+// testMul: dst[i] is one product (K = 1, within one rounding of the
+// float64 reference; one float32 rounding, so the same bits on every
+// backend), overwritten, starting as NaN.
+func testMul(s *suite) {
+	for _, n := range append(slices.Clone(batches), 1000, 70000) {
+		a := s.f32("a", s.uniform(n))
+		b := s.f32("b", s.positive(n))
+		dst := newOut(s.f32("dst", nans(n)), NewShape("dst", "i", n), 1, 1)
+		s.exercise(fmt.Sprintf("n=%d", n), []*result{dst}, []*fbuf{a, b}, nil,
+			func() { s.be.Mul(dst.b.view, a.view, b.view) },
+			func() { ref.Mul(dst.want, f64(a.init), f64(b.init)) })
+		got := s.read("Mul", dst.b)
+		for i := range got {
+			if want := a.init[i] * b.init[i]; got[i] != want {
+				s.errorf("Mul n=%d: dst[%d] = %v, the float32 product %v: not one rounding", n, i, got[i], want)
+				break
+			}
+		}
+		s.freeAll()
+	}
+}
+
 // testLinearForwardMSE (backends implementing compute.OutputMSE): the
 // fused output layer and loss. pred is a dot product of in terms plus the
 // bias (K = in + 1, against the float64 reference); delta is one

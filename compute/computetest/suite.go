@@ -93,6 +93,7 @@ var suiteOps = []struct {
 	{"LinearBackward", testLinearBackward},
 	{"LinearLarge", testLinearLarge},
 	{"MSEGrad", testMSEGrad},
+	{"Mul", testMul},
 	{"LinearForwardMSE", testLinearForwardMSE},
 	{"Adam", testAdam},
 	{"DistinctRows", testDistinctRows},

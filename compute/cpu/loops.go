@@ -145,6 +145,15 @@ func (*Backend) MSEGrad(delta, sq, pred, y compute.F32, scale float32) {
 	}
 }
 
+// Mul implements compute.Backend.Mul (=).
+func (*Backend) Mul(dst, a, b compute.F32) {
+	n := compute.CheckMul(dst, a, b)
+	ds, as, bs := f(dst)[:n], f(a)[:n], f(b)[:n]
+	for i := range ds {
+		ds[i] = as[i] * bs[i]
+	}
+}
+
 // LinearForwardMSE implements compute.OutputMSE (=): LinearForward with
 // one output, then MSEGrad, in turn (the CPU has no launch to save), so
 // pred, delta and sq are bit for bit those of the two operations.

@@ -127,6 +127,13 @@ func MSEGrad(delta, sq, pred, y []float64, scale float64) {
 	}
 }
 
+// Mul is compute.Backend.Mul (=): dst[i] = a[i]·b[i].
+func Mul(dst, a, b []float64) {
+	for i := range dst {
+		dst[i] = a[i] * b[i]
+	}
+}
+
 // Adam is compute.Backend.Adam (in place). With s.L2 > 0 the gradient is
 // g + L2·p, p before the step (coupled L2; compute.AdamStep).
 func Adam(p, g, m, v []float64, s compute.AdamStep) {

@@ -40,6 +40,7 @@
 #include "linear_forward_out1_mse.cu"
 #include "linear_forward_tc.cu"
 #include "mse_grad.cu"
+#include "mul.cu"
 #include "pairwise_backward.cu"
 #include "pairwise_forward.cu"
 #include "sample_alias.cu"
@@ -673,6 +674,18 @@ int main() {
         vector<float> d2(n, NAN);
         launch({2, 1, 1}, {1024, 1, 1}, [&] { mse_grad(d2.data(), nullptr, p.data(), y.data(), n, 0.5f); });
         check("mse_grad nosq", d2, wd, 1e-6);
+    }
+    // mul: one float32 rounding per element, bit for bit the host product,
+    // over grids smaller and larger than n (the grid-stride loop).
+    for (int n : {1, 255, 1000, 70000}) {
+        auto a = rnd(n), b = rnd(n);
+        for (unsigned grid : {1u, 3u, (unsigned)cdiv(n, 256)}) {
+            vector<float> d(n, NAN);
+            launch({grid, 1, 1}, {256, 1, 1}, [&] { mul(d.data(), a.data(), b.data(), n); });
+            int bad = 0;
+            for (int i = 0; i < n; ++i) if (d[i] != a[i] * b[i]) bad++;
+            if (bad) { printf("FAIL mul n %d grid %u: %d of %d not the float32 product\n", n, grid, bad, n); fails++; }
+        }
     }
     // linear_forward_out1_mse: pred and delta bit for bit those of
     // linear_forward_out1 then mse_grad, sq within float64 rounding, the
