@@ -747,7 +747,7 @@ func run(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, cfg Config, b
 	if e != nil {
 		defer e.Close()
 		if e.ck != nil {
-			defer e.ck.close() // the checkpoint directory's lock
+			defer e.ck.Close() // the checkpoint directory's lock
 		}
 	}
 	if err != nil {
@@ -791,7 +791,7 @@ func run(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, cfg Config, b
 	if err := e.step5(ctx, &rep, aug, nAug); err != nil {
 		return nil, err
 	}
-	if err := e.ck.done(); err != nil {
+	if err := e.ck.Done(); err != nil {
 		return nil, err
 	}
 	rep.Seconds.Total = time.Since(start).Seconds()
@@ -874,13 +874,13 @@ func begin(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, 
 // the steps finished before an interruption.
 func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *tensor.COO, saved *augRecord, err error) {
 	cfg := e.cfg
-	saved, aug, err = e.ck.loadAugmented()
+	saved, aug, err = loadAugmented(e.ck)
 	if err != nil {
 		return nil, nil, err
 	}
 	if saved != nil {
 		if len(cfg.Keep.Steps14Flags()) > 0 {
-			// checkpointer.keepsNotSaved refuses this first, saying
+			// rundir.Dir.LoadAugmented refuses this first, saying
 			// whether the run there finished or was interrupted.
 			return nil, nil, fmt.Errorf("dain: -resume: the cell scores, entity importance and models Θ and Θ_p come from steps 1–4, whose result the checkpoint holds without them: resume without -scores-out, -importance-out and -model-out-all, or remove the checkpoint directory and run without -resume to have them")
 		}
@@ -946,7 +946,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	if e.sp.dist != nil {
 		total = nAug
 	}
-	err = e.ck.saveAugmented(augRecord{RMSEBefore: rep.RMSEBefore, BestEpoch: rep.BestEpoch, HistoryBefore: rep.HistoryBefore,
+	err = e.ck.SaveAugmented(augRecord{RMSEBefore: rep.RMSEBefore, BestEpoch: rep.BestEpoch, HistoryBefore: rep.HistoryBefore,
 		NAug: aug.NNZ(), Total: total, Stats: st, Seconds: rep.Seconds, Dims: aug.Dims, Diagnostics: rep.Diagnostics}, aug)
 	if err != nil {
 		return nil, nil, err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/checkpoint/rundir"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
@@ -116,7 +117,7 @@ type Experiment struct {
 	keep  *kept
 	owned []compute.F32 // score buffers the experiment frees
 	start time.Time
-	ck    stageCheckpoint // a nil *checkpointer unless the run is checkpointed (RunCheckpointed)
+	ck    rundir.Store // a nil *rundir.Dir unless the run is checkpointed (RunCheckpointed)
 	// sp is how the cells are spread over the processes (spread.go):
 	// cluster.Local for one process.
 	sp spread
@@ -212,7 +213,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 	}
 	shards := cfg.shards(x.Dims, cl.Size())
 	if err := checkSpreadOn(append([]Config{cfg}, methods...), shards); err != nil {
-		return nil, agreed{err} // every process finds it
+		return nil, cluster.Agreed(err) // every process finds it
 	}
 	if err := checkMemorySharded(x, cfg, shards); err != nil {
 		return nil, err
@@ -221,7 +222,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 		if c.Layers == nil {
 			c.Layers = cfg.Layers
 		}
-		if err := agreeOn(cl, checkMemoryLimit(x, c, shards), "dain: memory"); err != nil {
+		if err := cluster.Agree(cl, checkMemoryLimit(x, c, shards), "dain: memory"); err != nil {
 			return nil, err
 		}
 	}
@@ -231,7 +232,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
 		models: memo[Embedding, *trained]{}, cellScores: memo[CellImportance, compute.F32]{},
 		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{},
-		ck: (*checkpointer)(nil), sp: spread{cl: cl}}
+		ck: (*rundir.Dir)(nil), sp: spread{cl: cl}}
 	var err error
 	if e.oracle, err = checkOracle(cl, sh, append([]Config{cfg}, methods...)); err != nil {
 		return nil, err
@@ -461,7 +462,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	tc.Order = e.cfg.order(seedShuffle, e.nTrain())
 	label := map[string]string{nn.KindMLP: "Θ", nn.KindCoSTCo: "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
 	stage := stageName(m.Kind, passes)
-	if seconds, s, found, err := e.ck.loadModel(stage, t); err != nil {
+	if seconds, s, found, err := e.ck.LoadModel(stage, t.ckModel()); err != nil {
 		return nil, 0, err
 	} else if found {
 		for i, p := range passes {
@@ -472,7 +473,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		return t, seconds, nil
 	}
 	tc.AfterEpoch = func(ep nn.Epoch) error {
-		if err := e.ck.at(stage, ep.N, "trained"); err != nil {
+		if err := e.ck.At(stage, ep.N, "trained"); err != nil {
 			return err
 		}
 		for i, a := range t.accs {
@@ -486,7 +487,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 			}
 		}
 		if len(t.accs) > 0 {
-			if err := e.ck.at(stage, ep.N, "tracin"); err != nil {
+			if err := e.ck.At(stage, ep.N, "tracin"); err != nil {
 				return err
 			}
 		}
@@ -499,7 +500,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		e.logf("training %s (%s, %d parameters)", label, m.Kind, net.NumParams())
 	}
 	t0 := time.Now()
-	prior, err := e.ck.fit(&tc, stage, label, pcg, t.accs, secs, e.logf, func() float64 { return time.Since(t0).Seconds() })
+	prior, err := e.ck.Fit(&tc, stage, label, pcg, t.accs, secs, e.logf, func() float64 { return time.Since(t0).Seconds() })
 	if err != nil {
 		return nil, 0, err
 	}
@@ -524,7 +525,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		t.rmse = math.Sqrt(t.res.BestValMSE)
 		e.logf("%s: best epoch %d, validation MSE %.6f (no test set)", label, t.res.BestEpoch, t.res.BestValMSE)
 	}
-	if err := e.ck.saveModel(stage, t, seconds, secs); err != nil {
+	if err := e.ck.SaveModel(stage, t.ckModel(), seconds, secs); err != nil {
 		return nil, 0, err
 	}
 	ok = true
@@ -699,13 +700,13 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
 	tc.Order = e.cfg.order(streamShuffleAfter, global)
 	tc.AfterEpoch = func(ep nn.Epoch) error {
-		if err := e.ck.at(stage, ep.N, "trained"); err != nil {
+		if err := e.ck.At(stage, ep.N, "trained"); err != nil {
 			return err
 		}
 		logEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
 	}
-	prior, err := e.ck.fit(&tc, stage, label, pcg, nil, nil, e.logf, func() float64 { return time.Since(t0).Seconds() })
+	prior, err := e.ck.Fit(&tc, stage, label, pcg, nil, nil, e.logf, func() float64 { return time.Since(t0).Seconds() })
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}

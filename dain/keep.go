@@ -149,9 +149,9 @@ func (c Config) checkKeepOn(size int, dims []int) error {
 	k := c.Keep
 	switch {
 	case k.Split:
-		return agreed{fmt.Errorf("dain: Config.Keep.Split (-split-out) on %d processes: each holds its own share of the split, which is not gathered into one; the keyed split (-split keyed, the default) is the same on any number of processes, so a run of one process with the same -seed, -test-frac and -val-frac writes it", size)}
+		return cluster.Agreed(fmt.Errorf("dain: Config.Keep.Split (-split-out) on %d processes: each holds its own share of the split, which is not gathered into one; the keyed split (-split keyed, the default) is the same on any number of processes, so a run of one process with the same -seed, -test-frac and -val-frac writes it", size))
 	case k.Scores:
-		return agreed{fmt.Errorf("dain: Config.Keep.Scores (-scores-out) on %d processes: each holds the scores of its own training cells, which are not gathered into one; run on one process to write them", size)}
+		return cluster.Agreed(fmt.Errorf("dain: Config.Keep.Scores (-scores-out) on %d processes: each holds the scores of its own training cells, which are not gathered into one; run on one process to write them", size))
 	}
 	if k.Model == nil {
 		return nil
@@ -163,10 +163,10 @@ func (c Config) checkKeepOn(size int, dims []int) error {
 	for _, kind := range kinds {
 		on, _, _, err := c.shardPlan(kind, dims, size)
 		if err != nil {
-			return agreed{err}
+			return cluster.Agreed(err)
 		}
 		if on {
-			return agreed{fmt.Errorf("dain: Config.Keep.Model (-model-out) on %d processes with %s's embedding table sharded over them (-shard-tables %s): each holds a share of its rows, and a sharded model is not gathered for saving; run with -shard-tables off (every process then holds the whole table) or without -model-out", size, kind, c.shardTables())}
+			return cluster.Agreed(fmt.Errorf("dain: Config.Keep.Model (-model-out) on %d processes with %s's embedding table sharded over them (-shard-tables %s): each holds a share of its rows, and a sharded model is not gathered for saving; run with -shard-tables off (every process then holds the whole table) or without -model-out", size, kind, c.shardTables()))
 		}
 	}
 	return nil
@@ -208,7 +208,7 @@ func (k Keep) onRank0(cl cluster.Cluster) Keep {
 			if cl.Rank() == 0 {
 				err = save(role, net)
 			}
-			return agreeOn(cl, err, "dain: saving the model "+role)
+			return cluster.Agree(cl, err, "dain: saving the model "+role)
 		}
 	}
 	if save := k.Bayes; save != nil {
@@ -217,7 +217,7 @@ func (k Keep) onRank0(cl cluster.Cluster) Keep {
 			if cl.Rank() == 0 {
 				err = save(role, m)
 			}
-			return agreeOn(cl, err, "dain: saving the model "+role)
+			return cluster.Agree(cl, err, "dain: saving the model "+role)
 		}
 	}
 	return k

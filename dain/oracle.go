@@ -127,12 +127,12 @@ func checkOracle(cl cluster.Cluster, sh *tensor.Part, cfgs []Config) (*oracle, e
 		for n := range cell {
 			cell[n] = int32(bad[3+n])
 		}
-		return nil, agreed{fmt.Errorf("dain: values oracle: cell %d (0-based indices %v) has the value %v, the generator (noise 0) gives it %v: the generator file describes another tensor", int(bad[0]), cell, bad[1], bad[2])}
+		return nil, cluster.Agreed(fmt.Errorf("dain: values oracle: cell %d (0-based indices %v) has the value %v, the generator (noise 0) gives it %v: the generator file describes another tensor", int(bad[0]), cell, bad[1], bad[2]))
 	}
 	if ss, n := sums[0], sums[1]; g.Noise > 0 && n > 0 {
 		ratio := ss / n / (g.Noise * g.Noise)
 		if tol := 6 * math.Sqrt(2/n); math.Abs(ratio-1) > tol {
-			return nil, agreed{fmt.Errorf("dain: values oracle: the tensor's values differ from the generator's by a root mean square of %.4g, its noise σ is %.4g (a ratio of squares %.3f, expected within 1 ± %.3f): the generator file describes another tensor", math.Sqrt(ss/n), g.Noise, ratio, tol)}
+			return nil, cluster.Agreed(fmt.Errorf("dain: values oracle: the tensor's values differ from the generator's by a root mean square of %.4g, its noise σ is %.4g (a ratio of squares %.3f, expected within 1 ± %.3f): the generator file describes another tensor", math.Sqrt(ss/n), g.Noise, ratio, tol))
 		}
 	}
 	return &oracle{cp: m, noise: g.Noise}, nil

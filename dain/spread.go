@@ -417,7 +417,7 @@ func (e *Experiment) agreeErr(err error) error {
 	if e.sp.cl.Size() == 1 {
 		return err
 	}
-	return agreeOn(e.sp.cl, err, "dain")
+	return cluster.Agree(e.sp.cl, err, "dain")
 }
 
 // sumCounts returns n summed over the processes, and how many of them
