@@ -28,6 +28,7 @@ import (
 	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -796,8 +797,8 @@ func run(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, cfg Config, b
 	}
 	rep.Seconds.Total = time.Since(start).Seconds()
 	if d := e.sp.dist; d != nil {
-		d.mark(cl) // retrain
-		rep.Dist = d.finish(cl, e.logf)
+		d.Mark(cl) // retrain
+		rep.Dist = d.Finish(cl, e.logf)
 		for _, kind := range rep.Dist.ShardedTables {
 			rep.EmbeddingOptimizers[kind] = nn.SparseAdam
 		}
@@ -846,25 +847,25 @@ func begin(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, 
 	c := e.sp.counts
 	var ranks string
 	if job {
-		d := &distRun{lastWall: start, lastComm: cl.CommSeconds(), rep: DistReport{Ranks: cl.Size(), Library: cl.Describe()}}
+		d := spread.NewRecorder(cl, start)
 		e.sp.dist = d
 		if o, ok := cl.(interface{ Oversubscribed() bool }); ok && o.Oversubscribed() {
-			d.rep.Oversubscribed = true
+			d.Report.Oversubscribed = true
 			e.logf("dainx: more ranks on this node than cores: waits yield the core instead of polling; times are not a dedicated node's")
 		}
 		rows := 0
 		for _, d := range dims {
 			rows += d
 		}
-		d.rep.Exchange = cfg.exchange(rows, cfg.Batch, len(dims))
-		ranks = fmt.Sprintf("; %d ranks (%s)", cl.Size(), d.rep.Library)
+		d.Report.Exchange = cfg.exchange(rows, cfg.Batch, len(dims))
+		ranks = fmt.Sprintf("; %d ranks (%s)", cl.Size(), d.Report.Library)
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)%s", sh.NNZ, dims, c[0], c[1], c[2], be.Name(), be.Device(), ranks)
 	rep := cfg.newReport(be, dims, sh.NNZ, c, e.splitPrint, e.logf)
 	if err := cfg.checkKeep(); err != nil {
 		return e, rep, err
 	}
-	e.sp.dist.mark(cl) // split
+	e.sp.dist.Mark(cl) // split
 	return e, rep, nil
 }
 
@@ -893,7 +894,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 			// This process's share starts after those of the processes
 			// before it (Rank·N_aug/Size for CellsShared's; duplication's
 			// vary).
-			e.augFirst = countBefore(e.sp.cl, len(aug.Idx)/e.x.Order())
+			e.augFirst = spread.CountBefore(e.sp.cl, len(aug.Idx)/e.x.Order())
 			aug.Dims = append([]int(nil), e.x.Dims...)
 			if aug.Val == nil {
 				aug.Val = []float64{}
@@ -903,14 +904,14 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		rep.Seconds = saved.Seconds
 		rep.Diagnostics = saved.Diagnostics
 		e.logf("steps 1–4 taken from the checkpoint: test RMSE %.6f before augmentation, %d new cells", rep.RMSEBefore, rep.NAug)
-		e.sp.dist.mark(e.sp.cl) // train
+		e.sp.dist.Mark(e.sp.cl) // train
 		// auto chooses again as it did: the same split and seeds.
 		if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
 			return nil, nil, err
 		}
 		e.cfg = cfg
 		rep.FinalModel, rep.Predictor = cfg.finalModel(), cfg.Predictor
-		e.sp.dist.mark(e.sp.cl) // augment
+		e.sp.dist.Mark(e.sp.cl) // augment
 		return aug, saved, nil
 	}
 	// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
@@ -920,7 +921,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	}
 	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, history(mlp.res)
 	rep.ValRMSEBefore = math.Sqrt(mlp.res.BestValMSE)
-	e.sp.dist.mark(e.sp.cl) // train
+	e.sp.dist.Mark(e.sp.cl) // train
 	if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
 		return nil, nil, err
 	}
@@ -951,7 +952,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	if err != nil {
 		return nil, nil, err
 	}
-	e.sp.dist.mark(e.sp.cl) // augment
+	e.sp.dist.Mark(e.sp.cl) // augment
 	return aug, nil, nil
 }
 

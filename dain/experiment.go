@@ -15,6 +15,7 @@ import (
 	"github.com/dainx/dainx/checkpoint/rundir"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
@@ -120,7 +121,7 @@ type Experiment struct {
 	ck    rundir.Store // a nil *rundir.Dir unless the run is checkpointed (RunCheckpointed)
 	// sp is how the cells are spread over the processes (spread.go):
 	// cluster.Local for one process.
-	sp spread
+	sp spreadState
 	// augFirst is the global number, among the new cells, of this
 	// process's first (0 on one process).
 	augFirst int
@@ -232,7 +233,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
 		models: memo[Embedding, *trained]{}, cellScores: memo[CellImportance, compute.F32]{},
 		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{},
-		ck: (*rundir.Dir)(nil), sp: spread{cl: cl}}
+		ck: (*rundir.Dir)(nil), sp: spreadState{cl: cl}}
 	var err error
 	if e.oracle, err = checkOracle(cl, sh, append([]Config{cfg}, methods...)); err != nil {
 		return nil, err
@@ -736,7 +737,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		e.finalPreds(pv, pt)
 	}
 	if e.sp.dist != nil {
-		if err := replicas(e.sp.cl, m); err != nil {
+		if err := spread.Replicas(e.sp.cl, m); err != nil {
 			return 0, res, 0, err
 		}
 	}

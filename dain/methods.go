@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -148,7 +149,7 @@ func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *Au
 	order := e.x.Order()
 	t0 := time.Now()
 	cum := make([]float64, e.sp.cl.Size())
-	for p, k := range processCounts(e.sp.cl, e.Train.NNZ()) {
+	for p, k := range spread.Counts(e.sp.cl, e.Train.NNZ()) {
 		cum[p] = float64(k)
 		if p > 0 {
 			cum[p] += cum[p-1]
@@ -167,7 +168,7 @@ func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *Au
 				return rec[:len(rec)-order], false
 			}
 			cell[mode] = cand[r.IntN(len(cand))]
-			return append(rec, f64Bits(e.Train.Val[z:z+1])...), true
+			return append(rec, spread.F64Bits(e.Train.Val[z:z+1])...), true
 		},
 	}, n, st)
 	st.Sample = time.Since(t0).Seconds()

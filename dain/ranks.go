@@ -3,57 +3,22 @@ package dain
 import (
 	"fmt"
 
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 )
 
 // This file is what a run spread over several processes (ranks) reports
-// of them (DistReport, each rank's seconds per stage) and when it shards
-// an embedding table by row over them (ShardTablesAbove, shardPlan). How
-// the run is spread is spread.go.
+// of them (DistReport, each rank's seconds per stage: package spread) and
+// when it shards an embedding table by row over them (ShardTablesAbove,
+// shardPlan). How the run is spread is spread.go.
 
-// DistReport describes a run spread over processes in the report.
-type DistReport struct {
-	Ranks    int    `json:"ranks"`
-	Library  string `json:"library"`
-	Exchange string `json:"exchange"` // the embedding gradients' exchange: dense, sparse or sharded
-	// ShardedTables names the models whose embedding table was sharded
-	// by row over the ranks (Config.ShardTables).
-	ShardedTables []string `json:"sharded_tables,omitempty"`
-	CommSeconds   float64  `json:"comm_seconds"` // wall time in communication on rank 0
-	StepComm      float64  `json:"step_comm_ms"` // mean communication per training step on rank 0, ms
-	// Oversubscribed: the node of rank 0 runs more ranks than it has
-	// cores, so waits yield the core and times are not those of a
-	// dedicated node (memory is).
-	Oversubscribed bool `json:"oversubscribed,omitempty"`
-	Steps          int  `json:"steps"` // training steps of every model
-	// PerRank gives each rank's seconds in each stage (split: reading
-	// done, the split and sets; train: Θ with its TracIn passes; augment:
-	// entity importance, sampling and the values; retrain), as
-	// computation (wall time outside MPI calls) and waiting (inside them:
-	// the communication and the wait for slower ranks).
-	PerRank []RankSeconds `json:"per_rank"`
-	// Slowest is the rank with the most computation over the run: where
-	// the others wait. SlowestBy is its computation over the mean of all
-	// ranks' (1 when balanced).
-	Slowest   int     `json:"slowest_rank"`
-	SlowestBy float64 `json:"slowest_over_mean"`
-}
+// DistReport describes a run spread over processes in the report
+// (spread.Report).
+type DistReport = spread.Report
 
-// RankSeconds is one rank's time per stage (DistReport.PerRank).
-type RankSeconds struct {
-	Rank    int                `json:"rank"`
-	Compute map[string]float64 `json:"compute"`
-	Wait    map[string]float64 `json:"wait"`
-	// PeakRSSMiB is the rank's peak resident memory until the end of the
-	// retraining (getrusage; 0 where the system does not tell).
-	PeakRSSMiB float64 `json:"peak_rss_mib"`
-	// PeakRSSAfter is the peak resident memory so far at the end of each
-	// stage (MiB): the stage in which it last grows holds the peak.
-	PeakRSSAfter map[string]float64 `json:"peak_rss_mib_after"`
-}
-
-// distStages are the stages of DistReport.PerRank, in order.
-var distStages = []string{"split", "train", "augment", "retrain"}
+// RankSeconds is one rank's time per stage, in seconds, and memory, in
+// MiB (DistReport.PerRank; spread.RankSeconds).
+type RankSeconds = spread.RankSeconds
 
 // ShardTablesAbove is the size of an embedding table (rows × width × 4
 // bytes, one copy) from which a run spread over more than one process

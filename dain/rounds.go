@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -67,7 +68,7 @@ func (e *Experiment) drawRounds(ctx context.Context, c candidates, n int, st *Au
 		m := min(drawRound, limit-st.Draws, max(2*(n-kept), 64))
 		cand, rejHere = cand[:0], rejHere[:0]
 		for k := range m {
-			if size > 1 && pickShare(c.cum, shared.Float64()*c.cum[size-1]) != rank {
+			if size > 1 && spread.PickShare(c.cum, shared.Float64()*c.cum[size-1]) != rank {
 				continue
 			}
 			var ok bool
@@ -76,7 +77,7 @@ func (e *Experiment) drawRounds(ctx context.Context, c candidates, n int, st *Au
 				rejHere = append(rejHere, int32(k))
 			}
 		}
-		recv := toOwners(cl, cand, stride, 1, order)
+		recv := spread.ToOwners(cl, cand, stride, 1, order)
 		// The owner meets its candidates in candidate order, so that of
 		// two equal candidates the first is kept, as in one loop.
 		offs := make([]int, 0, len(recv)/stride)
@@ -120,9 +121,9 @@ func (e *Experiment) drawRounds(ctx context.Context, c candidates, n int, st *Au
 		st.RejectRepeat += int(sums[2])
 	}
 	if c.extra == 2 {
-		aug.Val = bitsF64(extras)
+		aug.Val = spread.BitsF64(extras)
 	}
-	e.augFirst = countBefore(cl, len(aug.Idx)/order)
+	e.augFirst = spread.CountBefore(cl, len(aug.Idx)/order)
 	return aug, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/cluster/clustertest"
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )
@@ -214,7 +215,7 @@ func TestAgreeKeepOn(t *testing.T) {
 			first := make([]int, p)
 			clustertest.Run(p, func(rk clustertest.Rank) {
 				lo, hi := cuts[rk.Rank()], cuts[rk.Rank()+1]
-				e := &Experiment{x: &tensor.COO{Dims: dims}, sp: spread{cl: rk}}
+				e := &Experiment{x: &tensor.COO{Dims: dims}, sp: spreadState{cl: rk}}
 				got[rk.Rank()] = e.agreeKeepOn(cand[3*lo:3*hi], a[lo:hi], b[lo:hi], n)
 				first[rk.Rank()] = e.augFirst
 			})
@@ -258,59 +259,6 @@ func checkCopies(t *testing.T, x *tensor.COO, cells []int32, vals []float64, tim
 	}
 }
 
-// TestDistinctShares: the shares add up to n, every cell is drawn ⌊n/N⌋
-// times before the remainder, one process takes all n without drawing,
-// and the first process's count of the remainder follows the
-// hypergeometric law (χ² over 20000 splits, 1e-3 significance).
-func TestDistinctShares(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	fresh := rand.New(rand.NewPCG(5, 6))
-	if got := distinctShares(r, 17, []int{4}); !slices.Equal(got, []int{17}) || r.Uint64() != fresh.Uint64() {
-		t.Fatalf("one process: shares %v, or r was drawn from", got)
-	}
-	for _, c := range []struct {
-		n     int
-		sizes []int
-	}{{0, []int{3, 0, 5}}, {5, []int{3, 0, 5}}, {8, []int{3, 0, 5}}, {21, []int{3, 0, 5}}, {7, []int{0, 0, 9}}} {
-		got := distinctShares(r, c.n, c.sizes)
-		total, sum := 0, 0
-		for _, s := range c.sizes {
-			total += s
-		}
-		for p, k := range got {
-			sum += k
-			if q := c.n / total; k < q*c.sizes[p] || k > (q+1)*c.sizes[p] {
-				t.Fatalf("n %d, sizes %v: process %d gets %d", c.n, c.sizes, p, k)
-			}
-		}
-		if sum != c.n {
-			t.Fatalf("n %d, sizes %v: shares %v", c.n, c.sizes, got)
-		}
-	}
-	// 6 draws among 4 + 7 + 5 cells: the first process's count is
-	// hypergeometric(6 draws, 4 marked, 16).
-	const trials = 20000
-	counts := make([]float64, 5)
-	for range trials {
-		counts[distinctShares(r, 6, []int{4, 7, 5})[0]]++
-	}
-	binom := func(n, k int) float64 {
-		b := 1.0
-		for i := range k {
-			b = b * float64(n-i) / float64(i+1)
-		}
-		return b
-	}
-	chi2 := 0.0
-	for k, o := range counts {
-		e := trials * binom(4, k) * binom(12, 6-k) / binom(16, 6)
-		chi2 += (o - e) * (o - e) / e
-	}
-	if chi2 > 18.47 { // χ²(4 df) at 1e-3
-		t.Fatalf("first process's counts %v: χ² %.1f against the hypergeometric law", counts, chi2)
-	}
-}
-
 // TestDuplicateOnRanks: duplication on 1, 2 and 3 ranks (one of them
 // empty) makes n copies of training cells with their values, each cell
 // ⌊n/N⌋ or ⌈n/N⌉ times when n exceeds the training cells; the ranks'
@@ -334,7 +282,7 @@ func TestDuplicateOnRanks(t *testing.T) {
 			p := len(cuts) - 1
 			got, _, first, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				r := rk.Rank()
-				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), sp: spread{cl: rk}}
+				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), sp: spreadState{cl: rk}}
 			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
 				return Duplicate{}.cells(context.Background(), e, n, st)
 			})
@@ -440,7 +388,7 @@ func nearSetup(t *testing.T) (*Experiment, []*sampling.Alias, []float32, int) {
 			tr = append(tr, k)
 		}
 	}
-	e := &Experiment{x: x, cfg: DefaultConfig(), sp: spread{cl: cluster.Local{}}}
+	e := &Experiment{x: x, cfg: DefaultConfig(), sp: spreadState{cl: cluster.Local{}}}
 	e.Train, e.Val = x.Subset(tr), x.Subset(va)
 	e.sp.counts = [3]int{len(tr), len(va), 0}
 	light := 0 // 100 light training cells, then 150 heavy
@@ -501,7 +449,7 @@ func TestNearCellsOneLoop(t *testing.T) {
 	// Entity tables of the lower halves only, on a tensor whose one
 	// training cell's neighbours are all observed: every draw is rejected.
 	full := denseTensor(2, 2, 2, 1)
-	f := &Experiment{x: full, cfg: DefaultConfig(), sp: spread{cl: cluster.Local{}}, Train: full, Val: &tensor.COO{Dims: full.Dims}}
+	f := &Experiment{x: full, cfg: DefaultConfig(), sp: spreadState{cl: cluster.Local{}}, Train: full, Val: &tensor.COO{Dims: full.Dims}}
 	var ones []*sampling.Alias
 	for range 3 {
 		a, _ := sampling.NewAlias([]float64{1, 1})
@@ -621,7 +569,7 @@ func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, obser
 	var st AugStats
 	for kept := 0; kept < n; {
 		st.Draws++
-		r := pickShare(cum, shared.Float64()*cum[p-1])
+		r := spread.PickShare(cum, shared.Float64()*cum[p-1])
 		c := append([]int32(nil), trains[r].Cell(int(drawAlias(cells[r], streams[r])))...)
 		mode := streams[r].IntN(3)
 		c[mode] = drawAlias(tables[mode], streams[r])
@@ -731,7 +679,7 @@ func TestReplaceRanksRef(t *testing.T) {
 			ws.Draws++
 			q := 0
 			if p > 1 {
-				q = pickShare(cum, shared.Float64()*cum[p-1])
+				q = spread.PickShare(cum, shared.Float64()*cum[p-1])
 			}
 			s := streams[q]
 			z := cuts[q] + s.IntN(cuts[q+1]-cuts[q])
@@ -792,5 +740,5 @@ func onRanks(p int, exp func(rk clustertest.Rank) *Experiment, f func(e *Experim
 func rankExperiment(e1 *Experiment, rk clustertest.Rank, p int, train *tensor.COO) *Experiment {
 	r, nv := rk.Rank(), e1.Val.NNZ()
 	return &Experiment{x: e1.x, cfg: e1.cfg, Train: train, Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
-		sp: spread{cl: rk, counts: e1.sp.counts}}
+		sp: spreadState{cl: rk, counts: e1.sp.counts}}
 }

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
@@ -435,7 +436,7 @@ func (s MaxEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]floa
 			w[n][i] = max(w[n][i], math.Abs(float64(a)))
 		}
 	}
-	e.maxModes(w)
+	spread.MaxModes(e.sp.cl, w)
 	for n := range w {
 		sum := floats.Sum(w[n])
 		if err := tracin.NoImportance(sum, n); err != nil {
@@ -492,7 +493,7 @@ func (UniformCells) cells(ctx context.Context, e *Experiment, n int, st *AugStat
 // Duplicate copies distinct random training cells with their values,
 // cycling when n exceeds |train|. Spread over processes, each process
 // copies its own training cells: its number of the n draws comes from
-// distinctShares (every process alike), then it draws that many from a
+// spread.DistinctShares (every process alike), then it draws that many from a
 // permutation of its cells as one process does from all of them (process 0
 // with one process's stream, so that one process of a cluster of one makes
 // one process's cells). The new cells are then a uniformly random set as
@@ -504,7 +505,7 @@ func (Duplicate) deps() []stage { return nil }
 func (Duplicate) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
 	t0 := time.Now()
 	cl := e.sp.cl
-	shares := distinctShares(rng(e.cfg.Seed, streamDuplicateShares), n, processCounts(cl, e.Train.NNZ()))
+	shares := spread.DistinctShares(rng(e.cfg.Seed, streamDuplicateShares), n, spread.Counts(cl, e.Train.NNZ()))
 	rank := cl.Rank()
 	rows := make([]int, shares[rank])
 	if len(rows) > 0 {
@@ -514,7 +515,7 @@ func (Duplicate) cells(ctx context.Context, e *Experiment, n int, st *AugStats) 
 		}
 	}
 	aug := e.Train.Subset(rows)
-	e.augFirst = sum(shares[:rank])
+	e.augFirst = spread.Sum(shares[:rank])
 	st.Sample = time.Since(t0).Seconds()
 	return aug, nil
 }

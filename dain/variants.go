@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
@@ -42,7 +43,7 @@ func (e *Experiment) entityCounts() [][]float64 {
 	for k, i := range e.Train.Idx {
 		w[k%order][i]++
 	}
-	e.sumModes(w)
+	spread.SumModes(e.sp.cl, w)
 	return w
 }
 
@@ -107,7 +108,7 @@ func (s MeanEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]flo
 			w[n][e.Train.Idx[z*order+n]] += math.Abs(float64(a))
 		}
 	}
-	e.sumModes(w)
+	spread.SumModes(e.sp.cl, w)
 	for n := range w {
 		for i, c := range counts[n] {
 			if c > 0 {
