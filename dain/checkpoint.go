@@ -11,6 +11,7 @@ import (
 	"github.com/dainx/dainx/checkpoint/rundir"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -87,15 +88,15 @@ func configFields(c Config, backend string) []rundir.Field {
 			continue
 		}
 		name := f.Name
-		if s, ok := settingOf(f.Name); ok {
+		if s, ok := config.SettingOf(f.Name); ok {
 			name = s.CkName()
 		}
-		if f.Name == "AugWeight" && c.finalModel() != FinalAuto {
+		if f.Name == "AugWeight" && c.FinalModelName() != FinalAuto {
 			// What the weight is for this final model (auto for mlp and
 			// 1 compute alike): 1 in every checkpoint before the setting.
-			x = reflect.ValueOf(c.AugWeight.Resolve(c.finalModel()))
+			x = reflect.ValueOf(c.AugWeight.Resolve(c.FinalModelName()))
 		}
-		out = append(out, rundir.Field{Name: name, Value: formatSetting(x)})
+		out = append(out, rundir.Field{Name: name, Value: config.FormatSetting(x)})
 	}
 	return append(out, rundir.Field{Name: "-backend", Value: backend})
 }
@@ -103,7 +104,7 @@ func configFields(c Config, backend string) []rundir.Field {
 // ckRun is what a checkpoint directory is told of a run of cfg on be over
 // an input of dims, on ranks processes (0: one), logging with logf.
 func ckRun(cfg Config, be compute.Backend, logf func(string, ...any), dims []int, ranks int) rundir.Run {
-	what, flags := cfg.Keep.fromSteps14()
+	what, flags := cfg.Keep.FromSteps14()
 	return rundir.Run{Config: configFields(cfg, be.Name()), Device: be.Device(), Ranks: ranks,
 		Effective: effective(cfg, dims, ranks), Legacy: ckLegacy, Unkept: what, UnkeptFlags: flags, Logf: logf}
 }
@@ -123,7 +124,7 @@ func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*rundir.Dir, 
 // split is not keyed, and a checkpoint made with another number of
 // processes. Every process gets an error if any does.
 func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl cluster.Cluster, shard *tensor.COO, nnz int, logf func(string, ...any)) (*rundir.Dist, error) {
-	if cfg.split() != SplitKeyed {
+	if cfg.SplitUsed() != SplitKeyed {
 		return nil, fmt.Errorf("dain: a run over processes is checkpointed with the keyed split only (-split keyed, the default)")
 	}
 	return rundir.OpenDist(ck, ckRun(cfg, be, logf, shard.Dims, cl.Size()), cl, shard, nnz)
@@ -139,33 +140,12 @@ func (t *trained) ckModel() rundir.Model {
 // every checkpoint records: a file without it reads as made with that
 // value (not with today's default). Settings' Legacy gives it.
 func ckLegacy(name string) (string, bool) {
-	if s, ok := settingOfCk(name); ok {
+	if s, ok := config.SettingOfCk(name); ok {
 		if v, ok := s.LegacyValue(); ok {
-			return formatSetting(reflect.ValueOf(v)), true
+			return config.FormatSetting(reflect.ValueOf(v)), true
 		}
 	}
 	return "", false
-}
-
-// settingOfCk returns the entry of Settings named name in a checkpoint's
-// header.
-func settingOfCk(name string) (Setting, bool) {
-	for _, s := range Settings() {
-		if s.CkName() == name {
-			return s, true
-		}
-	}
-	return Setting{}, false
-}
-
-// settingOf returns the entry of Settings of Config's field field.
-func settingOf(field string) (Setting, bool) {
-	for _, s := range Settings() {
-		if s.Field == field {
-			return s, true
-		}
-	}
-	return Setting{}, false
 }
 
 // effective returns the function that gives the value of setting name
@@ -227,8 +207,8 @@ func effective(cfg Config, dims []int, ranks int) func(name, value string) strin
 				return string(ShardTablesOff)
 			}
 		}
-		if s, ok := settingOfCk(name); ok && s.Unset != nil && value == formatSetting(reflect.Zero(s.Type())) {
-			return formatSetting(s.as(s.Unset)) // the zero value stands for Unset
+		if s, ok := config.SettingOfCk(name); ok && s.Unset != nil && value == config.FormatSetting(reflect.Zero(s.Type())) {
+			return config.FormatSetting(s.As(s.Unset)) // the zero value stands for Unset
 		}
 		return value
 	}
@@ -263,30 +243,6 @@ func loadAugmented(ck rundir.Store) (*augRecord, *tensor.COO, error) {
 		return nil, nil, err
 	}
 	return &r, aug, nil
-}
-
-// fromSteps14 returns what k asks for that only steps 1–4 compute, which
-// a checkpoint does not keep (the cell scores, the entity importance, the
-// models Θ and Θ_p), and the flags of dainx augment that ask for each.
-func (k Keep) fromSteps14() (what, flags []string) {
-	if k.Scores {
-		what, flags = append(what, "the cell scores"), append(flags, "-scores-out")
-	}
-	if k.Importance {
-		what, flags = append(what, "the entity importance"), append(flags, "-importance-out")
-	}
-	if k.Model != nil && k.AllModels {
-		what, flags = append(what, "the models Θ and Θ_p"), append(flags, "-model-out-all")
-	}
-	return what, flags
-}
-
-// Steps14Flags returns the flags of dainx augment (-scores-out,
-// -importance-out, -model-out-all) by which k asks for what only steps 1–4
-// compute: a run resumed after them cannot give it.
-func (k Keep) Steps14Flags() []string {
-	_, flags := k.fromSteps14()
-	return flags
 }
 
 // stageName is the checkpoint name of training model kind with passes.

@@ -1,8 +1,5 @@
 package dain
 
-// Diagnostics of an entity importance (issue 35, part 4): how far it is
-// more than entity frequency, and how much it concentrates the new cells.
-
 import (
 	"math"
 	"sort"
@@ -10,6 +7,9 @@ import (
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )
+
+// Diagnostics of an entity importance (issue 35, part 4): how far it is
+// more than entity frequency, and how much it concentrates the new cells.
 
 // ModeDiagnostics describe, for one mode, the entity importance that new
 // cells were drawn from (the sampler's distribution, after any temperature
@@ -47,7 +47,7 @@ func (e *Experiment) ImportanceDiagnostics(c Config, aug *tensor.COO) []ModeDiag
 		return nil
 	}
 	var tables []*sampling.Alias
-	walk(e.applyAuto(c).Pipeline().Cells, map[stage]bool{}, func(s stage) {
+	walk(PipelineOf(e.applyAuto(c)).Cells, map[stage]bool{}, func(s stage) {
 		if ent, ok := s.(EntityImportance); ok && tables == nil {
 			if d := e.entity[ent]; d != nil {
 				tables = d.val

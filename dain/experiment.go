@@ -15,6 +15,7 @@ import (
 	"github.com/dainx/dainx/checkpoint/rundir"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
@@ -212,8 +213,8 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 	if err := nn.CheckLayers(cfg.Layers, x.Order()); err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
 	}
-	shards := cfg.shards(x.Dims, cl.Size())
-	if err := checkSpreadOn(append([]Config{cfg}, methods...), shards); err != nil {
+	shards := cfg.Shards(x.Dims, cl.Size())
+	if err := config.CheckSpreadOn(append([]Config{cfg}, methods...), shards); err != nil {
 		return nil, cluster.Agreed(err) // every process finds it
 	}
 	if err := checkMemorySharded(x, cfg, shards); err != nil {
@@ -248,8 +249,8 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}
-		e.keepAlone = e.keepAlone || c.usesEnsemble() || c.usesUncertainty()
-		walk(c.Pipeline().Cells, seen, func(s stage) {
+		e.keepAlone = e.keepAlone || c.UsesEnsemble() || c.UsesUncertainty()
+		walk(PipelineOf(c).Cells, seen, func(s stage) {
 			if t, ok := s.(TracIn); ok {
 				e.plan[t.Model] = append(e.plan[t.Model], t)
 			}
@@ -380,7 +381,7 @@ func (e *Experiment) mlpConfig() nn.Config {
 // newNet builds a fresh model of the given kind.
 func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig, error) {
 	c := e.cfg
-	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR, L2: c.L2, Eager: c.graphs() == GraphsOff}
+	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR, L2: c.L2, Eager: c.GraphsUsed() == GraphsOff}
 	tc.EmbeddingOptimizer, _ = c.EmbeddingOptimizerFor(kind, e.x.Dims)
 	shard, err := e.sharding(kind)
 	if err != nil {
@@ -460,7 +461,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
-	tc.Order = e.cfg.order(seedShuffle, e.nTrain())
+	tc.Order = e.cfg.Order(seedShuffle, e.nTrain())
 	label := map[string]string{nn.KindMLP: "Θ", nn.KindCoSTCo: "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
 	stage := stageName(m.Kind, passes)
 	if seconds, s, found, err := e.ck.LoadModel(stage, t.ckModel()); err != nil {
@@ -492,7 +493,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 				return err
 			}
 		}
-		logEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
+		config.LogEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
 	}
 	if len(passes) > 0 {
@@ -669,7 +670,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
-	kind := c.finalModel()
+	kind := c.FinalModelName()
 	switch kind {
 	case FinalBayesFM:
 		return e.downstreamBayes(ctx, aug, label)
@@ -699,12 +700,12 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	global := e.nTrain() + e.globalNNZ(aug) // train ∪ aug over every process
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
-	tc.Order = e.cfg.order(streamShuffleAfter, global)
+	tc.Order = e.cfg.Order(streamShuffleAfter, global)
 	tc.AfterEpoch = func(ep nn.Epoch) error {
 		if err := e.ck.At(stage, ep.N, "trained"); err != nil {
 			return err
 		}
-		logEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
+		config.LogEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
 	}
 	prior, err := e.ck.Fit(&tc, stage, label, pcg, nil, nil, e.logf, func() float64 { return time.Since(t0).Seconds() })
@@ -769,7 +770,7 @@ func (s Shared) Total() float64 { return s.Train + s.Influence + s.Entity + s.Pr
 func (e *Experiment) SharedSeconds(c Config) Shared {
 	c = e.applyAuto(c)
 	var s Shared
-	p := c.Pipeline()
+	p := PipelineOf(c)
 	seen := map[stage]bool{}
 	walk(p.Cells, seen, func(st stage) {
 		switch st := st.(type) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/internal/memlimit"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
@@ -51,12 +52,12 @@ func RunBytes(nnz int, dims []int, cfg Config, shards int) float64 {
 	cell := float64(4*len(dims) + 8)
 	b := runCellCopies*cell*float64(nnz)/float64(max(shards, 1)) + tableBytesSharded(dims, cfg, 1)
 	if cfg.UsesBayesFM() {
-		k := cfg.bayesConfig().Rank
+		k := cfg.BayesConfig().Rank
 		params := 1.0
 		for _, d := range dims {
 			params += float64(d) * float64(k+1)
 		}
-		b += 8*params*float64(1+cfg.keptBayes()) + 12*params*float64(cfg.savedBayes())
+		b += 8*params*float64(1+cfg.KeptBayes()) + 12*params*float64(cfg.SavedBayes())
 	}
 	return b
 }
@@ -115,7 +116,7 @@ func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
 	parts = append(parts, memlimit.Part{What: "the new cells", Flags: fmt.Sprintf("-ratio %v", cfg.Ratio),
 		Bytes: estimatedCellCopies * float64(4*order+8) * nAug})
 	kinds := map[string]bool{}
-	p := cfg.Pipeline()
+	p := PipelineOf(cfg)
 	walk(p.Cells, map[stage]bool{}, func(s stage) {
 		if m, ok := s.(Embedding); ok {
 			kinds[m.Kind] = true
@@ -124,11 +125,11 @@ func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
 	if p.Values != nil {
 		kinds[p.Values.Model.Kind] = true
 	}
-	if f := cfg.finalModel(); f != FinalAuto {
+	if f := cfg.FinalModelName(); f != FinalAuto {
 		kinds[f] = true
 	}
-	if cfg.finalModel() == FinalAuto || cfg.usesEnsemble() {
-		for _, k := range cfg.autoKinds() {
+	if cfg.FinalModelName() == FinalAuto || cfg.UsesEnsemble() {
+		for _, k := range cfg.AutoKinds() {
 			kinds[k] = true
 		}
 	}
@@ -138,7 +139,7 @@ func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
 		var m memlimit.Part
 		switch kind {
 		case FinalMLP, FinalHybrid:
-			m = memlimit.Part{What: "the " + kind + " model", Flags: fmt.Sprintf("-layers %s, -batch %d", formatSetting(reflect.ValueOf(cfg.Layers)), cfg.Batch),
+			m = memlimit.Part{What: "the " + kind + " model", Flags: fmt.Sprintf("-layers %s, -batch %d", config.FormatSetting(reflect.ValueOf(cfg.Layers)), cfg.Batch),
 				Bytes: nn.Bytes(dims, cfg.Layers[0]/order, nn.MLPLayers(cfg.Layers), capacity, shards, true)}
 		case FinalFM:
 			m = memlimit.Part{What: "the fm model", Flags: fmt.Sprintf("-fm-rank %d, -batch %d", cfg.FMRank, cfg.Batch),
@@ -162,12 +163,12 @@ func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
 	}
 	parts = append(parts, memlimit.Part{What: "the alias tables", Flags: fmt.Sprintf("dims %v", dims), Bytes: alias})
 	if cfg.UsesBayesFM() {
-		k := cfg.bayesConfig().Rank
+		k := cfg.BayesConfig().Rank
 		params := 1.0
 		for _, d := range dims {
 			params += float64(d) * float64(k+1)
 		}
-		parts = append(parts, memlimit.Part{What: "bayes-fm's kept samples", Flags: fmt.Sprintf("-bayes-rank %d", k), Bytes: 8*params*float64(1+cfg.keptBayes()) + 12*params*float64(cfg.savedBayes())})
+		parts = append(parts, memlimit.Part{What: "bayes-fm's kept samples", Flags: fmt.Sprintf("-bayes-rank %d", k), Bytes: 8*params*float64(1+cfg.KeptBayes()) + 12*params*float64(cfg.SavedBayes())})
 	}
 	return parts
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -70,7 +71,7 @@ func TestRunBytes(t *testing.T) {
 	cfg.FinalModel, cfg.BayesRank = FinalBayesFM, 8
 	params := 1 + float64(1000+500+20)*9
 	for _, shards := range []int{1, 2} {
-		if got, want := RunBytes(1_000_000, dims, cfg, shards)-RunBytes(1_000_000, dims, DefaultConfig(), shards), 8*params*(1+maxKeptBayes); math.Abs(got-want) > 1 {
+		if got, want := RunBytes(1_000_000, dims, cfg, shards)-RunBytes(1_000_000, dims, DefaultConfig(), shards), 8*params*(1+config.MaxKeptBayes); math.Abs(got-want) > 1 {
 			t.Errorf("%d shards: bayes-fm adds %v bytes, want %v", shards, got, want)
 		}
 	}

@@ -51,8 +51,8 @@ func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO,
 	if err != nil {
 		return nil, st, err
 	}
-	p := c.Pipeline()
-	if c.values() == ValuesOracle {
+	p := PipelineOf(c)
+	if c.ValuesUsed() == ValuesOracle {
 		aug, err := e.oracleCells(ctx, p, n, &st)
 		return aug, st, err
 	}

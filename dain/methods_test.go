@@ -352,11 +352,11 @@ func TestSplitPrint(t *testing.T) {
 	for _, split := range []SplitKind{SplitKeyed, SplitLegacy} {
 		cfg := DefaultConfig()
 		cfg.Split = split
-		whole, _, counts := cfg.splitParts(1000, 0, 1000)
+		whole, _, counts := cfg.SplitParts(1000, 0, 1000)
 		var all, parts splitPrint
 		all.add(whole, 0)
 		for _, r := range [][2]int{{600, 1000}, {0, 300}, {300, 600}} {
-			p, before, c := cfg.splitParts(1000, r[0], r[1])
+			p, before, c := cfg.SplitParts(1000, r[0], r[1])
 			parts.add(p, r[0])
 			if !slices.Equal(p, whole[r[0]:r[1]]) || c != counts {
 				t.Fatalf("%s: cells %v: parts or counts differ from the whole split's", split, r)
@@ -373,7 +373,7 @@ func TestSplitPrint(t *testing.T) {
 		var m splitPrint
 		m.add(moved, 0)
 		cfg.Seed++
-		other, _, _ := cfg.splitParts(1000, 0, 1000)
+		other, _, _ := cfg.SplitParts(1000, 0, 1000)
 		var o splitPrint
 		o.add(other, 0)
 		if m == all || o == all {

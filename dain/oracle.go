@@ -1,10 +1,5 @@
 package dain
 
-// The oracle values of new cells (issue 35, part 3): on a tensor that
-// dainx synth made, whose generating CP model is known, a new cell can be
-// valued by the generator itself plus the tensor's noise, so that a study
-// separates where a method puts new cells from what values they get.
-
 import (
 	"context"
 	"fmt"
@@ -16,50 +11,14 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
-// ValueSource is Config.Values: where new cells' values come from.
-// ValueSources lists its accepted values; "" means ValuesPredictor (the
-// table's Unset). It is recorded (report, checkpoint, provenance) as its
-// string.
-type ValueSource string
-
-// The accepted Config.Values.
-const (
-	ValuesPredictor ValueSource = "predictor"
-	ValuesOracle    ValueSource = "oracle"
-)
-
-// ValueSources are the accepted Config.Values values: where new cells'
-// values come from.
-var ValueSources = []Choice[struct{}]{
-	{string(ValuesPredictor), "each method's own: its value predictor (-predictor), or the training values it keeps", struct{}{}},
-	{string(ValuesOracle), "the generator's value plus noise of the tensor's σ (a tensor of dainx synth, whose generator -oracle names); duplication's copies keep their observed values", struct{}{}},
-}
+// The oracle values of new cells (issue 35, part 3): on a tensor that
+// dainx synth made, whose generating CP model is known, a new cell can be
+// valued by the generator itself plus the tensor's noise, so that a study
+// separates where a method puts new cells from what values they get.
 
 // streamOracle is the random stream of the oracle's noise, apart from
 // experiment.go's and variants.go's lists so that none shifts another.
 const streamOracle = 0x200
-
-// values returns c.Values with "" read as the table's Unset
-// (ValuesPredictor).
-func (c Config) values() ValueSource { return resolved[ValueSource](c, "Values") }
-
-// checkValueSource reports a Values that is not one of ValueSources, an
-// oracle without its generator, and a generator that cannot be.
-func (c *Config) checkValueSource() error {
-	if _, err := lookup("values", string(c.values()), ValueSources); err != nil {
-		return err
-	}
-	if c.values() != ValuesOracle {
-		return nil
-	}
-	if c.Oracle == nil {
-		return fmt.Errorf("values oracle: the tensor's generator is not known: a tensor made by dainx synth has one (dainx synth -generator-out FILE writes it; give it as -oracle FILE); other tensors have no oracle")
-	}
-	if err := c.Oracle.Check(); err != nil {
-		return fmt.Errorf("values oracle: the generator: %w", err)
-	}
-	return nil
-}
 
 // checkOracle returns, when one of cfgs asks for oracle values, the
 // oracle of its generator, after checking that the tensor, of which sh is
@@ -75,7 +34,7 @@ func checkOracle(cl cluster.Cluster, sh *tensor.Part, cfgs []Config) (*oracle, e
 	x := sh.Cells
 	var g *tensor.Generator
 	for _, c := range cfgs {
-		if c.values() != ValuesOracle {
+		if c.ValuesUsed() != ValuesOracle {
 			continue
 		}
 		if g != nil && c.Oracle != nil && !equalGenerators(g, c.Oracle) {

@@ -2,7 +2,6 @@ package dain
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -69,7 +68,7 @@ func inJob(cl cluster.Cluster) bool {
 // processes must call the same methods in the same order. sh is read, not
 // kept (another experiment may split it again). It returns an error, on
 // every process, for a configuration that does not run with the embedding
-// tables sharded as the configuration shards them (checkSpreadOn).
+// tables sharded as the configuration shards them (config.CheckSpreadOn).
 func NewExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, methods ...Config) (*Experiment, error) {
 	return newExperimentOn(cl, sh, cfg, be, methods...)
 }
@@ -94,7 +93,7 @@ func (e *Experiment) nTrain() int { return e.sp.counts[0] }
 func (e *Experiment) splitOn(sh *tensor.Part) {
 	cl := e.sp.cl
 	lo, hi := sh.First, sh.First+sh.Cells.NNZ()
-	part, trFirst, counts := e.cfg.splitParts(sh.NNZ, lo, hi)
+	part, trFirst, counts := e.cfg.SplitParts(sh.NNZ, lo, hi)
 	e.splitPrint.add(part, lo)
 	cl.SumI64(e.splitPrint[:])
 	var mine [3]int64
@@ -146,25 +145,16 @@ func (e *Experiment) trainStats() {
 	e.trainMean = sum / float64(e.nTrain())
 }
 
-// shards returns the number of processes over which the MLP's embedding
-// table is sharded on size processes (1: replicated).
-func (c *Config) shards(dims []int, size int) int {
-	if on, _, _, _ := c.shardPlan(nn.KindMLP, dims, size); on {
-		return size
-	}
-	return 1
-}
-
 // sharding returns how the embedding table of a model of kind is sharded
 // over the processes: nil (replicated) on cluster.Local, for the kinds other
 // than mlp and costco, and where Config.ShardTables and the table's size
-// (shardPlan) say so; the report names the sharded tables.
+// (Config.ShardPlan) say so; the report names the sharded tables.
 func (e *Experiment) sharding(kind string) (*nn.Sharding, error) {
 	d := e.sp.dist
 	if d == nil || (kind != nn.KindMLP && kind != nn.KindCoSTCo) {
 		return nil, nil
 	}
-	on, _, why, err := e.cfg.shardPlan(kind, e.x.Dims, e.sp.cl.Size())
+	on, _, why, err := e.cfg.ShardPlan(kind, e.x.Dims, e.sp.cl.Size())
 	if err != nil || !on {
 		return nil, err
 	}
@@ -206,7 +196,7 @@ func (e *Experiment) fit(ctx context.Context, m *nn.Net, set, val *nn.Set, tc nn
 			for _, d := range e.x.Dims {
 				rows += d
 			}
-			exchange = e.cfg.exchange(rows, tc.Batch, e.x.Order())
+			exchange = e.cfg.ExchangeFor(rows, tc.Batch, e.x.Order())
 		}
 		var comm *time.Duration
 		if e.sp.dist != nil {
@@ -279,25 +269,6 @@ func (e *Experiment) sampleShared(dev *sampling.Tables, key uint64, n int) ([]in
 	cells, first, s, err := dev.CellsShared(owned, int(support[0]), n, sampling.Options{Key: key}, cl)
 	e.augFirst = first
 	return cells, s, err
-}
-
-// checkSpreadOn reports why one of cfgs cannot run with the MLP's
-// embedding table sharded over shards processes, or nil.
-func checkSpreadOn(cfgs []Config, shards int) error {
-	if shards == 1 {
-		return nil
-	}
-	for _, c := range cfgs {
-		switch {
-		case c.Influence == "in-run":
-			return fmt.Errorf("dain: -influence in-run observes every training step, which it does with the embedding tables replicated, not sharded (-shard-tables): run it with -shard-tables off")
-		case c.InfluenceLayers == "all" && c.Influence != "representer":
-			return fmt.Errorf("dain: -influence-layers all differentiates the embedding table, which is sharded here (-shard-tables): run it with the tables replicated (-shard-tables off)")
-		case c.Method == "entity-replacement":
-			return fmt.Errorf("dain: -method entity-replacement finds near entities in the whole embedding table, which is sharded here (-shard-tables): run it with the tables replicated (-shard-tables off)")
-		}
-	}
-	return nil
 }
 
 // agreeErr returns err unchanged in one process; spread over several, it

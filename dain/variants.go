@@ -1,10 +1,5 @@
 package dain
 
-// Variants of DAIN's steps beyond the paper's ablations, for the study of
-// whether influence-guided placement beats uniform or frequency placement
-// (issue 14). Each is a stage type here and an entry in a list of
-// stages.go; the paper's method (dain) uses none of them.
-
 import (
 	"context"
 	"fmt"
@@ -22,6 +17,11 @@ import (
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )
+
+// Variants of DAIN's steps beyond the paper's ablations, for the study of
+// whether influence-guided placement beats uniform or frequency placement
+// (issue 14). Each is a stage type here and an entry in a list of
+// stages.go; the paper's method (dain) uses none of them.
 
 // Random streams of the variants, kept apart from experiment.go's list so
 // that neither shifts the other.
@@ -220,19 +220,9 @@ func temper(w [][]float64, tau, mix float64) error {
 	return nil
 }
 
-// sign returns c.Sign, the paper's (Signs' first, abs) when empty. The
-// table gives Sign no Unset: eval's provenance and the checkpoint record
-// an empty Sign as it is.
-func (c Config) sign() SignKind {
-	if c.Sign == "" {
-		return SignKind(Signs[0].Name)
-	}
-	return c.Sign
-}
-
 // withTemperature wraps ent in Tempered when c asks for a temperature or a
 // mixture other than the paper's (τ = 1, Mix = 0).
-func (c Config) withTemperature(ent EntityImportance) EntityImportance {
+func withTemperature(c Config, ent EntityImportance) EntityImportance {
 	if c.Temperature == 1 && c.Mix == 0 {
 		return ent
 	}
@@ -455,7 +445,7 @@ func stepsScale(train, n, b int) float64 {
 // (rounded up), so that it gets the step budget of a retraining on train ∪
 // n new cells: the control for the extra training an augmentation brings.
 func (e *Experiment) Retrain(ctx context.Context, c Config, aug *tensor.COO, n int, label string) (float64, nn.Result, float64, error) {
-	if !c.Pipeline().MatchSteps || n == 0 {
+	if !PipelineOf(c).MatchSteps || n == 0 {
 		return e.Downstream(ctx, aug, label)
 	}
 	f := stepsScale(e.nTrain(), n, e.cfg.Batch)

@@ -143,8 +143,8 @@ func TestSigned(t *testing.T) {
 		t.Errorf("dain-signed sets sign %q", c.Sign)
 	}
 	c := e.cfg
-	if _, ok := c.entity().cells().(Signed); !ok {
-		t.Errorf("sign positive builds %T", c.entity().cells())
+	if _, ok := entityOf(c).cells().(Signed); !ok {
+		t.Errorf("sign positive builds %T", entityOf(c).cells())
 	}
 }
 
@@ -188,10 +188,10 @@ func TestTemper(t *testing.T) {
 		t.Errorf("dain-tau0.5: τ %v", c.Temperature)
 	}
 	c := variantConfig(t, "dain-mix0.5")
-	if ent, ok := c.entity().(Tempered); !ok || ent.Mix != 0.5 || ent.Tau != 1 {
-		t.Errorf("dain-mix0.5 builds %#v", c.entity())
+	if ent, ok := entityOf(c).(Tempered); !ok || ent.Mix != 0.5 || ent.Tau != 1 {
+		t.Errorf("dain-mix0.5 builds %#v", entityOf(c))
 	}
-	if _, ok := DefaultConfig().entity().(SumEntity); !ok {
+	if _, ok := entityOf(DefaultConfig()).(SumEntity); !ok {
 		t.Error("the paper's configuration is no longer SumEntity")
 	}
 	bad := DefaultConfig()
@@ -297,10 +297,10 @@ func TestPredictorVariants(t *testing.T) {
 		variantConfig(t, name)
 	}
 	mixAvg := variantConfig(t, "dain-mix-avg")
-	if p := mixAvg.Pipeline().Cells.(AverageValues); p.Cells.(ImportanceCells).Entity.(Tempered).Mix != 0.5 {
+	if p := PipelineOf(mixAvg).Cells.(AverageValues); p.Cells.(ImportanceCells).Entity.(Tempered).Mix != 0.5 {
 		t.Errorf("dain-mix-avg builds %#v", p)
 	}
-	if p := variantConfig(t, "random-avg-predictor").Pipeline().Cells.(AverageValues); p.Cells != (UniformCells{}) {
+	if p := PipelineOf(variantConfig(t, "random-avg-predictor")).Cells.(AverageValues); p.Cells != (UniformCells{}) {
 		t.Errorf("random-avg-predictor builds %#v", p)
 	}
 }
