@@ -1,4 +1,4 @@
-package dain
+package config
 
 import (
 	"strings"
@@ -17,11 +17,11 @@ func TestCheckpointEffective(t *testing.T) {
 	cfg := DefaultConfig()
 	in := rundir.Fingerprint(x, "x")
 	dir := func(cfg Config) *rundir.Dir {
-		return rundir.New("D", rundir.Header{Config: configFields(cfg, "cpu"), Input: in}, rundir.Run{Effective: effective(cfg, x.Dims, 0), Legacy: ckLegacy})
+		return rundir.New("D", rundir.Header{Config: cfg.CkFields("cpu"), Input: in}, rundir.Run{Effective: cfg.CkEffective(x.Dims, 0), Legacy: CkLegacy})
 	}
 	c := dir(cfg)
-	eff := effective(cfg, x.Dims, 0)
-	head := rundir.Header{Config: configFields(cfg, "cpu"), Input: in}
+	eff := cfg.CkEffective(x.Dims, 0)
+	head := rundir.Header{Config: cfg.CkFields("cpu"), Input: in}
 	for _, e := range [][3]string{
 		{"-layers", "", "150,1024,1024,128"},
 		{"-embedding-optimizer", "auto", "adam"},
