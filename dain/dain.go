@@ -24,45 +24,11 @@ import (
 	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/report"
 	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
-
-// Split is the train/validation/test partition of a run's observed cells
-// (tensor.Split over the input's cell order), each with the input's Dims
-// and values.
-type Split struct {
-	Train, Val, Test *tensor.COO
-}
-
-// CellScores are the cell importances of a run's training cells, in the
-// order of Split.Train (and Result.Split.Train's cells in Cells).
-type CellScores struct {
-	// Cells are the training cells, with their values.
-	Cells *tensor.COO
-	// Alpha[z] is α_z, the importance the entity aggregation used:
-	// |S_z| with -sign abs (eq. 5), max(S_z, 0) with -sign positive.
-	Alpha []float32
-	// S[z] is the signed score S_z: TracIn-CP's Σ_k η ∇ℓ(Θ_k, z)·G_k
-	// (positive when a step on z lowers the validation loss), or the
-	// representer value with -influence representer.
-	S []float32
-}
-
-// Result is what Run returns: the report and the augmented cells.
-type Result struct {
-	Report Report
-	// Aug holds the N_aug new cells and their predicted values, with the
-	// input's Dims.
-	Aug *tensor.COO
-	// Split, Scores and Importance are filled when Config.Keep asks for
-	// them, else nil. Importance[n][i] is entity i of mode n's share of
-	// mode n's draws (each mode sums to 1).
-	Split      *Split
-	Scores     *CellScores
-	Importance [][]float64
-}
 
 // Run executes DAIN, or the baseline c.Method names, on the observed cells
 // of t with backend be: split, train Θ with TracIn, entity importance,
@@ -251,7 +217,7 @@ func begin(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, 
 		ranks = fmt.Sprintf("; %d ranks (%s)", cl.Size(), d.Report.Library)
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)%s", sh.NNZ, dims, c[0], c[1], c[2], be.Name(), be.Device(), ranks)
-	rep := newReport(&cfg, be, dims, sh.NNZ, c, e.splitPrint, e.logf)
+	rep := report.New(&cfg, be, dims, sh.NNZ, c, e.splitPrint.String(), e.logf)
 	if err := checkKeep(cfg); err != nil {
 		return e, rep, err
 	}
@@ -309,7 +275,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	if err != nil {
 		return nil, nil, err
 	}
-	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, history(mlp.res)
+	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, report.History(mlp.res)
 	rep.ValRMSEBefore = math.Sqrt(mlp.res.BestValMSE)
 	e.sp.dist.Mark(e.sp.cl) // train
 	if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
@@ -377,7 +343,7 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 	if err != nil {
 		return err
 	}
-	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, history(res)
+	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, report.History(res)
 	rep.BayesPriors = e.lastBayesPriors
 	if f := e.applyAuto(e.cfg).FinalModelName(); rep.NAug > 0 && (f == FinalBayesFM || f == FinalEnsemble) {
 		rep.AugWeight = e.cfg.AugWeight.Applied(f)

@@ -25,18 +25,6 @@ func (e *Experiment) Plain(ctx context.Context, kind string) (float64, nn.Result
 	return e.Downstream(ctx, &tensor.COO{Dims: append([]int(nil), e.x.Dims...)}, "")
 }
 
-// AutoChoice records what -final-model auto (or -predictor auto) chose on
-// a split: the candidates' validation RMSE trained on the training cells
-// alone, and the final model and value predictor that follow.
-type AutoChoice struct {
-	// Candidates maps each candidate final model to its validation RMSE.
-	Candidates map[string]float64 `json:"candidates"`
-	// FinalModel is the candidate of lowest validation RMSE; Predictor
-	// the value predictor that goes with it (config.AutoPredictor).
-	FinalModel string `json:"final_model"`
-	Predictor  string `json:"predictor"`
-}
-
 // chooseAuto resolves -final-model auto once per experiment: it trains
 // (or takes the memoised) gradient-trained candidates on the training
 // cells — the kind of Θ (Config.AutoFamily), the fm and the hybrid (Config.AutoKinds) —
