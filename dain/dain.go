@@ -243,7 +243,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		}
 		// Steps 1–4 finished in an earlier run on the checkpoint.
 		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = saved.RMSEBefore, saved.BestEpoch, saved.HistoryBefore
-		rep.ValRMSEBefore = bestValRMSE(saved.HistoryBefore, saved.BestEpoch)
+		rep.ValRMSEBefore = report.BestValRMSE(saved.HistoryBefore, saved.BestEpoch)
 		st := saved.Stats
 		rep.NAug = e.globalNNZ(aug)
 		if e.sp.dist != nil {

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -49,7 +50,7 @@ func (e *Experiment) ensemble(ctx context.Context) (*ensembleModel, error) {
 			if err != nil {
 				return nil, 0, err
 			}
-			p, err := predict(t.net, e.Val.Idx)
+			p, err := cellmath.Predict(t.net, e.Val.Idx)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -109,7 +110,7 @@ func (e *Experiment) predictEnsemble(ctx context.Context, cells []int32) ([]floa
 		if err != nil {
 			return nil, err
 		}
-		p, err := predict(t.net, cells)
+		p, err := cellmath.Predict(t.net, cells)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/dainx/dainx/checkpoint/rundir"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
@@ -599,7 +600,7 @@ func (e *Experiment) neighbours(ctx context.Context, s Neighbours) ([][][]int32,
 	}
 	return e.nbrs.get(s, func() ([][][]int32, float64, error) {
 		t0 := time.Now()
-		nbr, err := nearest(t.net, e.Train)
+		nbr, err := cellmath.Nearest(t.net, e.Train)
 		return nbr, time.Since(t0).Seconds(), err
 	})
 }
@@ -727,11 +728,11 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		}
 	}
 	if e.finalPreds != nil {
-		pv, err := predict(m, e.Val.Idx)
+		pv, err := cellmath.Predict(m, e.Val.Idx)
 		if err != nil {
 			return 0, res, 0, err
 		}
-		pt, err := predict(m, e.Test.Idx)
+		pt, err := cellmath.Predict(m, e.Test.Idx)
 		if err != nil {
 			return 0, res, 0, err
 		}

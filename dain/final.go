@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
@@ -257,34 +258,21 @@ type bayesRun struct {
 	model         *bayes.Model // its kept samples (Experiment.keepAlone), else nil
 }
 
-// mseAll is mse over every process's p and y (each process passing its
-// own), mse on one process.
+// mseAll is cellmath.MSE over every process's p and y (each process
+// passing its own), cellmath.MSE on one process.
 func (e *Experiment) mseAll(p, y []float64) float64 {
 	if !e.many() {
-		return mse(p, y)
+		return cellmath.MSE(p, y)
 	}
 	s := []float64{0, float64(len(p))}
 	if len(p) > 0 {
-		s[0] = mse(p, y) * s[1]
+		s[0] = cellmath.MSE(p, y) * s[1]
 	}
 	e.sp.cl.SumF64(s)
 	if s[1] == 0 {
 		return math.NaN()
 	}
 	return s[0] / s[1]
-}
-
-// mse returns the mean squared difference of p and y (NaN when empty).
-func mse(p, y []float64) float64 {
-	if len(p) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for i, v := range p {
-		d := v - y[i]
-		s += d * d
-	}
-	return s / float64(len(p))
 }
 
 // prefixWriter passes every every-th line written to w, with prefix.

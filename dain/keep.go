@@ -118,13 +118,3 @@ func (e *Experiment) keepModels(c Config) error {
 	}
 	return nil
 }
-
-// bestValRMSE is the validation RMSE of the best epoch in h.
-func bestValRMSE(h []EpochLog, best int) float64 {
-	for _, ep := range h {
-		if ep.Epoch == best {
-			return math.Sqrt(ep.ValMSE)
-		}
-	}
-	return math.NaN()
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/cluster/clustertest"
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
@@ -208,7 +209,7 @@ func TestAgreeKeepOn(t *testing.T) {
 		b[i] = float64(r.IntN(7)) / 4
 	}
 	for _, n := range []int{0, 1, 57, 200, 399, 400} {
-		want := agreeKeep(dims, cand, a, b, n)
+		want := cellmath.AgreeKeep(dims, cand, a, b, n)
 		for _, cuts := range [][]int{{0, m}, {0, 150, m}, {0, 0, 220, 220, m}} {
 			p := len(cuts) - 1
 			got := make([]*tensor.COO, p)
@@ -341,9 +342,9 @@ func nearCellsLoop(e *Experiment, tables []*sampling.Alias, alpha []float32, n i
 			return nil, fmt.Errorf("gave up")
 		}
 		st.Draws++
-		copy(cell, e.Train.Cell(int(drawAlias(cellTable, r))))
+		copy(cell, e.Train.Cell(int(cellmath.DrawAlias(cellTable, r))))
 		mode := r.IntN(order)
-		cell[mode] = drawAlias(tables[mode], r)
+		cell[mode] = cellmath.DrawAlias(tables[mode], r)
 		if observed.Has(cell) {
 			st.RejectObserved++
 			continue
@@ -570,9 +571,9 @@ func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, obser
 	for kept := 0; kept < n; {
 		st.Draws++
 		r := spread.PickShare(cum, shared.Float64()*cum[p-1])
-		c := append([]int32(nil), trains[r].Cell(int(drawAlias(cells[r], streams[r])))...)
+		c := append([]int32(nil), trains[r].Cell(int(cellmath.DrawAlias(cells[r], streams[r])))...)
 		mode := streams[r].IntN(3)
-		c[mode] = drawAlias(tables[mode], streams[r])
+		c[mode] = cellmath.DrawAlias(tables[mode], streams[r])
 		switch {
 		case observed.Has(c):
 			st.RejectObserved++

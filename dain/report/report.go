@@ -7,6 +7,7 @@
 package report
 
 import (
+	"math"
 	"reflect"
 	"strings"
 
@@ -221,4 +222,14 @@ func History(r nn.Result) []EpochLog {
 		out[i] = EpochLog{Epoch: e.N, TrainMSE: e.TrainMSE, ValMSE: e.ValMSE, Seconds: e.Seconds}
 	}
 	return out
+}
+
+// BestValRMSE is the validation RMSE of the best epoch in h.
+func BestValRMSE(h []EpochLog, best int) float64 {
+	for _, ep := range h {
+		if ep.Epoch == best {
+			return math.Sqrt(ep.ValMSE)
+		}
+	}
+	return math.NaN()
 }
