@@ -17,6 +17,7 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/config"
+	"github.com/dainx/dainx/dain/oracle"
 	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
@@ -131,9 +132,9 @@ type Experiment struct {
 	// buffers of a stage are freed once no later stage of it needs them
 	// (shed, release).
 	single      bool
-	trainMaxAbs float64 // the largest |value| of the training cells (scaleHint)
-	trainMean   float64 // the training cells' mean value (the fm and hybrid global bias at the start)
-	oracle      *oracle // the tensor's generator, when a configuration asks for -values oracle (checkOracle)
+	trainMaxAbs float64        // the largest |value| of the training cells (scaleHint)
+	trainMean   float64        // the training cells' mean value (the fm and hybrid global bias at the start)
+	oracle      *oracle.Oracle // the tensor's generator, when a configuration asks for -values oracle (oracle.Check)
 }
 
 // memo holds the result and wall time of each stage computed so far.
@@ -237,7 +238,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{},
 		ck: (*rundir.Dir)(nil), sp: spreadState{cl: cl}}
 	var err error
-	if e.oracle, err = checkOracle(cl, sh, append([]Config{cfg}, methods...)); err != nil {
+	if e.oracle, err = oracle.Check(cl, sh, append([]Config{cfg}, methods...)); err != nil {
 		return nil, err
 	}
 	e.logf = func(format string, args ...any) {

@@ -110,9 +110,9 @@ func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *Au
 		}
 	}
 	r := rng(e.cfg.Seed, rankStream(streamReplace, e.sp.cl.Rank()))
-	aug, err := e.drawRounds(ctx, candidates{
-		name: "entity replacement", cum: cum, shares: streamReplaceShares, extra: 2, observedIsRepeat: true,
-		draw: func(rec []int32) ([]int32, bool) {
+	aug, err := e.drawRounds(ctx, spread.Candidates{
+		Name: "entity replacement", Cum: cum, Extra: 2, ObservedIsRepeat: true,
+		Draw: func(rec []int32) ([]int32, bool) {
 			z := r.IntN(e.Train.NNZ())
 			rec = append(rec, e.Train.Cell(z)...)
 			cell := rec[len(rec)-order:]
@@ -124,7 +124,7 @@ func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *Au
 			cell[mode] = cand[r.IntN(len(cand))]
 			return append(rec, spread.F64Bits(e.Train.Val[z:z+1])...), true
 		},
-	}, n, st)
+	}, streamReplaceShares, n, st)
 	st.Sample = time.Since(t0).Seconds()
 	return aug, err
 }

@@ -282,17 +282,6 @@ func (e *Experiment) agreeErr(err error) error {
 	return cluster.Agree(e.sp.cl, err, "dain")
 }
 
-// sumCounts returns n summed over the processes, and how many of them
-// had flag set.
-func (e *Experiment) sumCounts(n int, flag bool) []int64 {
-	v := []int64{int64(n), 0}
-	if flag {
-		v[1] = 1
-	}
-	e.sp.cl.SumI64(v)
-	return v
-}
-
 // ownedObserved returns the observed cells (train ∪ validation) that this
 // process owns (sampling.Owner), from every process: the observed set of
 // one process. The cells travel to their owners in rounds of at most

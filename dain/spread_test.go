@@ -423,7 +423,7 @@ func nearSetup(t *testing.T) (*Experiment, []*sampling.Alias, []float32, int) {
 // stream, with cells drawn twice among them; and with every draw observed
 // both give up at the same point.
 func TestNearCellsOneLoop(t *testing.T) {
-	defer func(r int) { drawRound = r }(drawRound)
+	defer func(r int) { spread.DrawRound = r }(spread.DrawRound)
 	e, tables, alpha, _ := nearSetup(t)
 	for _, n := range []int{1, 50, 400} {
 		var ws AugStats
@@ -435,7 +435,7 @@ func TestNearCellsOneLoop(t *testing.T) {
 			t.Fatal("no cell drawn twice: the test misses the repeats")
 		}
 		for _, round := range []int{1, 7, 1 << 20} {
-			drawRound = round
+			spread.DrawRound = round
 			var gs AugStats
 			got, err := e.nearCells(context.Background(), tables, alpha, n, &gs)
 			if err != nil {
@@ -456,7 +456,7 @@ func TestNearCellsOneLoop(t *testing.T) {
 		a, _ := sampling.NewAlias([]float64{1, 1})
 		ones = append(ones, a)
 	}
-	drawRound = 1 << 20
+	spread.DrawRound = 1 << 20
 	var st AugStats
 	if _, err := f.nearCells(context.Background(), ones, make([]float32, 8), 1, &st); err == nil {
 		t.Fatal("all-zero cell scores accepted")
@@ -476,8 +476,8 @@ func TestNearCellsOneLoop(t *testing.T) {
 // cells (|α| 3, on their own ranks) are the sources of 3·150/(3·150 + 100)
 // of the new cells (χ², 1 degree of freedom, 1e-3).
 func TestNearCellsOnRanks(t *testing.T) {
-	defer func(r int) { drawRound = r }(drawRound)
-	drawRound = 13
+	defer func(r int) { spread.DrawRound = r }(spread.DrawRound)
+	spread.DrawRound = 13
 	e1, tables, alpha, light := nearSetup(t)
 	nt := e1.Train.NNZ()
 	const n = 400
@@ -592,7 +592,7 @@ func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, obser
 // candidates and rounds of 1, 13 and 2^20 candidates, near-cells make
 // exactly nearCellsRef's cells on each rank and its statistics.
 func TestNearCellsRanksRef(t *testing.T) {
-	defer func(r int) { drawRound = r }(drawRound)
+	defer func(r int) { spread.DrawRound = r }(spread.DrawRound)
 	e1, _, alpha, light := nearSetup(t)
 	// Entity tables over the whole of each mode: many candidates are
 	// observed, some drawn twice.
@@ -621,7 +621,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 			t.Fatalf("reference statistics %+v: the test misses observed or repeated candidates", ws)
 		}
 		for _, round := range []int{1, 13, 1 << 20} {
-			drawRound = round
+			spread.DrawRound = round
 			got, stats, _, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				return rankExperiment(e1, rk, p, trains[rk.Rank()])
 			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
@@ -645,7 +645,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 // cells and stream, an empty list or an observed or repeated result
 // rejected) and its statistics.
 func TestReplaceRanksRef(t *testing.T) {
-	defer func(r int) { drawRound = r }(drawRound)
+	defer func(r int) { spread.DrawRound = r }(spread.DrawRound)
 	e1, _, _, light := nearSetup(t)
 	dims, nt := e1.x.Dims, e1.Train.NNZ()
 	r := rand.New(rand.NewPCG(10, 11))
@@ -703,7 +703,7 @@ func TestReplaceRanksRef(t *testing.T) {
 			t.Fatalf("reference statistics %+v: the test misses a kind of rejection", ws)
 		}
 		for _, round := range []int{1, 13, 1 << 20} {
-			drawRound = round
+			spread.DrawRound = round
 			got, stats, _, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				q := rk.Rank()
 				return rankExperiment(e1, rk, p, e1.Train.Subset(seq(cuts[q], cuts[q+1])))

@@ -219,16 +219,16 @@ func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, al
 		return nil, err
 	}
 	r := rng(e.cfg.Seed, rankStream(streamNear, e.sp.cl.Rank()))
-	aug, err := e.drawRounds(ctx, candidates{
-		name: "near-cells", cum: cum, shares: streamNearShares,
-		draw: func(rec []int32) ([]int32, bool) {
+	aug, err := e.drawRounds(ctx, spread.Candidates{
+		Name: "near-cells", Cum: cum,
+		Draw: func(rec []int32) ([]int32, bool) {
 			rec = append(rec, e.Train.Cell(int(cellmath.DrawAlias(cellTable, r)))...)
 			c := rec[len(rec)-order:]
 			mode := r.IntN(order)
 			c[mode] = cellmath.DrawAlias(tables[mode], r)
 			return rec, true
 		},
-	}, n, st)
+	}, streamNearShares, n, st)
 	st.Sample = time.Since(t0).Seconds()
 	return aug, err
 }
