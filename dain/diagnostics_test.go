@@ -7,49 +7,9 @@ import (
 	"testing"
 
 	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/dain/report"
 	"github.com/dainx/dainx/tensor"
 )
-
-// TestSpearmanTies: Spearman's ρ with ties is Pearson's correlation of
-// average ranks, computed here by hand: x = (1, 2, 2, 3, 4) ranks
-// (1, 2.5, 2.5, 4, 5), y = (2, 1, 3, 3, 5) ranks (2, 1, 3.5, 3.5, 5);
-// deviations from the mean rank 3 give Σdxdy = 7.25, Σdx² = Σdy² = 9.5,
-// ρ = 7.25/9.5 = 0.76316 (the no-ties formula 1 − 6Σd²/(n(n²−1)) would
-// give 0.775).
-func TestSpearmanTies(t *testing.T) {
-	if r := Ranks([]float64{1, 2, 2, 3, 4}); !slices.Equal(r, []float64{1, 2.5, 2.5, 4, 5}) {
-		t.Errorf("ranks %v", r)
-	}
-	if r := Ranks([]float64{2, 1, 3, 3, 5}); !slices.Equal(r, []float64{2, 1, 3.5, 3.5, 5}) {
-		t.Errorf("ranks %v", r)
-	}
-	if r := Ranks([]float64{7, 7, 7}); !slices.Equal(r, []float64{2, 2, 2}) {
-		t.Errorf("ranks of a constant %v", r)
-	}
-	if r := Spearman([]float64{1, 2, 2, 3, 4}, []float64{2, 1, 3, 3, 5}); math.Abs(r-7.25/9.5) > 1e-15 {
-		t.Errorf("ρ %.6f; want 7.25/9.5 = %.6f", r, 7.25/9.5)
-	}
-	// Monotone transforms do not change ρ; reversal negates it.
-	x := []float64{0.1, 5, 3, 3, 9, 0.2}
-	y := make([]float64, len(x))
-	for i, v := range x {
-		y[i] = math.Exp(v)
-	}
-	if r := Spearman(x, y); r != 1 {
-		t.Errorf("ρ of a monotone transform %v; want 1", r)
-	}
-	for i := range y {
-		y[i] = -y[i]
-	}
-	if r := Spearman(x, y); r != -1 {
-		t.Errorf("ρ of a reversed order %v; want −1", r)
-	}
-	for _, c := range [][2][]float64{{{1, 1, 1}, {1, 2, 3}}, {{1}, {2}}, {{1, 2}, {1, 2, 3}}} {
-		if r := Spearman(c[0], c[1]); !math.IsNaN(r) {
-			t.Errorf("Spearman(%v, %v) = %v; want NaN", c[0], c[1], r)
-		}
-	}
-}
 
 // TestTopShare: on 250 entities the top 1% is ⌈2.5⌉ = 3 entities, the
 // largest weights, a tie at the boundary going to the smaller index; the
@@ -60,14 +20,14 @@ func TestTopShare(t *testing.T) {
 		w[i] = 1
 	}
 	w[199], w[42], w[7], w[120] = 9, 5, 3, 3 // 7 and 120 tie: 7 is in
-	top := TopEntities(w, 0.01)
+	top := report.TopEntities(w, 0.01)
 	if !slices.Equal(top, []int{199, 42, 7}) {
 		t.Errorf("top 1%% %v; want [199 42 7]", top)
 	}
-	if got := TopEntities(w[:100], 0.01); len(got) != 1 || got[0] != 42 {
+	if got := report.TopEntities(w[:100], 0.01); len(got) != 1 || got[0] != 42 {
 		t.Errorf("top 1%% of 100 entities %v; want [42]", got)
 	}
-	if got := TopEntities([]float64{1, 2, 3}, 0.01); !slices.Equal(got, []int{2}) {
+	if got := report.TopEntities([]float64{1, 2, 3}, 0.01); !slices.Equal(got, []int{2}) {
 		t.Errorf("top 1%% of 3 entities %v; want [2] (at least one)", got)
 	}
 	in := make([]bool, 250)
@@ -77,7 +37,7 @@ func TestTopShare(t *testing.T) {
 	// Order-2 cells: mode 0 index, mode 1 index. Mode 0 hits 199, 7, 42
 	// (3 of 8); mode 1 hits 7 once (1 of 8).
 	cells := []int32{199, 0, 7, 1, 42, 7, 5, 2, 6, 3, 8, 4, 120, 5, 10, 6}
-	e := &Experiment{sp: spread{cl: cluster.Local{}}}
+	e := &Experiment{sp: spreadState{cl: cluster.Local{}}}
 	if s := e.shareOn(cells, 2, 0, in); s != 3.0/8 {
 		t.Errorf("share on mode 0: %v; want 3/8", s)
 	}
@@ -114,7 +74,7 @@ func TestImportanceDiagnostics(t *testing.T) {
 				occur++
 			}
 		}
-		top := TopEntities(counts[n], 0.01)
+		top := report.TopEntities(counts[n], 0.01)
 		if m.Entities != occur || m.Top != len(top) {
 			t.Errorf("mode %d: %d entities, top %d; want %d, %d", n+1, m.Entities, m.Top, occur, len(top))
 		}

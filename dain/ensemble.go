@@ -10,36 +10,13 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
 
-// PredictorEnsemble is the -predictor value that stacks the candidates of
-// -final-model auto (ensembleModel).
-const PredictorEnsemble = "ensemble"
-
-// autoKinds are the gradient-trained candidates of -final-model auto and
-// of the ensemble predictor, in the order of their ties: the kind of Θ
-// (autoFamily), then the fm and the hybrid when Θ is neither. bayes-fm
-// comes after them.
-func (c Config) autoKinds() []string {
-	kinds := []string{c.autoFamily()}
-	for _, k := range []string{FinalFM, FinalHybrid} {
-		if k != kinds[0] {
-			kinds = append(kinds, k)
-		}
-	}
-	return kinds
-}
-
-// usesEnsemble reports whether a run of c may value new cells with the
-// ensemble predictor (given, or what -predictor auto resolves to).
-func (c Config) usesEnsemble() bool {
-	return c.Predictor == PredictorEnsemble || c.Predictor == FinalAuto
-}
-
 // ensembleModel is the ensemble value predictor of step 4: the candidates
-// of -final-model auto (autoKinds' nets and the bayes-fm chain), each
+// of -final-model auto (Config.AutoKinds' nets and the bayes-fm chain), each
 // trained on the training cells alone, whose predictions are combined
 // with weights fitted on the validation cells by least squares
 // (stacking: Wolpert, Neural Networks 5(2), 1992; Breiman, Machine
@@ -66,14 +43,14 @@ func (e *Experiment) ensemble(ctx context.Context) (*ensembleModel, error) {
 	}
 	return e.ens.get(struct{}{}, func() (*ensembleModel, float64, error) {
 		t0 := time.Now()
-		m := &ensembleModel{kinds: e.cfg.autoKinds()}
+		m := &ensembleModel{kinds: e.cfg.AutoKinds()}
 		var cols [][]float64
 		for _, k := range m.kinds {
 			t, err := e.model(ctx, Embedding{k})
 			if err != nil {
 				return nil, 0, err
 			}
-			p, err := predict(t.net, e.Val.Idx)
+			p, err := cellmath.Predict(t.net, e.Val.Idx)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -133,7 +110,7 @@ func (e *Experiment) predictEnsemble(ctx context.Context, cells []int32) ([]floa
 		if err != nil {
 			return nil, err
 		}
-		p, err := predict(t.net, cells)
+		p, err := cellmath.Predict(t.net, cells)
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +188,7 @@ func (e *Experiment) bayesAloneModel(ctx context.Context) (*bayes.Model, error) 
 }
 
 // downstreamEnsemble is Downstream with -final-model ensemble: each
-// candidate of auto (autoKinds, then bayes-fm) trained on train ∪ aug as
+// candidate of auto (Config.AutoKinds, then bayes-fm) trained on train ∪ aug as
 // Downstream trains that final model (bayes-fm with -aug-weight), their
 // validation and test predictions stacked with weights fitted on the
 // validation cells (stackWeights; the test cells unseen), clamped to the
@@ -224,7 +201,7 @@ func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, la
 	saved, savedOnTest := e.cfg, e.onTestPred
 	defer func() { e.cfg, e.finalPreds, e.onTestPred = saved, nil, savedOnTest }()
 	e.onTestPred = nil
-	kinds := append(saved.autoKinds(), FinalBayesFM)
+	kinds := append(saved.AutoKinds(), FinalBayesFM)
 	var val, test [][]float64
 	for _, k := range kinds {
 		e.cfg = saved

@@ -12,8 +12,13 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/checkpoint/rundir"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/cellmath"
+	"github.com/dainx/dainx/dain/config"
+	"github.com/dainx/dainx/dain/oracle"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
@@ -118,10 +123,10 @@ type Experiment struct {
 	keep  *kept
 	owned []compute.F32 // score buffers the experiment frees
 	start time.Time
-	ck    stageCheckpoint // a nil *checkpointer unless the run is checkpointed (RunCheckpointed)
+	ck    rundir.Store // a nil *rundir.Dir unless the run is checkpointed (RunCheckpointed)
 	// sp is how the cells are spread over the processes (spread.go):
 	// cluster.Local for one process.
-	sp spread
+	sp spreadState
 	// augFirst is the global number, among the new cells, of this
 	// process's first (0 on one process).
 	augFirst int
@@ -129,9 +134,9 @@ type Experiment struct {
 	// buffers of a stage are freed once no later stage of it needs them
 	// (shed, release).
 	single      bool
-	trainMaxAbs float64 // the largest |value| of the training cells (scaleHint)
-	trainMean   float64 // the training cells' mean value (the fm and hybrid global bias at the start)
-	oracle      *oracle // the tensor's generator, when a configuration asks for -values oracle (checkOracle)
+	trainMaxAbs float64        // the largest |value| of the training cells (scaleHint)
+	trainMean   float64        // the training cells' mean value (the fm and hybrid global bias at the start)
+	oracle      *oracle.Oracle // the tensor's generator, when a configuration asks for -values oracle (oracle.Check)
 }
 
 // memo holds the result and wall time of each stage computed so far.
@@ -212,9 +217,9 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 	if err := nn.CheckLayers(cfg.Layers, x.Order()); err != nil {
 		return nil, fmt.Errorf("dain: %w", err)
 	}
-	shards := cfg.shards(x.Dims, cl.Size())
-	if err := checkSpreadOn(append([]Config{cfg}, methods...), shards); err != nil {
-		return nil, agreed{err} // every process finds it
+	shards := cfg.Shards(x.Dims, cl.Size())
+	if err := config.CheckSpreadOn(append([]Config{cfg}, methods...), shards); err != nil {
+		return nil, cluster.Agreed(err) // every process finds it
 	}
 	if err := checkMemorySharded(x, cfg, shards); err != nil {
 		return nil, err
@@ -223,7 +228,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 		if c.Layers == nil {
 			c.Layers = cfg.Layers
 		}
-		if err := agreeOn(cl, checkMemoryLimit(x, c, shards), "dain: memory"); err != nil {
+		if err := cluster.Agree(cl, checkMemoryLimit(x, c, shards), "dain: memory"); err != nil {
 			return nil, err
 		}
 	}
@@ -233,9 +238,9 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
 		models: memo[Embedding, *trained]{}, cellScores: memo[CellImportance, compute.F32]{},
 		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{},
-		ck: (*checkpointer)(nil), sp: spread{cl: cl}}
+		ck: (*rundir.Dir)(nil), sp: spreadState{cl: cl}}
 	var err error
-	if e.oracle, err = checkOracle(cl, sh, append([]Config{cfg}, methods...)); err != nil {
+	if e.oracle, err = oracle.Check(cl, sh, append([]Config{cfg}, methods...)); err != nil {
 		return nil, err
 	}
 	e.logf = func(format string, args ...any) {
@@ -248,8 +253,8 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}
-		e.keepAlone = e.keepAlone || c.usesEnsemble() || c.usesUncertainty()
-		walk(c.Pipeline().Cells, seen, func(s stage) {
+		e.keepAlone = e.keepAlone || c.UsesEnsemble() || c.UsesUncertainty()
+		walk(PipelineOf(c).Cells, seen, func(s stage) {
 			if t, ok := s.(TracIn); ok {
 				e.plan[t.Model] = append(e.plan[t.Model], t)
 			}
@@ -380,7 +385,7 @@ func (e *Experiment) mlpConfig() nn.Config {
 // newNet builds a fresh model of the given kind.
 func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig, error) {
 	c := e.cfg
-	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR, L2: c.L2, Eager: c.graphs() == GraphsOff}
+	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR, L2: c.L2, Eager: c.GraphsUsed() == GraphsOff}
 	tc.EmbeddingOptimizer, _ = c.EmbeddingOptimizerFor(kind, e.x.Dims)
 	shard, err := e.sharding(kind)
 	if err != nil {
@@ -460,10 +465,10 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
-	tc.Order = e.cfg.order(seedShuffle, e.nTrain())
+	tc.Order = e.cfg.Order(seedShuffle, e.nTrain())
 	label := map[string]string{nn.KindMLP: "Θ", nn.KindCoSTCo: "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
 	stage := stageName(m.Kind, passes)
-	if seconds, s, found, err := e.ck.loadModel(stage, t); err != nil {
+	if seconds, s, found, err := e.ck.LoadModel(stage, t.ckModel()); err != nil {
 		return nil, 0, err
 	} else if found {
 		for i, p := range passes {
@@ -474,7 +479,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		return t, seconds, nil
 	}
 	tc.AfterEpoch = func(ep nn.Epoch) error {
-		if err := e.ck.at(stage, ep.N, "trained"); err != nil {
+		if err := e.ck.At(stage, ep.N, "trained"); err != nil {
 			return err
 		}
 		for i, a := range t.accs {
@@ -488,11 +493,11 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 			}
 		}
 		if len(t.accs) > 0 {
-			if err := e.ck.at(stage, ep.N, "tracin"); err != nil {
+			if err := e.ck.At(stage, ep.N, "tracin"); err != nil {
 				return err
 			}
 		}
-		logEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
+		config.LogEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
 	}
 	if len(passes) > 0 {
@@ -501,7 +506,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		e.logf("training %s (%s, %d parameters)", label, m.Kind, net.NumParams())
 	}
 	t0 := time.Now()
-	prior, err := e.ck.fit(&tc, stage, label, pcg, t.accs, secs, e.logf, func() float64 { return time.Since(t0).Seconds() })
+	prior, err := e.ck.Fit(&tc, stage, label, pcg, t.accs, secs, e.logf, func() float64 { return time.Since(t0).Seconds() })
 	if err != nil {
 		return nil, 0, err
 	}
@@ -526,7 +531,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		t.rmse = math.Sqrt(t.res.BestValMSE)
 		e.logf("%s: best epoch %d, validation MSE %.6f (no test set)", label, t.res.BestEpoch, t.res.BestValMSE)
 	}
-	if err := e.ck.saveModel(stage, t, seconds, secs); err != nil {
+	if err := e.ck.SaveModel(stage, t.ckModel(), seconds, secs); err != nil {
 		return nil, 0, err
 	}
 	ok = true
@@ -598,7 +603,7 @@ func (e *Experiment) neighbours(ctx context.Context, s Neighbours) ([][][]int32,
 	}
 	return e.nbrs.get(s, func() ([][][]int32, float64, error) {
 		t0 := time.Now()
-		nbr, err := nearest(t.net, e.Train)
+		nbr, err := cellmath.Nearest(t.net, e.Train)
 		return nbr, time.Since(t0).Seconds(), err
 	})
 }
@@ -669,7 +674,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
-	kind := c.finalModel()
+	kind := c.FinalModelName()
 	switch kind {
 	case FinalBayesFM:
 		return e.downstreamBayes(ctx, aug, label)
@@ -704,15 +709,15 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
-	tc.Order = e.cfg.order(streamShuffleAfter, global)
+	tc.Order = e.cfg.Order(streamShuffleAfter, global)
 	tc.AfterEpoch = func(ep nn.Epoch) error {
-		if err := e.ck.at(stage, ep.N, "trained"); err != nil {
+		if err := e.ck.At(stage, ep.N, "trained"); err != nil {
 			return err
 		}
-		logEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
+		config.LogEpoch(&e.cfg, label, ep, tc.Epochs, time.Since(e.start))
 		return nil
 	}
-	prior, err := e.ck.fit(&tc, stage, label, pcg, nil, nil, e.logf, func() float64 { return time.Since(t0).Seconds() })
+	prior, err := e.ck.Fit(&tc, stage, label, pcg, nil, nil, e.logf, func() float64 { return time.Since(t0).Seconds() })
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
@@ -731,18 +736,18 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		}
 	}
 	if e.finalPreds != nil {
-		pv, err := predict(m, e.Val.Idx)
+		pv, err := cellmath.Predict(m, e.Val.Idx)
 		if err != nil {
 			return 0, res, 0, err
 		}
-		pt, err := predict(m, e.Test.Idx)
+		pt, err := cellmath.Predict(m, e.Test.Idx)
 		if err != nil {
 			return 0, res, 0, err
 		}
 		e.finalPreds(pv, pt)
 	}
 	if e.sp.dist != nil {
-		if err := replicas(e.sp.cl, m); err != nil {
+		if err := spread.Replicas(e.sp.cl, m); err != nil {
 			return 0, res, 0, err
 		}
 	}
@@ -774,7 +779,7 @@ func (s Shared) Total() float64 { return s.Train + s.Influence + s.Entity + s.Pr
 func (e *Experiment) SharedSeconds(c Config) Shared {
 	c = e.applyAuto(c)
 	var s Shared
-	p := c.Pipeline()
+	p := PipelineOf(c)
 	seen := map[stage]bool{}
 	walk(p.Cells, seen, func(st stage) {
 		switch st := st.(type) {

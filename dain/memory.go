@@ -3,12 +3,10 @@ package dain
 import (
 	"fmt"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/dainx/dainx/internal/memlimit"
-	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -30,147 +28,35 @@ var physicalMemory = func() int64 {
 	return 0
 }()
 
-// runCellCopies is how many copies of a cell (its COO indices and value)
-// a run holds at its peak: the tensor read, its split, the models' sets of
-// it (Θ, the value predictor, the retraining's), the observed-cell sets
-// and the new cells; an upper estimate.
-const runCellCopies = 12
-
 // RunBytes estimates the memory in bytes of one process's part of a run of
 // cfg on a tensor of nnz cells with dims spread over shards processes
-// (RunOn; 1 for Run): its share of the cells, each held in about
-// runCellCopies copies, the per-entity tables (tableBytes) and, when the
-// run fits bayes-fm (Config.UsesBayesFM), its parameters, replicated on
-// every process: the chain's state, the value predictor's kept samples and
-// those a saved bayes-fm Θ′ keeps (Keep.Bayes: in float64, and in float32
-// while it is written).
+// (config.Config.RunBytes).
 func RunBytes(nnz int, dims []int, cfg Config, shards int) float64 {
-	if cfg.Layers == nil {
-		cfg.Layers = nn.DefaultLayers(len(dims))
-	}
-	cell := float64(4*len(dims) + 8)
-	b := runCellCopies*cell*float64(nnz)/float64(max(shards, 1)) + tableBytesSharded(dims, cfg, 1)
-	if cfg.UsesBayesFM() {
-		k := cfg.bayesConfig().Rank
-		params := 1.0
-		for _, d := range dims {
-			params += float64(d) * float64(k+1)
+	return cfg.RunBytes(nnz, dims, shards)
+}
+
+// MemoryParts estimates the memory in bytes of this process's part of a
+// run of cfg on nnz cells (this process's share) of a tensor with dims,
+// with its embedding tables sharded over shards processes, by what holds
+// it (config.Config.MemoryParts, given the models cfg's method trains:
+// the embedding models of its stages and its value predictor's). cfg must
+// pass Validate.
+func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
+	var models []string
+	p := PipelineOf(cfg)
+	walk(p.Cells, map[stage]bool{}, func(s stage) {
+		if m, ok := s.(Embedding); ok {
+			models = append(models, m.Kind)
 		}
-		b += 8*params*float64(1+cfg.keptBayes()) + 12*params*float64(cfg.savedBayes())
+	})
+	if p.Values != nil {
+		models = append(models, p.Values.Model.Kind)
 	}
-	return b
+	return cfg.MemoryParts(nnz, dims, shards, models)
 }
 
 // PhysicalMemory returns this machine's memory in bytes, 0 where unknown.
 func PhysicalMemory() int64 { return physicalMemory }
-
-// tableBytes estimates the bytes of the per-entity tables an experiment of
-// cfg on a tensor of dims holds at once: float32 embeddings of width E for Θ
-// and the downstream MLP and of width R for CoSTCo, each four times
-// (parameters, gradients, Adam's two moments), and an alias table (8 bytes)
-// per entity.
-func tableBytes(dims []int, cfg Config) float64 { return tableBytesSharded(dims, cfg, 1) }
-
-// tableBytesSharded is tableBytes on one of shards processes over which
-// the embedding tables are sharded by row (the alias tables stay whole).
-func tableBytesSharded(dims []int, cfg Config, shards int) float64 {
-	e := cfg.Layers[0] / len(dims)
-	perEntity := float64(4*4*(2*e+cfg.Rank))/float64(shards) + 8
-	total := 0.0
-	for _, d := range dims {
-		total += float64(d) * perEntity
-	}
-	return total
-}
-
-// estimatedCellCopies is how many copies of a cell (its COO indices and
-// value) MemoryParts counts: the tensor read and the sets the models train
-// on. It is a lower estimate (a 100M-cell run peaks near 2.7 copies), so
-// that the check refuses only what cannot fit.
-const estimatedCellCopies = 2
-
-// MemoryParts estimates the memory in bytes of this process's part of a
-// run of cfg on nnz cells (this process's share) of a tensor with dims,
-// with its embedding tables sharded over shards processes (1: whole), by
-// what holds it: the cells, the new cells, the largest model the run trains (nn.Bytes:
-// parameters, gradients, Adam's moments and activations at its batch and
-// the evaluation batch; the run trains its models one at a time), the
-// alias tables and bayes-fm's kept samples when it fits one. Each part
-// names the flags that size it. It is computed in float64 from the
-// settings alone and allocates nothing, so that a configuration whose
-// product cannot fit (-layers 24,1000000, -rank and -channels of 2²⁰, a
-// batch of 2²⁴ cells) is refused before it is built (issue 46). cfg must
-// pass Validate.
-func MemoryParts(nnz int, dims []int, cfg Config, shards int) []memlimit.Part {
-	if cfg.Layers == nil {
-		cfg.Layers = nn.DefaultLayers(len(dims))
-	}
-	order := len(dims)
-	parts := []memlimit.Part{{What: "the cells", Flags: fmt.Sprintf("%d cells of the input", nnz),
-		Bytes: estimatedCellCopies * float64(4*order+8) * float64(nnz)}}
-	// The new cells (-ratio × the training cells, over every process's
-	// share alike), each with its value and its place in the observed
-	// set's check.
-	nAug := cfg.Ratio * float64(nnz) * (1 - cfg.TestFrac) * (1 - cfg.ValFrac)
-	parts = append(parts, memlimit.Part{What: "the new cells", Flags: fmt.Sprintf("-ratio %v", cfg.Ratio),
-		Bytes: estimatedCellCopies * float64(4*order+8) * nAug})
-	kinds := map[string]bool{}
-	p := cfg.Pipeline()
-	walk(p.Cells, map[stage]bool{}, func(s stage) {
-		if m, ok := s.(Embedding); ok {
-			kinds[m.Kind] = true
-		}
-	})
-	if p.Values != nil {
-		kinds[p.Values.Model.Kind] = true
-	}
-	if f := cfg.finalModel(); f != FinalAuto {
-		kinds[f] = true
-	}
-	if cfg.finalModel() == FinalAuto || cfg.usesEnsemble() {
-		for _, k := range cfg.autoKinds() {
-			kinds[k] = true
-		}
-	}
-	capacity := max(cfg.Batch, cfg.EvalBatch)
-	var big memlimit.Part
-	for kind := range kinds {
-		var m memlimit.Part
-		switch kind {
-		case FinalMLP, FinalHybrid:
-			m = memlimit.Part{What: "the " + kind + " model", Flags: fmt.Sprintf("-layers %s, -batch %d", formatSetting(reflect.ValueOf(cfg.Layers)), cfg.Batch),
-				Bytes: nn.Bytes(dims, cfg.Layers[0]/order, nn.MLPLayers(cfg.Layers), capacity, shards, true)}
-		case FinalFM:
-			m = memlimit.Part{What: "the fm model", Flags: fmt.Sprintf("-fm-rank %d, -batch %d", cfg.FMRank, cfg.Batch),
-				Bytes: nn.Bytes(dims, cfg.FMRank+1, nn.FMLayers(order, cfg.FMRank), capacity, 1, true)}
-		case nn.KindCoSTCo:
-			m = memlimit.Part{What: "the CoSTCo model", Flags: fmt.Sprintf("-rank %d, -channels %d, -costco-batch %d", cfg.Rank, cfg.Channels, cfg.CoSTCoBatch),
-				Bytes: nn.Bytes(dims, cfg.Rank, nn.CoSTCoLayers(order, cfg.Rank, cfg.Channels), max(cfg.CoSTCoBatch, cfg.EvalBatch), shards, true)}
-		default:
-			continue
-		}
-		if m.Bytes > big.Bytes || (m.Bytes == big.Bytes && m.What < big.What) {
-			big = m
-		}
-	}
-	if big.Bytes > 0 {
-		parts = append(parts, big)
-	}
-	alias := 0.0
-	for _, d := range dims {
-		alias += 8 * float64(d)
-	}
-	parts = append(parts, memlimit.Part{What: "the alias tables", Flags: fmt.Sprintf("dims %v", dims), Bytes: alias})
-	if cfg.UsesBayesFM() {
-		k := cfg.bayesConfig().Rank
-		params := 1.0
-		for _, d := range dims {
-			params += float64(d) * float64(k+1)
-		}
-		parts = append(parts, memlimit.Part{What: "bayes-fm's kept samples", Flags: fmt.Sprintf("-bayes-rank %d", k), Bytes: 8*params*float64(1+cfg.keptBayes()) + 12*params*float64(cfg.savedBayes())})
-	}
-	return parts
-}
 
 // checkMemoryLimit refuses a run of cfg on x (this process's share, its
 // tables sharded over shards processes) whose MemoryParts exceed
@@ -193,7 +79,7 @@ func checkMemory(x *tensor.COO, cfg Config) error { return checkMemorySharded(x,
 // the embedding tables are sharded.
 func checkMemorySharded(x *tensor.COO, cfg Config, shards int) error {
 	mem := physicalMemory
-	need := tableBytesSharded(x.Dims, cfg, shards)
+	need := cfg.TableBytes(x.Dims, shards)
 	if mem <= 0 || need <= float64(mem)/2 {
 		return nil
 	}

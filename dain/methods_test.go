@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/internal/demo"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
@@ -149,10 +150,10 @@ func TestEntityReplacement(t *testing.T) {
 					closer++
 				}
 			}
-			found = closer < neighbours
+			found = closer < cellmath.Neighbours
 		}
 		if !found {
-			t.Fatalf("cell %v (value %v) is not a training cell with one index replaced by a top-%d neighbour", cell, aug.Val[k], neighbours)
+			t.Fatalf("cell %v (value %v) is not a training cell with one index replaced by a top-%d neighbour", cell, aug.Val[k], cellmath.Neighbours)
 		}
 	}
 }
@@ -328,13 +329,13 @@ func TestPredictChunks(t *testing.T) {
 	for i := range 60 {
 		cells = append(cells, int32(i%5), int32(i%4), int32(i%3))
 	}
-	whole, err := predict(m, cells)
+	whole, err := cellmath.Predict(m, cells)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(c int) { predictChunk = c }(predictChunk)
-	predictChunk = 7
-	parts, err := predict(m, cells)
+	defer func(c int) { cellmath.PredictChunk = c }(cellmath.PredictChunk)
+	cellmath.PredictChunk = 7
+	parts, err := cellmath.Predict(m, cells)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,11 +353,11 @@ func TestSplitPrint(t *testing.T) {
 	for _, split := range []SplitKind{SplitKeyed, SplitLegacy} {
 		cfg := DefaultConfig()
 		cfg.Split = split
-		whole, _, counts := cfg.splitParts(1000, 0, 1000)
+		whole, _, counts := cfg.SplitParts(1000, 0, 1000)
 		var all, parts splitPrint
 		all.add(whole, 0)
 		for _, r := range [][2]int{{600, 1000}, {0, 300}, {300, 600}} {
-			p, before, c := cfg.splitParts(1000, r[0], r[1])
+			p, before, c := cfg.SplitParts(1000, r[0], r[1])
 			parts.add(p, r[0])
 			if !slices.Equal(p, whole[r[0]:r[1]]) || c != counts {
 				t.Fatalf("%s: cells %v: parts or counts differ from the whole split's", split, r)
@@ -373,7 +374,7 @@ func TestSplitPrint(t *testing.T) {
 		var m splitPrint
 		m.add(moved, 0)
 		cfg.Seed++
-		other, _, _ := cfg.splitParts(1000, 0, 1000)
+		other, _, _ := cfg.SplitParts(1000, 0, 1000)
 		var o splitPrint
 		o.add(other, 0)
 		if m == all || o == all {
@@ -382,22 +383,22 @@ func TestSplitPrint(t *testing.T) {
 	}
 }
 
-// TestNearestPasses: nearest gives the same neighbour lists whatever the
+// TestNearestPasses: cellmath.Nearest gives the same neighbour lists whatever the
 // number of queries a pass (256, 7, 1).
 func TestNearestPasses(t *testing.T) {
-	defer func(f int) { nearestFloats = f }(nearestFloats)
+	defer func(f int) { cellmath.NearestFloats = f }(cellmath.NearestFloats)
 	e, _ := experiment(t, 2000, func(c *Config) { c.Method = "entity-replacement" })
 	th, err := e.model(context.Background(), Embedding{"mlp"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := nearest(th.net, e.Train)
+	want, err := cellmath.Nearest(th.net, e.Train)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []int{7, 1} {
-		nearestFloats = q * slices.Max(e.x.Dims)
-		got, err := nearest(th.net, e.Train)
+		cellmath.NearestFloats = q * slices.Max(e.x.Dims)
+		got, err := cellmath.Nearest(th.net, e.Train)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -163,7 +163,4 @@ func TestOracleErrors(t *testing.T) {
 			t.Errorf("generator %v: error %v; want one containing %q", tc.g, err, tc.want)
 		}
 	}
-	if c := (Config{Values: "magic"}); c.checkValueSource() == nil {
-		t.Error("-values magic accepted")
-	}
 }

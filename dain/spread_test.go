@@ -12,6 +12,8 @@ import (
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/cluster/clustertest"
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/dain/cellmath"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )
@@ -207,14 +209,14 @@ func TestAgreeKeepOn(t *testing.T) {
 		b[i] = float64(r.IntN(7)) / 4
 	}
 	for _, n := range []int{0, 1, 57, 200, 399, 400} {
-		want := agreeKeep(dims, cand, a, b, n)
+		want := cellmath.AgreeKeep(dims, cand, a, b, n)
 		for _, cuts := range [][]int{{0, m}, {0, 150, m}, {0, 0, 220, 220, m}} {
 			p := len(cuts) - 1
 			got := make([]*tensor.COO, p)
 			first := make([]int, p)
 			clustertest.Run(p, func(rk clustertest.Rank) {
 				lo, hi := cuts[rk.Rank()], cuts[rk.Rank()+1]
-				e := &Experiment{x: &tensor.COO{Dims: dims}, sp: spread{cl: rk}}
+				e := &Experiment{x: &tensor.COO{Dims: dims}, sp: spreadState{cl: rk}}
 				got[rk.Rank()] = e.agreeKeepOn(cand[3*lo:3*hi], a[lo:hi], b[lo:hi], n)
 				first[rk.Rank()] = e.augFirst
 			})
@@ -258,59 +260,6 @@ func checkCopies(t *testing.T, x *tensor.COO, cells []int32, vals []float64, tim
 	}
 }
 
-// TestDistinctShares: the shares add up to n, every cell is drawn ⌊n/N⌋
-// times before the remainder, one process takes all n without drawing,
-// and the first process's count of the remainder follows the
-// hypergeometric law (χ² over 20000 splits, 1e-3 significance).
-func TestDistinctShares(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	fresh := rand.New(rand.NewPCG(5, 6))
-	if got := distinctShares(r, 17, []int{4}); !slices.Equal(got, []int{17}) || r.Uint64() != fresh.Uint64() {
-		t.Fatalf("one process: shares %v, or r was drawn from", got)
-	}
-	for _, c := range []struct {
-		n     int
-		sizes []int
-	}{{0, []int{3, 0, 5}}, {5, []int{3, 0, 5}}, {8, []int{3, 0, 5}}, {21, []int{3, 0, 5}}, {7, []int{0, 0, 9}}} {
-		got := distinctShares(r, c.n, c.sizes)
-		total, sum := 0, 0
-		for _, s := range c.sizes {
-			total += s
-		}
-		for p, k := range got {
-			sum += k
-			if q := c.n / total; k < q*c.sizes[p] || k > (q+1)*c.sizes[p] {
-				t.Fatalf("n %d, sizes %v: process %d gets %d", c.n, c.sizes, p, k)
-			}
-		}
-		if sum != c.n {
-			t.Fatalf("n %d, sizes %v: shares %v", c.n, c.sizes, got)
-		}
-	}
-	// 6 draws among 4 + 7 + 5 cells: the first process's count is
-	// hypergeometric(6 draws, 4 marked, 16).
-	const trials = 20000
-	counts := make([]float64, 5)
-	for range trials {
-		counts[distinctShares(r, 6, []int{4, 7, 5})[0]]++
-	}
-	binom := func(n, k int) float64 {
-		b := 1.0
-		for i := range k {
-			b = b * float64(n-i) / float64(i+1)
-		}
-		return b
-	}
-	chi2 := 0.0
-	for k, o := range counts {
-		e := trials * binom(4, k) * binom(12, 6-k) / binom(16, 6)
-		chi2 += (o - e) * (o - e) / e
-	}
-	if chi2 > 18.47 { // χ²(4 df) at 1e-3
-		t.Fatalf("first process's counts %v: χ² %.1f against the hypergeometric law", counts, chi2)
-	}
-}
-
 // TestDuplicateOnRanks: duplication on 1, 2 and 3 ranks (one of them
 // empty) makes n copies of training cells with their values, each cell
 // ⌊n/N⌋ or ⌈n/N⌉ times when n exceeds the training cells; the ranks'
@@ -334,7 +283,7 @@ func TestDuplicateOnRanks(t *testing.T) {
 			p := len(cuts) - 1
 			got, _, first, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				r := rk.Rank()
-				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), sp: spread{cl: rk}}
+				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), sp: spreadState{cl: rk}}
 			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
 				return Duplicate{}.cells(context.Background(), e, n, st)
 			})
@@ -393,9 +342,9 @@ func nearCellsLoop(e *Experiment, tables []*sampling.Alias, alpha []float32, n i
 			return nil, fmt.Errorf("gave up")
 		}
 		st.Draws++
-		copy(cell, e.Train.Cell(int(drawAlias(cellTable, r))))
+		copy(cell, e.Train.Cell(int(cellmath.DrawAlias(cellTable, r))))
 		mode := r.IntN(order)
-		cell[mode] = drawAlias(tables[mode], r)
+		cell[mode] = cellmath.DrawAlias(tables[mode], r)
 		if observed.Has(cell) {
 			st.RejectObserved++
 			continue
@@ -440,7 +389,7 @@ func nearSetup(t *testing.T) (*Experiment, []*sampling.Alias, []float32, int) {
 			tr = append(tr, k)
 		}
 	}
-	e := &Experiment{x: x, cfg: DefaultConfig(), sp: spread{cl: cluster.Local{}}}
+	e := &Experiment{x: x, cfg: DefaultConfig(), sp: spreadState{cl: cluster.Local{}}}
 	e.Train, e.Val = x.Subset(tr), x.Subset(va)
 	e.sp.counts = [3]int{len(tr), len(va), 0}
 	light := 0 // 100 light training cells, then 150 heavy
@@ -474,7 +423,7 @@ func nearSetup(t *testing.T) (*Experiment, []*sampling.Alias, []float32, int) {
 // stream, with cells drawn twice among them; and with every draw observed
 // both give up at the same point.
 func TestNearCellsOneLoop(t *testing.T) {
-	defer func(r int) { drawRound = r }(drawRound)
+	defer func(r int) { spread.DrawRound = r }(spread.DrawRound)
 	e, tables, alpha, _ := nearSetup(t)
 	for _, n := range []int{1, 50, 400} {
 		var ws AugStats
@@ -486,7 +435,7 @@ func TestNearCellsOneLoop(t *testing.T) {
 			t.Fatal("no cell drawn twice: the test misses the repeats")
 		}
 		for _, round := range []int{1, 7, 1 << 20} {
-			drawRound = round
+			spread.DrawRound = round
 			var gs AugStats
 			got, err := e.nearCells(context.Background(), tables, alpha, n, &gs)
 			if err != nil {
@@ -501,13 +450,13 @@ func TestNearCellsOneLoop(t *testing.T) {
 	// Entity tables of the lower halves only, on a tensor whose one
 	// training cell's neighbours are all observed: every draw is rejected.
 	full := denseTensor(2, 2, 2, 1)
-	f := &Experiment{x: full, cfg: DefaultConfig(), sp: spread{cl: cluster.Local{}}, Train: full, Val: &tensor.COO{Dims: full.Dims}}
+	f := &Experiment{x: full, cfg: DefaultConfig(), sp: spreadState{cl: cluster.Local{}}, Train: full, Val: &tensor.COO{Dims: full.Dims}}
 	var ones []*sampling.Alias
 	for range 3 {
 		a, _ := sampling.NewAlias([]float64{1, 1})
 		ones = append(ones, a)
 	}
-	drawRound = 1 << 20
+	spread.DrawRound = 1 << 20
 	var st AugStats
 	if _, err := f.nearCells(context.Background(), ones, make([]float32, 8), 1, &st); err == nil {
 		t.Fatal("all-zero cell scores accepted")
@@ -527,8 +476,8 @@ func TestNearCellsOneLoop(t *testing.T) {
 // cells (|α| 3, on their own ranks) are the sources of 3·150/(3·150 + 100)
 // of the new cells (χ², 1 degree of freedom, 1e-3).
 func TestNearCellsOnRanks(t *testing.T) {
-	defer func(r int) { drawRound = r }(drawRound)
-	drawRound = 13
+	defer func(r int) { spread.DrawRound = r }(spread.DrawRound)
+	spread.DrawRound = 13
 	e1, tables, alpha, light := nearSetup(t)
 	nt := e1.Train.NNZ()
 	const n = 400
@@ -621,10 +570,10 @@ func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, obser
 	var st AugStats
 	for kept := 0; kept < n; {
 		st.Draws++
-		r := pickShare(cum, shared.Float64()*cum[p-1])
-		c := append([]int32(nil), trains[r].Cell(int(drawAlias(cells[r], streams[r])))...)
+		r := spread.PickShare(cum, shared.Float64()*cum[p-1])
+		c := append([]int32(nil), trains[r].Cell(int(cellmath.DrawAlias(cells[r], streams[r])))...)
 		mode := streams[r].IntN(3)
-		c[mode] = drawAlias(tables[mode], streams[r])
+		c[mode] = cellmath.DrawAlias(tables[mode], streams[r])
 		switch {
 		case observed.Has(c):
 			st.RejectObserved++
@@ -643,7 +592,7 @@ func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, obser
 // candidates and rounds of 1, 13 and 2^20 candidates, near-cells make
 // exactly nearCellsRef's cells on each rank and its statistics.
 func TestNearCellsRanksRef(t *testing.T) {
-	defer func(r int) { drawRound = r }(drawRound)
+	defer func(r int) { spread.DrawRound = r }(spread.DrawRound)
 	e1, _, alpha, light := nearSetup(t)
 	// Entity tables over the whole of each mode: many candidates are
 	// observed, some drawn twice.
@@ -672,7 +621,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 			t.Fatalf("reference statistics %+v: the test misses observed or repeated candidates", ws)
 		}
 		for _, round := range []int{1, 13, 1 << 20} {
-			drawRound = round
+			spread.DrawRound = round
 			got, stats, _, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				return rankExperiment(e1, rk, p, trains[rk.Rank()])
 			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
@@ -696,7 +645,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 // cells and stream, an empty list or an observed or repeated result
 // rejected) and its statistics.
 func TestReplaceRanksRef(t *testing.T) {
-	defer func(r int) { drawRound = r }(drawRound)
+	defer func(r int) { spread.DrawRound = r }(spread.DrawRound)
 	e1, _, _, light := nearSetup(t)
 	dims, nt := e1.x.Dims, e1.Train.NNZ()
 	r := rand.New(rand.NewPCG(10, 11))
@@ -731,7 +680,7 @@ func TestReplaceRanksRef(t *testing.T) {
 			ws.Draws++
 			q := 0
 			if p > 1 {
-				q = pickShare(cum, shared.Float64()*cum[p-1])
+				q = spread.PickShare(cum, shared.Float64()*cum[p-1])
 			}
 			s := streams[q]
 			z := cuts[q] + s.IntN(cuts[q+1]-cuts[q])
@@ -754,7 +703,7 @@ func TestReplaceRanksRef(t *testing.T) {
 			t.Fatalf("reference statistics %+v: the test misses a kind of rejection", ws)
 		}
 		for _, round := range []int{1, 13, 1 << 20} {
-			drawRound = round
+			spread.DrawRound = round
 			got, stats, _, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				q := rk.Rank()
 				return rankExperiment(e1, rk, p, e1.Train.Subset(seq(cuts[q], cuts[q+1])))
@@ -792,5 +741,5 @@ func onRanks(p int, exp func(rk clustertest.Rank) *Experiment, f func(e *Experim
 func rankExperiment(e1 *Experiment, rk clustertest.Rank, p int, train *tensor.COO) *Experiment {
 	r, nv := rk.Rank(), e1.Val.NNZ()
 	return &Experiment{x: e1.x, cfg: e1.cfg, Train: train, Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
-		sp: spread{cl: rk, counts: e1.sp.counts}}
+		sp: spreadState{cl: rk, counts: e1.sp.counts}}
 }

@@ -83,15 +83,3 @@ func (s Uncertainty) name() string {
 	}
 	return InfluenceUncertainty
 }
-
-// The -influence values of Uncertainty.
-const (
-	InfluenceUncertainty       = "uncertainty"
-	InfluenceUncertaintyTracIn = "uncertainty-tracin"
-)
-
-// usesUncertainty reports whether c's cell importance needs bayes-fm's
-// kept samples (Uncertainty).
-func (c Config) usesUncertainty() bool {
-	return c.Influence == InfluenceUncertainty || c.Influence == InfluenceUncertaintyTracIn
-}

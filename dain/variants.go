@@ -1,26 +1,23 @@
 package dain
 
-// Variants of DAIN's steps beyond the paper's ablations, for the study of
-// whether influence-guided placement beats uniform or frequency placement
-// (issue 14). Each is a stage type here and an entry in a list of
-// stages.go; the paper's method (dain) uses none of them.
-
 import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"slices"
-	"sort"
 	"time"
 
-	"gonum.org/v1/gonum/floats"
-
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/cellmath"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )
+
+// Variants of DAIN's steps beyond the paper's ablations, for the study of
+// whether influence-guided placement beats uniform or frequency placement
+// (issue 14). Each is a stage type here and an entry in a list of
+// stages.go; the paper's method (dain) uses none of them.
 
 // Random streams of the variants, kept apart from experiment.go's list so
 // that neither shifts the other.
@@ -42,21 +39,8 @@ func (e *Experiment) entityCounts() [][]float64 {
 	for k, i := range e.Train.Idx {
 		w[k%order][i]++
 	}
-	e.sumModes(w)
+	spread.SumModes(e.sp.cl, w)
 	return w
-}
-
-// normalise scales each mode of w to sum 1; it fails for a mode whose
-// weights are all zero.
-func normalise(w [][]float64) error {
-	for n := range w {
-		sum := floats.Sum(w[n])
-		if !(sum > 0) {
-			return fmt.Errorf("every weight of mode %d is zero, so it has no entity to draw", n+1)
-		}
-		floats.Scale(1/sum, w[n])
-	}
-	return nil
 }
 
 // FrequencyEntity is the degree baseline's entity importance: each entity's
@@ -70,7 +54,7 @@ func (FrequencyEntity) deps() []stage         { return nil }
 func (FrequencyEntity) cells() CellImportance { return nil }
 func (FrequencyEntity) aggregate(e *Experiment, _ compute.F32, _ *trained) ([][]float64, error) {
 	w := e.entityCounts()
-	return w, normalise(w)
+	return w, cellmath.Normalise(w)
 }
 
 // hostScores downloads cell scores.
@@ -107,7 +91,7 @@ func (s MeanEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]flo
 			w[n][e.Train.Idx[z*order+n]] += math.Abs(float64(a))
 		}
 	}
-	e.sumModes(w)
+	spread.SumModes(e.sp.cl, w)
 	for n := range w {
 		for i, c := range counts[n] {
 			if c > 0 {
@@ -115,7 +99,7 @@ func (s MeanEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]flo
 			}
 		}
 	}
-	return w, normalise(w)
+	return w, cellmath.Normalise(w)
 }
 
 // Signed is signed cell importance: the positive part of Cells' signed
@@ -178,60 +162,12 @@ func (s Tempered) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float
 	if err != nil {
 		return nil, err
 	}
-	return w, temper(w, s.Tau, s.Mix)
-}
-
-// temper applies Tempered's map to w in place. Where a mode's α^τ
-// underflows to zero for every entity or overflows (a large τ: 1e308 on
-// weights below 1), the mode is raised as (α/max α)^τ instead, the same
-// distribution in exact arithmetic, so that the largest weights keep 1
-// and a τ that sharpens without bound ends at the arg max, not at an
-// empty mode. A mode whose weights are all zero before the power is an
-// error naming -temperature's input.
-func temper(w [][]float64, tau, mix float64) error {
-	for n := range w {
-		orig := slices.Clone(w[n])
-		sum := 0.0
-		for i, a := range w[n] {
-			w[n][i] = math.Pow(a, tau)
-			sum += w[n][i]
-		}
-		if sum > 0 && !math.IsInf(sum, 0) {
-			continue
-		}
-		top := slices.Max(orig)
-		if !(top > 0) {
-			break // normalise names the mode
-		}
-		for i, a := range orig {
-			w[n][i] = math.Pow(a/top, tau)
-		}
-	}
-	if err := normalise(w); err != nil {
-		return fmt.Errorf("-temperature %v: %w", tau, err)
-	}
-	for n := range w {
-		u := mix / float64(len(w[n]))
-		for i := range w[n] {
-			w[n][i] = (1-mix)*w[n][i] + u
-		}
-	}
-	return nil
-}
-
-// sign returns c.Sign, the paper's (Signs' first, abs) when empty. The
-// table gives Sign no Unset: eval's provenance and the checkpoint record
-// an empty Sign as it is.
-func (c Config) sign() SignKind {
-	if c.Sign == "" {
-		return SignKind(Signs[0].Name)
-	}
-	return c.Sign
+	return w, cellmath.Temper(w, s.Tau, s.Mix)
 }
 
 // withTemperature wraps ent in Tempered when c asks for a temperature or a
 // mixture other than the paper's (τ = 1, Mix = 0).
-func (c Config) withTemperature(ent EntityImportance) EntityImportance {
+func withTemperature(c Config, ent EntityImportance) EntityImportance {
 	if c.Temperature == 1 && c.Mix == 0 {
 		return ent
 	}
@@ -283,16 +219,16 @@ func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, al
 		return nil, err
 	}
 	r := rng(e.cfg.Seed, rankStream(streamNear, e.sp.cl.Rank()))
-	aug, err := e.drawRounds(ctx, candidates{
-		name: "near-cells", cum: cum, shares: streamNearShares,
-		draw: func(rec []int32) ([]int32, bool) {
-			rec = append(rec, e.Train.Cell(int(drawAlias(cellTable, r)))...)
+	aug, err := e.drawRounds(ctx, spread.Candidates{
+		Name: "near-cells", Cum: cum,
+		Draw: func(rec []int32) ([]int32, bool) {
+			rec = append(rec, e.Train.Cell(int(cellmath.DrawAlias(cellTable, r)))...)
 			c := rec[len(rec)-order:]
 			mode := r.IntN(order)
-			c[mode] = drawAlias(tables[mode], r)
+			c[mode] = cellmath.DrawAlias(tables[mode], r)
 			return rec, true
 		},
-	}, n, st)
+	}, streamNearShares, n, st)
 	st.Sample = time.Since(t0).Seconds()
 	return aug, err
 }
@@ -329,15 +265,6 @@ func (e *Experiment) nearCellTable(alpha []float32) (*sampling.Alias, []float64,
 	return table, cum, e.agreeErr(err)
 }
 
-// drawAlias draws one outcome of a on the host.
-func drawAlias(a *sampling.Alias, r *rand.Rand) int32 {
-	j := r.IntN(len(a.Thresh))
-	if r.Uint32() < a.Thresh[j] {
-		return int32(j)
-	}
-	return a.Alias[j]
-}
-
 // NoCells makes no new cells: the training-length control, whose
 // retraining on train alone Config.Retrain stretches to the optimiser
 // steps of train ∪ N_aug cells.
@@ -369,7 +296,7 @@ func (s AverageValues) cells(ctx context.Context, e *Experiment, n int, st *AugS
 	}
 	aug.Val = make([]float64, len(a))
 	for i := range a {
-		aug.Val[i] = shortest(float32((a[i] + b[i]) / 2))
+		aug.Val[i] = cellmath.Shortest(float32((a[i] + b[i]) / 2))
 	}
 	return aug, nil
 }
@@ -397,29 +324,7 @@ func (s AgreeCells) cells(ctx context.Context, e *Experiment, n int, st *AugStat
 	if e.many() {
 		return e.agreeKeepOn(cand.Idx, a, b, n), nil
 	}
-	return agreeKeep(e.x.Dims, cand.Idx, a, b, n), nil
-}
-
-// agreeKeep returns the n of the candidate cells cand on whose predictions
-// a and b agree best (smallest |a − b|, ties by draw order), in draw
-// order, valued by a.
-func agreeKeep(dims []int, cand []int32, a, b []float64, n int) *tensor.COO {
-	order := len(dims)
-	idx := make([]int, len(a))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(i, j int) bool {
-		return math.Abs(a[idx[i]]-b[idx[i]]) < math.Abs(a[idx[j]]-b[idx[j]])
-	})
-	keep := idx[:n]
-	slices.Sort(keep) // draw order
-	aug := &tensor.COO{Dims: append([]int(nil), dims...)}
-	for _, k := range keep {
-		aug.Idx = append(aug.Idx, cand[k*order:(k+1)*order]...)
-		aug.Val = append(aug.Val, a[k])
-	}
-	return aug
+	return cellmath.AgreeKeep(e.x.Dims, cand.Idx, a, b, n), nil
 }
 
 // twoPredictions returns the predictions of the trained models A and B for
@@ -432,19 +337,12 @@ func (e *Experiment) twoPredictions(ctx context.Context, A, B Embedding, cells [
 			return nil, nil, err
 		}
 		t0 := time.Now()
-		if out[i], err = predict(t.net, cells); err != nil {
+		if out[i], err = cellmath.Predict(t.net, cells); err != nil {
 			return nil, nil, err
 		}
 		st.Predict += time.Since(t0).Seconds()
 	}
 	return out[0], out[1], nil
-}
-
-// stepsScale returns how many times more optimiser steps an epoch over
-// train ∪ n cells takes than one over train alone, at batch b.
-func stepsScale(train, n, b int) float64 {
-	steps := func(m int) int { return (m + b - 1) / b }
-	return float64(steps(train+n)) / float64(steps(train))
 }
 
 // Retrain is step 5 for c's method: Downstream on train ∪ aug, except for
@@ -454,10 +352,10 @@ func stepsScale(train, n, b int) float64 {
 // (rounded up), so that it gets the step budget of a retraining on train ∪
 // n new cells: the control for the extra training an augmentation brings.
 func (e *Experiment) Retrain(ctx context.Context, c Config, aug *tensor.COO, n int, label string) (float64, nn.Result, float64, error) {
-	if !c.Pipeline().MatchSteps || n == 0 {
+	if !PipelineOf(c).MatchSteps || n == 0 {
 		return e.Downstream(ctx, aug, label)
 	}
-	f := stepsScale(e.nTrain(), n, e.cfg.Batch)
+	f := cellmath.StepsScale(e.nTrain(), n, e.cfg.Batch)
 	saved := e.cfg
 	defer func() { e.cfg = saved }()
 	e.cfg.Epochs = int(math.Ceil(float64(saved.Epochs) * f))
@@ -472,14 +370,14 @@ func (e *Experiment) TestPredictions(ctx context.Context, kind string) ([]float6
 	if err != nil {
 		return nil, err
 	}
-	return predict(t.net, e.Test.Idx)
+	return cellmath.Predict(t.net, e.Test.Idx)
 }
 
 // OnRetrained, when not nil, is called with every model Downstream trains
 // and its test predictions, before the model is freed.
 func (e *Experiment) OnRetrained(f func(testPred []float64)) {
 	e.onRetrained = func(m *nn.Net) error {
-		p, err := predict(m, e.Test.Idx)
+		p, err := cellmath.Predict(m, e.Test.Idx)
 		if err != nil {
 			return err
 		}

@@ -3,8 +3,9 @@ package dain
 import (
 	"context"
 	"math"
-	"strings"
 	"testing"
+
+	"github.com/dainx/dainx/dain/cellmath"
 )
 
 // variantConfig returns the default configuration as the named variant
@@ -143,55 +144,23 @@ func TestSigned(t *testing.T) {
 		t.Errorf("dain-signed sets sign %q", c.Sign)
 	}
 	c := e.cfg
-	if _, ok := c.entity().cells().(Signed); !ok {
-		t.Errorf("sign positive builds %T", c.entity().cells())
+	if _, ok := entityOf(c).cells().(Signed); !ok {
+		t.Errorf("sign positive builds %T", entityOf(c).cells())
 	}
 }
 
-// TestTemper: τ = 1, mix 0 is the identity; τ = 0 is uniform; mix blends
-// with uniform; τ = 2 squares and renormalises.
-func TestTemper(t *testing.T) {
-	w := func() [][]float64 { return [][]float64{{0.5, 0.3, 0.2, 0}} }
-	for _, tc := range []struct {
-		tau, mix float64
-		want     []float64
-	}{
-		{1, 0, []float64{0.5, 0.3, 0.2, 0}},
-		{0, 0, []float64{0.25, 0.25, 0.25, 0.25}},
-		{1, 0.5, []float64{0.375, 0.275, 0.225, 0.125}},
-		{2, 0, []float64{0.25 / 0.38, 0.09 / 0.38, 0.04 / 0.38, 0}},
-		// α^τ underflows for every entity (issue 46: -temperature 1e308
-		// was "every weight of mode 1 is zero"): the arg max.
-		{1e308, 0, []float64{1, 0, 0, 0}},
-		{2000, 0.5, []float64{0.625, 0.125, 0.125, 0.125}},
-	} {
-		got := w()
-		if err := temper(got, tc.tau, tc.mix); err != nil {
-			t.Fatal(err)
-		}
-		for i := range tc.want {
-			if math.Abs(got[0][i]-tc.want[i]) > 1e-12 {
-				t.Errorf("τ %v mix %v: %v, want %v", tc.tau, tc.mix, got[0], tc.want)
-				break
-			}
-		}
-	}
-	// Counts above 1 overflow instead (the degree baseline's weights).
-	counts := [][]float64{{3, 5, 5, 1}}
-	if err := temper(counts, 1e308, 0); err != nil || counts[0][0] != 0 || counts[0][1] != 0.5 || counts[0][2] != 0.5 {
-		t.Errorf("τ 1e308 on counts: %v, %v", counts, err)
-	}
-	if err := temper([][]float64{{0, 0}}, 2, 0); err == nil || !strings.Contains(err.Error(), "-temperature 2") {
-		t.Errorf("a mode of zero weights: %v, want an error naming -temperature", err)
-	}
+// TestTemperVariants: the variants of a temperature or a mix build a
+// Tempered entity importance (cellmath.Temper's own test is in package
+// cellmath), the paper's none, and a mix above 1 is refused.
+func TestTemperVariants(t *testing.T) {
 	if c := variantConfig(t, "dain-tau0.5"); c.Temperature != 0.5 {
 		t.Errorf("dain-tau0.5: τ %v", c.Temperature)
 	}
 	c := variantConfig(t, "dain-mix0.5")
-	if ent, ok := c.entity().(Tempered); !ok || ent.Mix != 0.5 || ent.Tau != 1 {
-		t.Errorf("dain-mix0.5 builds %#v", c.entity())
+	if ent, ok := entityOf(c).(Tempered); !ok || ent.Mix != 0.5 || ent.Tau != 1 {
+		t.Errorf("dain-mix0.5 builds %#v", entityOf(c))
 	}
-	if _, ok := DefaultConfig().entity().(SumEntity); !ok {
+	if _, ok := entityOf(DefaultConfig()).(SumEntity); !ok {
 		t.Error("the paper's configuration is no longer SumEntity")
 	}
 	bad := DefaultConfig()
@@ -255,7 +224,7 @@ func TestPredictorVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mlp, err := predict(e.models[Embedding{"mlp"}].val.net, dain.Idx)
+	mlp, err := cellmath.Predict(e.models[Embedding{"mlp"}].val.net, dain.Idx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,10 +266,10 @@ func TestPredictorVariants(t *testing.T) {
 		variantConfig(t, name)
 	}
 	mixAvg := variantConfig(t, "dain-mix-avg")
-	if p := mixAvg.Pipeline().Cells.(AverageValues); p.Cells.(ImportanceCells).Entity.(Tempered).Mix != 0.5 {
+	if p := PipelineOf(mixAvg).Cells.(AverageValues); p.Cells.(ImportanceCells).Entity.(Tempered).Mix != 0.5 {
 		t.Errorf("dain-mix-avg builds %#v", p)
 	}
-	if p := variantConfig(t, "random-avg-predictor").Pipeline().Cells.(AverageValues); p.Cells != (UniformCells{}) {
+	if p := PipelineOf(variantConfig(t, "random-avg-predictor")).Cells.(AverageValues); p.Cells != (UniformCells{}) {
 		t.Errorf("random-avg-predictor builds %#v", p)
 	}
 }
@@ -308,8 +277,8 @@ func TestPredictorVariants(t *testing.T) {
 // TestNoAugSteps: the training-length control makes no cells, and its
 // retraining on train alone runs the optimiser steps of train ∪ N_aug.
 func TestNoAugSteps(t *testing.T) {
-	if f := stepsScale(1000, 500, 128); f != 12.0/8 {
-		t.Errorf("stepsScale(1000, 500, 128) = %v, want 12/8", f)
+	if f := cellmath.StepsScale(1000, 500, 128); f != 12.0/8 {
+		t.Errorf("cellmath.StepsScale(1000, 500, 128) = %v, want 12/8", f)
 	}
 	e, c := experiment(t, 1500, func(c *Config) { c.Method = "no-aug-steps"; c.Patience = 100 })
 	ctx := context.Background()
@@ -322,7 +291,7 @@ func TestNoAugSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := int(math.Ceil(float64(c.Epochs) * stepsScale(e.Train.NNZ(), n, c.Batch)))
+	want := int(math.Ceil(float64(c.Epochs) * cellmath.StepsScale(e.Train.NNZ(), n, c.Batch)))
 	if len(res.Epochs) != want || want <= c.Epochs {
 		t.Errorf("control trained %d epochs, want %d (> %d)", len(res.Epochs), want, c.Epochs)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dainx/dainx/dain"
+	"github.com/dainx/dainx/dain/config"
 )
 
 // TestTrainingFollowsSettings checks that Training's fields are recorded
@@ -43,13 +44,14 @@ func TestTrainingFollowsSettings(t *testing.T) {
 
 // TestTrainingMore checks a setting recorded after Training's fields
 // were fixed (Training.More), here Config.Exchange as if its entry in
-// dain.Settings had a Key: TrainingOf records it, runs.json has it after
-// the fields, it reads back as its type, Compatible compares it, a record
-// without it reads as its legacy value and Adopt adopts that.
+// config.Settings (dain.Settings) had a Key: TrainingOf records it,
+// runs.json has it after the fields, it reads back as its type,
+// Compatible compares it, a record without it reads as its legacy value
+// and Adopt adopts that.
 func TestTrainingMore(t *testing.T) {
-	saved := dain.Settings
-	defer func() { dain.Settings = saved }()
-	dain.Settings = func() []dain.Setting {
+	saved := config.Settings
+	defer func() { config.Settings = saved }()
+	config.Settings = func() []dain.Setting {
 		var out []dain.Setting
 		for _, s := range saved() {
 			if s.Field == "Exchange" {

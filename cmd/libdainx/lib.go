@@ -261,7 +261,7 @@ func augment(ctx context.Context, t *tensor.COO, options string, stderr io.Write
 	defer tx.Abort()
 	// The library's result always carries the influence outputs a method
 	// computes (dainx_result_scores, dainx_result_importance).
-	a.Config.Keep.Scores, a.Config.Keep.Importance = a.Config.Computes()
+	a.Config.Keep.Scores, a.Config.Keep.Importance = dain.Computes(a.Config)
 	be, err := cli.Open(&a.In, stderr)
 	if err != nil {
 		return nil, err

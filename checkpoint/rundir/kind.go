@@ -1,4 +1,4 @@
-package dain
+package rundir
 
 import (
 	"encoding/json"
@@ -16,8 +16,8 @@ import (
 )
 
 // A checkpoint directory knows the kind of run that wrote it: one process
-// (RunCheckpointed) or P processes of an MPI job (RunOnCheckpointed),
-// each only resumable by a run of the same kind. The kind is recorded in
+// (Open) or P processes of an MPI job (OpenDist), each only resumable by
+// a run of the same kind. The kind is recorded in
 // Checkpoint.Dir/manifest.json, written before any other file of the
 // checkpoint:
 //
@@ -90,23 +90,23 @@ func readCkManifest(path string) (ckManifest, error) {
 		return m, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(b) > maxManifestBytes {
-		return m, fmt.Errorf("%s: %w: more than %d bytes", path, errNotCheckpoint, maxManifestBytes)
+		return m, fmt.Errorf("%s: %w: more than %d bytes", path, ErrNotCheckpoint, maxManifestBytes)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("%s: %w: %v", path, errNotCheckpoint, err)
+		return m, fmt.Errorf("%s: %w: %v", path, ErrNotCheckpoint, err)
 	}
 	if m.Kind == "" { // before kinds were recorded: only runs over processes wrote one
 		m.Kind = ckMPI
 	}
 	switch {
 	case m.Kind != ckSingle && m.Kind != ckMPI:
-		return m, fmt.Errorf("%s: %w: kind %q: want %s or %s", path, errNotCheckpoint, m.Kind, ckSingle, ckMPI)
+		return m, fmt.Errorf("%s: %w: kind %q: want %s or %s", path, ErrNotCheckpoint, m.Kind, ckSingle, ckMPI)
 	case m.Kind == ckMPI && (m.Ranks < 1 || m.Ranks > maxManifestRanks):
-		return m, fmt.Errorf("%s: %w: ranks %d: want 1 to %d", path, errNotCheckpoint, m.Ranks, maxManifestRanks)
+		return m, fmt.Errorf("%s: %w: ranks %d: want 1 to %d", path, ErrNotCheckpoint, m.Ranks, maxManifestRanks)
 	case m.Kind == ckSingle && m.Ranks != 0:
-		return m, fmt.Errorf("%s: %w: ranks %d in a manifest of kind %s", path, errNotCheckpoint, m.Ranks, ckSingle)
+		return m, fmt.Errorf("%s: %w: ranks %d in a manifest of kind %s", path, ErrNotCheckpoint, m.Ranks, ckSingle)
 	case m.Cells < 0:
-		return m, fmt.Errorf("%s: %w: cells %d", path, errNotCheckpoint, m.Cells)
+		return m, fmt.Errorf("%s: %w: cells %d", path, ErrNotCheckpoint, m.Cells)
 	}
 	return m, nil
 }
@@ -137,7 +137,7 @@ func checkpointKind(dir string) (ckKind, error) {
 		if s := rankDir.FindStringSubmatch(de.Name()); s != nil && de.IsDir() {
 			p, err := strconv.Atoi(s[2])
 			if err != nil || p < 1 || p > maxManifestRanks {
-				return ckKind{}, fmt.Errorf("dain: checkpoint directory %s: %s: %w: want 1 to %d ranks", dir, de.Name(), errNotCheckpoint, maxManifestRanks)
+				return ckKind{}, fmt.Errorf("dain: checkpoint directory %s: %s: %w: want 1 to %d ranks", dir, de.Name(), ErrNotCheckpoint, maxManifestRanks)
 			}
 			if !slices.Contains(ranks, p) {
 				ranks = append(ranks, p)
@@ -157,10 +157,10 @@ func checkpointKind(dir string) (ckKind, error) {
 	return ckKind{}, nil
 }
 
-// ErrCheckpointKind is returned (wrapped) when a checkpoint directory was
+// ErrKind is returned (wrapped) when a checkpoint directory was
 // written by another kind of run: one process against an MPI job, or MPI
 // jobs of different sizes.
-var ErrCheckpointKind = errors.New("the checkpoint was written by another kind of run")
+var ErrKind = errors.New("the checkpoint was written by another kind of run")
 
 // checkKind returns nil when the checkpoint in dir, of kind have, may be
 // continued or written by this run (want): nothing there yet, or the same
@@ -177,7 +177,7 @@ func checkKind(dir string, have, want ckKind) error {
 	default:
 		instead = fmt.Sprintf("resume it with mpiexec -n %d dainx augment -dist mpi -checkpoint %s -resume", have.ranks, dir)
 	}
-	return kindErrorf(ErrCheckpointKind, "dain: checkpoint %s was written by %s (%s); this run is %s; %s (with the same flags), or give a new -checkpoint directory", dir, have, have.from, want, instead)
+	return kindErrorf(ErrKind, "dain: checkpoint %s was written by %s (%s); this run is %s; %s (with the same flags), or give a new -checkpoint directory", dir, have, have.from, want, instead)
 }
 
 // writeCkManifest writes m as dir's manifest, atomically.

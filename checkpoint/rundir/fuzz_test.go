@@ -1,4 +1,4 @@
-package dain
+package rundir
 
 import (
 	"bytes"
@@ -15,15 +15,27 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
+// augRecord is a record of the new cells as package dain's is made: the
+// counts the checks read, and fields of the report besides.
+type augRecord struct {
+	RMSEBefore float64
+	BestEpoch  int
+	NAug       int
+	Total      int
+	Dims       []int
+}
+
+func (r *augRecord) Counts() (n, total int, dims []int) { return r.NAug, r.Total, r.Dims }
+
 // ckSample returns a whole augmented-cells checkpoint file of a run on
-// input x, as the checkpointer writes it.
+// input x, as a Dir writes it.
 func ckSample(t testing.TB, x *tensor.COO, tweak func(*augRecord, *tensor.COO)) []byte {
 	aug := &tensor.COO{Dims: x.Dims, Idx: []int32{1, 2, 0, 3}, Val: []float64{0.5, -1}}
-	r := augRecord{RMSEBefore: 0.9, BestEpoch: 2, NAug: 2, Dims: x.Dims, HistoryBefore: []EpochLog{{}, {}}}
+	r := augRecord{RMSEBefore: 0.9, BestEpoch: 2, NAug: 2, Dims: x.Dims}
 	if tweak != nil {
 		tweak(&r, aug)
 	}
-	h := ckHeader{Dainx: "test", Kind: kindAugmented, Config: []ckField{{"-ratio", "0.5"}}, Input: fingerprint(x, "x.tsv"), Backend: "cpu"}
+	h := ckHeader{Dainx: "test", Kind: KindAugmented, Config: []ckField{{"-ratio", "0.5"}}, Input: Fingerprint(x, "x.tsv"), Backend: "cpu"}
 	var b bytes.Buffer
 	w := checkpoint.NewWriter(&b)
 	w.Gob("header", h)
@@ -54,7 +66,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 	f.Add([]byte(checkpoint.Magic + "\x01\x00\x00\x00"))
 	f.Add(ckSample(f, x, func(r *augRecord, a *tensor.COO) { r.NAug = 1 << 40 }))
 	f.Add(ckSample(f, x, func(r *augRecord, a *tensor.COO) { a.Idx[0] = 99 }))
-	c := &checkpointer{dir: "ck", head: ckHeader{Config: []ckField{{"-ratio", "0.5"}}, Input: fingerprint(x, "x.tsv")}}
+	c := New("ck", Header{Config: []Field{{"-ratio", "0.5"}}, Input: Fingerprint(x, "x.tsv")}, Run{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzCk(t, c, x, b)
 		if len(b) > sha256.Size {
@@ -68,9 +80,9 @@ func FuzzReadCheckpoint(f *testing.F) {
 }
 
 // fuzzCk is one input of FuzzReadCheckpoint.
-func fuzzCk(t *testing.T, c *checkpointer, x *tensor.COO, b []byte) {
+func fuzzCk(t *testing.T, c *Dir, x *tensor.COO, b []byte) {
 	{
-		file, err := readCk(bytes.NewReader(b), uint64(len(b)), "f.ckpt", "")
+		file, err := Read(bytes.NewReader(b), uint64(len(b)), "f.ckpt", "")
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f.ckpt: ") {
 				t.Fatalf("the error does not name the file: %v", err)
@@ -93,15 +105,15 @@ func fuzzCk(t *testing.T, c *checkpointer, x *tensor.COO, b []byte) {
 		if n > len(b) {
 			t.Fatalf("%d bytes of sections from a file of %d", n, len(b))
 		}
-		c.compatible(file.header, "f.ckpt")
+		c.Compatible(file.Header, "f.ckpt")
 		var tr trainRecord
-		file.decode("train", &tr)
+		file.Decode("train", &tr)
 		var mr modelRecord
-		file.decode("model", &mr)
+		file.Decode("model", &mr)
 		var r augRecord
-		if file.decode("augmented", &r) == nil {
+		if file.Decode("augmented", &r) == nil {
 			aug := &tensor.COO{Dims: r.Dims, Idx: file.I32["idx"], Val: file.F64["val"]}
-			if checkAugmented(&r, aug, x.Dims) == nil && len(aug.Val) > 0 {
+			if checkAugmented(r.NAug, r.Total, aug, x.Dims) == nil && len(aug.Val) > 0 {
 				if err := aug.Validate(); err != nil {
 					t.Fatalf("augmented cells accepted, but %v", err)
 				}
@@ -141,9 +153,9 @@ func TestCheckpointLies(t *testing.T) {
 		if err := os.WriteFile(path, c.b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ck := &checkpointer{dir: dir, head: ckHeader{Config: []ckField{{"-ratio", "0.5"}}, Input: fingerprint(x, "x.tsv")}}
-		_, _, err := ck.loadAugmented()
-		if err == nil || !errors.Is(err, errNotCheckpoint) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+		ck := New(dir, Header{Config: []Field{{"-ratio", "0.5"}}, Input: Fingerprint(x, "x.tsv")}, Run{})
+		_, _, err := ck.LoadAugmented(&augRecord{})
+		if err == nil || !errors.Is(err, ErrNotCheckpoint) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want an error naming %s and %q", name, err, path, c.want)
 		}
 	}
@@ -161,54 +173,10 @@ func TestCheckpointLies(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := checkpointKind(dir)
-		if err == nil || !errors.Is(err, errNotCheckpoint) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !errors.Is(err, ErrNotCheckpoint) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("manifest %s: %v; want an error naming %s and %q", name, err, path, c.want)
 		}
 	}
 }
 
 func posInf() float64 { var z float64; return 1 / z }
-
-// TestCheckpointEffective: settings compare by what they resolve to (no
-// -layers: the default layers; auto: the optimiser picked on the input;
-// -shard-tables in one process: off), and a setting a file lacks by the
-// value the dainx before it used.
-func TestCheckpointEffective(t *testing.T) {
-	x := &tensor.COO{Dims: []int{12, 10, 8}}
-	cfg := DefaultConfig()
-	c := &checkpointer{dir: "D", cfg: cfg, head: ckHeader{Config: configFields(cfg, "cpu"), Input: fingerprint(x, "x")}}
-	for _, e := range [][3]string{
-		{"-layers", "", "150,1024,1024,128"},
-		{"-embedding-optimizer", "auto", "adam"},
-		{"-embedding-optimizer", "sparse-adam", "sparse-adam"},
-		{"ShardTables", "on", "off"},
-		{"-split", "", "keyed"},
-	} {
-		if got := c.effective(e[0], e[1]); got != e[2] {
-			t.Errorf("%s %q resolves to %q, want %q", e[0], e[1], got, e[2])
-		}
-	}
-	old := c.head
-	old.Config = nil
-	for _, f := range c.head.Config {
-		switch f.Name {
-		case "-embedding-optimizer", "-split", "ShardTables":
-		case "-layers":
-			old.Config = append(old.Config, ckField{f.Name, "150,1024,1024,128"})
-		default:
-			old.Config = append(old.Config, f)
-		}
-	}
-	if err := c.compatible(old, "D/f.ckpt"); err == nil || !strings.Contains(err.Error(), "made with -split legacy (not recorded") {
-		t.Errorf("a file from before -split against -split keyed: %v", err)
-	}
-	c.cfg.Split = SplitLegacy
-	c.head.Config = configFields(c.cfg, "cpu")
-	if err := c.compatible(old, "D/f.ckpt"); err != nil {
-		t.Errorf("a file from before -embedding-optimizer, -split and -shard-tables against their old values: %v", err)
-	}
-	old.Config = append(old.Config, ckField{"-future", "1"})
-	if err := c.compatible(old, "D/f.ckpt"); err == nil || !strings.Contains(err.Error(), "records a setting this dainx does not have, -future 1") {
-		t.Errorf("a file with an unknown setting: %v", err)
-	}
-}

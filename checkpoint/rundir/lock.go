@@ -1,4 +1,4 @@
-package dain
+package rundir
 
 import (
 	"errors"
@@ -27,9 +27,9 @@ import (
 // ckLockName is the lock file of a checkpoint directory.
 const ckLockName = ".dainx-lock"
 
-// ErrCheckpointInUse is returned (wrapped) when another process holds the
-// lock of the checkpoint directory.
-var ErrCheckpointInUse = errors.New("the checkpoint directory is in use")
+// ErrInUse is returned (wrapped) when another process holds the lock of
+// the checkpoint directory.
+var ErrInUse = errors.New("the checkpoint directory is in use")
 
 // ckLock is a checkpoint directory's lock held by this process.
 type ckLock struct {
@@ -46,13 +46,14 @@ var ckLocks = struct {
 	m map[string]*ckLock
 }{m: map[string]*ckLock{}}
 
-// LockCheckpoint takes the lock of the checkpoint directory dir (which must
-// exist) for this process, and returns the function that releases it. If
-// another process holds it, the error (ErrCheckpointInUse) says "checkpoint
-// directory DIR is in use by process N". A process may take a lock it
+// Lock takes the lock of the checkpoint directory dir (which must exist)
+// for this process, and returns the function that releases it (safe to
+// call more than once). If another process holds it, the error (ErrInUse)
+// says "checkpoint directory DIR is in use by process N"; a lock file that
+// cannot be created is an error naming dir. A process may take a lock it
 // holds again; each take needs its release. A file system without locks
 // (flock fails other than by contention) leaves the directory unlocked.
-func LockCheckpoint(dir string) (release func(), err error) {
+func Lock(dir string) (release func(), err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("dain: checkpoint directory %s: %w", dir, err)
@@ -103,7 +104,7 @@ func takeLock(dir, path string) (*os.File, error) {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			owner := lockOwner(f)
 			f.Close()
-			return nil, kindErrorf(ErrCheckpointInUse, "dain: checkpoint directory %s is in use by %s, which holds its lock (%s); wait until it ends, or give another -checkpoint directory", dir, owner, filepath.Join(dir, ckLockName))
+			return nil, kindErrorf(ErrInUse, "dain: checkpoint directory %s is in use by %s, which holds its lock (%s); wait until it ends, or give another -checkpoint directory", dir, owner, filepath.Join(dir, ckLockName))
 		}
 		if err != nil {
 			// No locks here (some network file systems): unlocked.

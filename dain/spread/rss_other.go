@@ -1,6 +1,6 @@
 //go:build !linux
 
-package dain
+package spread
 
 // peakRSSMiB returns 0: the peak resident memory is read on Linux only.
 func peakRSSMiB() float64 { return 0 }

@@ -1,4 +1,4 @@
-package dain
+package spread
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package dain
+package config
 
 import (
 	"maps"
@@ -30,7 +30,7 @@ func TestSettingsCheckpointNames(t *testing.T) {
 		"Mix": "Mix", "CPLambda": "CPLambda", "CPSweeps": "CPSweeps",
 	}
 	got := map[string]string{}
-	for i, f := range configFields(DefaultConfig(), "cpu") {
+	for i, f := range DefaultConfig().CkFields("cpu") {
 		if f.Name == "-backend" {
 			continue
 		}
@@ -50,9 +50,9 @@ func TestSettingsCheckpointNames(t *testing.T) {
 		"-influence-every": strconv.Itoa(DefaultInfluenceEvery), "-influence-val-sample": strconv.Itoa(DefaultInfluenceValSample),
 	}
 	for _, n := range slices.Sorted(maps.Values(names)) {
-		v, ok := ckLegacy(n)
+		v, ok := CkLegacy(n)
 		if w, want := legacy[n]; ok != want || v != w {
-			t.Errorf("ckLegacy(%s) = %q, %v; want %q, %v", n, v, ok, w, want)
+			t.Errorf("CkLegacy(%s) = %q, %v; want %q, %v", n, v, ok, w, want)
 		}
 	}
 }
