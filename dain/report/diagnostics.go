@@ -1,8 +1,9 @@
 package report
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 )
 
 // Diagnostics of an entity importance (issue 35, part 4): how far it is
@@ -45,7 +46,15 @@ func TopEntities(w []float64, share float64) []int {
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return w[idx[a]] > w[idx[b]] })
+	// Larger weight first, ties by entity number: what a stable sort by
+	// weight gives, in O(n log n) (a stable sort is O(n log² n), seconds
+	// for millions of entities).
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(w[b], w[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
 	return idx[:min(k, len(w))]
 }
 
@@ -56,7 +65,9 @@ func Ranks(x []float64) []float64 {
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return x[idx[a]] < x[idx[b]] })
+	// Ties get their average rank, so their order among themselves does
+	// not matter: an unstable O(n log n) sort.
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(x[a], x[b]) })
 	r := make([]float64, len(x))
 	for i := 0; i < len(idx); {
 		j := i

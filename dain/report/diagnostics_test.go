@@ -2,7 +2,9 @@ package report
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
+	"sort"
 	"testing"
 )
 
@@ -43,6 +45,47 @@ func TestSpearmanTies(t *testing.T) {
 	for _, c := range [][2][]float64{{{1, 1, 1}, {1, 2, 3}}, {{1}, {2}}, {{1, 2}, {1, 2, 3}}} {
 		if r := Spearman(c[0], c[1]); !math.IsNaN(r) {
 			t.Errorf("Spearman(%v, %v) = %v; want NaN", c[0], c[1], r)
+		}
+	}
+}
+
+// TestRanksTopEntitiesAsStableSort: on values with many ties, Ranks and
+// TopEntities give what a stable sort by value gives (average ranks over
+// each tie; the heaviest entities first, ties by entity number).
+func TestRanksTopEntitiesAsStableSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 2, 7, 1000, 5000} {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = float64(r.IntN(max(1, n/10))) // ties
+		}
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		up := slices.Clone(idx)
+		sort.SliceStable(up, func(a, b int) bool { return x[up[a]] < x[up[b]] })
+		want := make([]float64, n)
+		for i := 0; i < n; {
+			j := i
+			for j+1 < n && x[up[j+1]] == x[up[i]] {
+				j++
+			}
+			for k := i; k <= j; k++ {
+				want[up[k]] = float64(i+j)/2 + 1
+			}
+			i = j + 1
+		}
+		if got := Ranks(x); !slices.Equal(got, want) {
+			t.Fatalf("n %d: Ranks differ from the stable sort's", n)
+		}
+		down := slices.Clone(idx)
+		sort.SliceStable(down, func(a, b int) bool { return x[down[a]] > x[down[b]] })
+		for _, share := range []float64{0.01, 0.1, 0.5, 1} {
+			k := max(1, int(math.Ceil(share*float64(n)-1e-9)))
+			if got := TopEntities(x, share); !slices.Equal(got, down[:min(k, n)]) {
+				t.Fatalf("n %d, share %v: TopEntities %v, the stable sort's %v", n, share, got[:min(5, len(got))], down[:min(5, k)])
+			}
 		}
 	}
 }
