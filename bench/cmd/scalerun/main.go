@@ -82,18 +82,18 @@ import (
 
 // Results is what one run writes.
 type Results struct {
-	Date    string   `json:"date"`
-	Commit  string   `json:"commit"`
-	Command string   `json:"command"`
-	Machine Machine  `json:"machine"`
+	Date    string  `json:"date"`
+	Commit  string  `json:"commit"`
+	Command string  `json:"command"`
+	Machine Machine `json:"machine"`
 	// Roofline is the machine's FMA peak and memory bandwidth, measured
 	// at the start of the run (-roofline), against which Run.Account
 	// places each stage.
 	Roofline *roofline.Machine `json:"roofline,omitempty"`
-	Args    []string `json:"augment_args"`
-	Dims    []int    `json:"dims"`
-	Runs    []Run    `json:"runs"`
-	Linear  []string `json:"not_linear"`
+	Args     []string          `json:"augment_args"`
+	Dims     []int             `json:"dims"`
+	Runs     []Run             `json:"runs"`
+	Linear   []string          `json:"not_linear"`
 	// The entity sweep: SweepCells cells in tensors of growing entity
 	// counts, run with Args and SweepArgs.
 	SweepCells  int        `json:"sweep_cells,omitempty"`
@@ -154,8 +154,8 @@ type Run struct {
 	// (Results.Roofline): its cells/s, modelled GFLOP/s and bytes per
 	// cell, and which roof bounds it (account.go).
 	Account []roofline.Stage `json:"account,omitempty"`
-	Waited    float64            `json:"waited_for_memory_s,omitempty"`
-	Error     string             `json:"error,omitempty"`
+	Waited  float64          `json:"waited_for_memory_s,omitempty"`
+	Error   string           `json:"error,omitempty"`
 }
 
 func main() {
