@@ -34,6 +34,33 @@ func setupMemory() {
 	}
 }
 
+// startCPUProfile starts the CPU profiler when DAINX_CPUPROFILE names a
+// file (a hook for finding where a command's time goes, as go tool pprof
+// reads it) and returns what stops it and closes the file; a no-op
+// without the variable. A file that cannot be created is said on
+// standard error and the command runs without a profile.
+func startCPUProfile() (stop func()) {
+	path := os.Getenv("DAINX_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dainx: DAINX_CPUPROFILE: %v\n", err)
+		if f != nil {
+			f.Close()
+		}
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
 // heapProfiler polls the collector and the process's RSS every 20 ms. It
 // writes the heap profile to path whenever a collection left a larger live
 // heap than every earlier one, and to path+".rss" whenever the RSS passed

@@ -22,7 +22,12 @@
 //     report (-report), and rates: training and TracIn cells/s (training
 //     cells × epochs over the stage's seconds), sampling cells/s (new cells
 //     over the sampling seconds), the retraining's cells/s;
-//   - the load average before and after each run.
+//   - the load average before and after each run;
+//   - with -roofline (the default), the machine's FMA peak and STREAM
+//     bandwidth measured first (bench/internal/roofline), and each stage
+//     placed against them: cells/s, modelled FLOP and bytes per cell,
+//     GFLOP/s and GB/s as fractions of the two roofs, and which one bounds
+//     it (account.go).
 //
 // First, the entity sweep (-entity-sweep, -sweep-cells): the same number
 // of cells (2M) in tensors of 2.1K, 200K and 2M entities (dims
@@ -71,19 +76,24 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/bench/internal/gitrev"
+	"github.com/dainx/dainx/bench/internal/roofline"
 	"github.com/dainx/dainx/tensor"
 )
 
 // Results is what one run writes.
 type Results struct {
-	Date    string   `json:"date"`
-	Commit  string   `json:"commit"`
-	Command string   `json:"command"`
-	Machine Machine  `json:"machine"`
-	Args    []string `json:"augment_args"`
-	Dims    []int    `json:"dims"`
-	Runs    []Run    `json:"runs"`
-	Linear  []string `json:"not_linear"`
+	Date    string  `json:"date"`
+	Commit  string  `json:"commit"`
+	Command string  `json:"command"`
+	Machine Machine `json:"machine"`
+	// Roofline is the machine's FMA peak and memory bandwidth, measured
+	// at the start of the run (-roofline), against which Run.Account
+	// places each stage.
+	Roofline *roofline.Machine `json:"roofline,omitempty"`
+	Args     []string          `json:"augment_args"`
+	Dims     []int             `json:"dims"`
+	Runs     []Run             `json:"runs"`
+	Linear   []string          `json:"not_linear"`
 	// The entity sweep: SweepCells cells in tensors of growing entity
 	// counts, run with Args and SweepArgs.
 	SweepCells  int        `json:"sweep_cells,omitempty"`
@@ -128,6 +138,7 @@ type Run struct {
 	BPerCell  float64            `json:"rss_bytes_per_cell"`
 	Seconds   map[string]float64 `json:"seconds"` // the report's, with read_split: the wall time before training
 	NTrain    int                `json:"n_train"`
+	NVal      int                `json:"n_val"`
 	NAug      int                `json:"n_aug"`
 	Split     string             `json:"split_fingerprint,omitempty"` // the report's: which cells are in which part
 	Epochs    int                `json:"epochs_before"`
@@ -139,8 +150,12 @@ type Run struct {
 	RMSE      [2]float64         `json:"rmse_before_after"`
 	LoadStart string             `json:"loadavg_before"`
 	LoadEnd   string             `json:"loadavg_after"`
-	Waited    float64            `json:"waited_for_memory_s,omitempty"`
-	Error     string             `json:"error,omitempty"`
+	// Account places each stage against the machine's roofs
+	// (Results.Roofline): its cells/s, modelled GFLOP/s and bytes per
+	// cell, and which roof bounds it (account.go).
+	Account []roofline.Stage `json:"account,omitempty"`
+	Waited  float64          `json:"waited_for_memory_s,omitempty"`
+	Error   string           `json:"error,omitempty"`
 }
 
 func main() {
@@ -165,6 +180,7 @@ func main() {
 		mpiexecF = flag.String("mpiexec", "", "the MPI `launcher`, space-separated (default mpiexec.mpich, else mpiexec)")
 		distArgs = flag.String("dist-args", "", "more `flags` for the runs under MPI only, space-separated (e.g. \"-shard-tables on\")")
 		nameF    = flag.String("name", "scale", "results file `prefix`: NAME-DATE.{json,md}")
+		roof     = flag.Bool("roofline", true, "measure the FMA peak and the memory bandwidth first (about 10 s, 384 MiB) and place each stage against them")
 	)
 	flag.Parse()
 	if *readOnly != "" {
@@ -212,6 +228,26 @@ func main() {
 	r := &Results{Date: time.Now().UTC().Format(time.RFC3339), Commit: gitrev.Head(), Command: strings.Join(append([]string{"scalerun"}, os.Args[1:]...), " "),
 		Machine: machine(), Args: args, Dims: dims}
 	logf("machine: %s, %d cores, %s GiB, load %s", r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Load)
+	lay, err := parseInts(*layers)
+	if err != nil {
+		fatalf("-layers: %v", err)
+	}
+	if *roof {
+		m := roofline.Measure(0, 2*time.Second, 128)
+		r.Roofline = &m
+		logf("roofline: FMA peak %.1f GFLOP/s (%s, %d threads; %.1f by the wall clock), bandwidth copy %.1f GB/s, triad %.1f GB/s: balance %.1f FLOP/byte",
+			m.PeakGFLOPS, m.ISA, m.Threads, m.WallGFLOPS, m.CopyGBps, m.TriadGBps, m.Balance())
+	}
+	place := func(run *Run, d []int, bin string, opts map[string]string) {
+		if r.Roofline == nil {
+			return
+		}
+		var size int64
+		if st, err := os.Stat(bin); err == nil {
+			size = st.Size()
+		}
+		run.Account = account(run, *r.Roofline, d, lay, args, size, opts)
+	}
 	sweepDims, err := parseSweep(*sweep)
 	if err != nil {
 		fatalf("-entity-sweep: %v", err)
@@ -220,10 +256,6 @@ func main() {
 		n, err := parseCells(*sweepN)
 		if err != nil {
 			fatalf("-sweep-cells: %v", err)
-		}
-		lay, err := parseInts(*layers)
-		if err != nil {
-			fatalf("-layers: %v", err)
 		}
 		r.SweepCells, r.SweepArgs = n, strings.Fields(*sweepA)
 		for _, d := range sweepDims {
@@ -246,6 +278,7 @@ func main() {
 				}
 			}
 			s.Run, s.Repeats = medianRun(runs), runs
+			place(&s.Run, d, bin, s.Optimizers) // on the median seconds
 			s.TableBytesPerEntity = tableBytesPerEntity(s.Optimizers, lay[0]/len(d), 20, *epochs)
 			if len(r.Sweep) > 0 && s.Error == "" && r.Sweep[0].Error == "" {
 				s.RSSBytesPerEntity = (s.MaxRSSMiB - r.Sweep[0].MaxRSSMiB) * (1 << 20) / float64(s.Entities-r.Sweep[0].Entities)
@@ -268,13 +301,14 @@ func main() {
 			}
 		}
 		if len(ranks) == 0 {
-			augment(&run, *dainx, bin, args)
+			place(&run, dims, bin, augment(&run, *dainx, bin, args))
 			r.Runs = append(r.Runs, run)
 			write(*out, r, false) // keep what is measured so far
 			continue
 		}
 		one := filepath.Join(filepath.Dir(bin), "dist-"+cellsName(n)+"-one.bin")
-		augmentWith(&run, nil, *dainx, bin, args, one)
+		opts, _ := augmentWith(&run, nil, *dainx, bin, args, one)
+		place(&run, dims, bin, opts)
 		r.Runs = append(r.Runs, run)
 		r.Launcher = launcher
 		r.DistArgs = strings.Fields(*distArgs)
@@ -292,6 +326,7 @@ var notes = []string{
 	"Input speed: each file read by a fresh process with tensor.ReadFile (as dainx does), file bytes over seconds; the files are in the page cache, so it is parsing, not disk, speed.",
 	"Training cells/s: training cells × epochs over the training seconds (without the TracIn passes); TracIn cells/s: training cells × checkpoints over the TracIn seconds; sampling: new cells over the sampling seconds (draws, rejection against train ∪ validation ∪ drawn); retraining: (training + new cells) × epochs over the retraining seconds, its validation pass included. read_split is the wall time before training: reading the .bin file and splitting it.",
 	"The machine is shared: other processes' load (loadavg before and after each run) lowers the rates, not the memory.",
+	"Account: the FMA peak is one core's by its own CPU time times the threads, so load does not lower it; the bandwidth is by the wall clock, so load does. FLOP and bytes per cell are a model of each stage's work (bench/cmd/scalerun/account.go), not counters: what they say is the order of magnitude and which roof a stage sits under, not its exact distance from it.",
 }
 
 // readChild reads path as dainx does (its format by the extension, the
@@ -422,6 +457,7 @@ func augmentWith(run *Run, launcher []string, dainx, input string, args []string
 	}
 	var rep struct {
 		NTrain  int                `json:"n_train"`
+		NVal    int                `json:"n_val"`
 		NAug    int                `json:"n_aug"`
 		Split   string             `json:"split_fingerprint"`
 		Before  float64            `json:"rmse_before"`
@@ -435,7 +471,7 @@ func augmentWith(run *Run, launcher []string, dainx, input string, args []string
 		run.Error = err.Error()
 		return nil, nil
 	}
-	run.Seconds, run.NTrain, run.NAug, run.RMSE, run.Split = rep.Seconds, rep.NTrain, rep.NAug, [2]float64{rep.Before, rep.After}, rep.Split
+	run.Seconds, run.NTrain, run.NVal, run.NAug, run.RMSE, run.Split = rep.Seconds, rep.NTrain, rep.NVal, rep.NAug, [2]float64{rep.Before, rep.After}, rep.Split
 	run.Seconds["read_split"] = firstLine.Seconds()
 	run.Epochs, run.EpochsAft = len(rep.HistB), len(rep.HistA)
 	run.setRates()

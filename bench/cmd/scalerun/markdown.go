@@ -49,6 +49,9 @@ func markdown(r *Results) string {
 			p("| %s | %s |", cellsName(run.Cells), strings.Join(row, " | "))
 		}
 		p("")
+		if r.Roofline != nil {
+			accountTables(p, r)
+		}
 		p("Input read by a fresh process (file size, seconds, MB/s, that process's peak RSS and bytes per cell):")
 		p("")
 		p("| cells | format | size | seconds | MB/s | peak RSS | B/cell |")
@@ -136,4 +139,40 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// accountTables writes the roofline of the machine and, for each size,
+// each stage placed against it.
+func accountTables(p func(string, ...any), r *Results) {
+	m := r.Roofline
+	p("Roofline, measured at the start of this run on %d threads: FMA peak %.1f GFLOP/s (%s; one core's by its CPU time × threads; %.1f reached by the wall clock), memory bandwidth %.1f GB/s (STREAM triad; copy %.1f) over %d MiB arrays: machine balance %.1f FLOP/byte.",
+		m.Threads, m.PeakGFLOPS, m.ISA, m.WallGFLOPS, m.TriadGBps, m.CopyGBps, m.ArrayMiB, m.Balance())
+	p("")
+	p("Each stage against it (FLOP and bytes per cell are a model of the work, account.go: the nets' Linear layers, the embedding rows gathered, written back and updated by sparse Adam, dense Adam's whole table per step where the report names adam; TracIn is a forward pass and a last-layer dot per cell and checkpoint; predict is CoSTCo's training and its values of the new cells; read_split counts the .bin file's bytes). A stage whose FLOP/byte is below the balance is bound by memory; the last column is the fraction of that roof it reached.")
+	p("")
+	p("| cells | stage | seconds | cells/s | FLOP/cell | GFLOP/s | of peak | B/cell | GB/s | of bandwidth | FLOP/byte | bound: reached |")
+	p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	pct := func(v float64) string {
+		if v == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.1f%%", 100*v)
+	}
+	opt := func(v float64, prec int) string {
+		if v == 0 {
+			return ""
+		}
+		return num(v, prec)
+	}
+	for _, run := range r.Runs {
+		for _, s := range run.Account {
+			bound := ""
+			if s.Bound != "" {
+				bound = s.Bound + ": " + pct(s.OfBound)
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", cellsName(run.Cells), s.Name, secs(s.Seconds), rate(s.CellsPerS),
+				opt(s.FlopPerCell, 0), opt(s.GFLOPS, 1), pct(s.OfPeak), opt(s.BytePerCell, 0), opt(s.GBps, 2), pct(s.OfBandwidth), opt(s.Intensity, 2), bound)
+		}
+	}
+	p("")
 }
