@@ -145,6 +145,13 @@ func run(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, cfg Config, b
 	if k := cfg.Keep.Bayes; k != nil {
 		e.onRetrainedBayes = func(m *bayes.Model) error { return k("theta-prime", m) }
 	}
+	if ks, km, kb := cfg.Keep.Ensemble, cfg.Keep.Model, cfg.Keep.Bayes; ks != nil && km != nil && kb != nil {
+		e.ensembleSaver = &ensembleSaver{
+			net:   func(kind string, m *nn.Net) error { return km("theta-prime."+kind, m) },
+			bayes: func(m *bayes.Model) error { return kb("theta-prime."+FinalBayesFM, m) },
+			stack: func(kinds []string, w []float64, lo, hi float64) error { return ks("theta-prime", kinds, w, lo, hi) },
+		}
+	}
 	if err := e.step5(ctx, &rep, aug, nAug); err != nil {
 		return nil, err
 	}

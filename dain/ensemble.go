@@ -199,8 +199,15 @@ func (e *Experiment) bayesAloneModel(ctx context.Context) (*bayes.Model, error) 
 func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, label, stage string) (float64, nn.Result, float64, error) {
 	t0 := time.Now()
 	saved, savedOnTest := e.cfg, e.onTestPred
-	defer func() { e.cfg, e.finalPreds, e.onTestPred = saved, nil, savedOnTest }()
+	savedNet, savedBayes := e.onRetrained, e.onRetrainedBayes
+	defer func() {
+		e.cfg, e.finalPreds, e.onTestPred = saved, nil, savedOnTest
+		e.onRetrained, e.onRetrainedBayes = savedNet, savedBayes
+	}()
 	e.onTestPred = nil
+	// Θ′'s members are saved (each predicting what the run's stack
+	// combines) only when the ensemble is the run's last stage.
+	save := e.lastStage && e.ensembleSaver != nil
 	kinds := append(saved.AutoKinds(), FinalBayesFM)
 	var val, test [][]float64
 	for _, k := range kinds {
@@ -211,6 +218,14 @@ func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, la
 		l := ""
 		if label != "" {
 			l = label + " " + k
+		}
+		e.onRetrained, e.onRetrainedBayes = nil, nil
+		if save {
+			if k == FinalBayesFM {
+				e.onRetrainedBayes = e.ensembleSaver.bayes
+			} else {
+				e.onRetrained = func(m *nn.Net) error { return e.ensembleSaver.net(k, m) }
+			}
 		}
 		var err error
 		if k == FinalBayesFM {
@@ -238,6 +253,11 @@ func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, la
 	if savedOnTest != nil {
 		savedOnTest(pt)
 	}
+	if save {
+		if err := e.ensembleSaver.stack(kinds, w, lo, hi); err != nil {
+			return 0, nn.Result{}, 0, err
+		}
+	}
 	var b strings.Builder
 	for j, k := range kinds {
 		fmt.Fprintf(&b, ", %s %.4f", k, w[j+1])
@@ -246,6 +266,15 @@ func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, la
 		e.logf("%s: ensemble, weights on the validation cells: intercept %.4f%s; validation RMSE %.6f, %.1fs", label, w[0], b.String(), math.Sqrt(valMSE), time.Since(t0).Seconds())
 	}
 	return rmse, nn.Result{BestValMSE: valMSE}, time.Since(t0).Seconds(), nil
+}
+
+// ensembleSaver hands an ensemble Θ′ to Keep: each net member to
+// Keep.Model and the bayes-fm member to Keep.Bayes (roles
+// "theta-prime.KIND"), then the stack to Keep.Ensemble.
+type ensembleSaver struct {
+	net   func(kind string, m *nn.Net) error
+	bayes func(m *bayes.Model) error
+	stack func(kinds []string, weights []float64, lo, hi float64) error
 }
 
 // trainRange returns the smallest and largest training value over every

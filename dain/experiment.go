@@ -91,6 +91,9 @@ type Experiment struct {
 	retrained  []*trained // Θ trained again for an unplanned TracIn pass
 	// onRetrained, if not nil, sees every model Downstream trains (OnRetrained).
 	onRetrained func(*nn.Net) error
+	// ensembleSaver, if not nil, sees an ensemble Θ′: each member, then
+	// the stack (Keep.Ensemble).
+	ensembleSaver *ensembleSaver
 	// onRetrainedBayes, if not nil, sees a bayes-fm Θ′ (Keep.Bayes).
 	onRetrainedBayes func(*bayes.Model) error
 	// onTestPred, if not nil, gets the test predictions of every final

@@ -110,10 +110,10 @@ func TestFinalModelErrors(t *testing.T) {
 		"samples":   {func(c *dain.Config) { c.FinalModel, c.BayesSamples = dain.FinalBayesFM, 1<<30 }, "samples"},
 		"burn-in":   {func(c *dain.Config) { c.FinalModel, c.BayesSamples, c.BayesBurnIn = dain.FinalBayesFM, 10, 10 }, "burn-in"},
 		"priors":    {func(c *dain.Config) { c.FinalModel, c.BayesPriors = dain.FinalBayesFM, "meta" }, "bayes priors"},
-		"model-out": {func(c *dain.Config) {
+		"model-out without Keep.Ensemble": {func(c *dain.Config) {
 			c.FinalModel = dain.FinalEnsemble
 			c.Keep.Model = func(string, *nn.Net) error { return nil }
-		}, "no saved form"},
+		}, "Keep.Ensemble"},
 		"model-out without Keep.Bayes": {func(c *dain.Config) {
 			c.FinalModel = dain.FinalBayesFM
 			c.Keep.Model = func(string, *nn.Net) error { return nil }

@@ -208,7 +208,7 @@ func LoadBayes(path string) (*bayes.Model, Meta, error) {
 		return nil, meta, err
 	}
 	if meta.Kind != KindBayesFM {
-		return nil, meta, fmt.Errorf("model %s: kind %s is a net, not a %s (load it with Load)", jp, meta.Kind, KindBayesFM)
+		return nil, meta, fmt.Errorf("model %s: kind %s, not a %s (load a net with Load, an %s with LoadEnsemble)", jp, meta.Kind, KindBayesFM, KindEnsemble)
 	}
 	want := bayesLayout(meta)
 	total, _ := paramCount(want) // ReadMeta checked it

@@ -158,6 +158,11 @@ type Meta struct {
 	// "mean" (the average is clamped); absent means "samples", the rule
 	// of models saved before it was recorded (from the model).
 	ClampRule string `json:"clamp_rule,omitempty"`
+	// Members are an ensemble's members' kinds and Weights its stack's
+	// intercept and weights, one per member (KindEnsemble; Clamp is its
+	// clamp range).
+	Members []string  `json:"members,omitempty"`
+	Weights []float64 `json:"weights,omitempty"`
 	// Training holds the run's settings, flag name → value (caller).
 	Training map[string]any `json:"training,omitempty"`
 }
@@ -327,6 +332,9 @@ func Load(path string, be compute.Backend, capacity int) (*nn.Net, Meta, error) 
 	if meta.Kind == KindBayesFM {
 		return nil, meta, fmt.Errorf("model %s: kind %s holds posterior samples, not a net (load it with LoadBayes)", jp, meta.Kind)
 	}
+	if meta.Kind == KindEnsemble {
+		return nil, meta, fmt.Errorf("model %s: kind %s stacks other models, not a net (load it with LoadEnsemble)", jp, meta.Kind)
+	}
 	layers, layout, _ := expected(meta) // ReadMeta checked it
 	what := "batch capacity"
 	if capacity <= 0 {
@@ -400,11 +408,26 @@ func ReadMeta(jsonPath string) (Meta, error) {
 		return bad("format %s, want %q", echo(meta.Format), Format)
 	case meta.FormatVersion != FormatVersion:
 		return bad("format version %d; this dainx reads version %d", meta.FormatVersion, FormatVersion)
-	case !slices.Contains(nn.Kinds, meta.Kind) && meta.Kind != KindBayesFM:
-		return bad("kind %s, want mlp, costco, fm, hybrid or %s", echo(meta.Kind), KindBayesFM)
+	case !slices.Contains(nn.Kinds, meta.Kind) && meta.Kind != KindBayesFM && meta.Kind != KindEnsemble:
+		return bad("kind %s, want mlp, costco, fm, hybrid, %s or %s", echo(meta.Kind), KindBayesFM, KindEnsemble)
 	}
 	if err := checkLimits(&meta); err != nil {
 		return bad("%v", err)
+	}
+	if meta.Kind == KindEnsemble {
+		switch {
+		case meta.Order <= 0 || meta.Order != len(meta.Dims):
+			return bad("order %d with dims %s", meta.Order, short(meta.Dims))
+		case meta.IndexBase != 0 && meta.IndexBase != 1:
+			return bad("index_base %d, want 0 or 1", meta.IndexBase)
+		}
+		if err := checkEnsembleMeta(meta); err != nil {
+			return bad("%v", err)
+		}
+		return meta, nil
+	}
+	if meta.Members != nil || meta.Weights != nil {
+		return bad("members and weights belong to an %s, not a %s", KindEnsemble, meta.Kind)
 	}
 	switch {
 	case meta.Order <= 0 || meta.Order != len(meta.Dims):

@@ -277,7 +277,7 @@ func TestLoadErrors(t *testing.T) {
 		{"format version", jsonEdit(`"format_version": 1`, `"format_version": 2`),
 			[]string{"model.json: format version 2; this dainx reads version 1"}},
 		{"format", jsonEdit(`"format": "dainx-model"`, `"format": "other"`), []string{`format "other", want "dainx-model"`}},
-		{"kind", jsonEdit(`"kind": "mlp"`, `"kind": "rnn"`), []string{`kind "rnn", want mlp, costco, fm, hybrid or bayes-fm`}},
+		{"kind", jsonEdit(`"kind": "mlp"`, `"kind": "rnn"`), []string{`kind "rnn", want mlp, costco, fm, hybrid, bayes-fm or ensemble`}},
 		{"order", jsonEdit(`"order": 3`, `"order": 2`), []string{"order 2 with dims [6 5 4]"}},
 		{"layers", jsonEdit(`"layers": [`+"\n    9", `"layers": [`+"\n    12"), []string{"embedding_width 3, but layers[0] = 12 for order 3 gives 4"}},
 		{"layer shapes", jsonEdit(`"layer_shapes": [`+"\n    [\n      1,\n      9,\n      8", `"layer_shapes": [`+"\n    [\n      1,\n      9,\n      7"),

@@ -132,7 +132,7 @@ func TestLoadUntrusted(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "model.json"), bytes.Replace(js, []byte(`"order": 3`), []byte(`"order": 1`+strings.Repeat("0", 3000)), 1), 0o644)
 		}, 0, []string{"model.json: not valid metadata JSON", "…"}},
 		{"long kind echoed short", meta(func(m map[string]any) { m["kind"] = long }), 0,
-			[]string{`model.json: kind "` + strings.Repeat("x", 80) + `"…, want mlp, costco, fm, hybrid or bayes-fm`}},
+			[]string{`model.json: kind "` + strings.Repeat("x", 80) + `"…, want mlp, costco, fm, hybrid, bayes-fm or ensemble`}},
 		{"metadata not a file", func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "model.json"))
 			os.Mkdir(filepath.Join(dir, "model.json"), 0o755)

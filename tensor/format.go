@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -89,4 +90,13 @@ func ResolveIndexBase(f Format, base int) (int64, error) {
 		return 0, fmt.Errorf("tensor: invalid index base %d (want -1 for the default, or 0..%d)", base, MaxDim)
 	}
 	return int64(base), nil
+}
+
+// Shortest returns the float64 nearest to the shortest decimal that reads
+// back as the float32 p, so a float32 prediction prints as "2.2926"
+// rather than "2.2925999164581299": how dainx widens a net's float32
+// predictions into values (new cells' values, a stack's inputs).
+func Shortest(p float32) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(p), 'g', -1, 32), 64)
+	return v
 }

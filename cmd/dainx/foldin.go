@@ -104,6 +104,9 @@ func runFoldIn(ctx context.Context, f *cli.FoldIn, input, format string, base in
 	if err != nil {
 		return err
 	}
+	if meta.Kind == model.KindEnsemble {
+		return fmt.Errorf("%w: %s", errUsage, cli.ErrFoldEnsemble(f.Model))
+	}
 	dp := filepath.Join(filepath.Dir(jp), table.DictFile)
 	var t *tensor.COO
 	var extra cli.Extra

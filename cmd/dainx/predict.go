@@ -163,7 +163,8 @@ type predictModel struct {
 	outF, repF *outtx.File
 	be         compute.Backend // nil for a bayes-fm model
 	net        *nn.Net
-	bayes      *bayes.Model // a bayes-fm model (meta.Kind model.KindBayesFM), else nil
+	bayes      *bayes.Model    // a bayes-fm model (meta.Kind model.KindBayesFM), else nil
+	ensemble   *model.Ensemble // an ensemble (model.KindEnsemble), else nil
 	meta       model.Meta
 }
 
@@ -192,6 +193,16 @@ func withPredictModel(path, cells, output, report, backend string, evalBatch int
 		return err
 	}
 	defer be.Close()
+	if meta, err := model.ReadMeta(jp); err == nil && meta.Kind == model.KindEnsemble {
+		// The members: nets on the backend, a bayes-fm on the CPU in
+		// float64; their stack in float64.
+		ens, meta, err := model.LoadEnsemble(path, be, evalBatch)
+		if err != nil {
+			return err
+		}
+		defer ens.Free()
+		return do(&predictModel{tx: tx, outF: outF, repF: repF, be: be, ensemble: ens, meta: meta})
+	}
 	net, meta, err := model.Load(path, be, evalBatch)
 	if err != nil {
 		return err
@@ -212,17 +223,18 @@ func (p *predictModel) predict(t *tensor.COO, path, cells string, withValues boo
 		if err != nil {
 			return nil, rep, err
 		}
-		out := make([]float32, len(pred))
-		var se float64
-		for c, v := range pred {
-			out[c] = float32(v)
-			d := v - t.Val[c]
-			se += d * d
+		out, r := narrow(pred, t, withValues)
+		rep.RMSE = r
+		return out, rep, nil
+	}
+	if p.ensemble != nil {
+		rep.Backend = p.be.Name() + " (the member nets; the stack in float64)"
+		pred, err := p.ensemble.Predict(t)
+		if err != nil {
+			return nil, rep, err
 		}
-		if t.NNZ() > 0 && withValues {
-			r := math.Sqrt(se / float64(t.NNZ()))
-			rep.RMSE = &r
-		}
+		out, r := narrow(pred, t, withValues)
+		rep.RMSE = r
 		return out, rep, nil
 	}
 	rep.Backend = p.be.Name()
@@ -241,6 +253,24 @@ func (p *predictModel) predict(t *tensor.COO, path, cells string, withValues boo
 		rep.RMSE = &r
 	}
 	return pred, rep, nil
+}
+
+// narrow returns float64 predictions pred of t's cells in float32 and,
+// when withValues and t has cells, their RMSE against t's values (in
+// float64, from pred); nil otherwise.
+func narrow(pred []float64, t *tensor.COO, withValues bool) ([]float32, *float64) {
+	out := make([]float32, len(pred))
+	var se float64
+	for c, v := range pred {
+		out[c] = float32(v)
+		d := v - t.Val[c]
+		se += d * d
+	}
+	if t.NNZ() == 0 || !withValues {
+		return out, nil
+	}
+	r := math.Sqrt(se / float64(t.NNZ()))
+	return out, &r
 }
 
 // finish completes rep (the seconds since t0, the outputs), stages it as

@@ -109,8 +109,44 @@ print(len(want), "cells, max relative difference", err)
 			t.Errorf("augment %v: exit %d, %q", bad, code, stderr)
 		}
 	}
-	if code, _, stderr := runCLI(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-backend", "cpu", "-final-model", "ensemble", "-model-out", filepath.Join(dir, "e")}, tiny...)...); code == 0 || !strings.Contains(stderr, "no saved form") {
-		t.Errorf("-final-model ensemble -model-out: exit %d, %q", code, stderr)
+
+	// -final-model ensemble: the stack and its members saved; predict on
+	// the test cells gives rmse_after; fold-in refuses it by name.
+	e, es := filepath.Join(dir, "e"), filepath.Join(dir, "es")
+	code, stdout, stderr = runCLI(append(append([]string{"augment", "-input", "testdata/golden/input.tsv", "-final-model", "ensemble", "-model-out", e, "-split-out", es}, bayesFlags[:2]...), append([]string{"-bayes-samples", "8"}, tiny...)...)...)
+	if code != 0 {
+		t.Fatalf("augment -final-model ensemble: exit %d: %s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	js, _ = os.ReadFile(filepath.Join(e, "model.json"))
+	var em struct {
+		Kind    string    `json:"kind"`
+		Members []string  `json:"members"`
+		Weights []float64 `json:"weights"`
+	}
+	json.Unmarshal(js, &em)
+	if em.Kind != "ensemble" || len(em.Members) < 2 || em.Members[len(em.Members)-1] != "bayes-fm" || len(em.Weights) != len(em.Members)+1 {
+		t.Fatalf("ensemble model.json: %s", js)
+	}
+	for _, k := range em.Members {
+		if _, err := os.Stat(filepath.Join(e, "model."+k+".safetensors")); err != nil {
+			t.Errorf("member %s: %v", k, err)
+		}
+	}
+	code, _, stderr = runCLI("predict", "-model", e, "-cells", filepath.Join(es, "test.tsv"), "-output", filepath.Join(dir, "pe.tsv"))
+	if code != 0 {
+		t.Fatalf("predict with the ensemble: exit %d: %s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(stderr), &prep); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	if prep.Kind != "ensemble" || math.Abs(prep.RMSE/rep.After-1) > 1e-12 {
+		t.Errorf("predict with the ensemble: kind %s, RMSE on the test cells %v; augment's rmse_after %v", prep.Kind, prep.RMSE, rep.After)
+	}
+	if code, _, stderr := runCLI("fold-in", "-model", e, "-input", filepath.Join(es, "test.tsv"), "-model-out", filepath.Join(dir, "fe")); code == 0 || !strings.Contains(stderr, "is an ensemble") {
+		t.Errorf("fold-in of an ensemble: exit %d, %q", code, stderr)
 	}
 
 	// A table of IDs, every cell for training (-test-frac 0): the saved

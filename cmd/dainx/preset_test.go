@@ -41,7 +41,6 @@ func TestPreset(t *testing.T) {
 		want string
 	}{
 		{[]string{"-preset", "fast"}, `-preset "fast": want paper or accurate`},
-		{[]string{"-preset", "accurate", "-final-model", "ensemble", "-model-out", t.TempDir()}, "-final-model ensemble has no saved form yet"},
 		{[]string{"-final-model", "xgboost"}, `final model "xgboost"`},
 	} {
 		if code, _, stderr := runCLI(append(base, c.args...)...); code != exitUsage || !strings.Contains(stderr, c.want) {

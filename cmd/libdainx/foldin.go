@@ -48,6 +48,9 @@ func foldIn(ctx context.Context, path string, t *tensor.COO, options string, std
 	if err != nil {
 		return nil, inputErr("%v", err)
 	}
+	if meta.Kind == model.KindEnsemble {
+		return nil, inputErr("%v", cli.ErrFoldEnsemble(path))
+	}
 	if t.Order() != meta.Order {
 		return nil, inputErr("cells of order %d, the model's order is %d", t.Order(), meta.Order)
 	}

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/dainx/dainx/cmd/internal/cli"
+	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain"
 	"github.com/dainx/dainx/model"
 	"github.com/dainx/dainx/tensor"
@@ -438,6 +439,9 @@ func predictCells(path string, idx []int32, n, order int, options string) ([]flo
 		return nil, nil, inputErr("%v", err)
 	}
 	defer be.Close()
+	if jp, _ := model.Paths(path); modelKind(jp) == model.KindEnsemble {
+		return predictEnsemble(path, be, *batch, idx, n, order)
+	}
 	net, meta, err := model.Load(path, be, *batch)
 	if err != nil {
 		return nil, nil, inputErr("%v", err)
@@ -465,9 +469,39 @@ func predictCells(path string, idx []int32, n, order int, options string) ([]flo
 
 // isBayes reports whether the metadata file jp is a bayes-fm model's (a
 // file that cannot be read is left to the loader to report).
-func isBayes(jp string) bool {
+func isBayes(jp string) bool { return modelKind(jp) == model.KindBayesFM }
+
+// modelKind returns the kind the metadata file jp names, "" when it cannot
+// be read (left to the loader to report).
+func modelKind(jp string) string {
 	meta, err := model.ReadMeta(jp)
-	return err == nil && meta.Kind == model.KindBayesFM
+	if err != nil {
+		return ""
+	}
+	return meta.Kind
+}
+
+// predictEnsemble is predictCells for a stacked ensemble
+// (model.LoadEnsemble): its member nets on be, a bayes-fm member on the
+// CPU in float64, the stack in float64.
+func predictEnsemble(path string, be compute.Backend, batch int, idx []int32, n, order int) ([]float64, []byte, error) {
+	ens, meta, err := model.LoadEnsemble(path, be, batch)
+	if err != nil {
+		return nil, nil, inputErr("%v", err)
+	}
+	defer ens.Free()
+	if err := checkCells(idx, n, order, meta); err != nil {
+		return nil, nil, err
+	}
+	out := []float64{}
+	if n > 0 {
+		if out, err = ens.Predict(&tensor.COO{Dims: meta.Dims, Idx: idx[:n*order], Val: make([]float64, n)}); err != nil {
+			return nil, nil, err
+		}
+	}
+	js, err := json.Marshal(map[string]any{"model": path, "n_cells": n, "kind": meta.Kind, "role": meta.Role, "trained_by": meta.Version, "version": version(),
+		"backend": be.Name() + " (the member nets; the stack in float64)", "order": meta.Order, "dims": meta.Dims, "members": meta.Members})
+	return out, js, err
 }
 
 // predictBayes is predictCells for a bayes-fm model (model.LoadBayes): the

@@ -10,7 +10,6 @@ package cellmath
 import (
 	"fmt"
 	"sort"
-	"strconv"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/nn"
@@ -52,10 +51,7 @@ var PredictChunk = 1 << 20
 // Shortest returns the float64 nearest to the shortest decimal that reads
 // back as p, so a float32 prediction prints as "2.2926" rather than
 // "2.2925999164581299".
-func Shortest(p float32) float64 {
-	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(p), 'g', -1, 32), 64)
-	return v
-}
+func Shortest(p float32) float64 { return tensor.Shortest(p) }
 
 // Neighbours is the number of nearest entities entity replacement picks
 // from (paper §5.1.2).

@@ -194,6 +194,15 @@ type Keep struct {
 	// only valid during the call.
 	Bayes        func(role string, m *bayes.Model) error
 	BayesSamples int
+	// Ensemble, when not nil, is called with a stacked ensemble Θ′ (role
+	// "theta-prime": -final-model ensemble) once its members are fitted
+	// and stacked: its members' kinds (bayes-fm last), its weights (the
+	// intercept, then one per member) and its clamp range [lo, hi].
+	// Before it, each member went to Model (a net) or Bayes (the bayes-fm)
+	// with role "theta-prime." + its kind, and the run's rmse_after is the
+	// stack of what those saved members predict. Keep.Model set and
+	// Ensemble or Bayes nil refuses an ensemble final model.
+	Ensemble func(role string, kinds []string, weights []float64, lo, hi float64) error
 }
 
 // DefaultConfig returns the paper's settings (SPEC step 1 and §5.1): ratio

@@ -141,8 +141,8 @@ func (c Config) checkFinal() error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
-	if f := c.FinalModelName(); c.Keep.Model != nil && f == FinalEnsemble {
-		return fmt.Errorf("final model %s has no saved form yet: -model-out saves a net or bayes-fm Θ′ (give -final-model mlp, fm, hybrid, bayes-fm or auto, or no -model-out)", f)
+	if f := c.FinalModelName(); c.Keep.Model != nil && f == FinalEnsemble && (c.Keep.Ensemble == nil || c.Keep.Bayes == nil) {
+		return fmt.Errorf("final model %s: Keep.Model is set but Keep.Ensemble or Keep.Bayes, which save an ensemble Θ′ and its bayes-fm member, is not", f)
 	}
 	if f := c.FinalModelName(); c.Keep.Model != nil && c.Keep.Bayes == nil && (f == FinalBayesFM || f == FinalAuto) {
 		return fmt.Errorf("final model %s: Keep.Model is set but Keep.Bayes, which saves a bayes-fm Θ′, is not", f)

@@ -4,6 +4,7 @@ dainx.load."""
 import collections
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -15,6 +16,25 @@ from . import _native, _savedir
 # `dainx augment -model-out DIR` writes them (docs/model-format.md), and,
 # from Python, python.json with the entity IDs and the estimator's options.
 _MODEL_FILES = ("model.json", "model.safetensors")
+# An ensemble's model.json names members saved beside it as
+# model.KIND.json and model.KIND.safetensors (docs/model-format.md), and
+# it has no model.safetensors of its own.
+_MEMBER_FILE = re.compile(r"^model\.[a-z][a-z-]*\.(json|safetensors)$")
+
+
+def _is_model_file(name):
+    """Whether name is one of a saved model's files (a member's too)."""
+    return name in _MODEL_FILES or _MEMBER_FILE.match(name) is not None
+
+
+def _read_model_files(d):
+    """The bytes of every model file in the directory d, by name."""
+    files = {}
+    for name in sorted(os.listdir(d)):
+        if _is_model_file(name):
+            with open(os.path.join(d, name), "rb") as f:
+                files[name] = f.read()
+    return files
 _PYTHON_FILE = "python.json"
 _PYTHON_FORMAT = "dainx-python"
 # dictionaries.json: each mode's index -> ID (a time mode's bins), as
@@ -135,11 +155,7 @@ class DAIN:
             ptr = _augment(idx, val, opts, progress)
             aug_idx, aug_val, report, owner = _native.arrays(ptr)
             scores, imp = _native.influence(owner)
-            model_dir = os.fspath(opts["model_out"])
-            files = {}
-            for name in _MODEL_FILES:
-                with open(os.path.join(model_dir, name), "rb") as f:
-                    files[name] = f.read()
+            files = _read_model_files(os.fspath(opts["model_out"]))
         finally:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -279,10 +295,7 @@ class DAIN:
                     f.write(b)
             from . import fold_in
             report = fold_in(src, idx, val, dst, progress=progress, **opts)
-            files = {}
-            for name in _MODEL_FILES:
-                with open(os.path.join(dst, name), "rb") as f:
-                    files[name] = f.read()
+            files = _read_model_files(dst)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         self._model_files = files
@@ -455,7 +468,7 @@ class DAIN:
         if os.path.lexists(path):
             if not os.path.isdir(path) or os.path.islink(path):
                 raise ValueError("save: %s exists and is not a directory" % user_path)
-            other = sorted(set(os.listdir(path)) - set(_MODEL_FILES) - {_PYTHON_FILE, _DICT_FILE})
+            other = sorted(n for n in os.listdir(path) if not _is_model_file(n) and n not in (_PYTHON_FILE, _DICT_FILE))
             if other:
                 raise ValueError("save: %s holds %s, not only a saved model's files; not replacing it"
                                  % (user_path, ", ".join(repr(o) for o in other[:5])))
@@ -549,18 +562,14 @@ def load(path):
     every field). Raises ValueError naming the file and the field for a
     missing or malformed model or python.json."""
     path = os.fspath(path)
-    for name in _MODEL_FILES:
-        p = os.path.join(path, name)
-        if not os.path.isfile(p):
-            raise ValueError("%s: no such file (want a directory saved by DAIN.save or dainx augment -model-out)"
-                             % p)
+    p = os.path.join(path, _MODEL_FILES[0])
+    if not os.path.isfile(p):
+        raise ValueError("%s: no such file (want a directory saved by DAIN.save or dainx augment -model-out)"
+                         % p)
     from . import predict
     _, info = predict(path, np.empty((0, 0), np.int32))  # loads and checks the model
     order, dims = info["order"], info["dims"]
-    files = {}
-    for name in _MODEL_FILES:
-        with open(os.path.join(path, name), "rb") as f:
-            files[name] = f.read()
+    files = _read_model_files(path)
     side = _read_side(os.path.join(path, _PYTHON_FILE), order, dims)
     est = DAIN(**side["options"])
     est._model_files = files

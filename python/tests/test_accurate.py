@@ -50,6 +50,29 @@ class Accurate(unittest.TestCase):
             base = float(np.sqrt(np.mean((nv[1::2] - val[~new].mean()) ** 2)))
             self.assertLess(rmse, 0.8 * base, (rmse, base))
 
+    def test_ensemble_save_load(self):
+        """-final-model ensemble: the stack and its members saved; a load
+        and a pickle predict the same; fold-in refuses it."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.tsv")
+            subprocess.run([BIN, "synth", "-dims", "30,20,5", "-nnz", "1500", "-rank", "3", "-seed", "5",
+                            "-output", path], check=True, stdout=subprocess.DEVNULL)
+            idx, val = (np.array(a) for a in dainx.read(path))
+            est = dainx.DAIN(final_model="ensemble", bayes_samples=10, layers="12,8", epochs=2, seed=3,
+                             backend="cpu", quiet=True)
+            est.fit(idx, val)
+            self.assertEqual(est.report_["final_model"], "ensemble")
+            self.assertIn("model.bayes-fm.safetensors", est._model_files)
+            q = idx[:40]
+            p = est.predict(q)
+            self.assertTrue(np.all(np.isfinite(p)))
+            d = os.path.join(tmp, "m")
+            est.save(d)
+            self.assertEqual(dainx.load(d).predict(q).tolist(), p.tolist())
+            self.assertEqual(pickle.loads(pickle.dumps(est)).predict(q).tolist(), p.tolist())
+            with self.assertRaisesRegex(ValueError, "ensemble"):
+                est.partial_fit(idx[:20], val[:20])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -269,9 +269,6 @@ func (a *Augment) Finish(fs *flag.FlagSet, stderr io.Writer) error {
 	if err := a.Out.Check(); err != nil {
 		return err
 	}
-	if f := a.Config.FinalModelName(); a.Out.ModelOut != "" && f == dain.FinalEnsemble {
-		return fmt.Errorf("%w: -model-out saves a net or bayes-fm Θ′; -final-model %s has no saved form yet: give -final-model mlp, fm, hybrid, bayes-fm or auto with -model-out", ErrUsage, f)
-	}
 	a.Config.Keep = a.Out.Keep()
 	return nil
 }

@@ -14,6 +14,14 @@ import (
 	"github.com/dainx/dainx/tensor"
 )
 
+// ErrFoldEnsemble is the error of a fold-in of the stacked ensemble
+// saved at path, which fold-in does not grow (its members, each a net or
+// a bayes-fm, can be folded in one by one, but their stack was fitted
+// without the new entities).
+func ErrFoldEnsemble(path string) error {
+	return fmt.Errorf("model %s is an %s (a stack of saved models): fold-in grows one net or bayes-fm, not a stack; fold in one of its members (%s.KIND) or save a single final model (-final-model auto, bayes-fm, mlp, …)", path, model.KindEnsemble, model.DefaultName)
+}
+
 // RunBayes is Run for a bayes-fm model (meta.Kind model.KindBayesFM): the
 // new entities of cells are drawn by Gibbs sampling in each of the
 // model's posterior samples, every other parameter held

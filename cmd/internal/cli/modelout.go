@@ -11,9 +11,10 @@ import (
 	"github.com/dainx/dainx/nn"
 )
 
-// SaveModels sets k's Keep.Model and Keep.Bayes to the savers of
-// -model-out: Θ′ as DIR/model.{safetensors,json} (a net, or a bayes-fm's
-// posterior samples), Θ as theta.*, the predictor as predictor.*
+// SaveModels sets k's Keep.Model, Keep.Bayes and Keep.Ensemble to the
+// savers of -model-out: Θ′ as DIR/model.{safetensors,json} (a net, or a
+// bayes-fm's posterior samples; an ensemble as DIR/model.json with each
+// member as DIR/model.KIND.*), Θ as theta.*, the predictor as predictor.*
 // (package model), with the run's settings, the index base of its cells
 // and the program's version in the metadata. DIR is the transaction's
 // staging directory of -model-out (dir.Path), which the transaction
@@ -27,6 +28,13 @@ func SaveModels(k *dain.Keep, a *Augment, dir *outtx.Dir, base int, version stri
 			meta.Training["bayes-samples"], meta.Training["bayes-burnin"], meta.Training["bayes-rank"] = c.BayesSamples, c.BayesBurnIn, c.BayesRank
 			meta.Training["bayes-priors"], meta.Training["aug-weight"], meta.Training["final-model"] = c.BayesPriors, c.AugWeight.String(), c.FinalModel
 			return model.SaveBayes(path, roleName(role), m, meta)
+		})
+	}
+	k.Ensemble = func(role string, kinds []string, weights []float64, lo, hi float64) error {
+		return saveIn(dir, func(path string) error {
+			meta := model.Meta{Version: version, Role: role, IndexBase: base, Training: trainingMeta(a)}
+			meta.Training["final-model"], meta.Training["aug-weight"] = a.Config.FinalModel, a.Config.AugWeight.String()
+			return model.SaveEnsemble(path, roleName(role), kinds, weights, lo, hi, meta)
 		})
 	}
 }
@@ -52,9 +60,13 @@ func ModelSaver(a *Augment, dir *outtx.Dir, base int, version string) func(role 
 	}
 }
 
-// roleName is the file name of a saved model of role.
+// roleName is the file name of a saved model of role: an ensemble's
+// member (role "theta-prime.KIND") is model.KIND (model.MemberName).
 func roleName(role string) string {
-	return map[string]string{"theta-prime": "model", "theta": "theta", "predictor": "predictor"}[role]
+	if kind, ok := strings.CutPrefix(role, "theta-prime."); ok {
+		return model.MemberName(model.DefaultName, kind)
+	}
+	return map[string]string{"theta-prime": model.DefaultName, "theta": "theta", "predictor": "predictor"}[role]
 }
 
 // trainingMeta is the run's settings a saved model's metadata records.
