@@ -344,7 +344,7 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 		return err
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, report.History(res)
-	rep.BayesPriors = e.lastBayesPriors
+	rep.BayesPriors = e.bfm.LastPriors
 	if f := e.applyAuto(e.cfg).FinalModelName(); rep.NAug > 0 && (f == FinalBayesFM || f == FinalEnsemble) {
 		rep.AugWeight = e.cfg.AugWeight.Applied(f)
 	}
@@ -355,27 +355,3 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 	rep.Seconds.Retrain = secs
 	return nil
 }
-
-// splitPrint is a fingerprint of a split: over every cell c (its number in
-// the file) of part p (0 train, 1 validation, 2 test), three sums of 24-bit
-// pieces of a 64-bit hash of 4c+p. Sums do not depend on the order in
-// which cells are added, so processes add their own cells and sum the
-// lanes; 24-bit pieces keep the sums exact past 10¹⁰ cells.
-type splitPrint [3]int64
-
-// add adds the cells lo, lo+1, … whose parts part holds.
-func (s *splitPrint) add(part []uint8, lo int) {
-	for i, p := range part {
-		h := uint64(lo+i)*4 + uint64(p)
-		h ^= h >> 30
-		h *= 0xbf58476d1ce4e5b9
-		h ^= h >> 27
-		h *= 0x94d049bb133111eb
-		h ^= h >> 31
-		s[0] += int64(h & 0xffffff)
-		s[1] += int64(h >> 24 & 0xffffff)
-		s[2] += int64(h >> 48)
-	}
-}
-
-func (s splitPrint) String() string { return fmt.Sprintf("%x.%x.%x", s[0], s[1], s[2]) }

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/dain/cellmath"
+	"github.com/dainx/dainx/dain/final"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -66,10 +65,10 @@ func (e *Experiment) ensemble(ctx context.Context) (*ensembleModel, error) {
 		}
 		m.kinds, m.bayes, m.lo, m.hi = append(m.kinds, FinalBayesFM), bm, bm.Min, bm.Max
 		cols = append(cols, p)
-		if m.weights, err = e.stackWeights(cols, e.Val.Val); err != nil {
+		if m.weights, err = cellmath.StackWeights(e.sp.cl, cols, e.Val.Val); err != nil {
 			return nil, 0, err
 		}
-		m.valRMSE = math.Sqrt(e.mseAll(m.combine(cols), e.Val.Val))
+		m.valRMSE = math.Sqrt(final.MSEAll(e.sp.cl, m.combine(cols), e.Val.Val))
 		var b strings.Builder
 		for j, k := range m.kinds {
 			fmt.Fprintf(&b, ", %s %.4f", k, m.weights[j+1])
@@ -124,67 +123,19 @@ func (e *Experiment) predictEnsemble(ctx context.Context, cells []int32) ([]floa
 	return m.combine(append(cols, p)), nil
 }
 
-// stackWeights returns the least-squares weights b (intercept first) of
-// y on the columns cols over every process's cells (each passing its
-// own): the normal equations, added over the processes, solved by
-// Cholesky with the ridge ρ = 10⁻⁶·n on the columns' weights.
-func (e *Experiment) stackWeights(cols [][]float64, y []float64) ([]float64, error) {
-	k := len(cols) + 1
-	// The Gram matrix's upper triangle, then X'y, then n.
-	s := make([]float64, k*k+k+1)
-	x := func(j, c int) float64 {
-		if j == 0 {
-			return 1
-		}
-		return cols[j-1][c]
-	}
-	for c := range y {
-		for i := range k {
-			xi := x(i, c)
-			for j := i; j < k; j++ {
-				s[i*k+j] += xi * x(j, c)
-			}
-			s[k*k+i] += xi * y[c]
-		}
-	}
-	s[k*k+k] = float64(len(y))
-	if e.many() {
-		e.sp.cl.SumF64(s)
-	}
-	gram := mat.NewSymDense(k, nil)
-	for i := range k {
-		for j := i; j < k; j++ {
-			v := s[i*k+j]
-			if i == j && i > 0 {
-				v += 1e-6 * s[k*k+k]
-			}
-			gram.SetSym(i, j, v)
-		}
-	}
-	var ch mat.Cholesky
-	if !ch.Factorize(gram) {
-		return nil, fmt.Errorf("dain: the ensemble predictor: the candidates' validation predictions are degenerate (%g validation cells)", s[k*k+k])
-	}
-	var b mat.VecDense
-	if err := ch.SolveVecTo(&b, mat.NewVecDense(k, s[k*k:k*k+k])); err != nil {
-		return nil, fmt.Errorf("dain: the ensemble predictor: %w", err)
-	}
-	return b.RawVector().Data, nil
-}
-
 // bayesAloneModel returns the kept samples of the bayes-fm chain on the
 // training cells alone (the final model's ratio-0 fit, downstreamBayes),
 // fitting it if it has not run; a chain that ran without keeping samples
 // is fitted again with them (the same seed: the same chain).
 func (e *Experiment) bayesAloneModel(ctx context.Context) (*bayes.Model, error) {
-	if a := e.bayesAlone; a != nil && a.model != nil {
-		return a.model, nil
+	if a := e.bfm.Alone; a != nil && a.Model != nil {
+		return a.Model, nil
 	}
-	e.bayesAlone, e.keepAlone = nil, true
+	e.bfm.Alone, e.bfm.KeepAlone = nil, true
 	if _, _, _, err := e.downstreamBayes(ctx, nil, "bayes-fm on the training cells alone"); err != nil {
 		return nil, err
 	}
-	return e.bayesAlone.model, nil
+	return e.bfm.Alone.Model, nil
 }
 
 // downstreamEnsemble is Downstream with -final-model ensemble: each
@@ -223,17 +174,17 @@ func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, la
 		}
 		val, test = append(val, pv), append(test, pt)
 	}
-	w, err := e.stackWeights(val, e.Val.Val)
+	w, err := cellmath.StackWeights(e.sp.cl, val, e.Val.Val)
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
 	lo, hi := e.trainRange()
 	m := &ensembleModel{kinds: kinds, weights: w, lo: lo, hi: hi}
 	pv, pt := m.combine(val), m.combine(test)
-	valMSE := e.mseAll(pv, e.Val.Val)
+	valMSE := final.MSEAll(e.sp.cl, pv, e.Val.Val)
 	rmse := math.Sqrt(valMSE)
 	if e.sp.counts[2] > 0 {
-		rmse = math.Sqrt(e.mseAll(pt, e.Test.Val))
+		rmse = math.Sqrt(final.MSEAll(e.sp.cl, pt, e.Test.Val))
 	}
 	if savedOnTest != nil {
 		savedOnTest(pt)

@@ -17,6 +17,7 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/config"
+	"github.com/dainx/dainx/dain/final"
 	"github.com/dainx/dainx/dain/oracle"
 	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
@@ -75,7 +76,7 @@ func rngPCG(seed uint64, stream uint64) (*rand.Rand, *rand.PCG) {
 // A TracIn pass asked for later still runs, at the cost of training Θ
 // once more (the same seeds give the same Θ).
 type Experiment struct {
-	splitPrint splitPrint // the split's fingerprint (Report.SplitFingerprint)
+	splitPrint spread.SplitPrint // the split's fingerprint (Report.SplitFingerprint)
 	cfg        Config
 	be         compute.Backend
 	x          *tensor.COO
@@ -101,19 +102,14 @@ type Experiment struct {
 	finalPreds func(val, test []float64)
 	// bayesP is the bayes-fm value predictor, fitted once (bayesPredictor).
 	bayesP memo[struct{}, *bayes.Model]
-	// lastBayesPriors is the prior grouping of the last bayes-fm final
-	// model (Report.BayesPriors).
-	lastBayesPriors BayesPriorGroups
-	// bayesAlone is the bayes-fm final model fitted on the training cells
-	// alone, once (downstreamBayes); auto is -final-model auto's choice,
-	// made once (chooseAuto). Both survive release.
-	bayesAlone *bayesRun
-	auto       *AutoChoice
-	// keepAlone makes bayesAlone keep its chain's samples (a
-	// configuration may use the ensemble predictor); ens is that
+	// bfm is the bayes-fm final model between its fits: the fit on the
+	// training cells alone, once (downstreamBayes), and the last prior
+	// grouping (Report.BayesPriors); auto is -final-model auto's choice,
+	// made once (chooseAuto). Both survive release. ens is the ensemble
 	// predictor, fitted once (ensemble).
-	keepAlone bool
-	ens       memo[struct{}, *ensembleModel]
+	bfm  final.Bayes
+	auto *AutoChoice
+	ens  memo[struct{}, *ensembleModel]
 	// lastStage: the next Downstream is the run's last stage (Run's
 	// retraining), which may drop the split once its sets hold it.
 	lastStage bool
@@ -230,7 +226,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 			return nil, err
 		}
 	}
-	if err := checkValues(x); err != nil {
+	if err := cellmath.CheckValues(x); err != nil {
 		return nil, err
 	}
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
@@ -251,7 +247,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}
-		e.keepAlone = e.keepAlone || c.UsesEnsemble() || c.UsesUncertainty()
+		e.bfm.KeepAlone = e.bfm.KeepAlone || c.UsesEnsemble() || c.UsesUncertainty()
 		walk(PipelineOf(c).Cells, seen, func(s stage) {
 			if t, ok := s.(TracIn); ok {
 				e.plan[t.Model] = append(e.plan[t.Model], t)
@@ -259,7 +255,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 		})
 	}
 	if cl.Size() == 1 {
-		for n, k := range distinctPerMode(x) {
+		for n, k := range cellmath.DistinctPerMode(x) {
 			if d := x.Dims[n]; d >= 1000 && k < d/2 {
 				e.logf("dainx: mode %d: only %d of its %d entities (largest index + 1) occur; the others still get embeddings and memory — renumbering the indices densely (0…n−1) saves both", n, k, d)
 			}
@@ -274,42 +270,6 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 	e.x = &tensor.COO{Dims: x.Dims}
 	e.trainStats()
 	return e, nil
-}
-
-// checkValues returns an error naming the first cell of x whose value is
-// not finite or whose square overflows float32 (|v| > tensor.MaxValue):
-// the models train in float32 on squared errors, so such a value makes the
-// first loss infinite. The readers refuse these values with file and line;
-// this catches tensors built in memory.
-func checkValues(x *tensor.COO) error {
-	for k, v := range x.Val {
-		if v-v == 0 && math.Abs(v) <= tensor.MaxValue {
-			continue
-		}
-		why := fmt.Sprintf("is too large: its square overflows float32, in which the models compute squared errors (|value| must be at most %.8g); rescale the values", tensor.MaxValue)
-		if v-v != 0 {
-			why = "is not finite"
-		}
-		return fmt.Errorf("dain: cell %d (0-based indices %v): value %v %s", k, x.Cell(k), v, why)
-	}
-	return nil
-}
-
-// distinctPerMode returns, for each mode of x, how many distinct indices
-// its cells use.
-func distinctPerMode(x *tensor.COO) []int {
-	out := make([]int, x.Order())
-	for n := range out {
-		seen := make([]bool, x.Dims[n])
-		for i := 0; i < x.NNZ(); i++ {
-			j := x.Idx[i*x.Order()+n]
-			if !seen[j] {
-				seen[j] = true
-				out[n]++
-			}
-		}
-	}
-	return out
 }
 
 // Close releases every model and buffer of the experiment.
@@ -620,7 +580,7 @@ func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key u
 	var s sampling.Stats
 	var err error
 	if e.many() {
-		cells, s, err = e.sampleShared(dev, key, n)
+		cells, e.augFirst, s, err = spread.SampleShared(e.sp.cl, e.x.Dims, e.Train, e.Val, dev, key, n)
 	} else {
 		cells, s, err = dev.CellsExcluding([][]int32{e.Train.Idx, e.Val.Idx}, n, sampling.Options{Key: key})
 	}
@@ -638,19 +598,6 @@ func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key u
 	st.Sample = time.Since(t0).Seconds()
 	st.Draws, st.RejectObserved, st.RejectRepeat = s.Draws, s.Observed, s.Duplicate
 	return &tensor.COO{Dims: append([]int(nil), e.x.Dims...), Idx: cells}, nil
-}
-
-// observedSet returns the set of the cells of train ∪ validation, with
-// room for extra cells more.
-func (e *Experiment) observedSet(extra int) *tensor.CellSet {
-	order := e.x.Order()
-	s := tensor.NewCellSet(e.x.Dims, e.Train.NNZ()+e.Val.NNZ()+extra)
-	for _, part := range [][]int32{e.Train.Idx, e.Val.Idx} {
-		for k := 0; k < len(part); k += order {
-			s.Add(part[k : k+order])
-		}
-	}
-	return s
 }
 
 // Downstream trains a fresh final model Θ′ (Config.FinalModel: the MLP,

@@ -10,7 +10,6 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
-	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -94,7 +93,7 @@ func (e *Experiment) splitOn(sh *tensor.Part) {
 	cl := e.sp.cl
 	lo, hi := sh.First, sh.First+sh.Cells.NNZ()
 	part, trFirst, counts := e.cfg.SplitParts(sh.NNZ, lo, hi)
-	e.splitPrint.add(part, lo)
+	e.splitPrint.Add(part, lo)
 	cl.SumI64(e.splitPrint[:])
 	var mine [3]int64
 	for _, p := range part {
@@ -247,30 +246,6 @@ func (e *Experiment) summerF64() func([]float64) {
 	return e.sp.cl.SumF64
 }
 
-// exchangeRound is the most observed cells a process sends its owners in
-// one round of sampleShared's exchange: the round's buffers, not the
-// whole share, are what the exchange adds to a process's memory.
-var exchangeRound = 1 << 20
-
-// sampleShared is sample over several processes: this process's share of
-// the n new cells (Rank·n/Size onwards, e.augFirst), drawn with the
-// observed cells (train ∪ validation) partitioned by owner. The observed
-// cells travel to their owners in rounds of at most exchangeRound cells a
-// process.
-func (e *Experiment) sampleShared(dev *sampling.Tables, key uint64, n int) ([]int32, sampling.Stats, error) {
-	support := []int64{0}
-	owned := e.ownedObserved(func(c []int32) {
-		if dev.Reachable(c) {
-			support[0]++
-		}
-	})
-	cl := e.sp.cl
-	cl.SumI64(support)
-	cells, first, s, err := dev.CellsShared(owned, int(support[0]), n, sampling.Options{Key: key}, cl)
-	e.augFirst = first
-	return cells, s, err
-}
-
 // agreeErr returns err unchanged in one process; spread over several, it
 // returns err (agreed) on the processes that have one, an agreed
 // ErrOtherProcess on the others when any has one, and nil when none has,
@@ -280,46 +255,6 @@ func (e *Experiment) agreeErr(err error) error {
 		return err
 	}
 	return cluster.Agree(e.sp.cl, err, "dain")
-}
-
-// ownedObserved returns the observed cells (train ∪ validation) that this
-// process owns (sampling.Owner), from every process: the observed set of
-// one process. The cells travel to their owners in rounds of at most
-// exchangeRound cells a process; added, if not nil, sees each cell the
-// first time it enters the set.
-func (e *Experiment) ownedObserved(added func(cell []int32)) *tensor.CellSet {
-	cl, order := e.sp.cl, e.x.Order()
-	size := cl.Size()
-	if size == 1 && added == nil {
-		return e.observedSet(0)
-	}
-	nt, local := e.Train.NNZ(), e.Train.NNZ()+e.Val.NNZ()
-	cell := func(k int) []int32 { // observed cell k of this process: train, then validation
-		if k < nt {
-			return e.Train.Idx[k*order : (k+1)*order]
-		}
-		k -= nt
-		return e.Val.Idx[k*order : (k+1)*order]
-	}
-	rounds := make([]int64, size)
-	rounds[cl.Rank()] = int64((local + exchangeRound - 1) / exchangeRound)
-	cl.SumI64(rounds)
-	owned := tensor.NewCellSet(e.x.Dims, local) // about a share of train ∪ validation
-	batch := make([]int32, 0, min(local, exchangeRound)*order)
-	for r := 0; r < int(slices.Max(rounds)); r++ {
-		lo, hi := min(r*exchangeRound, local), min((r+1)*exchangeRound, local)
-		batch = batch[:0]
-		for k := lo; k < hi; k++ {
-			batch = append(batch, cell(k)...)
-		}
-		recv := spread.ToOwners(cl, batch, order, 0, order)
-		for k := 0; k < len(recv); k += order {
-			if owned.Add(recv[k:k+order]) && added != nil {
-				added(recv[k : k+order])
-			}
-		}
-	}
-	return owned
 }
 
 // agreeKeepOn is spread.AgreeKeep over e's cluster, each process holding

@@ -26,13 +26,13 @@ import (
 // duplication (whose ranks copy their own cells: distinct cells of the
 // tensor with their values, not Run's), one that chooses among every new
 // cell (dain-agree) and in-run (step hooks on every rank); the observed cells travel to their owners in
-// several rounds (exchangeRound cut to 97 cells). The tensor fills 60% of
+// several rounds (spread.ExchangeRound cut to 97 cells). The tensor fills 60% of
 // its grid, so that most draws hit an observed cell: one missed in the
 // exchange would be drawn as new.
 func TestRunOnRanks(t *testing.T) {
 	x := denseTensor(16, 12, 10, 0.6)
-	defer func(r int) { exchangeRound = r }(exchangeRound)
-	exchangeRound = 97
+	defer func(r int) { spread.ExchangeRound = r }(spread.ExchangeRound)
+	spread.ExchangeRound = 97
 	for _, method := range []string{"dain", "degree", "duplication", "dain-agree", "dain-in-run", "bayes-fm", "auto", "ensemble", "uncertainty"} {
 		cfg := DefaultConfig()
 		cfg.Layers, cfg.Epochs, cfg.Batch, cfg.Ratio = []int{24, 16, 8}, 3, 128, 0.3
@@ -332,7 +332,7 @@ func nearCellsLoop(e *Experiment, tables []*sampling.Alias, alpha []float32, n i
 		return nil, err
 	}
 	order := e.x.Order()
-	observed := e.observedSet(0)
+	observed := spread.ObservedSet(e.x.Dims, e.Train, e.Val, 0)
 	drawn := tensor.NewCellSet(e.x.Dims, n)
 	r := rng(e.cfg.Seed, streamNear)
 	aug := &tensor.COO{Dims: e.x.Dims}
@@ -606,7 +606,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 		tables = append(tables, a)
 	}
 	nt := e1.Train.NNZ()
-	observed := e1.observedSet(0)
+	observed := spread.ObservedSet(e1.x.Dims, e1.Train, e1.Val, 0)
 	const n = 300
 	for _, cuts := range [][]int{{0, light, nt}, {0, 0, light / 2, nt}} {
 		p := len(cuts) - 1
@@ -661,7 +661,7 @@ func TestReplaceRanksRef(t *testing.T) {
 			}
 		}
 	}
-	observed := e1.observedSet(0)
+	observed := spread.ObservedSet(e1.x.Dims, e1.Train, e1.Val, 0)
 	const n = 250
 	for _, cuts := range [][]int{{0, nt}, {0, light, nt}, {0, 0, light / 2, nt}} {
 		p := len(cuts) - 1
