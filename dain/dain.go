@@ -152,7 +152,7 @@ func run(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, cfg Config, b
 		return nil, err
 	}
 	rep.Seconds.Total = time.Since(start).Seconds()
-	if d := e.sp.dist; d != nil {
+	if d := e.sp.Dist; d != nil {
 		d.Mark(cl) // retrain
 		rep.Dist = d.Finish(cl, e.logf)
 		for _, kind := range rep.Dist.ShardedTables {
@@ -200,11 +200,11 @@ func begin(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, 
 	}
 	dims := e.x.Dims
 	sh.Cells = &tensor.COO{Dims: dims} // the parts hold the cells now
-	c := e.sp.counts
+	c := e.sp.Counts
 	var ranks string
 	if job {
 		d := spread.NewRecorder(cl, start)
-		e.sp.dist = d
+		e.sp.Dist = d
 		if o, ok := cl.(interface{ Oversubscribed() bool }); ok && o.Oversubscribed() {
 			d.Report.Oversubscribed = true
 			e.logf("dainx: more ranks on this node than cores: waits yield the core instead of polling; times are not a dedicated node's")
@@ -221,7 +221,7 @@ func begin(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, 
 	if err := checkKeep(cfg); err != nil {
 		return e, rep, err
 	}
-	e.sp.dist.Mark(cl) // split
+	e.sp.Dist.Mark(cl) // split
 	return e, rep, nil
 }
 
@@ -245,12 +245,12 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = saved.RMSEBefore, saved.BestEpoch, saved.HistoryBefore
 		rep.ValRMSEBefore = report.BestValRMSE(saved.HistoryBefore, saved.BestEpoch)
 		st := saved.Stats
-		rep.NAug = e.globalNNZ(aug)
-		if e.sp.dist != nil {
+		rep.NAug = e.sp.GlobalNNZ(aug)
+		if e.sp.Dist != nil {
 			// This process's share starts after those of the processes
 			// before it (Rank·N_aug/Size for CellsShared's; duplication's
 			// vary).
-			e.augFirst = spread.CountBefore(e.sp.cl, len(aug.Idx)/e.x.Order())
+			e.augFirst = spread.CountBefore(e.sp.Cl, len(aug.Idx)/e.x.Order())
 			aug.Dims = append([]int(nil), e.x.Dims...)
 			if aug.Val == nil {
 				aug.Val = []float64{}
@@ -260,14 +260,14 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		rep.Seconds = saved.Seconds
 		rep.Diagnostics = saved.Diagnostics
 		e.logf("steps 1–4 taken from the checkpoint: test RMSE %.6f before augmentation, %d new cells", rep.RMSEBefore, rep.NAug)
-		e.sp.dist.Mark(e.sp.cl) // train
+		e.sp.Dist.Mark(e.sp.Cl) // train
 		// auto chooses again as it did: the same split and seeds.
 		if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
 			return nil, nil, err
 		}
 		e.cfg = cfg
 		rep.FinalModel, rep.Predictor = cfg.FinalModelName(), cfg.Predictor
-		e.sp.dist.Mark(e.sp.cl) // augment
+		e.sp.Dist.Mark(e.sp.Cl) // augment
 		return aug, saved, nil
 	}
 	// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
@@ -277,7 +277,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	}
 	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, report.History(mlp.res)
 	rep.ValRMSEBefore = math.Sqrt(mlp.res.BestValMSE)
-	e.sp.dist.Mark(e.sp.cl) // train
+	e.sp.Dist.Mark(e.sp.Cl) // train
 	if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
 		return nil, nil, err
 	}
@@ -290,7 +290,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	if aug, st, err = e.Augment(ctx, cfg, nAug); err != nil {
 		return nil, nil, err
 	}
-	rep.NAug = e.globalNNZ(aug)
+	rep.NAug = e.sp.GlobalNNZ(aug)
 	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
 	rep.Diagnostics = e.ImportanceDiagnostics(cfg, aug)
 	sh := e.SharedSeconds(cfg)
@@ -300,7 +300,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	}
 	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
 	total := 0 // the record of one process (Run) has NAug alone
-	if e.sp.dist != nil {
+	if e.sp.Dist != nil {
 		total = nAug
 	}
 	err = e.ck.SaveAugmented(augRecord{RMSEBefore: rep.RMSEBefore, BestEpoch: rep.BestEpoch, HistoryBefore: rep.HistoryBefore,
@@ -308,7 +308,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	if err != nil {
 		return nil, nil, err
 	}
-	e.sp.dist.Mark(e.sp.cl) // augment
+	e.sp.Dist.Mark(e.sp.Cl) // augment
 	return aug, nil, nil
 }
 

@@ -72,9 +72,9 @@ func (e *Experiment) shareOn(cells []int32, order, n int, in []bool) float64 {
 			hit++
 		}
 	}
-	if e.many() {
+	if e.sp.Many() {
 		s := []int64{int64(hit), int64(k)}
-		e.sp.cl.SumI64(s)
+		e.sp.Cl.SumI64(s)
 		hit, k = int(s[0]), int(s[1])
 	}
 	if k == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/dain/final"
+	"github.com/dainx/dainx/dain/nets"
 	"github.com/dainx/dainx/dain/oracle"
 	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/nn"
@@ -109,7 +110,7 @@ type Experiment struct {
 	// predictor, fitted once (ensemble).
 	bfm  final.Bayes
 	auto *AutoChoice
-	ens  memo[struct{}, *ensembleModel]
+	ens  memo[struct{}, *final.Ensemble]
 	// lastStage: the next Downstream is the run's last stage (Run's
 	// retraining), which may drop the split once its sets hold it.
 	lastStage bool
@@ -120,7 +121,7 @@ type Experiment struct {
 	ck    rundir.Store // a nil *rundir.Dir unless the run is checkpointed (RunCheckpointed)
 	// sp is how the cells are spread over the processes (spread.go):
 	// cluster.Local for one process.
-	sp spreadState
+	sp spread.State
 	// augFirst is the global number, among the new cells, of this
 	// process's first (0 on one process).
 	augFirst int
@@ -128,7 +129,7 @@ type Experiment struct {
 	// buffers of a stage are freed once no later stage of it needs them
 	// (shed, release).
 	single      bool
-	trainMaxAbs float64        // the largest |value| of the training cells (scaleHint)
+	trainMaxAbs float64        // the largest |value| of the training cells (nets.ScaleHint)
 	trainMean   float64        // the training cells' mean value (the fm and hybrid global bias at the start)
 	oracle      *oracle.Oracle // the tensor's generator, when a configuration asks for -values oracle (oracle.Check)
 }
@@ -232,7 +233,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
 		models: memo[Embedding, *trained]{}, cellScores: memo[CellImportance, compute.F32]{},
 		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{},
-		ck: (*rundir.Dir)(nil), sp: spreadState{cl: cl}}
+		ck: (*rundir.Dir)(nil), sp: spread.State{Cl: cl}}
 	var err error
 	if e.oracle, err = oracle.Check(cl, sh, append([]Config{cfg}, methods...)); err != nil {
 		return nil, err
@@ -261,14 +262,14 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 			}
 		}
 	}
-	e.splitOn(sh)
-	if c := e.sp.counts; c[0] == 0 || c[1] == 0 || (c[2] == 0 && cfg.TestFrac > 0) {
+	e.Train, e.Val, e.Test = e.sp.SplitOn(sh, e.cfg, &e.splitPrint)
+	if c := e.sp.Counts; c[0] == 0 || c[1] == 0 || (c[2] == 0 && cfg.TestFrac > 0) {
 		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", sh.NNZ, c[0], c[1], c[2])
 	}
 	// The experiment keeps the split only: x's cells are the caller's to
 	// drop, which a large run does (Run does not hold them past the split).
 	e.x = &tensor.COO{Dims: x.Dims}
-	e.trainStats()
+	e.trainMaxAbs, e.trainMean = e.sp.TrainStats(e.Train)
 	return e, nil
 }
 
@@ -335,52 +336,14 @@ func (e *Experiment) release() {
 // (bench/results/dist-ratio-2026-11-27.md).
 func settle() { debug.FreeOSMemory() }
 
-// mlpConfig is the downstream MLP's configuration.
-func (e *Experiment) mlpConfig() nn.Config {
-	return nn.Config{Dims: e.x.Dims, Layers: e.cfg.Layers, Capacity: max(e.cfg.Batch, e.cfg.EvalBatch)}
-}
-
-// newNet builds a fresh model of the given kind.
+// newNet builds a fresh model of kind (nets.New) initialised from r, its
+// embedding table sharded over the processes as e's spread says.
 func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig, error) {
-	c := e.cfg
-	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR, L2: c.L2, Eager: c.GraphsUsed() == GraphsOff}
-	tc.EmbeddingOptimizer, _ = c.EmbeddingOptimizerFor(kind, e.x.Dims)
-	shard, err := e.sharding(kind)
+	shard, err := e.sp.Sharding(e.cfg, e.x.Dims, kind, e.logf)
 	if err != nil {
-		return nil, tc, err
+		return nil, nn.TrainConfig{}, err
 	}
-	if shard != nil {
-		tc.EmbeddingOptimizer = nn.SparseAdam
-	}
-	switch kind {
-	case nn.KindMLP:
-		mc := e.mlpConfig()
-		mc.Shard = shard
-		m, err := nn.NewMLP(e.be, mc, r)
-		return m, tc, err
-	case FinalFM, FinalHybrid:
-		var m *nn.Net
-		var err error
-		if kind == FinalFM {
-			m, err = nn.NewFM(e.be, nn.FMConfig{Dims: e.x.Dims, Rank: c.FMRank, Capacity: max(c.Batch, c.EvalBatch)}, r)
-		} else {
-			m, err = nn.NewHybrid(e.be, e.mlpConfig(), r)
-		}
-		if err == nil {
-			// The global bias starts at the training cells' mean (as an
-			// FM's w₀ settles at it), not at 0: Adam moves a bias by about
-			// the learning rate per step, so from 0 it would take
-			// thousands of steps to reach a rating's scale.
-			_, b := m.OutputLayer()
-			e.be.Upload(b, []float32{float32(e.trainMean)})
-		}
-		return m, tc, err
-	case nn.KindCoSTCo:
-		tc.LR, tc.Batch = c.CoSTCoLR, c.CoSTCoBatch
-		m, err := nn.NewCoSTCo(e.be, nn.CoSTCoConfig{Dims: e.x.Dims, Rank: c.Rank, Channels: c.Channels, Capacity: max(c.CoSTCoBatch, c.EvalBatch), Shard: shard}, r)
-		return m, tc, err
-	}
-	return nil, tc, fmt.Errorf("dain: unknown model %q", kind)
+	return nets.New(e.be, e.cfg, e.x.Dims, kind, shard, e.trainMean, r)
 }
 
 // model returns the embedding model m trained on the training cells, with
@@ -423,7 +386,7 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
-	tc.Order = e.cfg.Order(seedShuffle, e.nTrain())
+	tc.Order = e.cfg.Order(seedShuffle, e.sp.NTrain())
 	label := map[string]string{nn.KindMLP: "Θ", nn.KindCoSTCo: "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
 	stage := stageName(m.Kind, passes)
 	if seconds, s, found, err := e.ck.LoadModel(stage, t.ckModel()); err != nil {
@@ -468,17 +431,17 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	if err != nil {
 		return nil, 0, err
 	}
-	t.res, err = e.fit(ctx, net, t.train, t.val, tc, e.nTrain(), e.spans(0))
+	t.res, err = e.sp.Fit(ctx, e.cfg, e.x.Dims, net, t.train, t.val, tc, e.sp.NTrain(), e.sp.Spans(e.Train.NNZ(), 0, e.augFirst))
 	if err != nil {
-		return nil, 0, e.trainError(label, m.Kind, err)
+		return nil, 0, nets.TrainError(e.cfg, e.trainMaxAbs, label, m.Kind, err)
 	}
 	seconds := prior + time.Since(t0).Seconds()
 	for i, p := range passes {
 		e.cellScores[p] = &done[compute.F32]{t.accs[i].Scores(), secs[i]}
 		seconds -= secs[i]
 	}
-	if e.sp.counts[2] > 0 {
-		mse, err := e.evalMSE(net, t.test, e.sp.counts[2])
+	if e.sp.Counts[2] > 0 {
+		mse, err := e.sp.EvalMSE(net, t.test, e.sp.Counts[2])
 		if err != nil {
 			return nil, 0, fmt.Errorf("dain: testing %s: %w", label, err)
 		}
@@ -494,33 +457,6 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	}
 	ok = true
 	return t, seconds, nil
-}
-
-// trainError turns a training error of the model labelled label (of kind
-// "mlp" or "costco") into the run's: a divergence names
-// the stage and epoch and suggests a remedy.
-func (e *Experiment) trainError(label, kind string, err error) error {
-	var div *nn.DivergenceError
-	if !errors.As(err, &div) {
-		return fmt.Errorf("dain: training %s: %w", label, err)
-	}
-	lr, flag := e.cfg.LR, "-lr"
-	if kind == nn.KindCoSTCo {
-		lr, flag = e.cfg.CoSTCoLR, "-costco-lr"
-	}
-	return fmt.Errorf("dain: training %s (%s) diverged at epoch %d: %s (train MSE %.6g, validation MSE %.6g); lower the learning rate (%s %g; try %g) or rescale the values%s",
-		label, kind, div.Epoch, div.Reason, div.TrainMSE, div.ValMSE, flag, lr, lr/10, e.scaleHint())
-}
-
-// scaleHint returns, when the training values are large (above 10⁴ in
-// magnitude), a parenthesis naming the largest and the power of ten to
-// divide them by; otherwise "".
-func (e *Experiment) scaleHint() string {
-	big := e.trainMaxAbs
-	if !(big > 1e4) {
-		return ""
-	}
-	return fmt.Sprintf(" (the largest |value| is %.3g: dividing the values by about %.0e brings them to order 1)", big, math.Pow(10, math.Floor(math.Log10(big))))
 }
 
 // tables returns the alias tables of the entity importance s (steps 2–3).
@@ -540,7 +476,7 @@ func (e *Experiment) tables(ctx context.Context, s EntityImportance) ([]*samplin
 		t0 := time.Now()
 		w, err := s.aggregate(e, v, t)
 		if err != nil {
-			return nil, 0, fmt.Errorf("dain: %w%s", err, e.scaleHint())
+			return nil, 0, fmt.Errorf("dain: %w%s", err, nets.ScaleHint(e.trainMaxAbs))
 		}
 		e.keepImportance(w)
 		tables := make([]*sampling.Alias, len(w))
@@ -579,8 +515,8 @@ func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key u
 	var cells []int32
 	var s sampling.Stats
 	var err error
-	if e.many() {
-		cells, e.augFirst, s, err = spread.SampleShared(e.sp.cl, e.x.Dims, e.Train, e.Val, dev, key, n)
+	if e.sp.Many() {
+		cells, e.augFirst, s, err = spread.SampleShared(e.sp.Cl, e.x.Dims, e.Train, e.Val, dev, key, n)
 	} else {
 		cells, s, err = dev.CellsExcluding([][]int32{e.Train.Idx, e.Val.Idx}, n, sampling.Options{Key: key})
 	}
@@ -635,7 +571,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	both := m.NewSetConcat([][]int32{e.Train.Idx, aug.Idx}, [][]float64{e.Train.Val, aug.Val})
 	defer both.Free()
 	naug := aug.NNZ()
-	owned := e.spans(naug)
+	owned := e.sp.Spans(e.Train.NNZ(), naug, e.augFirst)
 	val, test := m.NewSet(e.Val.Idx, e.Val.Val), m.NewSet(e.Test.Idx, e.Test.Val)
 	defer val.Free()
 	defer test.Free()
@@ -646,7 +582,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		e.Train, e.Val, e.Test = nil, nil, nil
 		settle()
 	}
-	global := e.nTrain() + e.globalNNZ(aug) // train ∪ aug over every process
+	global := e.sp.NTrain() + e.sp.GlobalNNZ(aug) // train ∪ aug over every process
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
 	tc.Order = e.cfg.Order(streamShuffleAfter, global)
@@ -661,17 +597,17 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
-	res, err := e.fit(ctx, m, both, val, tc, global, owned)
+	res, err := e.sp.Fit(ctx, e.cfg, e.x.Dims, m, both, val, tc, global, owned)
 	if err != nil {
 		var div *nn.DivergenceError
 		if errors.As(err, &div) {
-			return 0, res, 0, e.trainError(label+", the retraining", kind, err)
+			return 0, res, 0, nets.TrainError(e.cfg, e.trainMaxAbs, label+", the retraining", kind, err)
 		}
 		return 0, res, 0, fmt.Errorf("dain: retraining: %w", err)
 	}
 	mse := res.BestValMSE // no test set (TestFrac 0): the validation MSE stands in
-	if n := e.sp.counts[2]; n > 0 {
-		if mse, err = e.evalMSE(m, test, n); err != nil {
+	if n := e.sp.Counts[2]; n > 0 {
+		if mse, err = e.sp.EvalMSE(m, test, n); err != nil {
 			return 0, res, 0, fmt.Errorf("dain: testing the retrained model: %w", err)
 		}
 	}
@@ -686,8 +622,8 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		}
 		e.finalPreds(pv, pt)
 	}
-	if e.sp.dist != nil {
-		if err := spread.Replicas(e.sp.cl, m); err != nil {
+	if e.sp.Dist != nil {
+		if err := spread.Replicas(e.sp.Cl, m); err != nil {
 			return 0, res, 0, err
 		}
 	}

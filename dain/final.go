@@ -31,7 +31,7 @@ func (e *Experiment) Plain(ctx context.Context, kind string) (float64, nn.Result
 // and fits bayes-fm on them alone (kept for rmse_before and the ratio-0
 // baseline), and picks the candidate of lowest validation MSE (ties: the
 // first of Config.AutoKinds, then bayes-fm). -predictor auto then gives the
-// ensemble of the candidates (ensembleModel).
+// ensemble of the candidates (final.Ensemble).
 func (e *Experiment) chooseAuto(ctx context.Context) (*AutoChoice, error) {
 	if e.auto != nil {
 		return e.auto, nil
@@ -113,7 +113,7 @@ func (e *Experiment) Resolve(ctx context.Context, c Config) (Config, *AutoChoice
 
 // bayesData is what a bayes-fm fit reads of e (final.Data).
 func (e *Experiment) bayesData() final.Data {
-	return final.Data{Cl: e.sp.cl, Dims: e.x.Dims, Train: e.Train, Val: e.Val, Test: e.Test, NTest: e.sp.counts[2], Cfg: e.cfg, Logf: e.logf}
+	return final.Data{Cl: e.sp.Cl, Dims: e.x.Dims, Train: e.Train, Val: e.Val, Test: e.Test, NTest: e.sp.Counts[2], Cfg: e.cfg, Logf: e.logf}
 }
 
 // downstreamBayes is Downstream with the bayes-fm final model
@@ -154,7 +154,7 @@ func (e *Experiment) bayesPredictor(ctx context.Context) (*bayes.Model, error) {
 			return nil, 0, fmt.Errorf("dain: the bayes-fm value predictor: %w", err)
 		}
 		e.logf("value predictor: bayes-fm, rank %d, %d samples (%d kept), priors by %s, on %d training cells: validation RMSE %.6f, %.1fs",
-			cfg.Rank, cfg.Samples, cfg.KeepSamples, priors, e.nTrain(), math.Sqrt(final.MSEAll(e.sp.cl, res.Pred[0], e.Val.Val)), time.Since(t0).Seconds())
+			cfg.Rank, cfg.Samples, cfg.KeepSamples, priors, e.sp.NTrain(), math.Sqrt(final.MSEAll(e.sp.Cl, res.Pred[0], e.Val.Val)), time.Since(t0).Seconds())
 		return res.Model, time.Since(t0).Seconds(), nil
 	})
 }

@@ -48,7 +48,7 @@ func (s TracIn) accumulator(e *Experiment, t *trained, tc *nn.TrainConfig) traci
 		sample, scale := e.inRunSample(t, s.ValSample)
 		a := &inRunPass{InRun: tracin.NewInRun(net, t.train, sample, tracin.InRunConfig{
 			Eta: tc.LR, Every: s.Every, ValScale: scale, AllLayers: s.Layers == "all", Adam: tc.Adam})}
-		a.SumValGrad(e.summerF32()) // G_t over every process's part of the sample
+		a.SumValGrad(e.sp.SummerF32()) // G_t over every process's part of the sample
 		if sample != t.val {
 			a.sample = sample
 		}
@@ -61,7 +61,7 @@ func (s TracIn) accumulator(e *Experiment, t *trained, tc *nn.TrainConfig) traci
 		} else {
 			a = tracin.NewAllLayers(net, t.train, t.val, tc.LR)
 		}
-		a.SumValGrad(e.summerF32()) // G_k over every process's validation cells
+		a.SumValGrad(e.sp.SummerF32()) // G_k over every process's validation cells
 		return a
 	case s.Layers != "last":
 		panic(fmt.Sprintf("dain: TracIn layers %q", s.Layers))
@@ -82,7 +82,7 @@ func (s TracIn) accumulator(e *Experiment, t *trained, tc *nn.TrainConfig) traci
 // cells, n of them drawn without replacement (all of them, t.val itself,
 // when there are no more than n), and |val|/n.
 func (e *Experiment) inRunSample(t *trained, n int) (*nn.Set, float64) {
-	nv := e.sp.counts[1] // over every process
+	nv := e.sp.Counts[1] // over every process
 	if n >= nv {
 		return t.val, 1
 	}
@@ -90,7 +90,7 @@ func (e *Experiment) inRunSample(t *trained, n int) (*nn.Set, float64) {
 	slices.Sort(pick)
 	order := e.x.Order()
 	cells, vals := make([]int32, 0, n*order), make([]float64, 0, n)
-	lo, hi := e.sp.valFirst, e.sp.valFirst+e.Val.NNZ() // this process's
+	lo, hi := e.sp.ValFirst, e.sp.ValFirst+e.Val.NNZ() // this process's
 	for _, k := range pick {
 		if k < lo || k >= hi {
 			continue

@@ -102,14 +102,14 @@ func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO,
 func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *AugStats) (*tensor.COO, error) {
 	order := e.x.Order()
 	t0 := time.Now()
-	cum := make([]float64, e.sp.cl.Size())
-	for p, k := range spread.Counts(e.sp.cl, e.Train.NNZ()) {
+	cum := make([]float64, e.sp.Cl.Size())
+	for p, k := range spread.Counts(e.sp.Cl, e.Train.NNZ()) {
 		cum[p] = float64(k)
 		if p > 0 {
 			cum[p] += cum[p-1]
 		}
 	}
-	r := rng(e.cfg.Seed, rankStream(streamReplace, e.sp.cl.Rank()))
+	r := rng(e.cfg.Seed, rankStream(streamReplace, e.sp.Cl.Rank()))
 	aug, err := e.drawRounds(ctx, spread.Candidates{
 		Name: "entity replacement", Cum: cum, Extra: 2, ObservedIsRepeat: true,
 		Draw: func(rec []int32) ([]int32, bool) {

@@ -216,7 +216,7 @@ func TestAgreeKeepOn(t *testing.T) {
 			first := make([]int, p)
 			clustertest.Run(p, func(rk clustertest.Rank) {
 				lo, hi := cuts[rk.Rank()], cuts[rk.Rank()+1]
-				e := &Experiment{x: &tensor.COO{Dims: dims}, sp: spreadState{cl: rk}}
+				e := &Experiment{x: &tensor.COO{Dims: dims}, sp: spread.State{Cl: rk}}
 				got[rk.Rank()] = e.agreeKeepOn(cand[3*lo:3*hi], a[lo:hi], b[lo:hi], n)
 				first[rk.Rank()] = e.augFirst
 			})
@@ -283,7 +283,7 @@ func TestDuplicateOnRanks(t *testing.T) {
 			p := len(cuts) - 1
 			got, _, first, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				r := rk.Rank()
-				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), sp: spreadState{cl: rk}}
+				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), sp: spread.State{Cl: rk}}
 			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
 				return Duplicate{}.cells(context.Background(), e, n, st)
 			})
@@ -389,9 +389,9 @@ func nearSetup(t *testing.T) (*Experiment, []*sampling.Alias, []float32, int) {
 			tr = append(tr, k)
 		}
 	}
-	e := &Experiment{x: x, cfg: DefaultConfig(), sp: spreadState{cl: cluster.Local{}}}
+	e := &Experiment{x: x, cfg: DefaultConfig(), sp: spread.State{Cl: cluster.Local{}}}
 	e.Train, e.Val = x.Subset(tr), x.Subset(va)
-	e.sp.counts = [3]int{len(tr), len(va), 0}
+	e.sp.Counts = [3]int{len(tr), len(va), 0}
 	light := 0 // 100 light training cells, then 150 heavy
 	for light < len(tr) && e.Train.Cell(light)[0] < 6 {
 		light++
@@ -450,7 +450,7 @@ func TestNearCellsOneLoop(t *testing.T) {
 	// Entity tables of the lower halves only, on a tensor whose one
 	// training cell's neighbours are all observed: every draw is rejected.
 	full := denseTensor(2, 2, 2, 1)
-	f := &Experiment{x: full, cfg: DefaultConfig(), sp: spreadState{cl: cluster.Local{}}, Train: full, Val: &tensor.COO{Dims: full.Dims}}
+	f := &Experiment{x: full, cfg: DefaultConfig(), sp: spread.State{Cl: cluster.Local{}}, Train: full, Val: &tensor.COO{Dims: full.Dims}}
 	var ones []*sampling.Alias
 	for range 3 {
 		a, _ := sampling.NewAlias([]float64{1, 1})
@@ -487,7 +487,7 @@ func TestNearCellsOnRanks(t *testing.T) {
 			r := rk.Rank()
 			return rankExperiment(e1, rk, p, e1.Train.Subset(seq(cuts[r], cuts[r+1])))
 		}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
-			r := e.sp.cl.Rank()
+			r := e.sp.Cl.Rank()
 			return e.nearCells(context.Background(), tables, alpha[cuts[r]:cuts[r+1]], n, st)
 		})
 		seen := tensor.NewCellSet(e1.x.Dims, n)
@@ -625,7 +625,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 			got, stats, _, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				return rankExperiment(e1, rk, p, trains[rk.Rank()])
 			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
-				return e.nearCells(context.Background(), tables, alphas[e.sp.cl.Rank()], n, st)
+				return e.nearCells(context.Background(), tables, alphas[e.sp.Cl.Rank()], n, st)
 			})
 			for r := range p {
 				if errs[r] != nil || !slices.Equal(got[r].Idx, want[r]) || stats[r] != ws {
@@ -741,5 +741,5 @@ func onRanks(p int, exp func(rk clustertest.Rank) *Experiment, f func(e *Experim
 func rankExperiment(e1 *Experiment, rk clustertest.Rank, p int, train *tensor.COO) *Experiment {
 	r, nv := rk.Rank(), e1.Val.NNZ()
 	return &Experiment{x: e1.x, cfg: e1.cfg, Train: train, Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
-		sp: spreadState{cl: rk, counts: e1.sp.counts}}
+		sp: spread.State{Cl: rk, Counts: e1.sp.Counts}}
 }

@@ -244,7 +244,7 @@ func (s Representer) scores(ctx context.Context, e *Experiment) (compute.F32, *t
 	}
 	v, err := e.cellScores.get(s, func() (compute.F32, float64, error) {
 		t0 := time.Now()
-		v, err := tracin.RepresenterSummed(t.net, t.train, t.val, e.summerF32())
+		v, err := tracin.RepresenterSummed(t.net, t.train, t.val, e.sp.SummerF32())
 		if err != nil {
 			return nil, 0, fmt.Errorf("dain: %w", err)
 		}
@@ -270,7 +270,7 @@ type SumEntity struct{ Cells CellImportance }
 func (s SumEntity) deps() []stage         { return []stage{s.Cells} }
 func (s SumEntity) cells() CellImportance { return s.Cells }
 func (s SumEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
-	return tracin.EntityImportanceSummed(e.be, v, t.train.Rows, e.x.Dims, e.summerF64())
+	return tracin.EntityImportanceSummed(e.be, v, t.train.Rows, e.x.Dims, e.sp.SummerF64())
 }
 
 // CP1Entity is eq. 7: the factors of a rank-1 CP decomposition of the cell
@@ -284,7 +284,7 @@ type CP1Entity struct {
 func (s CP1Entity) deps() []stage         { return []stage{s.Cells} }
 func (s CP1Entity) cells() CellImportance { return s.Cells }
 func (s CP1Entity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
-	return tracin.EntityImportanceCP1Summed(e.be, v, t.train.Rows, e.x.Dims, s.Lambda, s.Sweeps, e.summerF64())
+	return tracin.EntityImportanceCP1Summed(e.be, v, t.train.Rows, e.x.Dims, s.Lambda, s.Sweeps, e.sp.SummerF64())
 }
 
 // MaxEntity is entity importance by the largest |α_z| over the training
@@ -307,7 +307,7 @@ func (s MaxEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]floa
 			w[n][i] = max(w[n][i], math.Abs(float64(a)))
 		}
 	}
-	spread.MaxModes(e.sp.cl, w)
+	spread.MaxModes(e.sp.Cl, w)
 	for n := range w {
 		sum := floats.Sum(w[n])
 		if err := tracin.NoImportance(sum, n); err != nil {
@@ -375,7 +375,7 @@ func (Duplicate) deps() []stage { return nil }
 
 func (Duplicate) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
 	t0 := time.Now()
-	cl := e.sp.cl
+	cl := e.sp.Cl
 	shares := spread.DistinctShares(rng(e.cfg.Seed, streamDuplicateShares), n, spread.Counts(cl, e.Train.NNZ()))
 	rank := cl.Rank()
 	rows := make([]int, shares[rank])

@@ -39,7 +39,7 @@ func (e *Experiment) entityCounts() [][]float64 {
 	for k, i := range e.Train.Idx {
 		w[k%order][i]++
 	}
-	spread.SumModes(e.sp.cl, w)
+	spread.SumModes(e.sp.Cl, w)
 	return w
 }
 
@@ -91,7 +91,7 @@ func (s MeanEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]flo
 			w[n][e.Train.Idx[z*order+n]] += math.Abs(float64(a))
 		}
 	}
-	spread.SumModes(e.sp.cl, w)
+	spread.SumModes(e.sp.Cl, w)
 	for n := range w {
 		for i, c := range counts[n] {
 			if c > 0 {
@@ -218,7 +218,7 @@ func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, al
 	if err != nil {
 		return nil, err
 	}
-	r := rng(e.cfg.Seed, rankStream(streamNear, e.sp.cl.Rank()))
+	r := rng(e.cfg.Seed, rankStream(streamNear, e.sp.Cl.Rank()))
 	aug, err := e.drawRounds(ctx, spread.Candidates{
 		Name: "near-cells", Cum: cum,
 		Draw: func(rec []int32) ([]int32, bool) {
@@ -238,7 +238,7 @@ func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, al
 // of every process's Σ|alpha|, in process order. A weight that is not
 // finite anywhere, or every weight 0, is an error of every process.
 func (e *Experiment) nearCellTable(alpha []float32) (*sampling.Alias, []float64, error) {
-	cl := e.sp.cl
+	cl := e.sp.Cl
 	w := make([]float64, len(alpha))
 	cum := make([]float64, cl.Size())
 	mine := 0.0
@@ -257,12 +257,12 @@ func (e *Experiment) nearCellTable(alpha []float32) (*sampling.Alias, []float64,
 	case cl.Size() == 1 || mine != 0: // NaN too: NewAlias names it
 		table, err = sampling.NewAlias(w)
 	case cum[len(cum)-1] == 0:
-		err = fmt.Errorf("sampling: all %d weights are zero", e.nTrain())
+		err = fmt.Errorf("sampling: all %d weights are zero", e.sp.NTrain())
 	}
 	if err != nil {
 		err = fmt.Errorf("dain: cell importance: %w", err)
 	}
-	return table, cum, e.agreeErr(err)
+	return table, cum, e.sp.AgreeErr(err)
 }
 
 // NoCells makes no new cells: the training-length control, whose
@@ -321,7 +321,7 @@ func (s AgreeCells) cells(ctx context.Context, e *Experiment, n int, st *AugStat
 	if err != nil {
 		return nil, err
 	}
-	if e.many() {
+	if e.sp.Many() {
 		return e.agreeKeepOn(cand.Idx, a, b, n), nil
 	}
 	return cellmath.AgreeKeep(e.x.Dims, cand.Idx, a, b, n), nil
@@ -355,7 +355,7 @@ func (e *Experiment) Retrain(ctx context.Context, c Config, aug *tensor.COO, n i
 	if !PipelineOf(c).MatchSteps || n == 0 {
 		return e.Downstream(ctx, aug, label)
 	}
-	f := cellmath.StepsScale(e.nTrain(), n, e.cfg.Batch)
+	f := cellmath.StepsScale(e.sp.NTrain(), n, e.cfg.Batch)
 	saved := e.cfg
 	defer func() { e.cfg = saved }()
 	e.cfg.Epochs = int(math.Ceil(float64(saved.Epochs) * f))

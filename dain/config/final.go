@@ -261,7 +261,7 @@ func (c Config) SavedBayes() int {
 }
 
 // PredictorEnsemble is the -predictor value that stacks the candidates of
-// -final-model auto (ensembleModel).
+// -final-model auto (final.Ensemble).
 const PredictorEnsemble = "ensemble"
 
 // AutoKinds are the gradient-trained candidates of -final-model auto and
