@@ -21,51 +21,12 @@ import (
 	"github.com/dainx/dainx/dain/nets"
 	"github.com/dainx/dainx/dain/oracle"
 	"github.com/dainx/dainx/dain/spread"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tracin"
 )
-
-// Random streams derived from the seed, one per consumer, so that changing
-// one step never shifts another's numbers.
-const (
-	streamInit = iota + 1
-	streamShuffle
-	streamInitAfter
-	streamShuffleAfter
-	streamSample
-	streamInitCoSTCo
-	streamShuffleCoSTCo
-	streamRandom
-	streamDuplicate
-	streamReplace
-	streamBayes          // the bayes-fm final model's chain
-	streamBayesPredictor // the bayes-fm value predictor's chain
-	// streamDuplicateShares splits duplication's draws among the
-	// processes (distinctShares; drawn only with several).
-	streamDuplicateShares
-	// streamReplaceShares draws each entity-replacement candidate's
-	// process (drawRounds; only with several).
-	streamReplaceShares
-)
-
-// rankStream is process rank's own stream of a per-process draw: stream
-// itself on process 0 (so that a cluster of one draws as one process), a
-// stream apart from every constant stream on the others.
-func rankStream(stream uint64, rank int) uint64 {
-	return stream + uint64(rank)<<40
-}
-
-func rng(seed uint64, stream uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, 0x5eed0000+stream))
-}
-
-// rngPCG is rng with its source, whose state a checkpoint saves.
-func rngPCG(seed uint64, stream uint64) (*rand.Rand, *rand.PCG) {
-	p := rand.NewPCG(seed, 0x5eed0000+stream)
-	return rand.New(p), p
-}
 
 // Experiment is one split of a tensor and the stage results computed on
 // it, shared by every method run on that split: each stage (an embedding
@@ -359,12 +320,12 @@ func (e *Experiment) model(ctx context.Context, m Embedding) (*trained, error) {
 // records their scores and wall times in e.cellScores. It returns the model
 // and its training's wall time without the TracIn passes.
 func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*trained, float64, error) {
-	seedInit, seedShuffle := uint64(streamInit), uint64(streamShuffle)
+	seedInit, seedShuffle := uint64(streams.Init), uint64(streams.Shuffle)
 	if m.Kind == nn.KindCoSTCo {
-		seedInit, seedShuffle = streamInitCoSTCo, streamShuffleCoSTCo
+		seedInit, seedShuffle = streams.InitCoSTCo, streams.ShuffleCoSTCo
 	}
 	settle()
-	net, tc, err := e.newNet(m.Kind, rng(e.cfg.Seed, seedInit))
+	net, tc, err := e.newNet(m.Kind, streams.New(e.cfg.Seed, seedInit))
 	if err != nil {
 		return nil, 0, fmt.Errorf("dain: %w", err)
 	}
@@ -377,15 +338,15 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		}
 	}()
 	// The passes run in the order of the InfluenceLayers list, then of
-	// their estimators (passRank).
+	// their estimators (influence.Pass.Rank).
 	passes = append([]TracIn(nil), passes...)
-	slices.SortStableFunc(passes, func(a, b TracIn) int { return passRank(a) - passRank(b) })
+	slices.SortStableFunc(passes, func(a, b TracIn) int { return a.pass().Rank() - b.pass().Rank() })
 	secs := make([]float64, len(passes))
 	for _, p := range passes {
 		t.accs = append(t.accs, p.accumulator(e, t, &tc))
 	}
 	var pcg *rand.PCG
-	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
+	tc.Shuffle, pcg = streams.NewPCG(e.cfg.Seed, seedShuffle)
 	tc.Order = e.cfg.Order(seedShuffle, e.sp.NTrain())
 	label := map[string]string{nn.KindMLP: "Θ", nn.KindCoSTCo: "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
 	stage := stageName(m.Kind, passes)
@@ -563,7 +524,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		return e.downstreamEnsemble(ctx, aug, label, stage)
 	}
 	t0 := time.Now()
-	m, tc, err := e.newNet(kind, rng(e.cfg.Seed, streamInitAfter))
+	m, tc, err := e.newNet(kind, streams.New(e.cfg.Seed, streams.InitAfter))
 	if err != nil {
 		return 0, nn.Result{}, 0, fmt.Errorf("dain: %w", err)
 	}
@@ -584,8 +545,8 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	}
 	global := e.sp.NTrain() + e.sp.GlobalNNZ(aug) // train ∪ aug over every process
 	var pcg *rand.PCG
-	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
-	tc.Order = e.cfg.Order(streamShuffleAfter, global)
+	tc.Shuffle, pcg = streams.NewPCG(e.cfg.Seed, streams.ShuffleAfter)
+	tc.Order = e.cfg.Order(streams.ShuffleAfter, global)
 	tc.AfterEpoch = func(ep nn.Epoch) error {
 		if err := e.ck.At(stage, ep.N, "trained"); err != nil {
 			return err

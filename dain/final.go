@@ -10,6 +10,7 @@ import (
 	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/dain/final"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -141,7 +142,7 @@ func (e *Experiment) bayesPredictor(ctx context.Context) (*bayes.Model, error) {
 	return e.bayesP.get(struct{}{}, func() (*bayes.Model, float64, error) {
 		t0 := time.Now()
 		cfg := e.cfg.BayesConfig()
-		cfg.Seed = rng(e.cfg.Seed, streamBayesPredictor).Uint64()
+		cfg.Seed = streams.New(e.cfg.Seed, streams.BayesPredictor).Uint64()
 		cfg.KeepSamples = e.cfg.KeptBayes()
 		if e.cfg.Progress != nil {
 			cfg.Progress = &final.PrefixWriter{Prefix: "  Θ_p ", W: e.cfg.Progress, Every: max(1, cfg.Samples/10)}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/spread"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -109,7 +110,7 @@ func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *Au
 			cum[p] += cum[p-1]
 		}
 	}
-	r := rng(e.cfg.Seed, rankStream(streamReplace, e.sp.Cl.Rank()))
+	r := streams.New(e.cfg.Seed, streams.Rank(streams.Replace, e.sp.Cl.Rank()))
 	aug, err := e.drawRounds(ctx, spread.Candidates{
 		Name: "entity replacement", Cum: cum, Extra: 2, ObservedIsRepeat: true,
 		Draw: func(rec []int32) ([]int32, bool) {
@@ -124,7 +125,7 @@ func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *Au
 			cell[mode] = cand[r.IntN(len(cand))]
 			return append(rec, spread.F64Bits(e.Train.Val[z:z+1])...), true
 		},
-	}, streamReplaceShares, n, st)
+	}, streams.ReplaceShares, n, st)
 	st.Sample = time.Since(t0).Seconds()
 	return aug, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/spread"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )
@@ -334,7 +335,7 @@ func nearCellsLoop(e *Experiment, tables []*sampling.Alias, alpha []float32, n i
 	order := e.x.Order()
 	observed := spread.ObservedSet(e.x.Dims, e.Train, e.Val, 0)
 	drawn := tensor.NewCellSet(e.x.Dims, n)
-	r := rng(e.cfg.Seed, streamNear)
+	r := streams.New(e.cfg.Seed, streams.Near)
 	aug := &tensor.COO{Dims: e.x.Dims}
 	cell := make([]int32, order)
 	for len(aug.Idx) < n*order {
@@ -549,7 +550,7 @@ func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, obser
 	p := len(trains)
 	cum := make([]float64, p)
 	cells := make([]*sampling.Alias, p)
-	streams := make([]*rand.Rand, p)
+	gens := make([]*rand.Rand, p)
 	for r := range p {
 		w := make([]float64, len(alphas[r]))
 		for z, a := range alphas[r] {
@@ -562,18 +563,18 @@ func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, obser
 		if r > 0 {
 			cum[r] += cum[r-1]
 		}
-		streams[r] = rng(e.cfg.Seed, rankStream(streamNear, r))
+		gens[r] = streams.New(e.cfg.Seed, streams.Rank(streams.Near, r))
 	}
-	shared := rng(e.cfg.Seed, streamNearShares)
+	shared := streams.New(e.cfg.Seed, streams.NearShares)
 	drawn := tensor.NewCellSet(e.x.Dims, n)
 	out := make([][]int32, p)
 	var st AugStats
 	for kept := 0; kept < n; {
 		st.Draws++
 		r := spread.PickShare(cum, shared.Float64()*cum[p-1])
-		c := append([]int32(nil), trains[r].Cell(int(cellmath.DrawAlias(cells[r], streams[r])))...)
-		mode := streams[r].IntN(3)
-		c[mode] = cellmath.DrawAlias(tables[mode], streams[r])
+		c := append([]int32(nil), trains[r].Cell(int(cellmath.DrawAlias(cells[r], gens[r])))...)
+		mode := gens[r].IntN(3)
+		c[mode] = cellmath.DrawAlias(tables[mode], gens[r])
 		switch {
 		case observed.Has(c):
 			st.RejectObserved++
@@ -667,12 +668,12 @@ func TestReplaceRanksRef(t *testing.T) {
 		p := len(cuts) - 1
 		// The definition in one loop.
 		cum := make([]float64, p)
-		streams := make([]*rand.Rand, p)
+		gens := make([]*rand.Rand, p)
 		for q := range p {
 			cum[q] = float64(cuts[q+1] - cuts[0])
-			streams[q] = rng(e1.cfg.Seed, rankStream(streamReplace, q))
+			gens[q] = streams.New(e1.cfg.Seed, streams.Rank(streams.Replace, q))
 		}
-		shared := rng(e1.cfg.Seed, streamReplaceShares)
+		shared := streams.New(e1.cfg.Seed, streams.ReplaceShares)
 		drawn := tensor.NewCellSet(dims, n)
 		want, wantV := make([][]int32, p), make([][]float64, p)
 		var ws AugStats
@@ -682,7 +683,7 @@ func TestReplaceRanksRef(t *testing.T) {
 			if p > 1 {
 				q = spread.PickShare(cum, shared.Float64()*cum[p-1])
 			}
-			s := streams[q]
+			s := gens[q]
 			z := cuts[q] + s.IntN(cuts[q+1]-cuts[q])
 			c := append([]int32(nil), e1.Train.Cell(z)...)
 			mode := s.IntN(3)

@@ -9,6 +9,7 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/spread"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
@@ -19,28 +20,10 @@ import (
 // (issue 14). Each is a stage type here and an entry in a list of
 // stages.go; the paper's method (dain) uses none of them.
 
-// Random streams of the variants, kept apart from experiment.go's list so
-// that neither shifts the other.
-const (
-	streamNear = 0x100 + iota
-	// streamNearShares draws each near-cells candidate's process (only
-	// with several).
-	streamNearShares
-)
-
 // entityCounts returns, for every mode, each entity's number of training
 // cells (over every process).
 func (e *Experiment) entityCounts() [][]float64 {
-	order := e.x.Order()
-	w := make([][]float64, order)
-	for n := range w {
-		w[n] = make([]float64, e.x.Dims[n])
-	}
-	for k, i := range e.Train.Idx {
-		w[k%order][i]++
-	}
-	spread.SumModes(e.sp.Cl, w)
-	return w
+	return cellmath.EntityCounts(e.sp.Cl, e.x.Dims, e.Train)
 }
 
 // FrequencyEntity is the degree baseline's entity importance: each entity's
@@ -80,26 +63,7 @@ func (s MeanEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]flo
 	if err != nil {
 		return nil, err
 	}
-	order := e.x.Order()
-	counts := e.entityCounts()
-	w := make([][]float64, order)
-	for n := range w {
-		w[n] = make([]float64, e.x.Dims[n])
-	}
-	for z, a := range alpha {
-		for n := 0; n < order; n++ {
-			w[n][e.Train.Idx[z*order+n]] += math.Abs(float64(a))
-		}
-	}
-	spread.SumModes(e.sp.Cl, w)
-	for n := range w {
-		for i, c := range counts[n] {
-			if c > 0 {
-				w[n][i] /= c
-			}
-		}
-	}
-	return w, cellmath.Normalise(w)
+	return cellmath.MeanImportance(e.sp.Cl, e.x.Dims, e.Train, alpha, e.entityCounts())
 }
 
 // Signed is signed cell importance: the positive part of Cells' signed
@@ -218,7 +182,7 @@ func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, al
 	if err != nil {
 		return nil, err
 	}
-	r := rng(e.cfg.Seed, rankStream(streamNear, e.sp.Cl.Rank()))
+	r := streams.New(e.cfg.Seed, streams.Rank(streams.Near, e.sp.Cl.Rank()))
 	aug, err := e.drawRounds(ctx, spread.Candidates{
 		Name: "near-cells", Cum: cum,
 		Draw: func(rec []int32) ([]int32, bool) {
@@ -228,7 +192,7 @@ func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, al
 			c[mode] = cellmath.DrawAlias(tables[mode], r)
 			return rec, true
 		},
-	}, streamNearShares, n, st)
+	}, streams.NearShares, n, st)
 	st.Sample = time.Since(t0).Seconds()
 	return aug, err
 }
