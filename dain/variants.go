@@ -87,15 +87,7 @@ func (s Signed) scores(ctx context.Context, e *Experiment) (compute.F32, *traine
 		if err != nil {
 			return nil, 0, err
 		}
-		pos := 0
-		for z, a := range alpha {
-			if a > 0 {
-				pos++
-			} else {
-				alpha[z] = 0
-			}
-		}
-		if pos == 0 {
+		if cellmath.PositivePart(alpha) == 0 {
 			return nil, 0, fmt.Errorf("dain: no training cell has a positive (validation-loss-lowering) influence score")
 		}
 		b := e.be.Alloc(len(alpha))

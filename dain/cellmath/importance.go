@@ -187,3 +187,34 @@ func MeanImportance(cl cluster.Cluster, dims []int, train *tensor.COO, alpha []f
 	}
 	return w, Normalise(w)
 }
+
+// PositivePart sets every score of alpha that is not positive to 0, in
+// place, and returns how many are positive.
+func PositivePart(alpha []float32) int {
+	pos := 0
+	for z, a := range alpha {
+		if a > 0 {
+			pos++
+		} else {
+			alpha[z] = 0
+		}
+	}
+	return pos
+}
+
+// Shares returns a copy of w (w[mode][entity]) with each mode scaled to
+// sum to 1.
+func Shares(w [][]float64) [][]float64 {
+	out := make([][]float64, len(w))
+	for n, m := range w {
+		sum := 0.0
+		for _, x := range m {
+			sum += x
+		}
+		out[n] = make([]float64, len(m))
+		for i, x := range m {
+			out[n][i] = x / sum
+		}
+	}
+	return out
+}

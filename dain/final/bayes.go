@@ -254,3 +254,34 @@ func globalNNZ(cl cluster.Cluster, x *tensor.COO) int {
 	cl.SumI64(n)
 	return int(n[0])
 }
+
+// Uncertainty returns the uncertainty importance of the training cells
+// train (this process's): bayes-fm's posterior variance of its prediction
+// at each cell over m's kept samples, times the |score| at the cell that
+// influence returns when it is not nil (one score per cell, in train's
+// order). It needs at least 2 kept samples: an error names -influence
+// flag otherwise; an error of the variance is m's, and influence's its
+// own.
+func Uncertainty(m *bayes.Model, train *tensor.COO, influence func() ([]float32, error), flag string) ([]float32, error) {
+	if m.NumSamples() < 2 {
+		return nil, fmt.Errorf("dain: -influence %s needs at least 2 kept bayes-fm samples (-bayes-samples above -bayes-burnin + 1)", flag)
+	}
+	variance, err := m.Variance(train)
+	if err != nil {
+		return nil, fmt.Errorf("dain: bayes-fm's posterior variance: %w", err)
+	}
+	alpha := make([]float32, len(variance))
+	for z, x := range variance {
+		alpha[z] = float32(x)
+	}
+	if influence != nil {
+		a, err := influence()
+		if err != nil {
+			return nil, err
+		}
+		for z := range alpha {
+			alpha[z] *= float32(math.Abs(float64(a[z])))
+		}
+	}
+	return alpha, nil
+}
