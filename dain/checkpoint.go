@@ -136,7 +136,7 @@ func loadAugmented(ck rundir.Store) (*augRecord, *tensor.COO, error) {
 func stageName(kind string, passes []TracIn) string {
 	s := "theta-" + kind
 	for _, p := range passes {
-		s += "." + p.passName()
+		s += "." + p.pass().Name()
 	}
 	return s
 }

@@ -159,7 +159,7 @@ func run(ctx context.Context, cl cluster.Cluster, sh *tensor.Part, cfg Config, b
 		return nil, err
 	}
 	rep.Seconds.Total = time.Since(start).Seconds()
-	if d := e.sp.dist; d != nil {
+	if d := e.sp.Dist; d != nil {
 		d.Mark(cl) // retrain
 		rep.Dist = d.Finish(cl, e.logf)
 		for _, kind := range rep.Dist.ShardedTables {
@@ -207,11 +207,11 @@ func begin(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, 
 	}
 	dims := e.x.Dims
 	sh.Cells = &tensor.COO{Dims: dims} // the parts hold the cells now
-	c := e.sp.counts
+	c := e.sp.Counts
 	var ranks string
 	if job {
 		d := spread.NewRecorder(cl, start)
-		e.sp.dist = d
+		e.sp.Dist = d
 		if o, ok := cl.(interface{ Oversubscribed() bool }); ok && o.Oversubscribed() {
 			d.Report.Oversubscribed = true
 			e.logf("dainx: more ranks on this node than cores: waits yield the core instead of polling; times are not a dedicated node's")
@@ -228,7 +228,7 @@ func begin(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, 
 	if err := checkKeep(cfg); err != nil {
 		return e, rep, err
 	}
-	e.sp.dist.Mark(cl) // split
+	e.sp.Dist.Mark(cl) // split
 	return e, rep, nil
 }
 
@@ -252,12 +252,12 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = saved.RMSEBefore, saved.BestEpoch, saved.HistoryBefore
 		rep.ValRMSEBefore = report.BestValRMSE(saved.HistoryBefore, saved.BestEpoch)
 		st := saved.Stats
-		rep.NAug = e.globalNNZ(aug)
-		if e.sp.dist != nil {
+		rep.NAug = e.sp.GlobalNNZ(aug)
+		if e.sp.Dist != nil {
 			// This process's share starts after those of the processes
 			// before it (Rank·N_aug/Size for CellsShared's; duplication's
 			// vary).
-			e.augFirst = spread.CountBefore(e.sp.cl, len(aug.Idx)/e.x.Order())
+			e.augFirst = spread.CountBefore(e.sp.Cl, len(aug.Idx)/e.x.Order())
 			aug.Dims = append([]int(nil), e.x.Dims...)
 			if aug.Val == nil {
 				aug.Val = []float64{}
@@ -267,14 +267,14 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 		rep.Seconds = saved.Seconds
 		rep.Diagnostics = saved.Diagnostics
 		e.logf("steps 1–4 taken from the checkpoint: test RMSE %.6f before augmentation, %d new cells", rep.RMSEBefore, rep.NAug)
-		e.sp.dist.Mark(e.sp.cl) // train
+		e.sp.Dist.Mark(e.sp.Cl) // train
 		// auto chooses again as it did: the same split and seeds.
 		if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
 			return nil, nil, err
 		}
 		e.cfg = cfg
 		rep.FinalModel, rep.Predictor = cfg.FinalModelName(), cfg.Predictor
-		e.sp.dist.Mark(e.sp.cl) // augment
+		e.sp.Dist.Mark(e.sp.Cl) // augment
 		return aug, saved, nil
 	}
 	// Steps 1–2: Θ (the downstream MLP on train alone, for rmse_before).
@@ -284,7 +284,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	}
 	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, report.History(mlp.res)
 	rep.ValRMSEBefore = math.Sqrt(mlp.res.BestValMSE)
-	e.sp.dist.Mark(e.sp.cl) // train
+	e.sp.Dist.Mark(e.sp.Cl) // train
 	if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
 		return nil, nil, err
 	}
@@ -297,7 +297,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	if aug, st, err = e.Augment(ctx, cfg, nAug); err != nil {
 		return nil, nil, err
 	}
-	rep.NAug = e.globalNNZ(aug)
+	rep.NAug = e.sp.GlobalNNZ(aug)
 	rep.Draws, rep.RejectObserved, rep.RejectRepeat = st.Draws, st.RejectObserved, st.RejectRepeat
 	rep.Diagnostics = e.ImportanceDiagnostics(cfg, aug)
 	sh := e.SharedSeconds(cfg)
@@ -307,7 +307,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	}
 	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
 	total := 0 // the record of one process (Run) has NAug alone
-	if e.sp.dist != nil {
+	if e.sp.Dist != nil {
 		total = nAug
 	}
 	err = e.ck.SaveAugmented(augRecord{RMSEBefore: rep.RMSEBefore, BestEpoch: rep.BestEpoch, HistoryBefore: rep.HistoryBefore,
@@ -315,7 +315,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	if err != nil {
 		return nil, nil, err
 	}
-	e.sp.dist.Mark(e.sp.cl) // augment
+	e.sp.Dist.Mark(e.sp.Cl) // augment
 	return aug, nil, nil
 }
 
@@ -351,7 +351,7 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 		return err
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, report.History(res)
-	rep.BayesPriors, rep.BayesClamp = e.lastBayesPriors, e.lastBayesClamp
+	rep.BayesPriors, rep.BayesClamp = e.bfm.LastPriors, e.bfm.LastClamp
 	if f := e.applyAuto(e.cfg).FinalModelName(); rep.NAug > 0 && (f == FinalBayesFM || f == FinalEnsemble || e.cfg.AugWeight.Resolve(f) != 1) {
 		rep.AugWeight = e.cfg.AugWeight.Applied(f)
 	}
@@ -362,27 +362,3 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 	rep.Seconds.Retrain = secs
 	return nil
 }
-
-// splitPrint is a fingerprint of a split: over every cell c (its number in
-// the file) of part p (0 train, 1 validation, 2 test), three sums of 24-bit
-// pieces of a 64-bit hash of 4c+p. Sums do not depend on the order in
-// which cells are added, so processes add their own cells and sum the
-// lanes; 24-bit pieces keep the sums exact past 10¹⁰ cells.
-type splitPrint [3]int64
-
-// add adds the cells lo, lo+1, … whose parts part holds.
-func (s *splitPrint) add(part []uint8, lo int) {
-	for i, p := range part {
-		h := uint64(lo+i)*4 + uint64(p)
-		h ^= h >> 30
-		h *= 0xbf58476d1ce4e5b9
-		h ^= h >> 27
-		h *= 0x94d049bb133111eb
-		h ^= h >> 31
-		s[0] += int64(h & 0xffffff)
-		s[1] += int64(h >> 24 & 0xffffff)
-		s[2] += int64(h >> 48)
-	}
-}
-
-func (s splitPrint) String() string { return fmt.Sprintf("%x.%x.%x", s[0], s[1], s[2]) }

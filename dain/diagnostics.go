@@ -72,9 +72,9 @@ func (e *Experiment) shareOn(cells []int32, order, n int, in []bool) float64 {
 			hit++
 		}
 	}
-	if e.many() {
+	if e.sp.Many() {
 		s := []int64{int64(hit), int64(k)}
-		e.sp.cl.SumI64(s)
+		e.sp.Cl.SumI64(s)
 		hit, k = int(s[0]), int(s[1])
 	}
 	if k == 0 {
@@ -82,3 +82,15 @@ func (e *Experiment) shareOn(cells []int32, order, n int, in []bool) float64 {
 	}
 	return float64(hit) / float64(k)
 }
+
+// TopEntities returns the ⌈share·len(w)⌉ entities (at least 1) of largest
+// weight w, ties broken by the smaller index (report.TopEntities).
+func TopEntities(w []float64, share float64) []int { return report.TopEntities(w, share) }
+
+// Ranks returns the ranks 1…n of x, ties given the average of the ranks
+// they span (report.Ranks).
+func Ranks(x []float64) []float64 { return report.Ranks(x) }
+
+// Spearman returns the Spearman rank correlation of x and y, NaN where it
+// is not defined (report.Spearman).
+func Spearman(x, y []float64) float64 { return report.Spearman(x, y) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/dain/report"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -37,7 +38,7 @@ func TestTopShare(t *testing.T) {
 	// Order-2 cells: mode 0 index, mode 1 index. Mode 0 hits 199, 7, 42
 	// (3 of 8); mode 1 hits 7 once (1 of 8).
 	cells := []int32{199, 0, 7, 1, 42, 7, 5, 2, 6, 3, 8, 4, 120, 5, 10, 6}
-	e := &Experiment{sp: spreadState{cl: cluster.Local{}}}
+	e := &Experiment{sp: spread.State{Cl: cluster.Local{}}}
 	if s := e.shareOn(cells, 2, 0, in); s != 3.0/8 {
 		t.Errorf("share on mode 0: %v; want 3/8", s)
 	}

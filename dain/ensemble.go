@@ -7,45 +7,24 @@ import (
 	"strings"
 	"time"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/dain/cellmath"
+	"github.com/dainx/dainx/dain/final"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
 
-// ensembleModel is the ensemble value predictor of step 4: the candidates
-// of -final-model auto (Config.AutoKinds' nets and the bayes-fm chain), each
-// trained on the training cells alone, whose predictions are combined
-// with weights fitted on the validation cells by least squares
-// (stacking: Wolpert, Neural Networks 5(2), 1992; Breiman, Machine
-// Learning 24, 1996):
-//
-//	ŷ = b₀ + Σ_j b_j·ŷ_j,  b = argmin Σ_{v∈val} (y_v − b₀ − Σ_j b_j ŷ_j(v))² + ρ·Σ_{j≥1} b_j²,
-//
-// ρ = 10⁻⁶·|val| only to keep the normal equations regular when two
-// candidates agree. The test cells are never seen. The value of a new
-// cell is ŷ clamped to the training values' range.
-type ensembleModel struct {
-	kinds   []string  // the candidates, bayes-fm last
-	weights []float64 // b₀ then one per candidate
-	valRMSE float64   // the stack's validation RMSE
-	bayes   *bayes.Model
-	lo, hi  float64 // the training values' range
-}
-
 // ensemble returns the ensemble predictor, fitting its weights on first
 // use (the candidates are the memoised models chooseAuto trains).
-func (e *Experiment) ensemble(ctx context.Context) (*ensembleModel, error) {
+func (e *Experiment) ensemble(ctx context.Context) (*final.Ensemble, error) {
 	if e.ens == nil {
-		e.ens = memo[struct{}, *ensembleModel]{}
+		e.ens = memo[struct{}, *final.Ensemble]{}
 	}
-	return e.ens.get(struct{}{}, func() (*ensembleModel, float64, error) {
+	return e.ens.get(struct{}{}, func() (*final.Ensemble, float64, error) {
 		t0 := time.Now()
-		m := &ensembleModel{kinds: e.cfg.AutoKinds()}
+		m := &final.Ensemble{Kinds: e.cfg.AutoKinds()}
 		var cols [][]float64
-		for _, k := range m.kinds {
+		for _, k := range m.Kinds {
 			t, err := e.model(ctx, Embedding{k})
 			if err != nil {
 				return nil, 0, err
@@ -64,37 +43,19 @@ func (e *Experiment) ensemble(ctx context.Context) (*ensembleModel, error) {
 		if err != nil {
 			return nil, 0, fmt.Errorf("dain: the ensemble predictor: %w", err)
 		}
-		m.kinds, m.bayes, m.lo, m.hi = append(m.kinds, FinalBayesFM), bm, bm.Min, bm.Max
+		m.Kinds, m.Bayes, m.Lo, m.Hi = append(m.Kinds, FinalBayesFM), bm, bm.Min, bm.Max
 		cols = append(cols, p)
-		if m.weights, err = e.stackWeights(cols, e.Val.Val); err != nil {
+		if m.Weights, err = cellmath.StackWeights(e.sp.Cl, cols, e.Val.Val); err != nil {
 			return nil, 0, err
 		}
-		m.valRMSE = math.Sqrt(e.mseAll(m.combine(cols), e.Val.Val))
+		m.ValRMSE = math.Sqrt(final.MSEAll(e.sp.Cl, m.Combine(cols), e.Val.Val))
 		var b strings.Builder
-		for j, k := range m.kinds {
-			fmt.Fprintf(&b, ", %s %.4f", k, m.weights[j+1])
+		for j, k := range m.Kinds {
+			fmt.Fprintf(&b, ", %s %.4f", k, m.Weights[j+1])
 		}
-		e.logf("value predictor: ensemble of the training cells' models, weights on the validation cells: intercept %.4f%s; validation RMSE %.6f", m.weights[0], b.String(), m.valRMSE)
+		e.logf("value predictor: ensemble of the training cells' models, weights on the validation cells: intercept %.4f%s; validation RMSE %.6f", m.Weights[0], b.String(), m.ValRMSE)
 		return m, time.Since(t0).Seconds(), nil
 	})
-}
-
-// combine returns b₀ + Σ_j b_j·cols[j] for every cell, clamped to m's
-// range.
-func (m *ensembleModel) combine(cols [][]float64) []float64 {
-	n := 0
-	if len(cols) > 0 {
-		n = len(cols[0])
-	}
-	out := make([]float64, n)
-	for c := range out {
-		y := m.weights[0]
-		for j, col := range cols {
-			y += m.weights[j+1] * col[c]
-		}
-		out[c] = min(max(y, m.lo), m.hi)
-	}
-	return out
 }
 
 // predictEnsemble values cells (K×N entity indices of this process) with
@@ -105,7 +66,7 @@ func (e *Experiment) predictEnsemble(ctx context.Context, cells []int32) ([]floa
 		return nil, err
 	}
 	var cols [][]float64
-	for _, k := range m.kinds[:len(m.kinds)-1] {
+	for _, k := range m.Kinds[:len(m.Kinds)-1] {
 		t, err := e.model(ctx, Embedding{k})
 		if err != nil {
 			return nil, err
@@ -117,59 +78,11 @@ func (e *Experiment) predictEnsemble(ctx context.Context, cells []int32) ([]floa
 		cols = append(cols, p)
 	}
 	n := len(cells) / e.x.Order()
-	p, err := m.bayes.Predict(&tensor.COO{Dims: e.x.Dims, Idx: cells, Val: make([]float64, n)})
+	p, err := m.Bayes.Predict(&tensor.COO{Dims: e.x.Dims, Idx: cells, Val: make([]float64, n)})
 	if err != nil {
 		return nil, fmt.Errorf("dain: the ensemble predictor: %w", err)
 	}
-	return m.combine(append(cols, p)), nil
-}
-
-// stackWeights returns the least-squares weights b (intercept first) of
-// y on the columns cols over every process's cells (each passing its
-// own): the normal equations, added over the processes, solved by
-// Cholesky with the ridge ρ = 10⁻⁶·n on the columns' weights.
-func (e *Experiment) stackWeights(cols [][]float64, y []float64) ([]float64, error) {
-	k := len(cols) + 1
-	// The Gram matrix's upper triangle, then X'y, then n.
-	s := make([]float64, k*k+k+1)
-	x := func(j, c int) float64 {
-		if j == 0 {
-			return 1
-		}
-		return cols[j-1][c]
-	}
-	for c := range y {
-		for i := range k {
-			xi := x(i, c)
-			for j := i; j < k; j++ {
-				s[i*k+j] += xi * x(j, c)
-			}
-			s[k*k+i] += xi * y[c]
-		}
-	}
-	s[k*k+k] = float64(len(y))
-	if e.many() {
-		e.sp.cl.SumF64(s)
-	}
-	gram := mat.NewSymDense(k, nil)
-	for i := range k {
-		for j := i; j < k; j++ {
-			v := s[i*k+j]
-			if i == j && i > 0 {
-				v += 1e-6 * s[k*k+k]
-			}
-			gram.SetSym(i, j, v)
-		}
-	}
-	var ch mat.Cholesky
-	if !ch.Factorize(gram) {
-		return nil, fmt.Errorf("dain: the ensemble predictor: the candidates' validation predictions are degenerate (%g validation cells)", s[k*k+k])
-	}
-	var b mat.VecDense
-	if err := ch.SolveVecTo(&b, mat.NewVecDense(k, s[k*k:k*k+k])); err != nil {
-		return nil, fmt.Errorf("dain: the ensemble predictor: %w", err)
-	}
-	return b.RawVector().Data, nil
+	return m.Combine(append(cols, p)), nil
 }
 
 // bayesAloneModel returns the kept samples of the bayes-fm chain on the
@@ -177,14 +90,14 @@ func (e *Experiment) stackWeights(cols [][]float64, y []float64) ([]float64, err
 // fitting it if it has not run; a chain that ran without keeping samples
 // is fitted again with them (the same seed: the same chain).
 func (e *Experiment) bayesAloneModel(ctx context.Context) (*bayes.Model, error) {
-	if a := e.bayesAlone; a != nil && a.model != nil {
-		return a.model, nil
+	if a := e.bfm.Alone; a != nil && a.Model != nil {
+		return a.Model, nil
 	}
-	e.bayesAlone, e.keepAlone = nil, true
+	e.bfm.Alone, e.bfm.KeepAlone = nil, true
 	if _, _, _, err := e.downstreamBayes(ctx, nil, "bayes-fm on the training cells alone"); err != nil {
 		return nil, err
 	}
-	return e.bayesAlone.model, nil
+	return e.bfm.Alone.Model, nil
 }
 
 // downstreamEnsemble is Downstream with -final-model ensemble: each
@@ -238,17 +151,17 @@ func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, la
 		}
 		val, test = append(val, pv), append(test, pt)
 	}
-	w, err := e.stackWeights(val, e.Val.Val)
+	w, err := cellmath.StackWeights(e.sp.Cl, val, e.Val.Val)
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
 	lo, hi := e.trainRange()
-	m := &ensembleModel{kinds: kinds, weights: w, lo: lo, hi: hi}
-	pv, pt := m.combine(val), m.combine(test)
-	valMSE := e.mseAll(pv, e.Val.Val)
+	m := &final.Ensemble{Kinds: kinds, Weights: w, Lo: lo, Hi: hi}
+	pv, pt := m.Combine(val), m.Combine(test)
+	valMSE := final.MSEAll(e.sp.Cl, pv, e.Val.Val)
 	rmse := math.Sqrt(valMSE)
-	if e.sp.counts[2] > 0 {
-		rmse = math.Sqrt(e.mseAll(pt, e.Test.Val))
+	if e.sp.Counts[2] > 0 {
+		rmse = math.Sqrt(final.MSEAll(e.sp.Cl, pt, e.Test.Val))
 	}
 	if savedOnTest != nil {
 		savedOnTest(pt)
@@ -284,8 +197,8 @@ func (e *Experiment) trainRange() (lo, hi float64) {
 	for _, v := range e.Train.Val {
 		lo, hi = min(lo, v), max(hi, v)
 	}
-	if e.many() {
-		all := e.sp.cl.GatherF64([]float64{lo, hi})
+	if e.sp.Many() {
+		all := e.sp.Cl.GatherF64([]float64{lo, hi})
 		for r := 0; r+1 < len(all); r += 2 {
 			lo, hi = min(lo, all[r]), max(hi, all[r+1])
 		}

@@ -17,53 +17,16 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/config"
+	"github.com/dainx/dainx/dain/final"
+	"github.com/dainx/dainx/dain/nets"
 	"github.com/dainx/dainx/dain/oracle"
 	"github.com/dainx/dainx/dain/spread"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 	"github.com/dainx/dainx/tracin"
 )
-
-// Random streams derived from the seed, one per consumer, so that changing
-// one step never shifts another's numbers.
-const (
-	streamInit = iota + 1
-	streamShuffle
-	streamInitAfter
-	streamShuffleAfter
-	streamSample
-	streamInitCoSTCo
-	streamShuffleCoSTCo
-	streamRandom
-	streamDuplicate
-	streamReplace
-	streamBayes          // the bayes-fm final model's chain
-	streamBayesPredictor // the bayes-fm value predictor's chain
-	// streamDuplicateShares splits duplication's draws among the
-	// processes (distinctShares; drawn only with several).
-	streamDuplicateShares
-	// streamReplaceShares draws each entity-replacement candidate's
-	// process (drawRounds; only with several).
-	streamReplaceShares
-)
-
-// rankStream is process rank's own stream of a per-process draw: stream
-// itself on process 0 (so that a cluster of one draws as one process), a
-// stream apart from every constant stream on the others.
-func rankStream(stream uint64, rank int) uint64 {
-	return stream + uint64(rank)<<40
-}
-
-func rng(seed uint64, stream uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, 0x5eed0000+stream))
-}
-
-// rngPCG is rng with its source, whose state a checkpoint saves.
-func rngPCG(seed uint64, stream uint64) (*rand.Rand, *rand.PCG) {
-	p := rand.NewPCG(seed, 0x5eed0000+stream)
-	return rand.New(p), p
-}
 
 // Experiment is one split of a tensor and the stage results computed on
 // it, shared by every method run on that split: each stage (an embedding
@@ -75,7 +38,7 @@ func rngPCG(seed uint64, stream uint64) (*rand.Rand, *rand.PCG) {
 // A TracIn pass asked for later still runs, at the cost of training Θ
 // once more (the same seeds give the same Θ).
 type Experiment struct {
-	splitPrint splitPrint // the split's fingerprint (Report.SplitFingerprint)
+	splitPrint spread.SplitPrint // the split's fingerprint (Report.SplitFingerprint)
 	cfg        Config
 	be         compute.Backend
 	x          *tensor.COO
@@ -91,11 +54,11 @@ type Experiment struct {
 	retrained  []*trained // Θ trained again for an unplanned TracIn pass
 	// onRetrained, if not nil, sees every model Downstream trains (OnRetrained).
 	onRetrained func(*nn.Net) error
+	// onRetrainedBayes, if not nil, sees a bayes-fm Θ′ (Keep.Bayes).
+	onRetrainedBayes func(*bayes.Model) error
 	// ensembleSaver, if not nil, sees an ensemble Θ′: each member, then
 	// the stack (Keep.Ensemble).
 	ensembleSaver *ensembleSaver
-	// onRetrainedBayes, if not nil, sees a bayes-fm Θ′ (Keep.Bayes).
-	onRetrainedBayes func(*bayes.Model) error
 	// onTestPred, if not nil, gets the test predictions of every final
 	// model that is not a net (bayes-fm; OnRetrained).
 	onTestPred func([]float64)
@@ -104,21 +67,14 @@ type Experiment struct {
 	finalPreds func(val, test []float64)
 	// bayesP is the bayes-fm value predictor, fitted once (bayesPredictor).
 	bayesP memo[struct{}, *bayes.Model]
-	// lastBayesPriors is the prior grouping of the last bayes-fm final
-	// model (Report.BayesPriors).
-	lastBayesPriors BayesPriorGroups
-	// lastBayesClamp is that chain's clamp rule (its choice with auto).
-	lastBayesClamp bayes.ClampRule
-	// bayesAlone is the bayes-fm final model fitted on the training cells
-	// alone, once (downstreamBayes); auto is -final-model auto's choice,
-	// made once (chooseAuto). Both survive release.
-	bayesAlone *bayesRun
-	auto       *AutoChoice
-	// keepAlone makes bayesAlone keep its chain's samples (a
-	// configuration may use the ensemble predictor); ens is that
+	// bfm is the bayes-fm final model between its fits: the fit on the
+	// training cells alone, once (downstreamBayes), and the last prior
+	// grouping (Report.BayesPriors); auto is -final-model auto's choice,
+	// made once (chooseAuto). Both survive release. ens is the ensemble
 	// predictor, fitted once (ensemble).
-	keepAlone bool
-	ens       memo[struct{}, *ensembleModel]
+	bfm  final.Bayes
+	auto *AutoChoice
+	ens  memo[struct{}, *final.Ensemble]
 	// lastStage: the next Downstream is the run's last stage (Run's
 	// retraining), which may drop the split once its sets hold it.
 	lastStage bool
@@ -129,7 +85,7 @@ type Experiment struct {
 	ck    rundir.Store // a nil *rundir.Dir unless the run is checkpointed (RunCheckpointed)
 	// sp is how the cells are spread over the processes (spread.go):
 	// cluster.Local for one process.
-	sp spreadState
+	sp spread.State
 	// augFirst is the global number, among the new cells, of this
 	// process's first (0 on one process).
 	augFirst int
@@ -137,7 +93,7 @@ type Experiment struct {
 	// buffers of a stage are freed once no later stage of it needs them
 	// (shed, release).
 	single      bool
-	trainMaxAbs float64        // the largest |value| of the training cells (scaleHint)
+	trainMaxAbs float64        // the largest |value| of the training cells (nets.ScaleHint)
 	trainMean   float64        // the training cells' mean value (the fm and hybrid global bias at the start)
 	oracle      *oracle.Oracle // the tensor's generator, when a configuration asks for -values oracle (oracle.Check)
 }
@@ -235,13 +191,13 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 			return nil, err
 		}
 	}
-	if err := checkValues(x); err != nil {
+	if err := cellmath.CheckValues(x); err != nil {
 		return nil, err
 	}
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
 		models: memo[Embedding, *trained]{}, cellScores: memo[CellImportance, compute.F32]{},
 		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{},
-		ck: (*rundir.Dir)(nil), sp: spreadState{cl: cl}}
+		ck: (*rundir.Dir)(nil), sp: spread.State{Cl: cl}}
 	var err error
 	if e.oracle, err = oracle.Check(cl, sh, append([]Config{cfg}, methods...)); err != nil {
 		return nil, err
@@ -256,7 +212,7 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}
-		e.keepAlone = e.keepAlone || c.UsesEnsemble() || c.UsesUncertainty()
+		e.bfm.KeepAlone = e.bfm.KeepAlone || c.UsesEnsemble() || c.UsesUncertainty()
 		walk(PipelineOf(c).Cells, seen, func(s stage) {
 			if t, ok := s.(TracIn); ok {
 				e.plan[t.Model] = append(e.plan[t.Model], t)
@@ -264,57 +220,21 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 		})
 	}
 	if cl.Size() == 1 {
-		for n, k := range distinctPerMode(x) {
+		for n, k := range cellmath.DistinctPerMode(x) {
 			if d := x.Dims[n]; d >= 1000 && k < d/2 {
 				e.logf("dainx: mode %d: only %d of its %d entities (largest index + 1) occur; the others still get embeddings and memory — renumbering the indices densely (0…n−1) saves both", n, k, d)
 			}
 		}
 	}
-	e.splitOn(sh)
-	if c := e.sp.counts; c[0] == 0 || c[1] == 0 || (c[2] == 0 && cfg.TestFrac > 0) {
+	e.Train, e.Val, e.Test = e.sp.SplitOn(sh, e.cfg, &e.splitPrint)
+	if c := e.sp.Counts; c[0] == 0 || c[1] == 0 || (c[2] == 0 && cfg.TestFrac > 0) {
 		return nil, fmt.Errorf("dain: %d cells split into %d train, %d validation, %d test; every part must be non-empty", sh.NNZ, c[0], c[1], c[2])
 	}
 	// The experiment keeps the split only: x's cells are the caller's to
 	// drop, which a large run does (Run does not hold them past the split).
 	e.x = &tensor.COO{Dims: x.Dims}
-	e.trainStats()
+	e.trainMaxAbs, e.trainMean = e.sp.TrainStats(e.Train)
 	return e, nil
-}
-
-// checkValues returns an error naming the first cell of x whose value is
-// not finite or whose square overflows float32 (|v| > tensor.MaxValue):
-// the models train in float32 on squared errors, so such a value makes the
-// first loss infinite. The readers refuse these values with file and line;
-// this catches tensors built in memory.
-func checkValues(x *tensor.COO) error {
-	for k, v := range x.Val {
-		if v-v == 0 && math.Abs(v) <= tensor.MaxValue {
-			continue
-		}
-		why := fmt.Sprintf("is too large: its square overflows float32, in which the models compute squared errors (|value| must be at most %.8g); rescale the values", tensor.MaxValue)
-		if v-v != 0 {
-			why = "is not finite"
-		}
-		return fmt.Errorf("dain: cell %d (0-based indices %v): value %v %s", k, x.Cell(k), v, why)
-	}
-	return nil
-}
-
-// distinctPerMode returns, for each mode of x, how many distinct indices
-// its cells use.
-func distinctPerMode(x *tensor.COO) []int {
-	out := make([]int, x.Order())
-	for n := range out {
-		seen := make([]bool, x.Dims[n])
-		for i := 0; i < x.NNZ(); i++ {
-			j := x.Idx[i*x.Order()+n]
-			if !seen[j] {
-				seen[j] = true
-				out[n]++
-			}
-		}
-	}
-	return out
 }
 
 // Close releases every model and buffer of the experiment.
@@ -380,52 +300,14 @@ func (e *Experiment) release() {
 // (bench/results/dist-ratio-2026-11-27.md).
 func settle() { debug.FreeOSMemory() }
 
-// mlpConfig is the downstream MLP's configuration.
-func (e *Experiment) mlpConfig() nn.Config {
-	return nn.Config{Dims: e.x.Dims, Layers: e.cfg.Layers, Capacity: max(e.cfg.Batch, e.cfg.EvalBatch)}
-}
-
-// newNet builds a fresh model of the given kind.
+// newNet builds a fresh model of kind (nets.New) initialised from r, its
+// embedding table sharded over the processes as e's spread says.
 func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig, error) {
-	c := e.cfg
-	tc := nn.TrainConfig{Epochs: c.Epochs, Batch: c.Batch, Patience: c.Patience, LR: c.LR, L2: c.L2, Eager: c.GraphsUsed() == GraphsOff}
-	tc.EmbeddingOptimizer, _ = c.EmbeddingOptimizerFor(kind, e.x.Dims)
-	shard, err := e.sharding(kind)
+	shard, err := e.sp.Sharding(e.cfg, e.x.Dims, kind, e.logf)
 	if err != nil {
-		return nil, tc, err
+		return nil, nn.TrainConfig{}, err
 	}
-	if shard != nil {
-		tc.EmbeddingOptimizer = nn.SparseAdam
-	}
-	switch kind {
-	case nn.KindMLP:
-		mc := e.mlpConfig()
-		mc.Shard = shard
-		m, err := nn.NewMLP(e.be, mc, r)
-		return m, tc, err
-	case FinalFM, FinalHybrid:
-		var m *nn.Net
-		var err error
-		if kind == FinalFM {
-			m, err = nn.NewFM(e.be, nn.FMConfig{Dims: e.x.Dims, Rank: c.FMRank, Capacity: max(c.Batch, c.EvalBatch)}, r)
-		} else {
-			m, err = nn.NewHybrid(e.be, e.mlpConfig(), r)
-		}
-		if err == nil {
-			// The global bias starts at the training cells' mean (as an
-			// FM's w₀ settles at it), not at 0: Adam moves a bias by about
-			// the learning rate per step, so from 0 it would take
-			// thousands of steps to reach a rating's scale.
-			_, b := m.OutputLayer()
-			e.be.Upload(b, []float32{float32(e.trainMean)})
-		}
-		return m, tc, err
-	case nn.KindCoSTCo:
-		tc.LR, tc.Batch = c.CoSTCoLR, c.CoSTCoBatch
-		m, err := nn.NewCoSTCo(e.be, nn.CoSTCoConfig{Dims: e.x.Dims, Rank: c.Rank, Channels: c.Channels, Capacity: max(c.CoSTCoBatch, c.EvalBatch), Shard: shard}, r)
-		return m, tc, err
-	}
-	return nil, tc, fmt.Errorf("dain: unknown model %q", kind)
+	return nets.New(e.be, e.cfg, e.x.Dims, kind, shard, e.trainMean, r)
 }
 
 // model returns the embedding model m trained on the training cells, with
@@ -441,12 +323,12 @@ func (e *Experiment) model(ctx context.Context, m Embedding) (*trained, error) {
 // records their scores and wall times in e.cellScores. It returns the model
 // and its training's wall time without the TracIn passes.
 func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*trained, float64, error) {
-	seedInit, seedShuffle := uint64(streamInit), uint64(streamShuffle)
+	seedInit, seedShuffle := uint64(streams.Init), uint64(streams.Shuffle)
 	if m.Kind == nn.KindCoSTCo {
-		seedInit, seedShuffle = streamInitCoSTCo, streamShuffleCoSTCo
+		seedInit, seedShuffle = streams.InitCoSTCo, streams.ShuffleCoSTCo
 	}
 	settle()
-	net, tc, err := e.newNet(m.Kind, rng(e.cfg.Seed, seedInit))
+	net, tc, err := e.newNet(m.Kind, streams.New(e.cfg.Seed, seedInit))
 	if err != nil {
 		return nil, 0, fmt.Errorf("dain: %w", err)
 	}
@@ -459,16 +341,16 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		}
 	}()
 	// The passes run in the order of the InfluenceLayers list, then of
-	// their estimators (passRank).
+	// their estimators (influence.Pass.Rank).
 	passes = append([]TracIn(nil), passes...)
-	slices.SortStableFunc(passes, func(a, b TracIn) int { return passRank(a) - passRank(b) })
+	slices.SortStableFunc(passes, func(a, b TracIn) int { return a.pass().Rank() - b.pass().Rank() })
 	secs := make([]float64, len(passes))
 	for _, p := range passes {
 		t.accs = append(t.accs, p.accumulator(e, t, &tc))
 	}
 	var pcg *rand.PCG
-	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, seedShuffle)
-	tc.Order = e.cfg.Order(seedShuffle, e.nTrain())
+	tc.Shuffle, pcg = streams.NewPCG(e.cfg.Seed, seedShuffle)
+	tc.Order = e.cfg.Order(seedShuffle, e.sp.NTrain())
 	label := map[string]string{nn.KindMLP: "Θ", nn.KindCoSTCo: "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
 	stage := stageName(m.Kind, passes)
 	if seconds, s, found, err := e.ck.LoadModel(stage, t.ckModel()); err != nil {
@@ -513,17 +395,17 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	if err != nil {
 		return nil, 0, err
 	}
-	t.res, err = e.fit(ctx, net, t.train, t.val, tc, e.nTrain(), e.spans(0))
+	t.res, err = e.sp.Fit(ctx, e.cfg, e.x.Dims, net, t.train, t.val, tc, e.sp.NTrain(), e.sp.Spans(e.Train.NNZ(), 0, e.augFirst))
 	if err != nil {
-		return nil, 0, e.trainError(label, m.Kind, err)
+		return nil, 0, nets.TrainError(e.cfg, e.trainMaxAbs, label, m.Kind, err)
 	}
 	seconds := prior + time.Since(t0).Seconds()
 	for i, p := range passes {
 		e.cellScores[p] = &done[compute.F32]{t.accs[i].Scores(), secs[i]}
 		seconds -= secs[i]
 	}
-	if e.sp.counts[2] > 0 {
-		mse, err := e.evalMSE(net, t.test, e.sp.counts[2])
+	if e.sp.Counts[2] > 0 {
+		mse, err := e.sp.EvalMSE(net, t.test, e.sp.Counts[2])
 		if err != nil {
 			return nil, 0, fmt.Errorf("dain: testing %s: %w", label, err)
 		}
@@ -539,33 +421,6 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	}
 	ok = true
 	return t, seconds, nil
-}
-
-// trainError turns a training error of the model labelled label (of kind
-// "mlp" or "costco") into the run's: a divergence names
-// the stage and epoch and suggests a remedy.
-func (e *Experiment) trainError(label, kind string, err error) error {
-	var div *nn.DivergenceError
-	if !errors.As(err, &div) {
-		return fmt.Errorf("dain: training %s: %w", label, err)
-	}
-	lr, flag := e.cfg.LR, "-lr"
-	if kind == nn.KindCoSTCo {
-		lr, flag = e.cfg.CoSTCoLR, "-costco-lr"
-	}
-	return fmt.Errorf("dain: training %s (%s) diverged at epoch %d: %s (train MSE %.6g, validation MSE %.6g); lower the learning rate (%s %g; try %g) or rescale the values%s",
-		label, kind, div.Epoch, div.Reason, div.TrainMSE, div.ValMSE, flag, lr, lr/10, e.scaleHint())
-}
-
-// scaleHint returns, when the training values are large (above 10⁴ in
-// magnitude), a parenthesis naming the largest and the power of ten to
-// divide them by; otherwise "".
-func (e *Experiment) scaleHint() string {
-	big := e.trainMaxAbs
-	if !(big > 1e4) {
-		return ""
-	}
-	return fmt.Sprintf(" (the largest |value| is %.3g: dividing the values by about %.0e brings them to order 1)", big, math.Pow(10, math.Floor(math.Log10(big))))
 }
 
 // tables returns the alias tables of the entity importance s (steps 2–3).
@@ -585,7 +440,7 @@ func (e *Experiment) tables(ctx context.Context, s EntityImportance) ([]*samplin
 		t0 := time.Now()
 		w, err := s.aggregate(e, v, t)
 		if err != nil {
-			return nil, 0, fmt.Errorf("dain: %w%s", err, e.scaleHint())
+			return nil, 0, fmt.Errorf("dain: %w%s", err, nets.ScaleHint(e.trainMaxAbs))
 		}
 		e.keepImportance(w)
 		tables := make([]*sampling.Alias, len(w))
@@ -624,8 +479,8 @@ func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key u
 	var cells []int32
 	var s sampling.Stats
 	var err error
-	if e.many() {
-		cells, s, err = e.sampleShared(dev, key, n)
+	if e.sp.Many() {
+		cells, e.augFirst, s, err = spread.SampleShared(e.sp.Cl, e.x.Dims, e.Train, e.Val, dev, key, n)
 	} else {
 		cells, s, err = dev.CellsExcluding([][]int32{e.Train.Idx, e.Val.Idx}, n, sampling.Options{Key: key})
 	}
@@ -643,19 +498,6 @@ func (e *Experiment) sample(ctx context.Context, tables []*sampling.Alias, key u
 	st.Sample = time.Since(t0).Seconds()
 	st.Draws, st.RejectObserved, st.RejectRepeat = s.Draws, s.Observed, s.Duplicate
 	return &tensor.COO{Dims: append([]int(nil), e.x.Dims...), Idx: cells}, nil
-}
-
-// observedSet returns the set of the cells of train ∪ validation, with
-// room for extra cells more.
-func (e *Experiment) observedSet(extra int) *tensor.CellSet {
-	order := e.x.Order()
-	s := tensor.NewCellSet(e.x.Dims, e.Train.NNZ()+e.Val.NNZ()+extra)
-	for _, part := range [][]int32{e.Train.Idx, e.Val.Idx} {
-		for k := 0; k < len(part); k += order {
-			s.Add(part[k : k+order])
-		}
-	}
-	return s
 }
 
 // Downstream trains a fresh final model Θ′ (Config.FinalModel: the MLP,
@@ -685,7 +527,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		return e.downstreamEnsemble(ctx, aug, label, stage)
 	}
 	t0 := time.Now()
-	m, tc, err := e.newNet(kind, rng(e.cfg.Seed, streamInitAfter))
+	m, tc, err := e.newNet(kind, streams.New(e.cfg.Seed, streams.InitAfter))
 	if err != nil {
 		return 0, nn.Result{}, 0, fmt.Errorf("dain: %w", err)
 	}
@@ -693,7 +535,7 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	both := m.NewSetConcat([][]int32{e.Train.Idx, aug.Idx}, [][]float64{e.Train.Val, aug.Val})
 	defer both.Free()
 	naug := aug.NNZ()
-	owned := e.spans(naug)
+	owned := e.sp.Spans(e.Train.NNZ(), naug, e.augFirst)
 	val, test := m.NewSet(e.Val.Idx, e.Val.Val), m.NewSet(e.Test.Idx, e.Test.Val)
 	defer val.Free()
 	defer test.Free()
@@ -704,15 +546,15 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		e.Train, e.Val, e.Test = nil, nil, nil
 		settle()
 	}
-	global := e.nTrain() + e.globalNNZ(aug) // train ∪ aug over every process
+	global := e.sp.NTrain() + e.sp.GlobalNNZ(aug) // train ∪ aug over every process
 	if w := e.cfg.AugWeight.Resolve(kind); w != 1 {
 		// The new cells, this process's last, count w of an observed
 		// cell in the loss.
 		tc.NewCells, tc.NewWeight = naug, float64(w)
 	}
 	var pcg *rand.PCG
-	tc.Shuffle, pcg = rngPCG(e.cfg.Seed, streamShuffleAfter)
-	tc.Order = e.cfg.Order(streamShuffleAfter, global)
+	tc.Shuffle, pcg = streams.NewPCG(e.cfg.Seed, streams.ShuffleAfter)
+	tc.Order = e.cfg.Order(streams.ShuffleAfter, global)
 	tc.AfterEpoch = func(ep nn.Epoch) error {
 		if err := e.ck.At(stage, ep.N, "trained"); err != nil {
 			return err
@@ -724,17 +566,17 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
-	res, err := e.fit(ctx, m, both, val, tc, global, owned)
+	res, err := e.sp.Fit(ctx, e.cfg, e.x.Dims, m, both, val, tc, global, owned)
 	if err != nil {
 		var div *nn.DivergenceError
 		if errors.As(err, &div) {
-			return 0, res, 0, e.trainError(label+", the retraining", kind, err)
+			return 0, res, 0, nets.TrainError(e.cfg, e.trainMaxAbs, label+", the retraining", kind, err)
 		}
 		return 0, res, 0, fmt.Errorf("dain: retraining: %w", err)
 	}
 	mse := res.BestValMSE // no test set (TestFrac 0): the validation MSE stands in
-	if n := e.sp.counts[2]; n > 0 {
-		if mse, err = e.evalMSE(m, test, n); err != nil {
+	if n := e.sp.Counts[2]; n > 0 {
+		if mse, err = e.sp.EvalMSE(m, test, n); err != nil {
 			return 0, res, 0, fmt.Errorf("dain: testing the retrained model: %w", err)
 		}
 	}
@@ -749,8 +591,8 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 		}
 		e.finalPreds(pv, pt)
 	}
-	if e.sp.dist != nil {
-		if err := spread.Replicas(e.sp.cl, m); err != nil {
+	if e.sp.Dist != nil {
+		if err := spread.Replicas(e.sp.Cl, m); err != nil {
 			return 0, res, 0, err
 		}
 	}

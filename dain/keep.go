@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -84,17 +85,7 @@ func (e *Experiment) keepImportance(w [][]float64) {
 	if k == nil || !k.want.Importance || k.importance != nil {
 		return
 	}
-	k.importance = make([][]float64, len(w))
-	for n, m := range w {
-		sum := 0.0
-		for _, x := range m {
-			sum += x
-		}
-		k.importance[n] = make([]float64, len(m))
-		for i, x := range m {
-			k.importance[n][i] = x / sum
-		}
-	}
+	k.importance = cellmath.Shares(w)
 }
 
 // keepModels hands Θ and the value predictor to Keep.Model (with

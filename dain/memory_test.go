@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -31,7 +32,7 @@ func TestCheckMemory(t *testing.T) {
 		t.Fatalf("dense indices: %v", err)
 	}
 	e.Close()
-	if got := distinctPerMode(x); got[0] != 40 || got[1] != 10 || got[2] != 10 {
+	if got := cellmath.DistinctPerMode(x); got[0] != 40 || got[1] != 10 || got[2] != 10 {
 		t.Errorf("distinct per mode %v; want [40 10 10]", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/spread"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -102,14 +103,14 @@ func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO,
 func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *AugStats) (*tensor.COO, error) {
 	order := e.x.Order()
 	t0 := time.Now()
-	cum := make([]float64, e.sp.cl.Size())
-	for p, k := range spread.Counts(e.sp.cl, e.Train.NNZ()) {
+	cum := make([]float64, e.sp.Cl.Size())
+	for p, k := range spread.Counts(e.sp.Cl, e.Train.NNZ()) {
 		cum[p] = float64(k)
 		if p > 0 {
 			cum[p] += cum[p-1]
 		}
 	}
-	r := rng(e.cfg.Seed, rankStream(streamReplace, e.sp.cl.Rank()))
+	r := streams.New(e.cfg.Seed, streams.Rank(streams.Replace, e.sp.Cl.Rank()))
 	aug, err := e.drawRounds(ctx, spread.Candidates{
 		Name: "entity replacement", Cum: cum, Extra: 2, ObservedIsRepeat: true,
 		Draw: func(rec []int32) ([]int32, bool) {
@@ -124,7 +125,7 @@ func (e *Experiment) replace(ctx context.Context, nbr [][][]int32, n int, st *Au
 			cell[mode] = cand[r.IntN(len(cand))]
 			return append(rec, spread.F64Bits(e.Train.Val[z:z+1])...), true
 		},
-	}, streamReplaceShares, n, st)
+	}, streams.ReplaceShares, n, st)
 	st.Sample = time.Since(t0).Seconds()
 	return aug, err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/dain/cellmath"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/internal/demo"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
@@ -354,11 +355,11 @@ func TestSplitPrint(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Split = split
 		whole, _, counts := cfg.SplitParts(1000, 0, 1000)
-		var all, parts splitPrint
-		all.add(whole, 0)
+		var all, parts spread.SplitPrint
+		all.Add(whole, 0)
 		for _, r := range [][2]int{{600, 1000}, {0, 300}, {300, 600}} {
 			p, before, c := cfg.SplitParts(1000, r[0], r[1])
-			parts.add(p, r[0])
+			parts.Add(p, r[0])
 			if !slices.Equal(p, whole[r[0]:r[1]]) || c != counts {
 				t.Fatalf("%s: cells %v: parts or counts differ from the whole split's", split, r)
 			}
@@ -366,17 +367,17 @@ func TestSplitPrint(t *testing.T) {
 				t.Errorf("%s: %d training cells before %d, want %d", split, before, r[0], want)
 			}
 		}
-		if all != parts || all.String() == (splitPrint{}).String() {
+		if all != parts || all.String() == (spread.SplitPrint{}).String() {
 			t.Errorf("%s: whole %v, in parts %v", split, all, parts)
 		}
 		moved := slices.Clone(whole)
 		moved[slices.Index(moved, tensor.PartTrain)] = tensor.PartVal
-		var m splitPrint
-		m.add(moved, 0)
+		var m spread.SplitPrint
+		m.Add(moved, 0)
 		cfg.Seed++
 		other, _, _ := cfg.SplitParts(1000, 0, 1000)
-		var o splitPrint
-		o.add(other, 0)
+		var o spread.SplitPrint
+		o.Add(other, 0)
 		if m == all || o == all {
 			t.Errorf("%s: one cell moved: %v, another seed: %v, both %v", split, m, o, all)
 		}

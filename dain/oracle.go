@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -12,10 +13,6 @@ import (
 // dainx synth made, whose generating CP model is known, a new cell can be
 // valued by the generator itself plus the tensor's noise, so that a study
 // separates where a method puts new cells from what values they get.
-
-// streamOracle is the random stream of the oracle's noise, apart from
-// experiment.go's and variants.go's lists so that none shifts another.
-const streamOracle = 0x200
 
 // OracleValues returns the oracle's values of the K×N cells: each the
 // generator's noise-free value plus σ·ε, ε ~ N(0, 1) drawn in the cells'
@@ -33,7 +30,7 @@ func (e *Experiment) oracleValues(cells []int32, skip int) ([]float64, error) {
 	if e.oracle == nil {
 		return nil, fmt.Errorf("dain: no oracle: the experiment's configurations do not ask for -values oracle")
 	}
-	return e.oracle.Values(cells, e.x.Order(), rng(e.cfg.Seed, streamOracle), skip), nil
+	return e.oracle.Values(cells, e.x.Order(), streams.New(e.cfg.Seed, streams.Oracle), skip), nil
 }
 
 // oracleCells makes n new cells with p's cell maker and values them by the

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dainx/dainx/compute/cpu"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -58,7 +59,7 @@ func TestOracleValues(t *testing.T) {
 	if len(e.models) != 0 {
 		t.Errorf("the oracle trained %d models; the value predictor is not needed", len(e.models))
 	}
-	r := rng(c.Seed, streamOracle)
+	r := streams.New(c.Seed, streams.Oracle)
 	var sum, ss float64
 	for k := 0; k < n; k++ {
 		cell := aug.Cell(k)

@@ -14,6 +14,7 @@ import (
 	"github.com/dainx/dainx/compute/cpu"
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/spread"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
 )
@@ -26,13 +27,13 @@ import (
 // duplication (whose ranks copy their own cells: distinct cells of the
 // tensor with their values, not Run's), one that chooses among every new
 // cell (dain-agree) and in-run (step hooks on every rank); the observed cells travel to their owners in
-// several rounds (exchangeRound cut to 97 cells). The tensor fills 60% of
+// several rounds (spread.ExchangeRound cut to 97 cells). The tensor fills 60% of
 // its grid, so that most draws hit an observed cell: one missed in the
 // exchange would be drawn as new.
 func TestRunOnRanks(t *testing.T) {
 	x := denseTensor(16, 12, 10, 0.6)
-	defer func(r int) { exchangeRound = r }(exchangeRound)
-	exchangeRound = 97
+	defer func(r int) { spread.ExchangeRound = r }(spread.ExchangeRound)
+	spread.ExchangeRound = 97
 	for _, method := range []string{"dain", "degree", "duplication", "dain-agree", "dain-in-run", "bayes-fm", "auto", "ensemble", "uncertainty"} {
 		cfg := DefaultConfig()
 		cfg.Layers, cfg.Epochs, cfg.Batch, cfg.Ratio = []int{24, 16, 8}, 3, 128, 0.3
@@ -216,7 +217,7 @@ func TestAgreeKeepOn(t *testing.T) {
 			first := make([]int, p)
 			clustertest.Run(p, func(rk clustertest.Rank) {
 				lo, hi := cuts[rk.Rank()], cuts[rk.Rank()+1]
-				e := &Experiment{x: &tensor.COO{Dims: dims}, sp: spreadState{cl: rk}}
+				e := &Experiment{x: &tensor.COO{Dims: dims}, sp: spread.State{Cl: rk}}
 				got[rk.Rank()] = e.agreeKeepOn(cand[3*lo:3*hi], a[lo:hi], b[lo:hi], n)
 				first[rk.Rank()] = e.augFirst
 			})
@@ -283,7 +284,7 @@ func TestDuplicateOnRanks(t *testing.T) {
 			p := len(cuts) - 1
 			got, _, first, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				r := rk.Rank()
-				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), sp: spreadState{cl: rk}}
+				return &Experiment{x: e1.x, cfg: e1.cfg, Train: e1.Train.Subset(seq(cuts[r], cuts[r+1])), sp: spread.State{Cl: rk}}
 			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
 				return Duplicate{}.cells(context.Background(), e, n, st)
 			})
@@ -332,9 +333,9 @@ func nearCellsLoop(e *Experiment, tables []*sampling.Alias, alpha []float32, n i
 		return nil, err
 	}
 	order := e.x.Order()
-	observed := e.observedSet(0)
+	observed := spread.ObservedSet(e.x.Dims, e.Train, e.Val, 0)
 	drawn := tensor.NewCellSet(e.x.Dims, n)
-	r := rng(e.cfg.Seed, streamNear)
+	r := streams.New(e.cfg.Seed, streams.Near)
 	aug := &tensor.COO{Dims: e.x.Dims}
 	cell := make([]int32, order)
 	for len(aug.Idx) < n*order {
@@ -389,9 +390,9 @@ func nearSetup(t *testing.T) (*Experiment, []*sampling.Alias, []float32, int) {
 			tr = append(tr, k)
 		}
 	}
-	e := &Experiment{x: x, cfg: DefaultConfig(), sp: spreadState{cl: cluster.Local{}}}
+	e := &Experiment{x: x, cfg: DefaultConfig(), sp: spread.State{Cl: cluster.Local{}}}
 	e.Train, e.Val = x.Subset(tr), x.Subset(va)
-	e.sp.counts = [3]int{len(tr), len(va), 0}
+	e.sp.Counts = [3]int{len(tr), len(va), 0}
 	light := 0 // 100 light training cells, then 150 heavy
 	for light < len(tr) && e.Train.Cell(light)[0] < 6 {
 		light++
@@ -450,7 +451,7 @@ func TestNearCellsOneLoop(t *testing.T) {
 	// Entity tables of the lower halves only, on a tensor whose one
 	// training cell's neighbours are all observed: every draw is rejected.
 	full := denseTensor(2, 2, 2, 1)
-	f := &Experiment{x: full, cfg: DefaultConfig(), sp: spreadState{cl: cluster.Local{}}, Train: full, Val: &tensor.COO{Dims: full.Dims}}
+	f := &Experiment{x: full, cfg: DefaultConfig(), sp: spread.State{Cl: cluster.Local{}}, Train: full, Val: &tensor.COO{Dims: full.Dims}}
 	var ones []*sampling.Alias
 	for range 3 {
 		a, _ := sampling.NewAlias([]float64{1, 1})
@@ -487,7 +488,7 @@ func TestNearCellsOnRanks(t *testing.T) {
 			r := rk.Rank()
 			return rankExperiment(e1, rk, p, e1.Train.Subset(seq(cuts[r], cuts[r+1])))
 		}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
-			r := e.sp.cl.Rank()
+			r := e.sp.Cl.Rank()
 			return e.nearCells(context.Background(), tables, alpha[cuts[r]:cuts[r+1]], n, st)
 		})
 		seen := tensor.NewCellSet(e1.x.Dims, n)
@@ -549,7 +550,7 @@ func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, obser
 	p := len(trains)
 	cum := make([]float64, p)
 	cells := make([]*sampling.Alias, p)
-	streams := make([]*rand.Rand, p)
+	gens := make([]*rand.Rand, p)
 	for r := range p {
 		w := make([]float64, len(alphas[r]))
 		for z, a := range alphas[r] {
@@ -562,18 +563,18 @@ func nearCellsRef(e *Experiment, trains []*tensor.COO, alphas [][]float32, obser
 		if r > 0 {
 			cum[r] += cum[r-1]
 		}
-		streams[r] = rng(e.cfg.Seed, rankStream(streamNear, r))
+		gens[r] = streams.New(e.cfg.Seed, streams.Rank(streams.Near, r))
 	}
-	shared := rng(e.cfg.Seed, streamNearShares)
+	shared := streams.New(e.cfg.Seed, streams.NearShares)
 	drawn := tensor.NewCellSet(e.x.Dims, n)
 	out := make([][]int32, p)
 	var st AugStats
 	for kept := 0; kept < n; {
 		st.Draws++
 		r := spread.PickShare(cum, shared.Float64()*cum[p-1])
-		c := append([]int32(nil), trains[r].Cell(int(cellmath.DrawAlias(cells[r], streams[r])))...)
-		mode := streams[r].IntN(3)
-		c[mode] = cellmath.DrawAlias(tables[mode], streams[r])
+		c := append([]int32(nil), trains[r].Cell(int(cellmath.DrawAlias(cells[r], gens[r])))...)
+		mode := gens[r].IntN(3)
+		c[mode] = cellmath.DrawAlias(tables[mode], gens[r])
 		switch {
 		case observed.Has(c):
 			st.RejectObserved++
@@ -606,7 +607,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 		tables = append(tables, a)
 	}
 	nt := e1.Train.NNZ()
-	observed := e1.observedSet(0)
+	observed := spread.ObservedSet(e1.x.Dims, e1.Train, e1.Val, 0)
 	const n = 300
 	for _, cuts := range [][]int{{0, light, nt}, {0, 0, light / 2, nt}} {
 		p := len(cuts) - 1
@@ -625,7 +626,7 @@ func TestNearCellsRanksRef(t *testing.T) {
 			got, stats, _, errs := onRanks(p, func(rk clustertest.Rank) *Experiment {
 				return rankExperiment(e1, rk, p, trains[rk.Rank()])
 			}, func(e *Experiment, st *AugStats) (*tensor.COO, error) {
-				return e.nearCells(context.Background(), tables, alphas[e.sp.cl.Rank()], n, st)
+				return e.nearCells(context.Background(), tables, alphas[e.sp.Cl.Rank()], n, st)
 			})
 			for r := range p {
 				if errs[r] != nil || !slices.Equal(got[r].Idx, want[r]) || stats[r] != ws {
@@ -661,18 +662,18 @@ func TestReplaceRanksRef(t *testing.T) {
 			}
 		}
 	}
-	observed := e1.observedSet(0)
+	observed := spread.ObservedSet(e1.x.Dims, e1.Train, e1.Val, 0)
 	const n = 250
 	for _, cuts := range [][]int{{0, nt}, {0, light, nt}, {0, 0, light / 2, nt}} {
 		p := len(cuts) - 1
 		// The definition in one loop.
 		cum := make([]float64, p)
-		streams := make([]*rand.Rand, p)
+		gens := make([]*rand.Rand, p)
 		for q := range p {
 			cum[q] = float64(cuts[q+1] - cuts[0])
-			streams[q] = rng(e1.cfg.Seed, rankStream(streamReplace, q))
+			gens[q] = streams.New(e1.cfg.Seed, streams.Rank(streams.Replace, q))
 		}
-		shared := rng(e1.cfg.Seed, streamReplaceShares)
+		shared := streams.New(e1.cfg.Seed, streams.ReplaceShares)
 		drawn := tensor.NewCellSet(dims, n)
 		want, wantV := make([][]int32, p), make([][]float64, p)
 		var ws AugStats
@@ -682,7 +683,7 @@ func TestReplaceRanksRef(t *testing.T) {
 			if p > 1 {
 				q = spread.PickShare(cum, shared.Float64()*cum[p-1])
 			}
-			s := streams[q]
+			s := gens[q]
 			z := cuts[q] + s.IntN(cuts[q+1]-cuts[q])
 			c := append([]int32(nil), e1.Train.Cell(z)...)
 			mode := s.IntN(3)
@@ -741,5 +742,5 @@ func onRanks(p int, exp func(rk clustertest.Rank) *Experiment, f func(e *Experim
 func rankExperiment(e1 *Experiment, rk clustertest.Rank, p int, train *tensor.COO) *Experiment {
 	r, nv := rk.Rank(), e1.Val.NNZ()
 	return &Experiment{x: e1.x, cfg: e1.cfg, Train: train, Val: e1.Val.Subset(seq(r*nv/p, (r+1)*nv/p)),
-		sp: spreadState{cl: rk, counts: e1.sp.counts}}
+		sp: spread.State{Cl: rk, Counts: e1.sp.Counts}}
 }

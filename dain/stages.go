@@ -3,15 +3,14 @@ package dain
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
-	"gonum.org/v1/gonum/floats"
-
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/dain/spread"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
@@ -244,7 +243,7 @@ func (s Representer) scores(ctx context.Context, e *Experiment) (compute.F32, *t
 	}
 	v, err := e.cellScores.get(s, func() (compute.F32, float64, error) {
 		t0 := time.Now()
-		v, err := tracin.RepresenterSummed(t.net, t.train, t.val, e.summerF32())
+		v, err := tracin.RepresenterSummed(t.net, t.train, t.val, e.sp.SummerF32())
 		if err != nil {
 			return nil, 0, fmt.Errorf("dain: %w", err)
 		}
@@ -270,7 +269,7 @@ type SumEntity struct{ Cells CellImportance }
 func (s SumEntity) deps() []stage         { return []stage{s.Cells} }
 func (s SumEntity) cells() CellImportance { return s.Cells }
 func (s SumEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
-	return tracin.EntityImportanceSummed(e.be, v, t.train.Rows, e.x.Dims, e.summerF64())
+	return tracin.EntityImportanceSummed(e.be, v, t.train.Rows, e.x.Dims, e.sp.SummerF64())
 }
 
 // CP1Entity is eq. 7: the factors of a rank-1 CP decomposition of the cell
@@ -284,7 +283,7 @@ type CP1Entity struct {
 func (s CP1Entity) deps() []stage         { return []stage{s.Cells} }
 func (s CP1Entity) cells() CellImportance { return s.Cells }
 func (s CP1Entity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
-	return tracin.EntityImportanceCP1Summed(e.be, v, t.train.Rows, e.x.Dims, s.Lambda, s.Sweeps, e.summerF64())
+	return tracin.EntityImportanceCP1Summed(e.be, v, t.train.Rows, e.x.Dims, s.Lambda, s.Sweeps, e.sp.SummerF64())
 }
 
 // MaxEntity is entity importance by the largest |α_z| over the training
@@ -298,24 +297,7 @@ func (s MaxEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]floa
 	if err := e.be.Download(alpha, v); err != nil {
 		return nil, err
 	}
-	order := e.x.Order()
-	w := make([][]float64, order)
-	for n := range w {
-		w[n] = make([]float64, e.x.Dims[n])
-		for z, a := range alpha {
-			i := e.Train.Idx[z*order+n]
-			w[n][i] = max(w[n][i], math.Abs(float64(a)))
-		}
-	}
-	spread.MaxModes(e.sp.cl, w)
-	for n := range w {
-		sum := floats.Sum(w[n])
-		if err := tracin.NoImportance(sum, n); err != nil {
-			return nil, err
-		}
-		floats.Scale(1/sum, w[n])
-	}
-	return w, nil
+	return cellmath.MaxImportance(e.sp.Cl, e.x.Dims, e.Train, alpha)
 }
 
 // CellMaker is step 4's choice of new cells: n cells never observed nor
@@ -337,7 +319,7 @@ func (s ImportanceCells) cells(ctx context.Context, e *Experiment, n int, st *Au
 	if err != nil {
 		return nil, err
 	}
-	return e.sample(ctx, tables, rng(e.cfg.Seed, streamSample).Uint64(), n, st)
+	return e.sample(ctx, tables, streams.New(e.cfg.Seed, streams.Sample).Uint64(), n, st)
 }
 
 // UniformCells draws every index uniformly (the Random baselines).
@@ -358,7 +340,7 @@ func (UniformCells) cells(ctx context.Context, e *Experiment, n int, st *AugStat
 		}
 		tables = append(tables, a)
 	}
-	return e.sample(ctx, tables, rng(e.cfg.Seed, streamRandom).Uint64(), n, st)
+	return e.sample(ctx, tables, streams.New(e.cfg.Seed, streams.Random).Uint64(), n, st)
 }
 
 // Duplicate copies distinct random training cells with their values,
@@ -375,12 +357,12 @@ func (Duplicate) deps() []stage { return nil }
 
 func (Duplicate) cells(ctx context.Context, e *Experiment, n int, st *AugStats) (*tensor.COO, error) {
 	t0 := time.Now()
-	cl := e.sp.cl
-	shares := spread.DistinctShares(rng(e.cfg.Seed, streamDuplicateShares), n, spread.Counts(cl, e.Train.NNZ()))
+	cl := e.sp.Cl
+	shares := spread.DistinctShares(streams.New(e.cfg.Seed, streams.DuplicateShares), n, spread.Counts(cl, e.Train.NNZ()))
 	rank := cl.Rank()
 	rows := make([]int, shares[rank])
 	if len(rows) > 0 {
-		perm := rng(e.cfg.Seed, rankStream(streamDuplicate, rank)).Perm(e.Train.NNZ())
+		perm := streams.New(e.cfg.Seed, streams.Rank(streams.Duplicate, rank)).Perm(e.Train.NNZ())
 		for i := range rows {
 			rows[i] = perm[i%len(perm)]
 		}

@@ -2,11 +2,10 @@ package dain
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"time"
 
 	"github.com/dainx/dainx/compute"
+	"github.com/dainx/dainx/dain/final"
 )
 
 // Uncertainty is cell importance from the bayes-fm chain on the training
@@ -48,25 +47,13 @@ func (s Uncertainty) scores(ctx context.Context, e *Experiment) (compute.F32, *t
 		if err != nil {
 			return nil, 0, err
 		}
-		if m.NumSamples() < 2 {
-			return nil, 0, fmt.Errorf("dain: -influence %s needs at least 2 kept bayes-fm samples (-bayes-samples above -bayes-burnin + 1)", s.name())
-		}
-		variance, err := m.Variance(e.Train)
-		if err != nil {
-			return nil, 0, fmt.Errorf("dain: bayes-fm's posterior variance: %w", err)
-		}
-		alpha := make([]float32, len(variance))
-		for z, x := range variance {
-			alpha[z] = float32(x)
-		}
+		var influence func() ([]float32, error)
 		if inf != nil {
-			a, err := e.hostScores(inf)
-			if err != nil {
-				return nil, 0, err
-			}
-			for z := range alpha {
-				alpha[z] *= float32(math.Abs(float64(a[z])))
-			}
+			influence = func() ([]float32, error) { return e.hostScores(inf) }
+		}
+		alpha, err := final.Uncertainty(m, e.Train, influence, s.name())
+		if err != nil {
+			return nil, 0, err
 		}
 		b := e.be.Alloc(len(alpha))
 		e.be.Upload(b, alpha)

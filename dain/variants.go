@@ -9,6 +9,7 @@ import (
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/spread"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
@@ -19,28 +20,10 @@ import (
 // (issue 14). Each is a stage type here and an entry in a list of
 // stages.go; the paper's method (dain) uses none of them.
 
-// Random streams of the variants, kept apart from experiment.go's list so
-// that neither shifts the other.
-const (
-	streamNear = 0x100 + iota
-	// streamNearShares draws each near-cells candidate's process (only
-	// with several).
-	streamNearShares
-)
-
 // entityCounts returns, for every mode, each entity's number of training
 // cells (over every process).
 func (e *Experiment) entityCounts() [][]float64 {
-	order := e.x.Order()
-	w := make([][]float64, order)
-	for n := range w {
-		w[n] = make([]float64, e.x.Dims[n])
-	}
-	for k, i := range e.Train.Idx {
-		w[k%order][i]++
-	}
-	spread.SumModes(e.sp.cl, w)
-	return w
+	return cellmath.EntityCounts(e.sp.Cl, e.x.Dims, e.Train)
 }
 
 // FrequencyEntity is the degree baseline's entity importance: each entity's
@@ -80,26 +63,7 @@ func (s MeanEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]flo
 	if err != nil {
 		return nil, err
 	}
-	order := e.x.Order()
-	counts := e.entityCounts()
-	w := make([][]float64, order)
-	for n := range w {
-		w[n] = make([]float64, e.x.Dims[n])
-	}
-	for z, a := range alpha {
-		for n := 0; n < order; n++ {
-			w[n][e.Train.Idx[z*order+n]] += math.Abs(float64(a))
-		}
-	}
-	spread.SumModes(e.sp.cl, w)
-	for n := range w {
-		for i, c := range counts[n] {
-			if c > 0 {
-				w[n][i] /= c
-			}
-		}
-	}
-	return w, cellmath.Normalise(w)
+	return cellmath.MeanImportance(e.sp.Cl, e.x.Dims, e.Train, alpha, e.entityCounts())
 }
 
 // Signed is signed cell importance: the positive part of Cells' signed
@@ -123,15 +87,7 @@ func (s Signed) scores(ctx context.Context, e *Experiment) (compute.F32, *traine
 		if err != nil {
 			return nil, 0, err
 		}
-		pos := 0
-		for z, a := range alpha {
-			if a > 0 {
-				pos++
-			} else {
-				alpha[z] = 0
-			}
-		}
-		if pos == 0 {
+		if cellmath.PositivePart(alpha) == 0 {
 			return nil, 0, fmt.Errorf("dain: no training cell has a positive (validation-loss-lowering) influence score")
 		}
 		b := e.be.Alloc(len(alpha))
@@ -218,7 +174,7 @@ func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, al
 	if err != nil {
 		return nil, err
 	}
-	r := rng(e.cfg.Seed, rankStream(streamNear, e.sp.cl.Rank()))
+	r := streams.New(e.cfg.Seed, streams.Rank(streams.Near, e.sp.Cl.Rank()))
 	aug, err := e.drawRounds(ctx, spread.Candidates{
 		Name: "near-cells", Cum: cum,
 		Draw: func(rec []int32) ([]int32, bool) {
@@ -228,7 +184,7 @@ func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, al
 			c[mode] = cellmath.DrawAlias(tables[mode], r)
 			return rec, true
 		},
-	}, streamNearShares, n, st)
+	}, streams.NearShares, n, st)
 	st.Sample = time.Since(t0).Seconds()
 	return aug, err
 }
@@ -238,7 +194,7 @@ func (e *Experiment) nearCells(ctx context.Context, tables []*sampling.Alias, al
 // of every process's Σ|alpha|, in process order. A weight that is not
 // finite anywhere, or every weight 0, is an error of every process.
 func (e *Experiment) nearCellTable(alpha []float32) (*sampling.Alias, []float64, error) {
-	cl := e.sp.cl
+	cl := e.sp.Cl
 	w := make([]float64, len(alpha))
 	cum := make([]float64, cl.Size())
 	mine := 0.0
@@ -257,12 +213,12 @@ func (e *Experiment) nearCellTable(alpha []float32) (*sampling.Alias, []float64,
 	case cl.Size() == 1 || mine != 0: // NaN too: NewAlias names it
 		table, err = sampling.NewAlias(w)
 	case cum[len(cum)-1] == 0:
-		err = fmt.Errorf("sampling: all %d weights are zero", e.nTrain())
+		err = fmt.Errorf("sampling: all %d weights are zero", e.sp.NTrain())
 	}
 	if err != nil {
 		err = fmt.Errorf("dain: cell importance: %w", err)
 	}
-	return table, cum, e.agreeErr(err)
+	return table, cum, e.sp.AgreeErr(err)
 }
 
 // NoCells makes no new cells: the training-length control, whose
@@ -321,7 +277,7 @@ func (s AgreeCells) cells(ctx context.Context, e *Experiment, n int, st *AugStat
 	if err != nil {
 		return nil, err
 	}
-	if e.many() {
+	if e.sp.Many() {
 		return e.agreeKeepOn(cand.Idx, a, b, n), nil
 	}
 	return cellmath.AgreeKeep(e.x.Dims, cand.Idx, a, b, n), nil
@@ -355,7 +311,7 @@ func (e *Experiment) Retrain(ctx context.Context, c Config, aug *tensor.COO, n i
 	if !PipelineOf(c).MatchSteps || n == 0 {
 		return e.Downstream(ctx, aug, label)
 	}
-	f := cellmath.StepsScale(e.nTrain(), n, e.cfg.Batch)
+	f := cellmath.StepsScale(e.sp.NTrain(), n, e.cfg.Batch)
 	saved := e.cfg
 	defer func() { e.cfg = saved }()
 	e.cfg.Epochs = int(math.Ceil(float64(saved.Epochs) * f))

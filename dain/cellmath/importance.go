@@ -9,8 +9,11 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
+	"github.com/dainx/dainx/tracin"
 )
 
 // Normalise scales each mode of w to sum 1; it fails for a mode whose
@@ -114,4 +117,104 @@ func MSE(p, y []float64) float64 {
 		s += d * d
 	}
 	return s / float64(len(p))
+}
+
+// EntityCounts returns each mode's entities' numbers of training cells
+// (train, this process's share, cells of dims), summed over the processes
+// of cl: w[mode][entity].
+func EntityCounts(cl cluster.Cluster, dims []int, train *tensor.COO) [][]float64 {
+	order := len(dims)
+	w := make([][]float64, order)
+	for n := range w {
+		w[n] = make([]float64, dims[n])
+	}
+	for k, i := range train.Idx {
+		w[k%order][i]++
+	}
+	spread.SumModes(cl, w)
+	return w
+}
+
+// MaxImportance returns each mode's entity importance as the largest
+// |α_z| of the entity's training cells (train, this process's share, with
+// their scores alpha in train's order) over every process of cl,
+// normalised to sum 1 per mode; an error (tracin.NoImportance) names a
+// mode whose importances are all zero.
+func MaxImportance(cl cluster.Cluster, dims []int, train *tensor.COO, alpha []float32) ([][]float64, error) {
+	order := len(dims)
+	w := make([][]float64, order)
+	for n := range w {
+		w[n] = make([]float64, dims[n])
+		for z, a := range alpha {
+			i := train.Idx[z*order+n]
+			w[n][i] = max(w[n][i], math.Abs(float64(a)))
+		}
+	}
+	spread.MaxModes(cl, w)
+	for n := range w {
+		sum := floats.Sum(w[n])
+		if err := tracin.NoImportance(sum, n); err != nil {
+			return nil, err
+		}
+		floats.Scale(1/sum, w[n])
+	}
+	return w, nil
+}
+
+// MeanImportance returns each mode's entity importance as the mean |α_z|
+// of the entity's training cells over every process of cl (train, this
+// process's share, with their scores alpha in train's order; counts, from
+// EntityCounts, the cells of each entity over every process), normalised
+// to sum 1 per mode (Normalise's error for a mode of zeros).
+func MeanImportance(cl cluster.Cluster, dims []int, train *tensor.COO, alpha []float32, counts [][]float64) ([][]float64, error) {
+	order := len(dims)
+	w := make([][]float64, order)
+	for n := range w {
+		w[n] = make([]float64, dims[n])
+	}
+	for z, a := range alpha {
+		for n := 0; n < order; n++ {
+			w[n][train.Idx[z*order+n]] += math.Abs(float64(a))
+		}
+	}
+	spread.SumModes(cl, w)
+	for n := range w {
+		for i, c := range counts[n] {
+			if c > 0 {
+				w[n][i] /= c
+			}
+		}
+	}
+	return w, Normalise(w)
+}
+
+// PositivePart sets every score of alpha that is not positive to 0, in
+// place, and returns how many are positive.
+func PositivePart(alpha []float32) int {
+	pos := 0
+	for z, a := range alpha {
+		if a > 0 {
+			pos++
+		} else {
+			alpha[z] = 0
+		}
+	}
+	return pos
+}
+
+// Shares returns a copy of w (w[mode][entity]) with each mode scaled to
+// sum to 1.
+func Shares(w [][]float64) [][]float64 {
+	out := make([][]float64, len(w))
+	for n, m := range w {
+		sum := 0.0
+		for _, x := range m {
+			sum += x
+		}
+		out[n] = make([]float64, len(m))
+		for i, x := range m {
+			out[n][i] = x / sum
+		}
+	}
+	return out
 }

@@ -3,10 +3,10 @@ package config
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
 )
 
@@ -180,15 +180,7 @@ func (c Config) BayesClampUsed() bayes.ClampRule {
 
 // BayesSeed is the seed of the bayes-fm final model's Gibbs chain in a run
 // of seed seed (its own random stream of seed).
-func BayesSeed(seed uint64) uint64 {
-	return rand.New(rand.NewPCG(seed, 0x5eed0000+StreamBayes)).Uint64()
-}
-
-// StreamBayes is the random stream of seed that BayesSeed draws from:
-// package dain's streamBayes, one of the streams it derives from the seed
-// (0x5eed0000 + stream), so that changing one step never shifts
-// another's numbers.
-const StreamBayes = 11
+func BayesSeed(seed uint64) uint64 { return streams.New(seed, streams.Bayes).Uint64() }
 
 // SetNewCells sets b, the bayes-fm final chain's configuration on train ∪
 // aug, for this process's n new cells (the last n of its training cells)
@@ -273,7 +265,7 @@ func (c Config) SavedBayes() int {
 }
 
 // PredictorEnsemble is the -predictor value that stacks the candidates of
-// -final-model auto (ensembleModel).
+// -final-model auto (final.Ensemble).
 const PredictorEnsemble = "ensemble"
 
 // AutoKinds are the gradient-trained candidates of -final-model auto and
