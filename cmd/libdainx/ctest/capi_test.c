@@ -18,7 +18,8 @@
  *    that lies about sizes) is DAINX_EINPUT naming the file; the host goes
  *    on (issue 31).
  * 7. A bayes-fm model (issue 47) saved through "model-out" predicts the
- *    run's rmse_after, and dainx_fold_in grows it (test_bayes).
+ *    run's rmse_after, and dainx_fold_in grows it (test_bayes); an ensemble
+ *    Θ′ saved and predicted alike, its fold-in refused (test_ensemble).
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -458,6 +459,45 @@ static void test_bayes(const char *dir) {
 	dainx_result_free(r);
 }
 
+/* test_ensemble (issue 47): an ensemble Θ′ ("final-model": "ensemble")
+ * saved through "model-out" (its members and their stack) is predicted by
+ * dainx_predict to the run's rmse_after, and dainx_fold_in refuses it. */
+static void test_ensemble(const char *dir) {
+	char opts[2048], m[1024], m2[1024], test[1024];
+	snprintf(m, sizeof m, "%s/ens", dir);
+	snprintf(m2, sizeof m2, "%s/ens2", dir);
+	snprintf(test, sizeof test, "%s/esplit/test.tsv", dir);
+	snprintf(opts, sizeof opts,
+	         "{\"backend\":\"cpu\",\"layers\":\"12,8\",\"epochs\":2,\"batch\":64,\"quiet\":true,\"final-model\":\"ensemble\","
+	         "\"bayes-samples\":8,\"bayes-priors\":\"mode\",\"model-out\":\"%s\",\"split-out\":\"%s/esplit\"}", m, dir);
+	dainx_result *r = NULL, *t = NULL, *p = NULL, *f = NULL;
+	int rc = dainx_augment(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                       dainx_result_order(tensor), opts, &r);
+	CHECK(rc == DAINX_OK, "dainx_augment with final-model ensemble and model-out: %d %s", rc, dainx_last_error());
+	if (rc != DAINX_OK) return;
+	double after = strtod(field(dainx_result_report(r), "rmse_after"), NULL);
+	t = read_or_die(test);
+	int64_t n = dainx_result_count(t);
+	int32_t order = dainx_result_order(t);
+	rc = dainx_predict(m, dainx_result_indices(t), n, order, NULL, &p);
+	CHECK(rc == DAINX_OK, "dainx_predict of an ensemble: %d %s", rc, dainx_last_error());
+	if (rc == DAINX_OK) {
+		double se = 0;
+		const double *want = dainx_result_values(t), *got = dainx_result_values(p);
+		for (int64_t k = 0; k < n; k++) se += (got[k] - want[k]) * (got[k] - want[k]);
+		double rmse = sqrt(se / (double)n);
+		CHECK(fabs(rmse - after) <= 1e-12 * after, "ensemble: predicted test RMSE %.17g, the run's rmse_after %.17g", rmse, after);
+		snprintf(opts, sizeof opts, "{\"model-out\":\"%s\",\"quiet\":true}", m2);
+		rc = dainx_fold_in(m, dainx_result_indices(t), dainx_result_values(t), n, order, opts, NULL, NULL, &f);
+		CHECK(rc != DAINX_OK && strstr(dainx_last_error(), "ensemble") != NULL, "dainx_fold_in of an ensemble: %d %s", rc, dainx_last_error());
+		printf("ok   ensemble: the saved stack's test RMSE %.6f is rmse_after; fold-in refuses it\n", rmse);
+	}
+	dainx_result_free(f);
+	dainx_result_free(p);
+	dainx_result_free(t);
+	dainx_result_free(r);
+}
+
 /* slurp reads a whole file (NULL on failure); *n gets its size. */
 static char *slurp(const char *path, size_t *n) {
 	FILE *f = fopen(path, "rb");
@@ -643,6 +683,7 @@ int main(int argc, char **argv) {
 	test_influence(argv[2], argv[5], argv[7]);
 	test_predict(argv[2], argv[7]);
 	test_bayes(argv[7]);
+	test_ensemble(argv[7]);
 	test_hostile_model(argv[7]);
 	test_progress(argv[2], argv[3]);
 	test_signals();
