@@ -13,7 +13,7 @@ dainx=$1; shift
 data=bench/results/eval/study/oracle/data
 out=${OUT:-bench/results/eval/dain-best/oracle}
 for name in ${@:-synth3 synth4}; do
-  order=$(gzip -dc "$data/$name.tsv.gz" | head -1 | awk '{print NF-1}')
+  order=$( (gzip -dc "$data/$name.tsv.gz" || true) | awk 'NR == 1 { print NF - 1; exit }')
   base="-backend cpu -quiet -preset accurate -split legacy -methods dain -ratios 0,0.5 -layers $((order * 16)),64,32 -epochs 20 -patience 5"
   for values in predictor oracle; do
     extra=""
