@@ -19,6 +19,7 @@ for name in ${@:-synth3 synth4}; do
     extra=""
     [ "$values" = oracle ] && extra="-values oracle -oracle $data/$name.generator.json"
     dir=$out/$name-$values
+    mkdir -p "$out"
     resume=""
     [ -f "$dir/runs.json" ] && resume=-resume
     "$dainx" eval $base $extra -repeats "${REPEATS:-10}" $resume -input "$data/$name.tsv.gz" -out "$dir"
