@@ -96,11 +96,6 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl clust
 	return rundir.OpenDist(ck, ckRun(cfg, be, logf, shard.Dims, cl.Size()), cl, shard, nnz)
 }
 
-// ckModel is t as a checkpoint saves and restores it.
-func (t *trained) ckModel() rundir.Model {
-	return rundir.Model{Net: t.net, Result: &t.res, RMSE: &t.rmse, Accs: t.accs}
-}
-
 // augRecord is the gob-encoded part of the augmented record: what Run's
 // report needs of steps 1–4.
 type augRecord struct {

@@ -275,8 +275,8 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	if err != nil {
 		return nil, nil, err
 	}
-	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, report.History(mlp.res)
-	rep.ValRMSEBefore = math.Sqrt(mlp.res.BestValMSE)
+	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.RMSE, mlp.Res.BestEpoch, report.History(mlp.Res)
+	rep.ValRMSEBefore = math.Sqrt(mlp.Res.BestValMSE)
 	e.sp.Dist.Mark(e.sp.Cl) // train
 	if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
 		return nil, nil, err
@@ -296,7 +296,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	sh := e.SharedSeconds(cfg)
 	rep.Seconds.Train, rep.Seconds.Influence, rep.Seconds.Entity = sh.Train, sh.Influence, sh.Entity
 	if sh.Train == 0 {
-		rep.Seconds.Train = e.models.seconds(Embedding{nn.KindMLP}) // the baselines' rmse_before model
+		rep.Seconds.Train = e.models.Seconds(Embedding{nn.KindMLP}) // the baselines' rmse_before model
 	}
 	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
 	total := 0 // the record of one process (Run) has NAug alone
@@ -321,7 +321,7 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 	// hybrid) rather than the MLP trained for rmse_before.
 	thetaRMSE := rep.RMSEBefore
 	if k := (Embedding{cfg.Model}); (k.Kind == FinalFM || k.Kind == FinalHybrid) && e.models[k] != nil {
-		thetaRMSE = e.models[k].val.rmse
+		thetaRMSE = e.models[k].Val.RMSE
 	}
 	// Step 5 needs only the split and the new cells: Θ, its scores and
 	// the predictor's copies of the split are freed first.

@@ -24,7 +24,7 @@ func (e *Experiment) ImportanceDiagnostics(c Config, aug *tensor.COO) []ModeDiag
 	walk(PipelineOf(e.applyAuto(c)).Cells, map[stage]bool{}, func(s stage) {
 		if ent, ok := s.(EntityImportance); ok && tables == nil {
 			if d := e.entity[ent]; d != nil {
-				tables = d.val
+				tables = d.Val
 			}
 		}
 	})

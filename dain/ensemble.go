@@ -10,6 +10,7 @@ import (
 	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/final"
+	"github.com/dainx/dainx/dain/memo"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -18,9 +19,9 @@ import (
 // use (the candidates are the memoised models chooseAuto trains).
 func (e *Experiment) ensemble(ctx context.Context) (*final.Ensemble, error) {
 	if e.ens == nil {
-		e.ens = memo[struct{}, *final.Ensemble]{}
+		e.ens = memo.Map[struct{}, *final.Ensemble]{}
 	}
-	return e.ens.get(struct{}{}, func() (*final.Ensemble, float64, error) {
+	return e.ens.Get(struct{}{}, func() (*final.Ensemble, float64, error) {
 		t0 := time.Now()
 		m := &final.Ensemble{Kinds: e.cfg.AutoKinds()}
 		var cols [][]float64
@@ -29,7 +30,7 @@ func (e *Experiment) ensemble(ctx context.Context) (*final.Ensemble, error) {
 			if err != nil {
 				return nil, 0, err
 			}
-			p, err := cellmath.Predict(t.net, e.Val.Idx)
+			p, err := cellmath.Predict(t.Net, e.Val.Idx)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -71,7 +72,7 @@ func (e *Experiment) predictEnsemble(ctx context.Context, cells []int32) ([]floa
 		if err != nil {
 			return nil, err
 		}
-		p, err := cellmath.Predict(t.net, cells)
+		p, err := cellmath.Predict(t.Net, cells)
 		if err != nil {
 			return nil, err
 		}
@@ -136,18 +137,11 @@ func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, la
 		}
 		val, test = append(val, pv), append(test, pt)
 	}
-	w, err := cellmath.StackWeights(e.sp.Cl, val, e.Val.Val)
+	m, pt, valMSE, rmse, err := final.Stack(e.bayesData(), kinds, val, test)
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
-	lo, hi := e.trainRange()
-	m := &final.Ensemble{Kinds: kinds, Weights: w, Lo: lo, Hi: hi}
-	pv, pt := m.Combine(val), m.Combine(test)
-	valMSE := final.MSEAll(e.sp.Cl, pv, e.Val.Val)
-	rmse := math.Sqrt(valMSE)
-	if e.sp.Counts[2] > 0 {
-		rmse = math.Sqrt(final.MSEAll(e.sp.Cl, pt, e.Test.Val))
-	}
+	w := m.Weights
 	if savedOnTest != nil {
 		savedOnTest(pt)
 	}
@@ -159,20 +153,4 @@ func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, la
 		e.logf("%s: ensemble, weights on the validation cells: intercept %.4f%s; validation RMSE %.6f, %.1fs", label, w[0], b.String(), math.Sqrt(valMSE), time.Since(t0).Seconds())
 	}
 	return rmse, nn.Result{BestValMSE: valMSE}, time.Since(t0).Seconds(), nil
-}
-
-// trainRange returns the smallest and largest training value over every
-// process.
-func (e *Experiment) trainRange() (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, v := range e.Train.Val {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	if e.sp.Many() {
-		all := e.sp.Cl.GatherF64([]float64{lo, hi})
-		for r := 0; r+1 < len(all); r += 2 {
-			lo, hi = min(lo, all[r]), max(hi, all[r+1])
-		}
-	}
-	return lo, hi
 }

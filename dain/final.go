@@ -10,6 +10,7 @@ import (
 	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/dain/final"
+	"github.com/dainx/dainx/dain/memo"
 	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
@@ -44,7 +45,7 @@ func (e *Experiment) chooseAuto(ctx context.Context) (*AutoChoice, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.Candidates[k] = math.Sqrt(t.res.BestValMSE)
+		a.Candidates[k] = math.Sqrt(t.Res.BestValMSE)
 	}
 	_, res, _, err := e.downstreamBayes(ctx, nil, "bayes-fm on the training cells alone")
 	if err != nil {
@@ -137,9 +138,9 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 // once per experiment.
 func (e *Experiment) bayesPredictor(ctx context.Context) (*bayes.Model, error) {
 	if e.bayesP == nil {
-		e.bayesP = memo[struct{}, *bayes.Model]{}
+		e.bayesP = memo.Map[struct{}, *bayes.Model]{}
 	}
-	return e.bayesP.get(struct{}{}, func() (*bayes.Model, float64, error) {
+	return e.bayesP.Get(struct{}{}, func() (*bayes.Model, float64, error) {
 		t0 := time.Now()
 		cfg := e.cfg.BayesConfig()
 		cfg.Seed = streams.New(e.cfg.Seed, streams.BayesPredictor).Uint64()

@@ -96,13 +96,13 @@ func (e *Experiment) keepModels(c Config) error {
 		return nil
 	}
 	if t := e.models[Embedding{c.Model}]; t != nil {
-		if err := k.Model("theta", t.val.net); err != nil {
+		if err := k.Model("theta", t.Val.Net); err != nil {
 			return err
 		}
 	}
 	if PipelineOf(c).Values != nil && c.Predictor != c.Model {
 		if t := e.models[Embedding{c.Predictor}]; t != nil {
-			if err := k.Model("predictor", t.val.net); err != nil {
+			if err := k.Model("predictor", t.Val.Net); err != nil {
 				return err
 			}
 		}
