@@ -203,18 +203,8 @@ func begin(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, 
 	c := e.sp.Counts
 	var ranks string
 	if job {
-		d := spread.NewRecorder(cl, start)
-		e.sp.Dist = d
-		if o, ok := cl.(interface{ Oversubscribed() bool }); ok && o.Oversubscribed() {
-			d.Report.Oversubscribed = true
-			e.logf("dainx: more ranks on this node than cores: waits yield the core instead of polling; times are not a dedicated node's")
-		}
-		rows := 0
-		for _, d := range dims {
-			rows += d
-		}
-		d.Report.Exchange = cfg.ExchangeFor(rows, cfg.Batch, len(dims))
-		ranks = fmt.Sprintf("; %d ranks (%s)", cl.Size(), d.Report.Library)
+		e.sp.Dist = spread.NewRecorderFor(cl, start, cfg, dims, e.logf)
+		ranks = fmt.Sprintf("; %d ranks (%s)", cl.Size(), e.sp.Dist.Report.Library)
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)%s", sh.NNZ, dims, c[0], c[1], c[2], be.Name(), be.Device(), ranks)
 	rep := report.New(&cfg, be, dims, sh.NNZ, c, e.splitPrint.String(), e.logf)

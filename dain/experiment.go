@@ -18,9 +18,11 @@ import (
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/dain/final"
+	"github.com/dainx/dainx/dain/influence"
 	"github.com/dainx/dainx/dain/memo"
 	"github.com/dainx/dainx/dain/nets"
 	"github.com/dainx/dainx/dain/oracle"
+	"github.com/dainx/dainx/dain/report"
 	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
@@ -312,15 +314,8 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		if err := e.ck.At(stage, ep.N, "trained"); err != nil {
 			return err
 		}
-		for i, a := range t.Accs {
-			t0 := time.Now()
-			if err := a.Checkpoint(ep.Best); err != nil {
-				return err
-			}
-			secs[i] += time.Since(t0).Seconds()
-			if s, ok := a.(interface{ TakeSeconds() float64 }); ok {
-				secs[i] += s.TakeSeconds() // in-run's work inside the epoch's steps
-			}
+		if err := influence.Checkpoint(t.Accs, secs, ep.Best); err != nil {
+			return err
 		}
 		if len(t.Accs) > 0 {
 			if err := e.ck.At(stage, ep.N, "tracin"); err != nil {
@@ -545,16 +540,9 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 }
 
 // Shared is the wall time of the shared work a configuration uses, each
-// part measured once however many runs share it.
-type Shared struct {
-	Train     float64 // training Θ, without the TracIn passes
-	Influence float64 // the cell-importance passes this configuration uses
-	Entity    float64 // entity importance and alias tables (or neighbours)
-	Predictor float64 // training the value predictor Θ_p when it is not Θ
-}
-
-// Total returns the sum of the parts.
-func (s Shared) Total() float64 { return s.Train + s.Influence + s.Entity + s.Predictor }
+// part measured once however many runs share it, in seconds
+// (report.Shared).
+type Shared = report.Shared
 
 // SharedSeconds returns the wall time of the shared stages c used so far
 // (call it after Augment): the embedding models behind its cells (Train),

@@ -3,7 +3,6 @@ package dain
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain/cellmath"
@@ -66,15 +65,7 @@ func (e *Experiment) keepScores(ctx context.Context, cells CellImportance, v com
 	if err := e.be.Download(s, signed); err != nil {
 		return err
 	}
-	alpha := make([]float32, len(s))
-	for z, x := range s {
-		if isSigned {
-			alpha[z] = max(x, 0)
-		} else {
-			alpha[z] = float32(math.Abs(float64(x)))
-		}
-	}
-	k.scores = &CellScores{Cells: k.train, Alpha: alpha, S: s}
+	k.scores = &CellScores{Cells: k.train, Alpha: cellmath.Importance(s, isSigned), S: s}
 	return nil
 }
 
