@@ -102,10 +102,10 @@ func (e *Experiment) bayesAloneModel(ctx context.Context) (*bayes.Model, error) 
 }
 
 // downstreamEnsemble is Downstream with -final-model ensemble: each
-// candidate of auto (Config.AutoKinds, then bayes-fm) trained on train ∪ aug as
-// Downstream trains that final model (bayes-fm with -aug-weight), their
-// validation and test predictions stacked with weights fitted on the
-// validation cells (stackWeights; the test cells unseen), clamped to the
+// candidate of auto (Config.AutoKinds, then bayes-fm) trained on train ∪
+// aug as Downstream trains that final model (bayes-fm with -aug-weight),
+// their validation and test predictions stacked with weights fitted on
+// the validation cells (final.Stack; the test cells unseen), clamped to the
 // training values' range. It returns the stack's test RMSE (its
 // validation RMSE without a test set), an nn.Result whose BestValMSE is
 // the stack's validation MSE, and the members' wall time. Each member's

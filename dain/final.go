@@ -29,11 +29,11 @@ func (e *Experiment) Plain(ctx context.Context, kind string) (float64, nn.Result
 
 // chooseAuto resolves -final-model auto once per experiment: it trains
 // (or takes the memoised) gradient-trained candidates on the training
-// cells — the kind of Θ (Config.AutoFamily), the fm and the hybrid (Config.AutoKinds) —
-// and fits bayes-fm on them alone (kept for rmse_before and the ratio-0
+// cells — Θ's kind (Config.AutoFamily), fm and hybrid (Config.AutoKinds)
+// — and fits bayes-fm on them alone (kept for rmse_before and the ratio-0
 // baseline), and picks the candidate of lowest validation MSE (ties: the
-// first of Config.AutoKinds, then bayes-fm). -predictor auto then gives the
-// ensemble of the candidates (final.Ensemble).
+// first of Config.AutoKinds, then bayes-fm). -predictor auto then gives
+// the ensemble of the candidates (final.Ensemble).
 func (e *Experiment) chooseAuto(ctx context.Context) (*AutoChoice, error) {
 	if e.auto != nil {
 		return e.auto, nil
