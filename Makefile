@@ -14,7 +14,7 @@ help:
 	@echo "make test           vet, gofmt check and the full test suite (installs Go if missing)"
 	@echo "make tidy-check     fail if go mod tidy would change go.mod or go.sum"
 	@echo "make test-short     the suite without the end-to-end runs"
-	@echo "make fuzz           each fuzz target (tensor FuzzRead, FuzzReadBin, table FuzzReadDicts, FuzzParquetIDs, dain FuzzReadCheckpoint, model FuzzLoad) for a fixed number of executions (FUZZTIME overrides), as CI does"
+	@echo "make fuzz           each fuzz target (tensor FuzzRead, FuzzReadBin, table FuzzReadDicts, FuzzParquetIDs, checkpoint/rundir FuzzReadCheckpoint, model FuzzLoad) for a fixed number of executions (FUZZTIME overrides), as CI does"
 	@echo "make bench          benchmarks (ops, training step, PyTorch peer, end to end) into bench/results/"
 	@echo "make bench-quick    make bench without the end-to-end runs"
 	@echo "make bench-dist     dainx augment on 40M and 100M cells by one process and under mpiexec -n 1, 2, 4: each rank's peak RSS, seconds, the same cells? into bench/results/dist-DATE.*"
@@ -87,7 +87,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadBin$$' -fuzztime $(or $(FUZZTIME),600000x) $(FUZZMIN) ./tensor/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadDicts$$' -fuzztime $(or $(FUZZTIME),120000x) $(FUZZMIN) ./tensor/table/
 	$(GO) test -run '^$$' -fuzz '^FuzzParquetIDs$$' -fuzztime $(or $(FUZZTIME),45000x) $(FUZZMIN) ./tensor/table/
-	$(GO) test -run '^$$' -fuzz '^FuzzReadCheckpoint$$' -fuzztime $(or $(FUZZTIME),150000x) $(FUZZMIN) ./dain/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadCheckpoint$$' -fuzztime $(or $(FUZZTIME),150000x) $(FUZZMIN) ./checkpoint/rundir/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(or $(FUZZTIME),50000x) $(FUZZMIN) ./model/
 
 # make bench: machine, FMA peak, every backend op, the training step, the

@@ -6,7 +6,6 @@ import (
 	"github.com/dainx/dainx/checkpoint/rundir"
 	"github.com/dainx/dainx/cluster"
 	"github.com/dainx/dainx/compute"
-	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/tensor"
 )
 
@@ -67,21 +66,13 @@ var ErrAgreed = cluster.ErrAgreed
 // error (ErrCheckpointInUse) names the process that holds it (rundir.Lock).
 func LockCheckpoint(dir string) (release func(), err error) { return rundir.Lock(dir) }
 
-// ckRun is what a checkpoint directory is told of a run of cfg on be over
-// an input of dims, on ranks processes (0: one), logging with logf.
-func ckRun(cfg Config, be compute.Backend, logf func(string, ...any), dims []int, ranks int) rundir.Run {
-	what, flags := cfg.Keep.FromSteps14()
-	return rundir.Run{Config: cfg.CkFields(be.Name()), Device: be.Device(), Ranks: ranks,
-		Effective: cfg.CkEffective(dims, ranks), Legacy: config.CkLegacy, Unkept: what, UnkeptFlags: flags, Logf: logf}
-}
-
 // openCheckpoint prepares ck's directory for experiment e on input x
 // (rundir.Open): it creates it, removes temporary files a killed run left,
 // and, with Resume, checks that every file there belongs to this
 // configuration and input; without Resume it refuses a directory that
 // holds a checkpoint.
 func openCheckpoint(ck *Checkpoint, e *Experiment, x *tensor.COO) (*rundir.Dir, error) {
-	return rundir.Open(ck, ckRun(e.cfg, e.be, e.logf, x.Dims, 0), x)
+	return rundir.Open(ck, e.cfg.CkRun(e.be.Name(), e.be.Device(), e.logf, x.Dims, 0), x)
 }
 
 // openDistCheckpoint prepares the checkpoint of this process (rank of
@@ -93,12 +84,7 @@ func openDistCheckpoint(ck *Checkpoint, cfg Config, be compute.Backend, cl clust
 	if cfg.SplitUsed() != SplitKeyed {
 		return nil, fmt.Errorf("dain: a run over processes is checkpointed with the keyed split only (-split keyed, the default)")
 	}
-	return rundir.OpenDist(ck, ckRun(cfg, be, logf, shard.Dims, cl.Size()), cl, shard, nnz)
-}
-
-// ckModel is t as a checkpoint saves and restores it.
-func (t *trained) ckModel() rundir.Model {
-	return rundir.Model{Net: t.net, Result: &t.res, RMSE: &t.rmse, Accs: t.accs}
+	return rundir.OpenDist(ck, cfg.CkRun(be.Name(), be.Device(), logf, shard.Dims, cl.Size()), cl, shard, nnz)
 }
 
 // augRecord is the gob-encoded part of the augmented record: what Run's

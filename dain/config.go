@@ -13,27 +13,20 @@ import (
 // gives the paper's.
 type Config = config.Config
 
-// Keep names what Run returns (in Result) or hands over beside the report
-// (config.Keep).
-type Keep = config.Keep
-
-// EpochInfo is one finished training epoch, as Config.OnEpoch receives it
-// (config.EpochInfo).
-type EpochInfo = config.EpochInfo
-
-// Setting describes one setting of Config once, for every place that
-// names it (config.Setting); Settings lists them.
-type Setting = config.Setting
-
 // Choice is one accepted value of a Config field that picks the variant of
 // a step, with its help text and the stage it builds (config.Choice).
 type Choice[B any] = config.Choice[B]
 
-// Variant is a named method of `dainx eval` (config.Variant).
-type Variant = config.Variant
-
-// The typed settings of Config (package config says what each holds).
+// The types of Config's parts (package config says what each holds):
+// Keep, what Run returns beside the report; EpochInfo, one finished
+// training epoch as Config.OnEpoch receives it; Setting, one setting of
+// Config for every place that names it (Settings lists them); Variant, a
+// named method of `dainx eval`; and the typed settings.
 type (
+	Keep             = config.Keep
+	EpochInfo        = config.EpochInfo
+	Setting          = config.Setting
+	Variant          = config.Variant
 	MethodName       = config.MethodName
 	InfluenceKind    = config.InfluenceKind
 	LayerSet         = config.LayerSet

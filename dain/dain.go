@@ -210,18 +210,8 @@ func begin(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute.Backend, 
 	c := e.sp.Counts
 	var ranks string
 	if job {
-		d := spread.NewRecorder(cl, start)
-		e.sp.Dist = d
-		if o, ok := cl.(interface{ Oversubscribed() bool }); ok && o.Oversubscribed() {
-			d.Report.Oversubscribed = true
-			e.logf("dainx: more ranks on this node than cores: waits yield the core instead of polling; times are not a dedicated node's")
-		}
-		rows := 0
-		for _, d := range dims {
-			rows += d
-		}
-		d.Report.Exchange = cfg.ExchangeFor(rows, cfg.Batch, len(dims))
-		ranks = fmt.Sprintf("; %d ranks (%s)", cl.Size(), d.Report.Library)
+		e.sp.Dist = spread.NewRecorderFor(cl, start, cfg, dims, e.logf)
+		ranks = fmt.Sprintf("; %d ranks (%s)", cl.Size(), e.sp.Dist.Report.Library)
 	}
 	e.logf("dainx: %d cells, dims %v: %d train, %d validation, %d test; backend %s (%s)%s", sh.NNZ, dims, c[0], c[1], c[2], be.Name(), be.Device(), ranks)
 	rep := report.New(&cfg, be, dims, sh.NNZ, c, e.splitPrint.String(), e.logf)
@@ -282,8 +272,8 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	if err != nil {
 		return nil, nil, err
 	}
-	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.rmse, mlp.res.BestEpoch, report.History(mlp.res)
-	rep.ValRMSEBefore = math.Sqrt(mlp.res.BestValMSE)
+	rep.RMSEBefore, rep.BestEpoch, rep.HistoryBefore = mlp.RMSE, mlp.Res.BestEpoch, report.History(mlp.Res)
+	rep.ValRMSEBefore = math.Sqrt(mlp.Res.BestValMSE)
 	e.sp.Dist.Mark(e.sp.Cl) // train
 	if cfg, rep.AutoChoice, err = e.Resolve(ctx, cfg); err != nil {
 		return nil, nil, err
@@ -303,7 +293,7 @@ func (e *Experiment) steps14(ctx context.Context, rep *Report, nAug int) (aug *t
 	sh := e.SharedSeconds(cfg)
 	rep.Seconds.Train, rep.Seconds.Influence, rep.Seconds.Entity = sh.Train, sh.Influence, sh.Entity
 	if sh.Train == 0 {
-		rep.Seconds.Train = e.models.seconds(Embedding{nn.KindMLP}) // the baselines' rmse_before model
+		rep.Seconds.Train = e.models.Seconds(Embedding{nn.KindMLP}) // the baselines' rmse_before model
 	}
 	rep.Seconds.Sample, rep.Seconds.Predict = st.Sample, st.Predict+sh.Predictor
 	total := 0 // the record of one process (Run) has NAug alone
@@ -328,7 +318,7 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 	// hybrid) rather than the MLP trained for rmse_before.
 	thetaRMSE := rep.RMSEBefore
 	if k := (Embedding{cfg.Model}); (k.Kind == FinalFM || k.Kind == FinalHybrid) && e.models[k] != nil {
-		thetaRMSE = e.models[k].val.rmse
+		thetaRMSE = e.models[k].Val.RMSE
 	}
 	// Step 5 needs only the split and the new cells: Θ, its scores and
 	// the predictor's copies of the split are freed first.

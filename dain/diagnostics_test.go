@@ -39,13 +39,13 @@ func TestTopShare(t *testing.T) {
 	// (3 of 8); mode 1 hits 7 once (1 of 8).
 	cells := []int32{199, 0, 7, 1, 42, 7, 5, 2, 6, 3, 8, 4, 120, 5, 10, 6}
 	e := &Experiment{sp: spread.State{Cl: cluster.Local{}}}
-	if s := e.shareOn(cells, 2, 0, in); s != 3.0/8 {
+	if s := e.sp.ShareOn(cells, 2, 0, in); s != 3.0/8 {
 		t.Errorf("share on mode 0: %v; want 3/8", s)
 	}
-	if s := e.shareOn(cells, 2, 1, in); s != 1.0/8 {
+	if s := e.sp.ShareOn(cells, 2, 1, in); s != 1.0/8 {
 		t.Errorf("share on mode 1: %v; want 1/8", s)
 	}
-	if s := e.shareOn(nil, 2, 0, in); s != 0 {
+	if s := e.sp.ShareOn(nil, 2, 0, in); s != 0 {
 		t.Errorf("share of no cells: %v", s)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/final"
+	"github.com/dainx/dainx/dain/memo"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
 )
@@ -18,9 +19,9 @@ import (
 // use (the candidates are the memoised models chooseAuto trains).
 func (e *Experiment) ensemble(ctx context.Context) (*final.Ensemble, error) {
 	if e.ens == nil {
-		e.ens = memo[struct{}, *final.Ensemble]{}
+		e.ens = memo.Map[struct{}, *final.Ensemble]{}
 	}
-	return e.ens.get(struct{}{}, func() (*final.Ensemble, float64, error) {
+	return e.ens.Get(struct{}{}, func() (*final.Ensemble, float64, error) {
 		t0 := time.Now()
 		m := &final.Ensemble{Kinds: e.cfg.AutoKinds()}
 		var cols [][]float64
@@ -29,7 +30,7 @@ func (e *Experiment) ensemble(ctx context.Context) (*final.Ensemble, error) {
 			if err != nil {
 				return nil, 0, err
 			}
-			p, err := cellmath.Predict(t.net, e.Val.Idx)
+			p, err := cellmath.Predict(t.Net, e.Val.Idx)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -71,7 +72,7 @@ func (e *Experiment) predictEnsemble(ctx context.Context, cells []int32) ([]floa
 		if err != nil {
 			return nil, err
 		}
-		p, err := cellmath.Predict(t.net, cells)
+		p, err := cellmath.Predict(t.Net, cells)
 		if err != nil {
 			return nil, err
 		}
@@ -101,10 +102,10 @@ func (e *Experiment) bayesAloneModel(ctx context.Context) (*bayes.Model, error) 
 }
 
 // downstreamEnsemble is Downstream with -final-model ensemble: each
-// candidate of auto (Config.AutoKinds, then bayes-fm) trained on train ∪ aug as
-// Downstream trains that final model (bayes-fm with -aug-weight), their
-// validation and test predictions stacked with weights fitted on the
-// validation cells (stackWeights; the test cells unseen), clamped to the
+// candidate of auto (Config.AutoKinds, then bayes-fm) trained on train ∪
+// aug as Downstream trains that final model (bayes-fm with -aug-weight),
+// their validation and test predictions stacked with weights fitted on
+// the validation cells (final.Stack; the test cells unseen), clamped to the
 // training values' range. It returns the stack's test RMSE (its
 // validation RMSE without a test set), an nn.Result whose BestValMSE is
 // the stack's validation MSE, and the members' wall time. Each member's
@@ -151,23 +152,16 @@ func (e *Experiment) downstreamEnsemble(ctx context.Context, aug *tensor.COO, la
 		}
 		val, test = append(val, pv), append(test, pt)
 	}
-	w, err := cellmath.StackWeights(e.sp.Cl, val, e.Val.Val)
+	m, pt, valMSE, rmse, err := final.Stack(e.bayesData(), kinds, val, test)
 	if err != nil {
 		return 0, nn.Result{}, 0, err
 	}
-	lo, hi := e.trainRange()
-	m := &final.Ensemble{Kinds: kinds, Weights: w, Lo: lo, Hi: hi}
-	pv, pt := m.Combine(val), m.Combine(test)
-	valMSE := final.MSEAll(e.sp.Cl, pv, e.Val.Val)
-	rmse := math.Sqrt(valMSE)
-	if e.sp.Counts[2] > 0 {
-		rmse = math.Sqrt(final.MSEAll(e.sp.Cl, pt, e.Test.Val))
-	}
+	w := m.Weights
 	if savedOnTest != nil {
 		savedOnTest(pt)
 	}
 	if save {
-		if err := e.ensembleSaver.stack(kinds, w, lo, hi); err != nil {
+		if err := e.ensembleSaver.stack(kinds, w, m.Lo, m.Hi); err != nil {
 			return 0, nn.Result{}, 0, err
 		}
 	}
@@ -188,20 +182,4 @@ type ensembleSaver struct {
 	net   func(kind string, m *nn.Net) error
 	bayes func(m *bayes.Model) error
 	stack func(kinds []string, weights []float64, lo, hi float64) error
-}
-
-// trainRange returns the smallest and largest training value over every
-// process.
-func (e *Experiment) trainRange() (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, v := range e.Train.Val {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	if e.sp.Many() {
-		all := e.sp.Cl.GatherF64([]float64{lo, hi})
-		for r := 0; r+1 < len(all); r += 2 {
-			lo, hi = min(lo, all[r]), max(hi, all[r+1])
-		}
-	}
-	return lo, hi
 }

@@ -18,14 +18,16 @@ import (
 	"github.com/dainx/dainx/dain/cellmath"
 	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/dain/final"
+	"github.com/dainx/dainx/dain/influence"
+	"github.com/dainx/dainx/dain/memo"
 	"github.com/dainx/dainx/dain/nets"
 	"github.com/dainx/dainx/dain/oracle"
+	"github.com/dainx/dainx/dain/report"
 	"github.com/dainx/dainx/dain/spread"
 	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/sampling"
 	"github.com/dainx/dainx/tensor"
-	"github.com/dainx/dainx/tracin"
 )
 
 // Experiment is one split of a tensor and the stage results computed on
@@ -47,10 +49,10 @@ type Experiment struct {
 	Train, Val, Test *tensor.COO
 
 	plan       map[Embedding][]TracIn // TracIn passes to ride on each Θ's training
-	models     memo[Embedding, *trained]
-	cellScores memo[CellImportance, compute.F32]
-	entity     memo[EntityImportance, []*sampling.Alias]
-	nbrs       memo[Neighbours, [][][]int32]
+	models     memo.Map[Embedding, *trained]
+	cellScores memo.Map[CellImportance, compute.F32]
+	entity     memo.Map[EntityImportance, []*sampling.Alias]
+	nbrs       memo.Map[Neighbours, [][][]int32]
 	retrained  []*trained // Θ trained again for an unplanned TracIn pass
 	// onRetrained, if not nil, sees every model Downstream trains (OnRetrained).
 	onRetrained func(*nn.Net) error
@@ -66,7 +68,7 @@ type Experiment struct {
 	// each member's validation and test predictions.
 	finalPreds func(val, test []float64)
 	// bayesP is the bayes-fm value predictor, fitted once (bayesPredictor).
-	bayesP memo[struct{}, *bayes.Model]
+	bayesP memo.Map[struct{}, *bayes.Model]
 	// bfm is the bayes-fm final model between its fits: the fit on the
 	// training cells alone, once (downstreamBayes), and the last prior
 	// grouping (Report.BayesPriors); auto is -final-model auto's choice,
@@ -74,7 +76,7 @@ type Experiment struct {
 	// predictor, fitted once (ensemble).
 	bfm  final.Bayes
 	auto *AutoChoice
-	ens  memo[struct{}, *final.Ensemble]
+	ens  memo.Map[struct{}, *final.Ensemble]
 	// lastStage: the next Downstream is the run's last stage (Run's
 	// retraining), which may drop the split once its sets hold it.
 	lastStage bool
@@ -98,61 +100,9 @@ type Experiment struct {
 	oracle      *oracle.Oracle // the tensor's generator, when a configuration asks for -values oracle (oracle.Check)
 }
 
-// memo holds the result and wall time of each stage computed so far.
-type memo[K comparable, V any] map[K]*done[V]
-
-type done[V any] struct {
-	val     V
-	seconds float64
-}
-
-// get returns the memoised result of k, computing it with f (which returns
-// the result and its own wall time) on first use.
-func (m memo[K, V]) get(k K, f func() (V, float64, error)) (V, error) {
-	if d := m[k]; d != nil {
-		return d.val, nil
-	}
-	v, secs, err := f()
-	if err != nil {
-		return v, err
-	}
-	m[k] = &done[V]{v, secs}
-	return v, nil
-}
-
-// seconds returns the wall time of k, 0 if it was not computed.
-func (m memo[K, V]) seconds(k K) float64 {
-	if d := m[k]; d != nil {
-		return d.seconds
-	}
-	return 0
-}
-
-// trained is an embedding model Θ trained on the training cells.
-type trained struct {
-	net              *nn.Net
-	train, val, test *nn.Set
-	res              nn.Result
-	rmse             float64 // test RMSE
-	accs             []tracin.Accumulator
-}
-
-func (t *trained) free() {
-	t.shed()
-	t.net.Free()
-}
-
-// shed frees the model's copies of the split and its TracIn sums, keeping
-// the model.
-func (t *trained) shed() {
-	for _, a := range t.accs {
-		a.Free()
-	}
-	t.accs = nil
-	t.train.Free()
-	t.val.Free()
-	t.test.Free()
-}
+// trained is an embedding model Θ trained on the training cells
+// (nets.Trained).
+type trained = nets.Trained
 
 // NewExperiment splits x (step 0) for cfg on backend be. methods are the
 // configurations (cfg with other method settings) that will run on the
@@ -195,8 +145,8 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 		return nil, err
 	}
 	e := &Experiment{cfg: cfg, be: be, x: x, start: time.Now(), plan: map[Embedding][]TracIn{},
-		models: memo[Embedding, *trained]{}, cellScores: memo[CellImportance, compute.F32]{},
-		entity: memo[EntityImportance, []*sampling.Alias]{}, nbrs: memo[Neighbours, [][][]int32]{},
+		models: memo.Map[Embedding, *trained]{}, cellScores: memo.Map[CellImportance, compute.F32]{},
+		entity: memo.Map[EntityImportance, []*sampling.Alias]{}, nbrs: memo.Map[Neighbours, [][][]int32]{},
 		ck: (*rundir.Dir)(nil), sp: spread.State{Cl: cl}}
 	var err error
 	if e.oracle, err = oracle.Check(cl, sh, append([]Config{cfg}, methods...)); err != nil {
@@ -240,10 +190,10 @@ func newExperimentOn(cl cluster.Cluster, sh *tensor.Part, cfg Config, be compute
 // Close releases every model and buffer of the experiment.
 func (e *Experiment) Close() {
 	for _, d := range e.models {
-		d.val.free()
+		d.Val.Free()
 	}
 	for _, t := range e.retrained {
-		t.free()
+		t.Free()
 	}
 	for _, b := range e.owned {
 		b.Free()
@@ -260,17 +210,17 @@ func (e *Experiment) shed() {
 		return
 	}
 	for _, d := range e.models {
-		d.val.shed()
+		d.Val.Shed()
 	}
 	for _, t := range e.retrained {
-		t.free()
+		t.Free()
 	}
 	for _, b := range e.owned {
 		b.Free()
 	}
 	e.retrained, e.owned = nil, nil
 	for _, d := range e.cellScores {
-		d.val = nil
+		d.Val = nil
 	}
 	runtime.GC() // what was freed is reused by the next allocations rather than added to the heap
 }
@@ -282,8 +232,8 @@ func (e *Experiment) shed() {
 // wall times are forgotten too; read SharedSeconds first.
 func (e *Experiment) release() {
 	e.Close()
-	e.models, e.cellScores = memo[Embedding, *trained]{}, memo[CellImportance, compute.F32]{}
-	e.entity, e.nbrs = memo[EntityImportance, []*sampling.Alias]{}, memo[Neighbours, [][][]int32]{}
+	e.models, e.cellScores = memo.Map[Embedding, *trained]{}, memo.Map[CellImportance, compute.F32]{}
+	e.entity, e.nbrs = memo.Map[EntityImportance, []*sampling.Alias]{}, memo.Map[Neighbours, [][][]int32]{}
 	e.retrained, e.owned = nil, nil
 	e.bayesP, e.ens = nil, nil
 	settle()
@@ -313,7 +263,7 @@ func (e *Experiment) newNet(kind string, r *rand.Rand) (*nn.Net, nn.TrainConfig,
 // model returns the embedding model m trained on the training cells, with
 // the TracIn passes planned for it, training it on first use.
 func (e *Experiment) model(ctx context.Context, m Embedding) (*trained, error) {
-	return e.models.get(m, func() (*trained, float64, error) {
+	return e.models.Get(m, func() (*trained, float64, error) {
 		return m.train(ctx, e, e.plan[m])
 	})
 }
@@ -332,12 +282,12 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	if err != nil {
 		return nil, 0, fmt.Errorf("dain: %w", err)
 	}
-	t := &trained{net: net}
-	t.train, t.val, t.test = net.NewSet(e.Train.Idx, e.Train.Val), net.NewSet(e.Val.Idx, e.Val.Val), net.NewSet(e.Test.Idx, e.Test.Val)
+	t := &trained{Net: net}
+	t.Train, t.Val, t.Test = net.NewSet(e.Train.Idx, e.Train.Val), net.NewSet(e.Val.Idx, e.Val.Val), net.NewSet(e.Test.Idx, e.Test.Val)
 	ok := false
 	defer func() {
 		if !ok {
-			t.free()
+			t.Free()
 		}
 	}()
 	// The passes run in the order of the InfluenceLayers list, then of
@@ -346,20 +296,20 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 	slices.SortStableFunc(passes, func(a, b TracIn) int { return a.pass().Rank() - b.pass().Rank() })
 	secs := make([]float64, len(passes))
 	for _, p := range passes {
-		t.accs = append(t.accs, p.accumulator(e, t, &tc))
+		t.Accs = append(t.Accs, p.accumulator(e, t, &tc))
 	}
 	var pcg *rand.PCG
 	tc.Shuffle, pcg = streams.NewPCG(e.cfg.Seed, seedShuffle)
 	tc.Order = e.cfg.Order(seedShuffle, e.sp.NTrain())
 	label := map[string]string{nn.KindMLP: "Θ", nn.KindCoSTCo: "Θc", FinalFM: "Θfm", FinalHybrid: "Θh"}[m.Kind]
 	stage := stageName(m.Kind, passes)
-	if seconds, s, found, err := e.ck.LoadModel(stage, t.ckModel()); err != nil {
+	if seconds, s, found, err := e.ck.LoadModel(stage, t.Checkpoint()); err != nil {
 		return nil, 0, err
 	} else if found {
 		for i, p := range passes {
-			e.cellScores[p] = &done[compute.F32]{t.accs[i].Scores(), s[i]}
+			e.cellScores[p] = &memo.Done[compute.F32]{Val: t.Accs[i].Scores(), Seconds: s[i]}
 		}
-		e.logf("%s: taken from the checkpoint: best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.res.BestEpoch, t.res.BestValMSE, t.rmse)
+		e.logf("%s: taken from the checkpoint: best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.Res.BestEpoch, t.Res.BestValMSE, t.RMSE)
 		ok = true
 		return t, seconds, nil
 	}
@@ -367,17 +317,10 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		if err := e.ck.At(stage, ep.N, "trained"); err != nil {
 			return err
 		}
-		for i, a := range t.accs {
-			t0 := time.Now()
-			if err := a.Checkpoint(ep.Best); err != nil {
-				return err
-			}
-			secs[i] += time.Since(t0).Seconds()
-			if s, ok := a.(interface{ TakeSeconds() float64 }); ok {
-				secs[i] += s.TakeSeconds() // in-run's work inside the epoch's steps
-			}
+		if err := influence.Checkpoint(t.Accs, secs, ep.Best); err != nil {
+			return err
 		}
-		if len(t.accs) > 0 {
+		if len(t.Accs) > 0 {
 			if err := e.ck.At(stage, ep.N, "tracin"); err != nil {
 				return err
 			}
@@ -391,32 +334,32 @@ func (m Embedding) train(ctx context.Context, e *Experiment, passes []TracIn) (*
 		e.logf("training %s (%s, %d parameters)", label, m.Kind, net.NumParams())
 	}
 	t0 := time.Now()
-	prior, err := e.ck.Fit(&tc, stage, label, pcg, t.accs, secs, e.logf, func() float64 { return time.Since(t0).Seconds() })
+	prior, err := e.ck.Fit(&tc, stage, label, pcg, t.Accs, secs, e.logf, func() float64 { return time.Since(t0).Seconds() })
 	if err != nil {
 		return nil, 0, err
 	}
-	t.res, err = e.sp.Fit(ctx, e.cfg, e.x.Dims, net, t.train, t.val, tc, e.sp.NTrain(), e.sp.Spans(e.Train.NNZ(), 0, e.augFirst))
+	t.Res, err = e.sp.Fit(ctx, e.cfg, e.x.Dims, net, t.Train, t.Val, tc, e.sp.NTrain(), e.sp.Spans(e.Train.NNZ(), 0, e.augFirst))
 	if err != nil {
 		return nil, 0, nets.TrainError(e.cfg, e.trainMaxAbs, label, m.Kind, err)
 	}
 	seconds := prior + time.Since(t0).Seconds()
 	for i, p := range passes {
-		e.cellScores[p] = &done[compute.F32]{t.accs[i].Scores(), secs[i]}
+		e.cellScores[p] = &memo.Done[compute.F32]{Val: t.Accs[i].Scores(), Seconds: secs[i]}
 		seconds -= secs[i]
 	}
 	if e.sp.Counts[2] > 0 {
-		mse, err := e.sp.EvalMSE(net, t.test, e.sp.Counts[2])
+		mse, err := e.sp.EvalMSE(net, t.Test, e.sp.Counts[2])
 		if err != nil {
 			return nil, 0, fmt.Errorf("dain: testing %s: %w", label, err)
 		}
-		t.rmse = math.Sqrt(mse)
-		e.logf("%s: best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.res.BestEpoch, t.res.BestValMSE, t.rmse)
+		t.RMSE = math.Sqrt(mse)
+		e.logf("%s: best epoch %d, validation MSE %.6f, test RMSE %.6f", label, t.Res.BestEpoch, t.Res.BestValMSE, t.RMSE)
 	} else {
 		// No test set (TestFrac 0): the validation RMSE stands in.
-		t.rmse = math.Sqrt(t.res.BestValMSE)
-		e.logf("%s: best epoch %d, validation MSE %.6f (no test set)", label, t.res.BestEpoch, t.res.BestValMSE)
+		t.RMSE = math.Sqrt(t.Res.BestValMSE)
+		e.logf("%s: best epoch %d, validation MSE %.6f (no test set)", label, t.Res.BestEpoch, t.Res.BestValMSE)
 	}
-	if err := e.ck.SaveModel(stage, t.ckModel(), seconds, secs); err != nil {
+	if err := e.ck.SaveModel(stage, t.Checkpoint(), seconds, secs); err != nil {
 		return nil, 0, err
 	}
 	ok = true
@@ -436,7 +379,7 @@ func (e *Experiment) tables(ctx context.Context, s EntityImportance) ([]*samplin
 			return nil, err
 		}
 	}
-	return e.entity.get(s, func() ([]*sampling.Alias, float64, error) {
+	return e.entity.Get(s, func() ([]*sampling.Alias, float64, error) {
 		t0 := time.Now()
 		w, err := s.aggregate(e, v, t)
 		if err != nil {
@@ -459,9 +402,9 @@ func (e *Experiment) neighbours(ctx context.Context, s Neighbours) ([][][]int32,
 	if err != nil {
 		return nil, err
 	}
-	return e.nbrs.get(s, func() ([][][]int32, float64, error) {
+	return e.nbrs.Get(s, func() ([][][]int32, float64, error) {
 		t0 := time.Now()
-		nbr, err := cellmath.Nearest(t.net, e.Train)
+		nbr, err := cellmath.Nearest(t.Net, e.Train)
 		return nbr, time.Since(t0).Seconds(), err
 	})
 }
@@ -605,16 +548,9 @@ func (e *Experiment) downstreamAt(ctx context.Context, aug *tensor.COO, label, s
 }
 
 // Shared is the wall time of the shared work a configuration uses, each
-// part measured once however many runs share it.
-type Shared struct {
-	Train     float64 // training Θ, without the TracIn passes
-	Influence float64 // the cell-importance passes this configuration uses
-	Entity    float64 // entity importance and alias tables (or neighbours)
-	Predictor float64 // training the value predictor Θ_p when it is not Θ
-}
-
-// Total returns the sum of the parts.
-func (s Shared) Total() float64 { return s.Train + s.Influence + s.Entity + s.Predictor }
+// part measured once however many runs share it, in seconds
+// (report.Shared).
+type Shared = report.Shared
 
 // SharedSeconds returns the wall time of the shared stages c used so far
 // (call it after Augment): the embedding models behind its cells (Train),
@@ -629,21 +565,21 @@ func (e *Experiment) SharedSeconds(c Config) Shared {
 	walk(p.Cells, seen, func(st stage) {
 		switch st := st.(type) {
 		case Embedding:
-			s.Train += e.models.seconds(st)
+			s.Train += e.models.Seconds(st)
 		case CellImportance:
-			s.Influence += e.cellScores.seconds(st)
+			s.Influence += e.cellScores.Seconds(st)
 		case EntityImportance:
-			s.Entity += e.entity.seconds(st)
+			s.Entity += e.entity.Seconds(st)
 		case Neighbours:
-			s.Entity += e.nbrs.seconds(st)
+			s.Entity += e.nbrs.Seconds(st)
 		}
 	})
 	if p.Values != nil && p.Values.Model.Kind == FinalBayesFM {
-		s.Predictor = e.bayesP.seconds(struct{}{})
+		s.Predictor = e.bayesP.Seconds(struct{}{})
 	} else if p.Values != nil && p.Values.Model.Kind == PredictorEnsemble {
-		s.Predictor = e.ens.seconds(struct{}{})
+		s.Predictor = e.ens.Seconds(struct{}{})
 	} else if p.Values != nil && !seen[p.Values.Model] {
-		s.Predictor = e.models.seconds(p.Values.Model)
+		s.Predictor = e.models.Seconds(p.Values.Model)
 	}
 	return s
 }

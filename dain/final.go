@@ -10,6 +10,7 @@ import (
 	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/dain/final"
+	"github.com/dainx/dainx/dain/memo"
 	"github.com/dainx/dainx/dain/streams"
 	"github.com/dainx/dainx/nn"
 	"github.com/dainx/dainx/tensor"
@@ -28,11 +29,11 @@ func (e *Experiment) Plain(ctx context.Context, kind string) (float64, nn.Result
 
 // chooseAuto resolves -final-model auto once per experiment: it trains
 // (or takes the memoised) gradient-trained candidates on the training
-// cells — the kind of Θ (Config.AutoFamily), the fm and the hybrid (Config.AutoKinds) —
-// and fits bayes-fm on them alone (kept for rmse_before and the ratio-0
+// cells — Θ's kind (Config.AutoFamily), fm and hybrid (Config.AutoKinds)
+// — and fits bayes-fm on them alone (kept for rmse_before and the ratio-0
 // baseline), and picks the candidate of lowest validation MSE (ties: the
-// first of Config.AutoKinds, then bayes-fm). -predictor auto then gives the
-// ensemble of the candidates (final.Ensemble).
+// first of Config.AutoKinds, then bayes-fm). -predictor auto then gives
+// the ensemble of the candidates (final.Ensemble).
 func (e *Experiment) chooseAuto(ctx context.Context) (*AutoChoice, error) {
 	if e.auto != nil {
 		return e.auto, nil
@@ -44,7 +45,7 @@ func (e *Experiment) chooseAuto(ctx context.Context) (*AutoChoice, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.Candidates[k] = math.Sqrt(t.res.BestValMSE)
+		a.Candidates[k] = math.Sqrt(t.Res.BestValMSE)
 	}
 	_, res, _, err := e.downstreamBayes(ctx, nil, "bayes-fm on the training cells alone")
 	if err != nil {
@@ -144,9 +145,9 @@ func (e *Experiment) downstreamBayes(ctx context.Context, aug *tensor.COO, label
 // once per experiment.
 func (e *Experiment) bayesPredictor(ctx context.Context) (*bayes.Model, error) {
 	if e.bayesP == nil {
-		e.bayesP = memo[struct{}, *bayes.Model]{}
+		e.bayesP = memo.Map[struct{}, *bayes.Model]{}
 	}
-	return e.bayesP.get(struct{}{}, func() (*bayes.Model, float64, error) {
+	return e.bayesP.Get(struct{}{}, func() (*bayes.Model, float64, error) {
 		t0 := time.Now()
 		cfg := e.cfg.BayesConfig()
 		cfg.Seed = streams.New(e.cfg.Seed, streams.BayesPredictor).Uint64()

@@ -16,7 +16,7 @@ func (s TracIn) pass() influence.Pass {
 // validation sample drawn from e's.
 func (s TracIn) accumulator(e *Experiment, t *trained, tc *nn.TrainConfig) tracin.Accumulator {
 	sample := func(n int) (*nn.Set, float64) {
-		return influence.Sample(e.cfg.Seed, e.sp.Counts[1], e.sp.ValFirst, e.x.Order(), e.Val, t.val, t.net, n)
+		return influence.Sample(e.cfg.Seed, e.sp.Counts[1], e.sp.ValFirst, e.x.Order(), e.Val, t.Val, t.Net, n)
 	}
-	return s.pass().Accumulator(t.net, t.train, t.val, tc, e.sp.SummerF32(), sample)
+	return s.pass().Accumulator(t.Net, t.Train, t.Val, tc, e.sp.SummerF32(), sample)
 }

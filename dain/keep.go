@@ -3,7 +3,6 @@ package dain
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain/cellmath"
@@ -66,15 +65,7 @@ func (e *Experiment) keepScores(ctx context.Context, cells CellImportance, v com
 	if err := e.be.Download(s, signed); err != nil {
 		return err
 	}
-	alpha := make([]float32, len(s))
-	for z, x := range s {
-		if isSigned {
-			alpha[z] = max(x, 0)
-		} else {
-			alpha[z] = float32(math.Abs(float64(x)))
-		}
-	}
-	k.scores = &CellScores{Cells: k.train, Alpha: alpha, S: s}
+	k.scores = &CellScores{Cells: k.train, Alpha: cellmath.Importance(s, isSigned), S: s}
 	return nil
 }
 
@@ -96,13 +87,13 @@ func (e *Experiment) keepModels(c Config) error {
 		return nil
 	}
 	if t := e.models[Embedding{c.Model}]; t != nil {
-		if err := k.Model("theta", t.val.net); err != nil {
+		if err := k.Model("theta", t.Val.Net); err != nil {
 			return err
 		}
 	}
 	if PipelineOf(c).Values != nil && c.Predictor != c.Model {
 		if t := e.models[Embedding{c.Predictor}]; t != nil {
-			if err := k.Model("predictor", t.val.net); err != nil {
+			if err := k.Model("predictor", t.Val.Net); err != nil {
 				return err
 			}
 		}

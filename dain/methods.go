@@ -84,7 +84,7 @@ func (e *Experiment) Augment(ctx context.Context, c Config, n int) (*tensor.COO,
 			return nil, st, err
 		}
 		t0 := time.Now()
-		if aug.Val, err = cellmath.Predict(t.net, aug.Idx); err != nil {
+		if aug.Val, err = cellmath.Predict(t.Net, aug.Idx); err != nil {
 			return nil, st, err
 		}
 		st.Predict = time.Since(t0).Seconds()

@@ -99,12 +99,12 @@ func TestEntityReplacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	th, _ := e.model(ctx, Embedding{"mlp"})
-	table, _ := th.net.Table()
+	table, _ := th.Net.Table()
 	emb := make([]float32, table.Len())
 	e.be.Download(emb, table)
-	w, order := th.net.Width(), e.x.Order()
+	w, order := th.Net.Width(), e.x.Order()
 	dist := func(n int, i, j int32) float64 {
-		off := int(th.net.Offsets()[n])
+		off := int(th.Net.Offsets()[n])
 		var s float64
 		for k := 0; k < w; k++ {
 			d := float64(emb[(off+int(i))*w+k]) - float64(emb[(off+int(j))*w+k])
@@ -393,13 +393,13 @@ func TestNearestPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := cellmath.Nearest(th.net, e.Train)
+	want, err := cellmath.Nearest(th.Net, e.Train)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []int{7, 1} {
 		cellmath.NearestFloats = q * slices.Max(e.x.Dims)
-		got, err := cellmath.Nearest(th.net, e.Train)
+		got, err := cellmath.Nearest(th.Net, e.Train)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -218,7 +218,7 @@ func (s TracIn) scores(ctx context.Context, e *Experiment) (compute.F32, *traine
 		return nil, nil, err
 	}
 	if d := e.cellScores[s]; d != nil {
-		return d.val, t, nil
+		return d.Val, t, nil
 	}
 	// Not planned when the experiment began: train Θ again (the same
 	// seeds give the same model) with this accumulator.
@@ -227,7 +227,7 @@ func (s TracIn) scores(ctx context.Context, e *Experiment) (compute.F32, *traine
 		return nil, nil, err
 	}
 	e.retrained = append(e.retrained, t)
-	return e.cellScores[s].val, t, nil
+	return e.cellScores[s].Val, t, nil
 }
 
 // Representer is representer-point cell importance (the paper's §5.4
@@ -241,9 +241,9 @@ func (s Representer) scores(ctx context.Context, e *Experiment) (compute.F32, *t
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := e.cellScores.get(s, func() (compute.F32, float64, error) {
+	v, err := e.cellScores.Get(s, func() (compute.F32, float64, error) {
 		t0 := time.Now()
-		v, err := tracin.RepresenterSummed(t.net, t.train, t.val, e.sp.SummerF32())
+		v, err := tracin.RepresenterSummed(t.Net, t.Train, t.Val, e.sp.SummerF32())
 		if err != nil {
 			return nil, 0, fmt.Errorf("dain: %w", err)
 		}
@@ -269,7 +269,7 @@ type SumEntity struct{ Cells CellImportance }
 func (s SumEntity) deps() []stage         { return []stage{s.Cells} }
 func (s SumEntity) cells() CellImportance { return s.Cells }
 func (s SumEntity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
-	return tracin.EntityImportanceSummed(e.be, v, t.train.Rows, e.x.Dims, e.sp.SummerF64())
+	return tracin.EntityImportanceSummed(e.be, v, t.Train.Rows, e.x.Dims, e.sp.SummerF64())
 }
 
 // CP1Entity is eq. 7: the factors of a rank-1 CP decomposition of the cell
@@ -283,7 +283,7 @@ type CP1Entity struct {
 func (s CP1Entity) deps() []stage         { return []stage{s.Cells} }
 func (s CP1Entity) cells() CellImportance { return s.Cells }
 func (s CP1Entity) aggregate(e *Experiment, v compute.F32, t *trained) ([][]float64, error) {
-	return tracin.EntityImportanceCP1Summed(e.be, v, t.train.Rows, e.x.Dims, s.Lambda, s.Sweeps, e.sp.SummerF64())
+	return tracin.EntityImportanceCP1Summed(e.be, v, t.Train.Rows, e.x.Dims, s.Lambda, s.Sweeps, e.sp.SummerF64())
 }
 
 // MaxEntity is entity importance by the largest |α_z| over the training

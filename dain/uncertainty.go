@@ -41,7 +41,7 @@ func (s Uncertainty) scores(ctx context.Context, e *Experiment) (compute.F32, *t
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := e.cellScores.get(s, func() (compute.F32, float64, error) {
+	v, err := e.cellScores.Get(s, func() (compute.F32, float64, error) {
 		t0 := time.Now()
 		m, err := e.bayesAloneModel(ctx)
 		if err != nil {

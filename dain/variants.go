@@ -81,7 +81,7 @@ func (s Signed) scores(ctx context.Context, e *Experiment) (compute.F32, *traine
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := e.cellScores.get(s, func() (compute.F32, float64, error) {
+	out, err := e.cellScores.Get(s, func() (compute.F32, float64, error) {
 		t0 := time.Now()
 		alpha, err := e.hostScores(v)
 		if err != nil {
@@ -293,7 +293,7 @@ func (e *Experiment) twoPredictions(ctx context.Context, A, B Embedding, cells [
 			return nil, nil, err
 		}
 		t0 := time.Now()
-		if out[i], err = cellmath.Predict(t.net, cells); err != nil {
+		if out[i], err = cellmath.Predict(t.Net, cells); err != nil {
 			return nil, nil, err
 		}
 		st.Predict += time.Since(t0).Seconds()
@@ -326,7 +326,7 @@ func (e *Experiment) TestPredictions(ctx context.Context, kind string) ([]float6
 	if err != nil {
 		return nil, err
 	}
-	return cellmath.Predict(t.net, e.Test.Idx)
+	return cellmath.Predict(t.Net, e.Test.Idx)
 }
 
 // OnRetrained, when not nil, is called with every model Downstream trains

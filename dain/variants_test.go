@@ -224,7 +224,7 @@ func TestPredictorVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mlp, err := cellmath.Predict(e.models[Embedding{"mlp"}].val.net, dain.Idx)
+	mlp, err := cellmath.Predict(e.models[Embedding{"mlp"}].Val.Net, dain.Idx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,3 +218,17 @@ func Shares(w [][]float64) [][]float64 {
 	}
 	return out
 }
+
+// Importance returns the importance α_z of signed cell scores s: |S_z|,
+// or with positive max(S_z, 0) (-sign positive).
+func Importance(s []float32, positive bool) []float32 {
+	alpha := make([]float32, len(s))
+	for z, x := range s {
+		if positive {
+			alpha[z] = max(x, 0)
+		} else {
+			alpha[z] = float32(math.Abs(float64(x)))
+		}
+	}
+	return alpha
+}

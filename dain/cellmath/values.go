@@ -12,8 +12,9 @@ import (
 
 // StackWeights returns the least-squares weights b (intercept first, then
 // one per column) of y on the columns cols over every process of cl's
-// cells (each passing its own; a collective): the normal equations, added over the processes, solved by
-// Cholesky with the ridge ρ = 10⁻⁶·n on the columns' weights.
+// cells (each passing its own; a collective): the normal equations, added
+// over the processes, solved by Cholesky with the ridge ρ = 10⁻⁶·n on the
+// columns' weights.
 func StackWeights(cl cluster.Cluster, cols [][]float64, y []float64) ([]float64, error) {
 	k := len(cols) + 1
 	// The Gram matrix's upper triangle, then X'y, then n.

@@ -122,3 +122,12 @@ func (cfg Config) CkEffective(dims []int, ranks int) func(name, value string) st
 		return value
 	}
 }
+
+// CkRun is what a checkpoint directory is told of a run of cfg on the
+// backend named backend (of device, in words) over an input of dims, on
+// ranks processes (0: one), logging with logf (rundir.Run).
+func (cfg Config) CkRun(backend, device string, logf func(string, ...any), dims []int, ranks int) rundir.Run {
+	what, flags := cfg.Keep.FromSteps14()
+	return rundir.Run{Config: cfg.CkFields(backend), Device: device, Ranks: ranks,
+		Effective: cfg.CkEffective(dims, ranks), Legacy: CkLegacy, Unkept: what, UnkeptFlags: flags, Logf: logf}
+}

@@ -64,9 +64,10 @@ const estimatedCellCopies = 2
 
 // MemoryParts estimates the memory in bytes of this process's part of a
 // run of cfg, whose method trains the embedding models of kinds models (a
-// kind may repeat; the final model's and auto's are added here), on nnz cells (this process's share) of a tensor with dims,
-// with its embedding tables sharded over shards processes (1: whole), by
-// what holds it: the cells, the new cells, the largest model the run trains (nn.Bytes:
+// kind may repeat; the final model's and auto's are added here), on nnz
+// cells (this process's share) of a tensor with dims, with its embedding
+// tables sharded over shards processes (1: whole), by what holds it: the
+// cells, the new cells, the largest model the run trains (nn.Bytes:
 // parameters, gradients, Adam's moments and activations at its batch and
 // the evaluation batch; the run trains its models one at a time), the
 // alias tables and bayes-fm's kept samples when it fits one. Each part

@@ -285,17 +285,19 @@ func SettingOf(field string) (Setting, bool) {
 	return Setting{}, false
 }
 
-// settingNamed is SettingOf, set by init: the table's help texts name
-// the Choice lists (Help(Influences)) whose builders call the resolvers,
-// and a direct call would make Settings' initialisation depend on itself.
+// settingNamed is SettingOf, set by init: the resolvers read the table,
+// whose help texts name the Choice lists (Help(Influences)); were a list's
+// entries to call a resolver (as package dain's stage builders do), a
+// direct call would make Settings' initialisation depend on itself.
 var settingNamed func(field string) (Setting, bool)
 
 func init() { settingNamed = SettingOf }
 
 // Resolved returns c's value of the setting of Config field field, the
 // table's Unset in the stead of the zero value (Setting.Resolved): the
-// resolvers (c.SplitUsed(), c.ValuesUsed(), …) read each default from settings()
-// rather than repeat it.
+// resolvers (c.SplitUsed(), c.ValuesUsed(), …) read each default from
+// settings() rather than repeat it. It panics on a field the table does
+// not name.
 func Resolved[T any](c Config, field string) T {
 	s, ok := settingNamed(field)
 	if !ok {

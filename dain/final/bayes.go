@@ -63,11 +63,11 @@ type Hooks struct {
 // cells; bayes.FitOn over d.Cl), the validation and test cells as query
 // sets, labelled label in d.Logf's lines ("" none). With aug nil or empty
 // on every process it is the chain on the training cells alone, kept in
-// b.Alone (and taken from there when it ran). It returns the test RMSE of the averaged predictions (the
-// validation RMSE when there is no test set), an nn.Result whose
-// BestValMSE is the validation MSE (no epochs: BestEpoch 0), and its wall
-// time. The same split and seed give the same chain whatever aug holds, so
-// runs on one split differ only by aug.
+// b.Alone (and taken from there when it ran). It returns the test RMSE of
+// the averaged predictions (the validation RMSE when there is no test
+// set), an nn.Result whose BestValMSE is the validation MSE (no epochs:
+// BestEpoch 0), and its wall time. The same split and seed give the same
+// chain whatever aug holds, so runs on one split differ only by aug.
 func (b *Bayes) Downstream(ctx context.Context, d Data, h Hooks, aug *tensor.COO, label string) (float64, nn.Result, float64, error) {
 	// New cells on any process (one's share may be empty while another's
 	// is not: every process must take the same path).

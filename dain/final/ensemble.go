@@ -1,7 +1,12 @@
 package final
 
 import (
+	"math"
+
 	"github.com/dainx/dainx/bayes"
+	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/dain/cellmath"
+	"github.com/dainx/dainx/tensor"
 )
 
 // Ensemble is the ensemble value predictor of step 4 (package dain's
@@ -41,4 +46,44 @@ func (m *Ensemble) Combine(cols [][]float64) []float64 {
 		out[c] = min(max(y, m.Lo), m.Hi)
 	}
 	return out
+}
+
+// Stack fits the ensemble of the candidates kinds (bayes-fm last) on the
+// validation cells (package dain's -final-model ensemble): their
+// predictions val and test (one column per candidate, this process's
+// validation and test cells of d) stacked with weights fitted by least
+// squares over every process (cellmath.StackWeights), clamped to the
+// training values' range (TrainRange). It returns the stack, its test
+// predictions, its validation MSE and its test RMSE (the validation RMSE
+// when d has no test cells); an error is StackWeights'.
+func Stack(d Data, kinds []string, val, test [][]float64) (m *Ensemble, testPred []float64, valMSE, rmse float64, err error) {
+	w, err := cellmath.StackWeights(d.Cl, val, d.Val.Val)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	lo, hi := TrainRange(d.Cl, d.Train)
+	m = &Ensemble{Kinds: kinds, Weights: w, Lo: lo, Hi: hi}
+	pv, pt := m.Combine(val), m.Combine(test)
+	valMSE = MSEAll(d.Cl, pv, d.Val.Val)
+	rmse = math.Sqrt(valMSE)
+	if d.NTest > 0 {
+		rmse = math.Sqrt(MSEAll(d.Cl, pt, d.Test.Val))
+	}
+	return m, pt, valMSE, rmse, nil
+}
+
+// TrainRange returns the smallest and largest values of the training
+// cells over every process of cl (train: this process's).
+func TrainRange(cl cluster.Cluster, train *tensor.COO) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range train.Val {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if cl.Size() > 1 {
+		all := cl.GatherF64([]float64{lo, hi})
+		for r := 0; r+1 < len(all); r += 2 {
+			lo, hi = min(lo, all[r]), max(hi, all[r+1])
+		}
+	}
+	return lo, hi
 }

@@ -9,6 +9,7 @@ package influence
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain/config"
@@ -144,4 +145,22 @@ type sharedGrad struct {
 func (a *sharedGrad) Checkpoint(best bool) error {
 	a.be.Copy(a.LastLayer.ValGradSum(), a.g)
 	return a.LastLayer.Checkpoint(best)
+}
+
+// Checkpoint makes the checkpoint of every accumulator of accs at the end
+// of an epoch (best: the best epoch so far), adding each one's wall time
+// to secs (in-run's work inside the epoch's steps included), in seconds.
+// An error is the first accumulator's that fails.
+func Checkpoint(accs []tracin.Accumulator, secs []float64, best bool) error {
+	for i, a := range accs {
+		t0 := time.Now()
+		if err := a.Checkpoint(best); err != nil {
+			return err
+		}
+		secs[i] += time.Since(t0).Seconds()
+		if s, ok := a.(interface{ TakeSeconds() float64 }); ok {
+			secs[i] += s.TakeSeconds() // in-run's work inside the epoch's steps
+		}
+	}
+	return nil
 }

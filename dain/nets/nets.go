@@ -10,9 +10,11 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/dainx/dainx/checkpoint/rundir"
 	"github.com/dainx/dainx/compute"
 	"github.com/dainx/dainx/dain/config"
 	"github.com/dainx/dainx/nn"
+	"github.com/dainx/dainx/tracin"
 )
 
 // New builds on be a fresh model of kind (mlp, fm, hybrid or costco) as
@@ -90,4 +92,40 @@ func ScaleHint(trainMaxAbs float64) string {
 		return ""
 	}
 	return fmt.Sprintf(" (the largest |value| is %.3g: dividing the values by about %.0e brings them to order 1)", big, math.Pow(10, math.Floor(math.Log10(big))))
+}
+
+// Trained is an embedding model trained on a run's training cells (package
+// dain's Θ, the value predictor, the final models): its net, its sets of
+// this process's training, validation and test cells, the result of its
+// training, its test RMSE (the validation RMSE without test cells) and the
+// TracIn accumulators that rode on its training.
+type Trained struct {
+	Net              *nn.Net
+	Train, Val, Test *nn.Set
+	Res              nn.Result
+	RMSE             float64
+	Accs             []tracin.Accumulator
+}
+
+// Free frees the model, its sets and its TracIn sums.
+func (t *Trained) Free() {
+	t.Shed()
+	t.Net.Free()
+}
+
+// Shed frees the model's copies of the split and its TracIn sums, keeping
+// the model.
+func (t *Trained) Shed() {
+	for _, a := range t.Accs {
+		a.Free()
+	}
+	t.Accs = nil
+	t.Train.Free()
+	t.Val.Free()
+	t.Test.Free()
+}
+
+// Checkpoint is t as a checkpoint saves and restores it (rundir.Model).
+func (t *Trained) Checkpoint() rundir.Model {
+	return rundir.Model{Net: t.Net, Result: &t.Res, RMSE: &t.RMSE, Accs: t.Accs}
 }

@@ -24,15 +24,16 @@ type Oracle struct {
 }
 
 // Check returns, when one of cfgs asks for oracle values
-// (config.ValuesOracle), the oracle of its generator (Config.Oracle), after checking that the tensor, of which sh is
-// this process's share (cl's processes holding the others), is a tensor
-// the generator made: the same dims, and values that differ from the
-// generator's by the generator's noise (exactly equal for noise 0; for
-// noise σ > 0 a mean squared difference over every process's cells within
-// 6 standard errors of σ²). Every process returns the same error, naming
-// the first cell in file order that differs. It returns nil when no
-// configuration asks for the oracle. The configurations share one
-// generator (an experiment's methods share a tensor).
+// (config.ValuesOracle), the oracle of its generator (Config.Oracle),
+// after checking that the tensor, of which sh is this process's share
+// (cl's processes holding the others), is a tensor the generator made: the
+// same dims, and values that differ from the generator's by the
+// generator's noise (exactly equal for noise 0; for noise σ > 0 a mean
+// squared difference over every process's cells within 6 standard errors
+// of σ²). Every process returns the same error, naming the first cell in
+// file order that differs. It returns nil when no configuration asks for
+// the oracle. The configurations share one generator (an experiment's
+// methods share a tensor).
 func Check(cl cluster.Cluster, sh *tensor.Part, cfgs []config.Config) (*Oracle, error) {
 	x := sh.Cells
 	var g *tensor.Generator

@@ -58,6 +58,34 @@ func TopEntities(w []float64, share float64) []int {
 	return idx[:min(k, len(w))]
 }
 
+// ModeOf returns the diagnostics of mode n (0-based; Mode is n+1) of an
+// entity importance w (one weight per entity) against the entities'
+// training-cell counts (the same length): the Spearman correlation over
+// the entities with cells, and the top 1% of entities by weight (TopEntities)
+// with their share of the weight, marked in top (len(w) entries) for the
+// caller's shares of cells (TopShareNew, TopShareTrain, left zero).
+func ModeOf(n int, w, counts []float64) (d ModeDiagnostics, top []bool) {
+	d.Mode = n + 1
+	var imp, freq []float64
+	for i, f := range counts {
+		if f > 0 {
+			imp, freq = append(imp, w[i]), append(freq, f)
+		}
+	}
+	d.Entities = len(imp)
+	if r := Spearman(imp, freq); !math.IsNaN(r) {
+		d.Spearman = &r
+	}
+	ids := TopEntities(w, 0.01)
+	d.Top = len(ids)
+	top = make([]bool, len(w))
+	for _, i := range ids {
+		top[i] = true
+		d.TopMass += w[i]
+	}
+	return d, top
+}
+
 // Ranks returns the ranks 1…n of x, ties given the average of the ranks
 // they span.
 func Ranks(x []float64) []float64 {

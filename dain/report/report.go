@@ -237,3 +237,16 @@ func BestValRMSE(h []EpochLog, best int) float64 {
 	}
 	return math.NaN()
 }
+
+// Shared is the wall time in seconds of the shared work a configuration
+// uses (package dain's Experiment.SharedSeconds), each part measured once
+// however many runs share it.
+type Shared struct {
+	Train     float64 // training Θ, without the TracIn passes
+	Influence float64 // the cell-importance passes this configuration uses
+	Entity    float64 // entity importance and alias tables (or neighbours)
+	Predictor float64 // training the value predictor Θ_p when it is not Θ
+}
+
+// Total returns the sum of the parts.
+func (s Shared) Total() float64 { return s.Train + s.Influence + s.Entity + s.Predictor }

@@ -23,15 +23,16 @@ func ObservedSet(dims []int, train, val *tensor.COO, extra int) *tensor.CellSet 
 }
 
 // ExchangeRound is the most observed cells a process sends its owners in
-// one round of OwnedObserved's exchange (a variable for tests): the round's buffers, not the
-// whole share, are what the exchange adds to a process's memory.
+// one round of OwnedObserved's exchange (a variable for tests): the
+// round's buffers, not the whole share, are what the exchange adds to a
+// process's memory.
 var ExchangeRound = 1 << 20
 
 // OwnedObserved returns the observed cells (train ∪ val, this process's
-// share of them, cells of dims) that this process owns (sampling.Owner), from every process: the observed set of
-// one process. The cells travel to their owners in rounds of at most
-// ExchangeRound cells a process; added, if not nil, sees each cell the
-// first time it enters the set.
+// share of them, cells of dims) that this process owns (sampling.Owner),
+// from every process: the observed set of one process. The cells travel to
+// their owners in rounds of at most ExchangeRound cells a process; added,
+// if not nil, sees each cell the first time it enters the set.
 func OwnedObserved(cl cluster.Cluster, dims []int, train, val *tensor.COO, added func(cell []int32)) *tensor.CellSet {
 	order := len(dims)
 	size := cl.Size()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/dainx/dainx/cluster"
+	"github.com/dainx/dainx/dain/config"
 )
 
 // Report describes a run spread over processes in its report (package
@@ -125,4 +126,22 @@ func (d *Recorder) Finish(cl cluster.Cluster, logf func(string, ...any)) *Report
 	logf("slowest rank %d: %.2f× the mean computation (%.1fs); the others wait for it in MPI", dr.Slowest, dr.SlowestBy, most)
 	logf("%.1fs communicating, %.2f ms per training step", dr.CommSeconds, dr.StepComm)
 	return dr
+}
+
+// NewRecorderFor is NewRecorder for a run of cfg over a tensor of dims:
+// its Report also says whether the node of this process runs more ranks
+// than it has cores (cl tells, as logf then says) and how the embedding
+// gradients of an unsharded table are exchanged (Config.ExchangeFor).
+func NewRecorderFor(cl cluster.Cluster, start time.Time, cfg config.Config, dims []int, logf func(string, ...any)) *Recorder {
+	d := NewRecorder(cl, start)
+	if o, ok := cl.(interface{ Oversubscribed() bool }); ok && o.Oversubscribed() {
+		d.Report.Oversubscribed = true
+		logf("dainx: more ranks on this node than cores: waits yield the core instead of polling; times are not a dedicated node's")
+	}
+	rows := 0
+	for _, d := range dims {
+		rows += d
+	}
+	d.Report.Exchange = cfg.ExchangeFor(rows, cfg.Batch, len(dims))
+	return d
 }

@@ -213,3 +213,25 @@ func (s *State) SummerF64() func([]float64) {
 // cluster.ErrOtherProcess on the others when any has one, and nil when
 // none has, so that every process returns at the same point.
 func (s *State) AgreeErr(err error) error { return agreeErr(s.Cl, err) }
+
+// ShareOn returns the share of the K×order cells (this process's of
+// cells spread over the processes) whose index in mode n is marked in in,
+// over every process; 0 for no cells.
+func (s *State) ShareOn(cells []int32, order, n int, in []bool) float64 {
+	k := len(cells) / order
+	hit := 0
+	for c := 0; c < k; c++ {
+		if in[cells[c*order+n]] {
+			hit++
+		}
+	}
+	if s.Many() {
+		t := []int64{int64(hit), int64(k)}
+		s.Cl.SumI64(t)
+		hit, k = int(t[0]), int(t[1])
+	}
+	if k == 0 {
+		return 0
+	}
+	return float64(hit) / float64(k)
+}
