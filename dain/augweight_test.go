@@ -70,6 +70,14 @@ func TestAugWeightBayesFM(t *testing.T) {
 	}{{1, "weight 1"}, {0.25, "weight 0.25"}, {dain.AugWeightLearn, "learned"}, {dain.AugWeightAuto, "auto: weight 0.1"}} {
 		r, want := run(c.w)
 		rep := r.Report
+		if c.w == dain.AugWeightAuto && strings.HasPrefix(rep.AugWeight, "auto: none") {
+			// The guard (TestAugWeightAutoGuard): the new cells raised
+			// the validation MSE, so Θ′ is the chain alone.
+			if rep.RMSEAfter != rep.RMSEBefore || !(rep.ValRMSEAfter == rep.ValRMSEBefore) {
+				t.Errorf("-aug-weight auto, new cells rejected: rmse_after %v, rmse_before %v", rep.RMSEAfter, rep.RMSEBefore)
+			}
+			continue
+		}
 		if rep.RMSEAfter != want {
 			t.Errorf("-aug-weight %s: rmse_after %v, bayes.Fit on train ∪ new cells %v", c.w.String(), rep.RMSEAfter, want)
 		}
@@ -307,5 +315,69 @@ func TestFinalEnsemble(t *testing.T) {
 	moved := run(y, dain.FinalEnsemble)
 	if moved.ValRMSEAfter != ens.ValRMSEAfter || moved.RMSEAfter == ens.RMSEAfter {
 		t.Errorf("test values moved: validation RMSE %v → %v (want unchanged), test RMSE %v → %v (want changed)", ens.ValRMSEAfter, moved.ValRMSEAfter, ens.RMSEAfter, moved.RMSEAfter)
+	}
+}
+
+// TestAugWeightAutoGuard: with -aug-weight auto, bayes-fm keeps new cells
+// only when they lower its validation MSE. New cells whose values are
+// garbage raise it, and the final model is then the chain on the training
+// cells alone, bit for bit; new cells that are the validation cells with
+// their true values lower it, and the chain with them is kept (its
+// validation RMSE below the chain alone's). An explicit weight is never
+// overruled.
+func TestAugWeightAutoGuard(t *testing.T) {
+	x := demoTensor(t, 2000)
+	c := small()
+	c.FinalModel, c.BayesSamples, c.BayesPriors = dain.FinalBayesFM, 20, dain.BayesPriorsMode
+	c.Keep.Split = true
+	r, err := dain.Run(context.Background(), x, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := r.Split
+	e, err := dain.NewExperiment(x, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	alone, ares, _, err := e.Downstream(context.Background(), &tensor.COO{Dims: x.Dims}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := &tensor.COO{Dims: x.Dims, Idx: sp.Train.Idx[:300*3], Val: make([]float64, 300)}
+	for i := range garbage.Val {
+		garbage.Val[i] = 50 * float64(i%7-3)
+	}
+	got, res, _, err := e.Downstream(context.Background(), garbage, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != alone || res.BestValMSE != ares.BestValMSE {
+		t.Errorf("garbage new cells: rmse %v (validation MSE %v), the chain alone %v (%v)", got, res.BestValMSE, alone, ares.BestValMSE)
+	}
+	truth := &tensor.COO{Dims: x.Dims, Idx: sp.Val.Idx, Val: sp.Val.Val}
+	got, res, _, err = e.Downstream(context.Background(), truth, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == alone || !(res.BestValMSE < ares.BestValMSE) {
+		t.Errorf("the validation cells as new cells: rmse %v (validation MSE %v), the chain alone %v (%v): not kept", got, res.BestValMSE, alone, ares.BestValMSE)
+	}
+	// An explicit weight keeps even garbage.
+	c.AugWeight = 0.1
+	e2, err := dain.NewExperiment(x, c, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	if _, _, _, err := e2.Downstream(context.Background(), &tensor.COO{Dims: x.Dims}, ""); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _, err = e2.Downstream(context.Background(), garbage, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == alone {
+		t.Error("-aug-weight 0.1: garbage new cells were dropped")
 	}
 }

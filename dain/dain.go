@@ -344,6 +344,9 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 	rep.BayesPriors, rep.BayesClamp = e.bfm.LastPriors, e.bfm.LastClamp
 	if f := e.applyAuto(e.cfg).FinalModelName(); rep.NAug > 0 && (f == FinalBayesFM || f == FinalEnsemble || e.cfg.AugWeight.Resolve(f) != 1) {
 		rep.AugWeight = e.cfg.AugWeight.Applied(f)
+		if f == FinalBayesFM && e.bfm.Rejected {
+			rep.AugWeight = "auto: none (the new cells raised the validation RMSE; Θ′ is the chain on the training cells alone)"
+		}
 	}
 	rep.ValRMSEAfter = math.Sqrt(res.BestValMSE)
 	// No new cell is no augmentation: a lower RMSE then is the

@@ -33,6 +33,10 @@ type Bayes struct {
 	// with -bayes-clamp auto, what validation chose).
 	LastPriors config.BayesPriorGroups
 	LastClamp  bayes.ClampRule
+	// Rejected says that the last fit with new cells, under -aug-weight
+	// auto, had a higher validation MSE than the chain on the training
+	// cells alone, which Downstream then returned in its stead.
+	Rejected bool
 }
 
 // Data is what a fit reads of its experiment: the processes, the tensor's
@@ -67,11 +71,16 @@ type Hooks struct {
 // the averaged predictions (the validation RMSE when there is no test
 // set), an nn.Result whose BestValMSE is the validation MSE (no epochs:
 // BestEpoch 0), and its wall time. The same split and seed give the same
-// chain whatever aug holds, so runs on one split differ only by aug.
+// chain whatever aug holds, so runs on one split differ only by aug. With
+// new cells, -aug-weight auto and the chain on the training cells alone
+// already run (b.Alone), the new cells are kept only if they lower the
+// validation MSE: otherwise Downstream returns the chain alone (its
+// samples saved through h.Save when it has one) and sets b.Rejected.
 func (b *Bayes) Downstream(ctx context.Context, d Data, h Hooks, aug *tensor.COO, label string) (float64, nn.Result, float64, error) {
 	// New cells on any process (one's share may be empty while another's
 	// is not: every process must take the same path).
 	alone := aug == nil || globalNNZ(d.Cl, aug) == 0
+	b.Rejected = false
 	// save: this chain is Θ′ and Keep.Bayes takes its samples.
 	save := h.Save != nil
 	if a := b.Alone; alone && a != nil && !save {
@@ -138,6 +147,16 @@ func (b *Bayes) Downstream(ctx context.Context, d Data, h Hooks, aug *tensor.COO
 		}
 	}
 	valMSE := MSEAll(d.Cl, res.Pred[0], d.Val.Val)
+	if a := b.Alone; !alone && a != nil && d.Cfg.AugWeight == config.AugWeightAuto && valMSE > a.Res.BestValMSE {
+		// -aug-weight auto keeps the new cells only where they lower the
+		// validation MSE (the same cells, seed and prior grouping): here
+		// they raised it, so Θ′ is the chain on the training cells alone
+		// (run again only when its samples are to be saved).
+		d.Logf("  bayes-fm: the new cells raised the validation RMSE (%.6f, alone %.6f): the final model is the chain on the training cells alone", math.Sqrt(valMSE), math.Sqrt(a.Res.BestValMSE))
+		rmse, out, secs, err := b.Downstream(ctx, d, h, nil, label)
+		b.Rejected = true
+		return rmse, out, secs + time.Since(t0).Seconds(), err
+	}
 	out := nn.Result{BestValMSE: valMSE}
 	rmse := math.Sqrt(valMSE)
 	if d.NTest > 0 {
