@@ -115,7 +115,8 @@ type Config struct {
 	// parameter samples, evenly spaced over the sweeps after burn-in (the
 	// last one included), kept in Result.Model to predict cells not passed
 	// to Fit. 0 keeps none (Result.Model is nil). Each kept sample costs
-	// 8·(1 + Σ_n dims[n]·(K+1)) bytes.
+	// 8·(1 + Σ_n dims[n]·(K+1)) bytes. A chain that StopWindow ends keeps
+	// those of the schedule it reached, and the sample of its last sweep.
 	KeepSamples int
 	// SharedPriors makes all modes share one (μ, λ) for their w and one
 	// per factor for their V, as libFM does when no -meta file groups the
@@ -143,6 +144,17 @@ type Config struct {
 	// range (ClampRules; "" means ClampSamples, libFM's rule). It changes
 	// Result.Pred, QueryRMSE and Model's predictions, not the chain.
 	Clamp ClampRule
+	// StopWindow > 0 ends the chain before Samples sweeps once it has
+	// converged on the first query set (the validation cells; their
+	// values must be the true ones): after a sweep d ≥ StopWindow sweeps
+	// past burn-in at which the RMSE of the running average (the lower of
+	// the two clamp rules' with ClampAuto) is above (1 − StopTol) times
+	// its value StopWindow sweeps before, the chain stops. The chain up to
+	// there is the one of Samples = BurnIn + d, bit for bit; Result.Sweeps
+	// says how many ran. 0 (the default) runs every sweep.
+	StopWindow int
+	// StopTol ≥ 0 is StopWindow's relative improvement (e.g. 1e-4).
+	StopTol float64
 	// Workers ≥ 0 is the number of goroutines drawing the entities of a
 	// mode in parallel (0: GOMAXPROCS). It does not change the results.
 	Workers int
@@ -176,6 +188,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bayes: %d workers: want ≥ 0 (0: GOMAXPROCS)", c.Workers)
 	case c.Clamp != "" && c.Clamp != ClampSamples && c.Clamp != ClampMean && c.Clamp != ClampAuto:
 		return fmt.Errorf("bayes: clamp rule %q: want %s, %s or %s", c.Clamp, ClampSamples, ClampMean, ClampAuto)
+	case c.StopWindow < 0 || !(c.StopTol >= 0) || math.IsInf(c.StopTol, 0):
+		return fmt.Errorf("bayes: stop window %d, tolerance %v: want ≥ 0 and a finite value ≥ 0", c.StopWindow, c.StopTol)
 	case c.NewCells < 0:
 		return fmt.Errorf("bayes: %d new cells: want ≥ 0", c.NewCells)
 	case c.NewCells > 0 && !c.NewLearn && !(c.NewWeight > 0 && c.NewWeight <= MaxNewWeight):
@@ -217,6 +231,9 @@ type Result struct {
 	ValMSE []float64
 	// Model holds Config.KeepSamples parameter samples (nil when 0).
 	Model *Model
+	// Sweeps is the number of sweeps the chain ran, burn-in included:
+	// Config.Samples, or fewer when Config.StopWindow ended it.
+	Sweeps int
 	// Elapsed is Fit's wall time.
 	Elapsed time.Duration
 }
@@ -571,6 +588,18 @@ func FitOn(ctx context.Context, cl cluster.Cluster, train *tensor.COO, queries [
 			res.QueryRMSE[j] = rmse[r][j]
 		}
 		s.progress(cfg, sweep, res, queries)
+		if converged(cfg, rule, rmse, counts) {
+			if res.Model != nil && !keep[sweep] {
+				// The stop's sweep is kept, as the schedule's last is.
+				res.Model.samples = append(res.Model.samples, s.params.clone())
+				res.Model.hyper = append(res.Model.hyper, s.hyperClone())
+			}
+			res.Sweeps = sweep + 1
+			break
+		}
+	}
+	if res.Sweeps == 0 {
+		res.Sweeps = cfg.Samples
 	}
 	if rule == ClampAuto {
 		rule = ClampSamples
@@ -592,7 +621,7 @@ func FitOn(ctx context.Context, cl cluster.Cluster, train *tensor.COO, queries [
 	if res.Model != nil {
 		res.Model.Clamp = rule
 	}
-	total := float64(cfg.Samples - cfg.BurnIn)
+	total := float64(res.Sweeps - cfg.BurnIn)
 	for j, p := range res.Pred {
 		for c := range p {
 			if raw[j] != nil {
@@ -608,6 +637,33 @@ func FitOn(ctx context.Context, cl cluster.Cluster, train *tensor.COO, queries [
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// converged reports whether cfg.StopWindow ends the chain now: the first
+// query set's RMSE of the running average (under rule; the lower of the
+// two rules' with ClampAuto) is above (1 − StopTol) times its value
+// StopWindow sweeps before. The RMSEs are over every process, so every
+// process decides alike.
+func converged(cfg Config, rule ClampRule, rmse [2][][]float64, counts []int64) bool {
+	w := cfg.StopWindow
+	if w <= 0 || len(counts) == 0 || counts[0] == 0 {
+		return false
+	}
+	at := func(k int) float64 {
+		a := rmse[0][0][k]
+		switch rule {
+		case ClampMean:
+			a = rmse[1][0][k]
+		case ClampAuto:
+			a = min(a, rmse[1][0][k])
+		}
+		return a
+	}
+	n := len(rmse[0][0])
+	if n <= w {
+		return false
+	}
+	return at(n-1) > (1-cfg.StopTol)*at(n-1-w)
 }
 
 // errOther is the error of a process whose own input and context were

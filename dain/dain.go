@@ -341,7 +341,7 @@ func (e *Experiment) step5(ctx context.Context, rep *Report, aug *tensor.COO, nA
 		return err
 	}
 	rep.RMSEAfter, rep.BestEpochAfter, rep.HistoryAfter = rmse, res.BestEpoch, report.History(res)
-	rep.BayesPriors, rep.BayesClamp = e.bfm.LastPriors, e.bfm.LastClamp
+	rep.BayesPriors, rep.BayesClamp, rep.BayesSweeps = e.bfm.LastPriors, e.bfm.LastClamp, e.bfm.LastSweeps
 	if f := e.applyAuto(e.cfg).FinalModelName(); rep.NAug > 0 && (f == FinalBayesFM || f == FinalEnsemble || e.cfg.AugWeight.Resolve(f) != 1) {
 		rep.AugWeight = e.cfg.AugWeight.Applied(f)
 		if f == FinalBayesFM && e.bfm.Rejected {

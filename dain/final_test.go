@@ -249,3 +249,32 @@ func TestBayesClamp(t *testing.T) {
 		}
 	}
 }
+
+// TestBayesStop: -bayes-stop ends bayes-fm's chains early (the report's
+// bayes_sweeps below -bayes-samples, another rmse_after); 0 (the default)
+// runs every sweep.
+func TestBayesStop(t *testing.T) {
+	x := demoTensor(t, 2000)
+	run := func(stop int) dain.Report {
+		c := small()
+		c.FinalModel, c.BayesSamples, c.Ratio, c.BayesPriors, c.BayesStop = dain.FinalBayesFM, 80, 0.3, dain.BayesPriorsMode, stop
+		r, err := dain.Run(context.Background(), x, c, cpu.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Report
+	}
+	all, early := run(0), run(5)
+	if all.BayesSweeps != 80 {
+		t.Errorf("-bayes-stop 0: %d sweeps, want all 80", all.BayesSweeps)
+	}
+	if !(early.BayesSweeps > 5 && early.BayesSweeps < 80) || early.RMSEAfter == all.RMSEAfter {
+		t.Errorf("-bayes-stop 5: %d sweeps, rmse_after %v (every sweep: %v)", early.BayesSweeps, early.RMSEAfter, all.RMSEAfter)
+	}
+	t.Logf("-bayes-stop 5: %d of 80 sweeps, rmse_after %.5f (every sweep %.5f)", early.BayesSweeps, early.RMSEAfter, all.RMSEAfter)
+	c := small()
+	c.FinalModel, c.BayesStop = dain.FinalBayesFM, -1
+	if _, err := dain.Run(context.Background(), x, c, cpu.New()); err == nil || !strings.Contains(err.Error(), "bayes stop") {
+		t.Errorf("-bayes-stop -1: %v", err)
+	}
+}

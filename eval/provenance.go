@@ -99,6 +99,8 @@ type Training struct {
 	BayesPriors  dain.BayesPriorGroups `json:"bayes_priors"`
 	// BayesClamp: records made before it existed clamped each sample.
 	BayesClamp bayes.ClampRule `json:"bayes_clamp"`
+	// BayesStop: records made before it existed ran every sweep.
+	BayesStop int `json:"bayes_stop"`
 	// FMRank and L2: records made before they existed trained no fm and
 	// had no L2 penalty.
 	FMRank int     `json:"fm_rank"`
@@ -262,7 +264,7 @@ func (t Training) Effective(dims []int) Training {
 		}
 	}
 	if !t.config().UsesBayesFM() { // the bayes-fm settings do not matter
-		t.BayesRank, t.BayesSamples, t.BayesBurnIn, t.BayesPriors, t.BayesClamp = 0, 0, 0, "", ""
+		t.BayesRank, t.BayesSamples, t.BayesBurnIn, t.BayesPriors, t.BayesClamp, t.BayesStop = 0, 0, 0, "", "", 0
 	}
 	if !t.config().UsesFM() { // the fm rank does not matter
 		t.FMRank = 0

@@ -130,6 +130,11 @@ type Config struct {
 	// chain, the one of lower validation MSE kept: no more sweeps). ""
 	// means bayes.ClampAuto.
 	BayesClamp bayes.ClampRule
+	// BayesStop > 0 ends each bayes-fm chain early once the validation
+	// RMSE of its running average has improved by less than
+	// DefaultBayesStopTol (relative) over the last BayesStop sweeps
+	// (bayes.Config.StopWindow); 0 runs every sweep.
+	BayesStop int
 	// AugWeight is how much a new cell counts against an observed one in
 	// the final model's fit (see AugWeight): AugWeightAuto (the zero
 	// value), AugWeightLearn or a weight > 0.

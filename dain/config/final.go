@@ -135,6 +135,9 @@ func (c Config) checkFinal() error {
 	if p := c.BayesPriorsUsed(); !slices.Contains(BayesPriorChoices, p) {
 		return fmt.Errorf("bayes priors %q: want %s, %s or %s", p, BayesPriorChoices[0], BayesPriorChoices[1], BayesPriorChoices[2])
 	}
+	if c.BayesStop < 0 || c.BayesStop > MaxBayesSamples {
+		return fmt.Errorf("bayes stop %d: want 0 (every sweep) to %d sweeps", c.BayesStop, MaxBayesSamples)
+	}
 	if c.BayesSamples > MaxBayesSamples {
 		return fmt.Errorf("bayes samples %d: above the limit %d", c.BayesSamples, MaxBayesSamples)
 	}
@@ -169,8 +172,13 @@ func (c Config) BayesConfig() bayes.Config {
 	b.Seed = BayesSeed(c.Seed)
 	b.SharedPriors = c.BayesPriorsUsed() == BayesPriorsShared
 	b.Clamp = c.BayesClampUsed()
+	b.StopWindow, b.StopTol = c.BayesStop, DefaultBayesStopTol
 	return b
 }
+
+// DefaultBayesStopTol is -bayes-stop's relative improvement of the
+// validation RMSE over its window (bayes.Config.StopTol).
+const DefaultBayesStopTol = 1e-4
 
 // BayesClampUsed returns c.BayesClamp with "" read as the table's Unset
 // (bayes.ClampAuto).

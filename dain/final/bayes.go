@@ -33,6 +33,8 @@ type Bayes struct {
 	// with -bayes-clamp auto, what validation chose).
 	LastPriors config.BayesPriorGroups
 	LastClamp  bayes.ClampRule
+	// LastSweeps is the sweeps of the last fit (Report.BayesSweeps).
+	LastSweeps int
 	// Rejected says that the last fit with new cells, under -aug-weight
 	// auto, had a higher validation MSE than the chain on the training
 	// cells alone, which Downstream then returned in its stead.
@@ -92,7 +94,7 @@ func (b *Bayes) Downstream(ctx context.Context, d Data, h Hooks, aug *tensor.COO
 		if h.FinalPreds != nil {
 			h.FinalPreds(a.ValPred, a.TestPred)
 		}
-		b.LastPriors, b.LastClamp = a.Priors, a.Clamp
+		b.LastPriors, b.LastClamp, b.LastSweeps = a.Priors, a.Clamp, a.Sweeps
 		return a.RMSE, a.Res, a.Seconds, nil
 	}
 	t0 := time.Now()
@@ -135,7 +137,7 @@ func (b *Bayes) Downstream(ctx context.Context, d Data, h Hooks, aug *tensor.COO
 		}
 		return 0, nn.Result{}, 0, fmt.Errorf("dain: the bayes-fm final model: %w", err)
 	}
-	b.LastPriors, b.LastClamp = priors, res.Clamp
+	b.LastPriors, b.LastClamp, b.LastSweeps = priors, res.Clamp, res.Sweeps
 	if save {
 		// Θ′ is what the saved model predicts: its kept samples in
 		// float32.
@@ -169,7 +171,7 @@ func (b *Bayes) Downstream(ctx context.Context, d Data, h Hooks, aug *tensor.COO
 		h.FinalPreds(res.Pred[0], res.Pred[1])
 	}
 	if alone {
-		b.Alone = &Run{RMSE: rmse, Res: out, Seconds: time.Since(t0).Seconds(), Priors: priors, Clamp: res.Clamp, ValPred: res.Pred[0], TestPred: res.Pred[1], Model: res.Model}
+		b.Alone = &Run{RMSE: rmse, Res: out, Seconds: time.Since(t0).Seconds(), Priors: priors, Clamp: res.Clamp, Sweeps: res.Sweeps, ValPred: res.Pred[0], TestPred: res.Pred[1], Model: res.Model}
 	}
 	if save {
 		if err := h.Save(res.Model); err != nil {
@@ -238,6 +240,7 @@ type Run struct {
 	Res           nn.Result
 	Priors        config.BayesPriorGroups
 	Clamp         bayes.ClampRule
+	Sweeps        int
 	ValPred       []float64
 	TestPred      []float64
 	Model         *bayes.Model

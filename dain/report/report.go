@@ -103,6 +103,9 @@ type Report struct {
 	// BayesClamp is the clamp rule bayes-fm's final chain used (samples
 	// or mean; with auto, the one validation chose).
 	BayesClamp bayes.ClampRule `json:"bayes_clamp,omitempty"`
+	// BayesSweeps is the sweeps bayes-fm's final chain ran (fewer than
+	// -bayes-samples when -bayes-stop ended it); 0 without a bayes-fm.
+	BayesSweeps int `json:"bayes_sweeps,omitempty"`
 	// AugWeight says how much the new cells counted in the fit of the
 	// final model (Config.AugWeight with auto resolved): "weight 1" (as
 	// observations), "weight 0.1", "learned" (bayes-fm), prefixed "auto: "

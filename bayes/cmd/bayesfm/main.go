@@ -34,6 +34,7 @@ func main() {
 	shared := flag.Bool("shared", false, "one prior group for all modes (libFM without -meta)")
 	clamp := flag.String("clamp", string(bayes.ClampSamples), "where predictions are clamped to the training range: samples (each, libFM's), mean, or auto (chosen on the validation cells)")
 	verbose := flag.Bool("v", false, "one line per sweep on stderr")
+	stopTol := flag.Float64("stop-tol", 1e-4, "the relative improvement of the validation RMSE over a window below which the chain would stop (reported for windows of 10, 20 and 40 sweeps)")
 	flag.Parse()
 	if *data == "" {
 		fmt.Fprintln(os.Stderr, "bayesfm: -data is required")
@@ -75,6 +76,18 @@ func main() {
 			fmt.Printf("  test RMSE of the average of the first %d samples after burn-in: %.4f\n", s, q[s-1])
 		}
 	}
-	fmt.Printf("val RMSE %.4f, test RMSE %.4f, train RMSE (last sample) %.4f, noise sd 1/sqrt(alpha) %.4f, fit %.1fs\n",
-		rmse(res.Pred[0], val.Val), rmse(res.Pred[1], test.Val), res.TrainRMSE[len(res.TrainRMSE)-1], 1/math.Sqrt(res.Alpha), res.Elapsed.Seconds())
+	fmt.Printf("val RMSE %.4f, test RMSE %.4f, train RMSE (last sample) %.4f, noise sd 1/sqrt(alpha) %.4f, fit %.1fs (%d sweeps)\n",
+		rmse(res.Pred[0], val.Val), rmse(res.Pred[1], test.Val), res.TrainRMSE[len(res.TrainRMSE)-1], 1/math.Sqrt(res.Alpha), res.Elapsed.Seconds(), res.Sweeps)
+	// Where Config.StopWindow would have ended this chain (the same rule
+	// on its validation trace: the chain up to a stop is this one's), and
+	// the test RMSE of the average there.
+	v, t := res.QueryRMSE[0], res.QueryRMSE[1]
+	for _, w := range []int{10, 20, 40} {
+		for k := w; k < len(v); k++ {
+			if v[k] > (1-*stopTol)*v[k-w] {
+				fmt.Printf("  stop window %d (tolerance %g): stops after %d sweeps, test RMSE %.4f (all %d: %.4f)\n", w, *stopTol, cfg.BurnIn+k+1, t[k], len(v), t[len(t)-1])
+				break
+			}
+		}
+	}
 }
