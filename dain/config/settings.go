@@ -231,10 +231,10 @@ func settings() []Setting {
 			Help: "with bayes-fm, its prior `groups`: mode (a mean and precision per mode, as libFM with -meta), shared (one for every mode, libFM without -meta) or auto (both chains, the one of lower validation RMSE kept: twice the time)"},
 		// libFM's rule, each sample clamped, before -bayes-clamp.
 		{Field: "BayesClamp", Flag: "bayes-clamp", Bind: "training", Key: "bayes_clamp", Unset: bayes.ClampAuto, Legacy: bayes.ClampSamples,
-			Help: "with bayes-fm, where its predictions are clamped to the training values' range: `rule` samples (each sample's, then averaged: libFM's), mean (the average) or auto (both from the one chain, the one of lower validation RMSE kept)"},
+			Help: "with bayes-fm, where its predictions are clamped to the training values' range (the `rule`): samples (each sample's, then averaged: libFM's), mean (the average) or auto (both from the one chain, the one of lower validation RMSE kept)"},
 		// Every sweep run before -bayes-stop.
 		{Field: "BayesStop", Flag: "bayes-stop", Bind: "training", Key: "bayes_stop", Legacy: 0,
-			Help: "with bayes-fm, end its chain early once the validation RMSE of its running average has improved by less than " + strconv.FormatFloat(DefaultBayesStopTol, 'g', -1, 64) + " (relative) over the last `sweeps` sweeps; 0 runs every sweep (-bayes-samples)"},
+			Help: "with bayes-fm, end its chain early once the validation RMSE of its running average has improved by less than " + strconv.FormatFloat(DefaultBayesStopTol, 'g', -1, 64) + " (relative) over a window of `sweeps`; 0 runs every sweep (-bayes-samples)"},
 		// New cells counted as observations before -aug-weight.
 		{Field: "AugWeight", Flag: "aug-weight", Bind: "training", Key: "aug_weight", Legacy: AugWeight(1),
 			Help: "how much a new cell counts against an observed one when the final model is fitted: a `weight` w > 0 (bayes-fm: the new cells' noise precision is w·α, α the observed cells'; mlp, fm, hybrid: each new cell's squared error counts w times in Adam's loss; 1 counts them as observations), learn (bayes-fm: their own noise precision, drawn in every Gibbs sweep) or auto (1 for mlp, fm and hybrid; " + strconv.FormatFloat(DefaultBayesAugWeight, 'g', -1, 64) + " for bayes-fm)"},
