@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/dainx/dainx/bayes"
 	"github.com/dainx/dainx/internal/memlimit"
 	"github.com/dainx/dainx/nn"
 )
@@ -35,6 +36,22 @@ func (cfg Config) RunBytes(nnz int, dims []int, shards int) float64 {
 			params += float64(d) * float64(k+1)
 		}
 		b += 8*params*float64(1+cfg.KeptBayes()) + 12*params*float64(cfg.SavedBayes())
+	}
+	return b + cfg.settingCellBytes(float64(nnz)/float64(max(shards, 1)))
+}
+
+// settingCellBytes is what two settings add per cell of this process's
+// nnz: bayes-fm's second running average of the validation and test cells
+// (-bayes-clamp mean or auto: 8 bytes each) and a weighted loss's weight
+// of each training and new cell (-aug-weight other than 1 for a model
+// trained by Adam: 4 bytes each, staged beside its value).
+func (cfg Config) settingCellBytes(nnz float64) float64 {
+	b := 0.0
+	if cfg.UsesBayesFM() && cfg.BayesClampUsed() != bayes.ClampSamples {
+		b += 8 * nnz * (cfg.TestFrac + (1-cfg.TestFrac)*cfg.ValFrac)
+	}
+	if f := cfg.FinalModelName(); f != FinalBayesFM && cfg.AugWeight != AugWeightAuto && cfg.AugWeight != 1 {
+		b += 4 * nnz * (1 - cfg.TestFrac) * (1 - cfg.ValFrac) * (1 + cfg.Ratio)
 	}
 	return b
 }
@@ -137,6 +154,9 @@ func (cfg Config) MemoryParts(nnz int, dims []int, shards int, models []string) 
 			params += float64(d) * float64(k+1)
 		}
 		parts = append(parts, memlimit.Part{What: "bayes-fm's kept samples", Flags: fmt.Sprintf("-bayes-rank %d", k), Bytes: 8*params*float64(1+cfg.KeptBayes()) + 12*params*float64(cfg.SavedBayes())})
+	}
+	if b := cfg.settingCellBytes(float64(nnz)); b > 0 {
+		parts = append(parts, memlimit.Part{What: "the clamp averages and loss weights of the cells", Flags: fmt.Sprintf("-bayes-clamp %s, -aug-weight %s", cfg.BayesClampUsed(), cfg.AugWeight.String()), Bytes: b})
 	}
 	return parts
 }
