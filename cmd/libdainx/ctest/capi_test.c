@@ -400,30 +400,44 @@ static void test_predict(const char *opts7, const char *dir) {
  * dainx_predict to the run's rmse_after, and dainx_fold_in adds a new
  * entity of mode 1 (its cells' values copied from entity 0's) without
  * moving the known cells' predictions. */
+/* saved_rmse runs dainx_augment with "final-model" final (bayes-fm with
+ * samples sweeps), saving the model to m and the split to dir/split, reads
+ * the split's test cells into *t, predicts them from m into *p and
+ * returns their RMSE, with the run's rmse_after in *after; NAN after a
+ * failed call (already CHECKed). */
+static double saved_rmse(const char *dir, const char *m, const char *split, const char *final, int samples,
+                         dainx_result **r, dainx_result **t, dainx_result **p, double *after) {
+	char opts[2048], test[1024];
+	snprintf(test, sizeof test, "%s/%s/test.tsv", dir, split);
+	snprintf(opts, sizeof opts,
+	         "{\"backend\":\"cpu\",\"layers\":\"12,8\",\"epochs\":2,\"batch\":64,\"quiet\":true,\"final-model\":\"%s\","
+	         "\"bayes-samples\":%d,\"bayes-priors\":\"mode\",\"model-out\":\"%s\",\"split-out\":\"%s/%s\"}", final, samples, m, dir, split);
+	int rc = dainx_augment(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
+	                       dainx_result_order(tensor), opts, r);
+	CHECK(rc == DAINX_OK, "dainx_augment with final-model %s and model-out: %d %s", final, rc, dainx_last_error());
+	if (rc != DAINX_OK) return NAN;
+	*after = strtod(field(dainx_result_report(*r), "rmse_after"), NULL);
+	*t = read_or_die(test);
+	int64_t n = dainx_result_count(*t);
+	rc = dainx_predict(m, dainx_result_indices(*t), n, dainx_result_order(*t), NULL, p);
+	CHECK(rc == DAINX_OK, "dainx_predict of a %s model: %d %s", final, rc, dainx_last_error());
+	if (rc != DAINX_OK) return NAN;
+	double se = 0;
+	const double *want = dainx_result_values(*t), *got = dainx_result_values(*p);
+	for (int64_t k = 0; k < n; k++) se += (got[k] - want[k]) * (got[k] - want[k]);
+	return sqrt(se / (double)n);
+}
+
 static void test_bayes(const char *dir) {
-	char opts[2048], m[1024], m2[1024], test[1024];
+	char opts[2048], m[1024], m2[1024];
 	snprintf(m, sizeof m, "%s/bayes", dir);
 	snprintf(m2, sizeof m2, "%s/bayes2", dir);
-	snprintf(test, sizeof test, "%s/bsplit/test.tsv", dir);
-	snprintf(opts, sizeof opts,
-	         "{\"backend\":\"cpu\",\"layers\":\"12,8\",\"epochs\":2,\"batch\":64,\"quiet\":true,\"final-model\":\"bayes-fm\","
-	         "\"bayes-samples\":12,\"bayes-priors\":\"mode\",\"model-out\":\"%s\",\"split-out\":\"%s/bsplit\"}", m, dir);
 	dainx_result *r = NULL, *t = NULL, *p = NULL, *f = NULL, *p2 = NULL;
-	int rc = dainx_augment(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
-	                       dainx_result_order(tensor), opts, &r);
-	CHECK(rc == DAINX_OK, "dainx_augment with final-model bayes-fm and model-out: %d %s", rc, dainx_last_error());
-	if (rc != DAINX_OK) return;
-	double after = strtod(field(dainx_result_report(r), "rmse_after"), NULL);
-	t = read_or_die(test);
-	int64_t n = dainx_result_count(t);
-	int32_t order = dainx_result_order(t);
-	rc = dainx_predict(m, dainx_result_indices(t), n, order, NULL, &p);
-	CHECK(rc == DAINX_OK, "dainx_predict of a bayes-fm model: %d %s", rc, dainx_last_error());
-	if (rc == DAINX_OK) {
-		double se = 0;
-		const double *want = dainx_result_values(t), *got = dainx_result_values(p);
-		for (int64_t k = 0; k < n; k++) se += (got[k] - want[k]) * (got[k] - want[k]);
-		double rmse = sqrt(se / (double)n);
+	double after = 0, rmse = saved_rmse(dir, m, "bsplit", "bayes-fm", 12, &r, &t, &p, &after);
+	if (!isnan(rmse)) {
+		int64_t n = dainx_result_count(t);
+		int32_t order = dainx_result_order(t);
+		const double *got = dainx_result_values(p);
 		CHECK(fabs(rmse - after) <= 1e-12 * after, "bayes-fm: predicted test RMSE %.17g, the run's rmse_after %.17g", rmse, after);
 		/* A new entity of mode 1: the largest index + 1, with the test
 		 * cells of the entity 0 of mode 1 re-indexed to it. */
@@ -441,7 +455,7 @@ static void test_bayes(const char *dir) {
 			vals[nn++] = dainx_result_values(tensor)[k];
 		}
 		snprintf(opts, sizeof opts, "{\"model-out\":\"%s\",\"seed\":2,\"quiet\":true}", m2);
-		rc = dainx_fold_in(m, cells, vals, nn, order, opts, NULL, NULL, &f);
+		int rc = dainx_fold_in(m, cells, vals, nn, order, opts, NULL, NULL, &f);
 		CHECK(rc == DAINX_OK, "dainx_fold_in of a bayes-fm model: %d %s", rc, dainx_last_error());
 		if (rc == DAINX_OK) {
 			rc = dainx_predict(m2, dainx_result_indices(t), n, order, NULL, &p2);
@@ -463,32 +477,17 @@ static void test_bayes(const char *dir) {
  * saved through "model-out" (its members and their stack) is predicted by
  * dainx_predict to the run's rmse_after, and dainx_fold_in refuses it. */
 static void test_ensemble(const char *dir) {
-	char opts[2048], m[1024], m2[1024], test[1024];
+	char opts[2048], m[1024], m2[1024];
 	snprintf(m, sizeof m, "%s/ens", dir);
 	snprintf(m2, sizeof m2, "%s/ens2", dir);
-	snprintf(test, sizeof test, "%s/esplit/test.tsv", dir);
-	snprintf(opts, sizeof opts,
-	         "{\"backend\":\"cpu\",\"layers\":\"12,8\",\"epochs\":2,\"batch\":64,\"quiet\":true,\"final-model\":\"ensemble\","
-	         "\"bayes-samples\":8,\"bayes-priors\":\"mode\",\"model-out\":\"%s\",\"split-out\":\"%s/esplit\"}", m, dir);
 	dainx_result *r = NULL, *t = NULL, *p = NULL, *f = NULL;
-	int rc = dainx_augment(dainx_result_indices(tensor), dainx_result_values(tensor), dainx_result_count(tensor),
-	                       dainx_result_order(tensor), opts, &r);
-	CHECK(rc == DAINX_OK, "dainx_augment with final-model ensemble and model-out: %d %s", rc, dainx_last_error());
-	if (rc != DAINX_OK) return;
-	double after = strtod(field(dainx_result_report(r), "rmse_after"), NULL);
-	t = read_or_die(test);
-	int64_t n = dainx_result_count(t);
-	int32_t order = dainx_result_order(t);
-	rc = dainx_predict(m, dainx_result_indices(t), n, order, NULL, &p);
-	CHECK(rc == DAINX_OK, "dainx_predict of an ensemble: %d %s", rc, dainx_last_error());
-	if (rc == DAINX_OK) {
-		double se = 0;
-		const double *want = dainx_result_values(t), *got = dainx_result_values(p);
-		for (int64_t k = 0; k < n; k++) se += (got[k] - want[k]) * (got[k] - want[k]);
-		double rmse = sqrt(se / (double)n);
+	double after = 0, rmse = saved_rmse(dir, m, "esplit", "ensemble", 8, &r, &t, &p, &after);
+	if (!isnan(rmse)) {
+		int64_t n = dainx_result_count(t);
+		int32_t order = dainx_result_order(t);
 		CHECK(fabs(rmse - after) <= 1e-12 * after, "ensemble: predicted test RMSE %.17g, the run's rmse_after %.17g", rmse, after);
 		snprintf(opts, sizeof opts, "{\"model-out\":\"%s\",\"quiet\":true}", m2);
-		rc = dainx_fold_in(m, dainx_result_indices(t), dainx_result_values(t), n, order, opts, NULL, NULL, &f);
+		int rc = dainx_fold_in(m, dainx_result_indices(t), dainx_result_values(t), n, order, opts, NULL, NULL, &f);
 		CHECK(rc != DAINX_OK && strstr(dainx_last_error(), "ensemble") != NULL, "dainx_fold_in of an ensemble: %d %s", rc, dainx_last_error());
 		printf("ok   ensemble: the saved stack's test RMSE %.6f is rmse_after; fold-in refuses it\n", rmse);
 	}
