@@ -252,7 +252,7 @@ func (s AverageValues) cells(ctx context.Context, e *Experiment, n int, st *AugS
 	}
 	aug.Val = make([]float64, len(a))
 	for i := range a {
-		aug.Val[i] = cellmath.Shortest(float32((a[i] + b[i]) / 2))
+		aug.Val[i] = tensor.Shortest(float32((a[i] + b[i]) / 2))
 	}
 	return aug, nil
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // Predict returns m's predictions for cells (K×N entity indices), each
-// rounded to the shortest decimal of its float32 (Shortest). It sends
+// rounded to the shortest decimal of its float32 (tensor.Shortest). It sends
 // the backend PredictChunk cells at a time; an error is the backend's.
 func Predict(m *nn.Net, cells []int32) ([]float64, error) {
 	order := m.Order()
@@ -38,7 +38,7 @@ func Predict(m *nn.Net, cells []int32) ([]float64, error) {
 			return nil, fmt.Errorf("dain: predicting values: %w", err)
 		}
 		for i, v := range p {
-			out[lo+i] = Shortest(v)
+			out[lo+i] = tensor.Shortest(v)
 		}
 	}
 	return out, nil
@@ -47,11 +47,6 @@ func Predict(m *nn.Net, cells []int32) ([]float64, error) {
 // PredictChunk is the number of cells Predict sends to the backend at
 // once.
 var PredictChunk = 1 << 20
-
-// Shortest returns the float64 nearest to the shortest decimal that reads
-// back as p, so a float32 prediction prints as "2.2926" rather than
-// "2.2925999164581299".
-func Shortest(p float32) float64 { return tensor.Shortest(p) }
 
 // Neighbours is the number of nearest entities entity replacement picks
 // from (paper §5.1.2).
